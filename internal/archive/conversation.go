@@ -1,0 +1,326 @@
+// Package archive reads and writes a document package's saved agent
+// conversation: format 1 in agent/conversation.json and the
+// content-addressed images in agent/images/.
+package archive
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// FormatVersion is the archive format this package reads and writes.
+const FormatVersion = 1
+
+// Conversation is one saved conversation: the panel's items, the model
+// history and the bookkeeping around them. Fields spbridge does not model are
+// kept in Extra (top level) or inside the items, blocks and records that
+// carry them, and are written back unchanged.
+type Conversation struct {
+	Items          []Item
+	History        []Message
+	Feedback       map[string]Feedback // by the id of the item that ends the rated turn
+	SkillCards     map[string]any      // a card's state by item id, as the host wrote it
+	LintRuleCards  map[string]any
+	ApprovalCards  map[string]any
+	ResolvedCards  []string // item ids
+	Queued         []any    // messages sent while a turn ran, still waiting
+	Unsent         []any    // messages a turn handed back to the composer
+	SentFacts      []any    // the host's turn-facts record, kept as written
+	Usage          Usage    // the conversation's total
+	LastRoundUsage Usage    // the last API request's usage
+	EstimatedCost  Cost
+	Model          string
+	Provider       string
+	Extra          map[string]any // top-level fields spbridge does not model
+}
+
+// IsEmpty reports whether the conversation has nothing worth saving: no item,
+// no history and no queued or handed-back message.
+func (c *Conversation) IsEmpty() bool {
+	return len(c.Items) == 0 && len(c.History) == 0 && len(c.Queued) == 0 && len(c.Unsent) == 0
+}
+
+// Identity is the id of the conversation's first item, or "" when it has
+// none. It names the conversation's audit log and survives moving the
+// document; New Conversation starts a new one.
+func (c *Conversation) Identity() string {
+	if len(c.Items) == 0 {
+		return ""
+	}
+	return c.Items[0].ID()
+}
+
+// Usage is a count of tokens (and optionally dollars) in format 1. Numbers
+// keep the text they were read with; an empty number reads as zero, and the
+// optional CacheWrite1h and ReportedCost are written only when non-empty.
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite, WebSearchRequests json.Number
+	CacheWrite1h, ReportedCost                              json.Number
+	Extra                                                   map[string]any
+}
+
+// Cost is the conversation's cost so far: Kind is reported, estimated,
+// unknown or notBilled; Dollars is present with reported and estimated.
+type Cost struct {
+	Kind    string
+	Dollars json.Number
+	Extra   map[string]any
+}
+
+// Cost kinds.
+const (
+	CostReported  = "reported"
+	CostEstimated = "estimated"
+	CostUnknown   = "unknown"
+	CostNotBilled = "notBilled"
+)
+
+// Feedback is a rating of a turn.
+type Feedback struct {
+	Rating  string // good or bad
+	Reasons []string
+	Extra   map[string]any
+}
+
+// Item types. spbridge makes the first eleven; skillProposal,
+// lintRuleProposal and reportedIssue are the host's and are kept as written.
+const (
+	TypeUser             = "user"
+	TypeAssistant        = "assistant"
+	TypeThinking         = "thinking"
+	TypeTool             = "tool"
+	TypeNotice           = "notice"
+	TypeFailure          = "failure"
+	TypeQuestions        = "questions"
+	TypeDirections       = "directions"
+	TypeToolApproval     = "toolApproval"
+	TypeWebSearch        = "webSearch"
+	TypeSkillProposal    = "skillProposal"
+	TypeLintRuleProposal = "lintRuleProposal"
+	TypeReportedIssue    = "reportedIssue"
+)
+
+// Tool statuses.
+const (
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusDenied    = "denied"
+)
+
+// Item is one panel item: a JSON object with at least "id" and "type". Its
+// fields are kept exactly as read, including ones spbridge does not model.
+// The zero Item is not valid; make one with NewItem.
+type Item struct {
+	f map[string]any
+}
+
+// NewItem returns an item of the given type with a fresh id.
+func NewItem(typ string) Item {
+	return Item{f: map[string]any{"id": NewID(), "type": typ}}
+}
+
+// ItemFromMap wraps fields as an item without checking them; the map is
+// owned by the item afterwards.
+func ItemFromMap(fields map[string]any) Item { return Item{f: fields} }
+
+// ID returns the item's id.
+func (it Item) ID() string { s, _ := it.f["id"].(string); return s }
+
+// Type returns the item's type.
+func (it Item) Type() string { s, _ := it.f["type"].(string); return s }
+
+// String returns the string field key, or "" when it is absent or not a
+// string.
+func (it Item) String(key string) string { s, _ := it.f[key].(string); return s }
+
+// Bool returns the boolean field key, or false.
+func (it Item) Bool(key string) bool { b, _ := it.f[key].(bool); return b }
+
+// Get returns field key as read (nil when absent).
+func (it Item) Get(key string) any { return it.f[key] }
+
+// Set sets field key; a nil value removes it. Values must be of the kinds
+// canonjson encodes.
+func (it Item) Set(key string, v any) {
+	if v == nil {
+		delete(it.f, key)
+		return
+	}
+	it.f[key] = v
+}
+
+// Map returns the item's fields. The caller must not change the map.
+func (it Item) Map() map[string]any { return it.f }
+
+// Clone returns a deep copy of the item.
+func (it Item) Clone() Item { return Item{f: deepCopy(it.f).(map[string]any)} }
+
+// Message is one history message: a role and content blocks.
+type Message struct {
+	Role    string
+	Content []Block
+	Extra   map[string]any
+}
+
+// History block types.
+const (
+	BlockText         = "text"
+	BlockImage        = "image"
+	BlockImageOmitted = "imageOmitted"
+	BlockToolCall     = "toolCall"
+	BlockToolResult   = "toolResult"
+)
+
+// ImageOmittedText is what a model is sent in place of an omitted image.
+const ImageOmittedText = "[Image omitted: an image was here but was dropped from the saved conversation to save space.]"
+
+// Block is one history content block: a JSON object with a "type", kept
+// exactly as read. An image block also holds the image's bytes while the
+// conversation is live.
+type Block struct {
+	f    map[string]any
+	data []byte
+}
+
+// NewTextBlock returns a text block.
+func NewTextBlock(text string) Block {
+	return Block{f: map[string]any{"type": BlockText, "text": text}}
+}
+
+// NewToolCallBlock returns a toolCall block; arguments are the exact bytes
+// the model produced.
+func NewToolCallBlock(id, name, arguments string) Block {
+	return Block{f: map[string]any{"type": BlockToolCall, "id": id, "name": name, "arguments": arguments}}
+}
+
+// NewToolResultBlock returns a toolResult block; content is the exact output.
+func NewToolResultBlock(callID, toolName, content string, isError bool) Block {
+	return Block{f: map[string]any{"type": BlockToolResult, "callID": callID, "toolName": toolName, "content": content, "isError": isError}}
+}
+
+// NewImageBlock returns an image block holding data, named by its SHA-256.
+// The MIME type must be one of image/png, image/jpeg, image/gif, image/webp.
+func NewImageBlock(mimeType string, data []byte) (Block, error) {
+	if imageExt(mimeType) == "" {
+		return Block{}, fmt.Errorf("image type %q: %w", mimeType, ErrImageType)
+	}
+	return Block{f: map[string]any{"type": BlockImage, "mimeType": mimeType, "sha256": hashHex(data)}, data: data}, nil
+}
+
+// BlockFromMap wraps fields as a block without checking them; the map is
+// owned by the block afterwards.
+func BlockFromMap(fields map[string]any) Block { return Block{f: fields} }
+
+// Type returns the block's type.
+func (b Block) Type() string { s, _ := b.f["type"].(string); return s }
+
+// String returns the string field key, or "".
+func (b Block) String(key string) string { s, _ := b.f[key].(string); return s }
+
+// Bool returns the boolean field key, or false.
+func (b Block) Bool(key string) bool { v, _ := b.f[key].(bool); return v }
+
+// Map returns the block's fields. The caller must not change the map.
+func (b Block) Map() map[string]any { return b.f }
+
+// ImageData returns an image block's bytes (nil for other blocks).
+func (b Block) ImageData() []byte { return b.data }
+
+// ModelText returns what a text-only model is sent for the block: the text of
+// a text block, the placeholder for an omitted image, "" otherwise.
+func (b Block) ModelText() string {
+	switch b.Type() {
+	case BlockText:
+		return b.String("text")
+	case BlockImageOmitted:
+		return ImageOmittedText
+	}
+	return ""
+}
+
+// omitted returns the block as an imageOmitted block, keeping its other
+// fields.
+func (b Block) omitted() Block {
+	f := maps.Clone(b.f)
+	delete(f, "sha256")
+	f["type"] = BlockImageOmitted
+	return Block{f: f}
+}
+
+// NewID returns a random (version 4) UUID in upper case, as item ids are.
+func NewID() string {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported systems
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return strings.ToUpper(fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]))
+}
+
+// deepCopy copies a value tree.
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = deepCopy(x)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// Clone returns a deep copy of the conversation; image bytes are shared,
+// since they are never changed in place.
+func (c *Conversation) Clone() *Conversation {
+	n := *c
+	n.Items = make([]Item, len(c.Items))
+	for i, it := range c.Items {
+		n.Items[i] = it.Clone()
+	}
+	n.History = make([]Message, len(c.History))
+	for i, m := range c.History {
+		nm := Message{Role: m.Role, Extra: cloneMap(m.Extra), Content: make([]Block, len(m.Content))}
+		for j, b := range m.Content {
+			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data}
+		}
+		n.History[i] = nm
+	}
+	n.Feedback = make(map[string]Feedback, len(c.Feedback))
+	for k, f := range c.Feedback {
+		n.Feedback[k] = Feedback{Rating: f.Rating, Reasons: slices.Clone(f.Reasons), Extra: cloneMap(f.Extra)}
+	}
+	n.SkillCards = cloneMap(c.SkillCards)
+	n.LintRuleCards = cloneMap(c.LintRuleCards)
+	n.ApprovalCards = cloneMap(c.ApprovalCards)
+	n.ResolvedCards = slices.Clone(c.ResolvedCards)
+	n.Queued, _ = deepCopy(c.Queued).([]any)
+	n.Unsent, _ = deepCopy(c.Unsent).([]any)
+	n.SentFacts, _ = deepCopy(c.SentFacts).([]any)
+	n.Usage.Extra = cloneMap(c.Usage.Extra)
+	n.LastRoundUsage.Extra = cloneMap(c.LastRoundUsage.Extra)
+	n.EstimatedCost.Extra = cloneMap(c.EstimatedCost.Extra)
+	n.Extra = cloneMap(c.Extra)
+	return &n
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return deepCopy(m).(map[string]any)
+}

@@ -1,0 +1,503 @@
+package archive
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"spbridge/internal/canonjson"
+)
+
+// FormatError says why a conversation.json cannot be read: where in the
+// document and what is wrong there.
+type FormatError struct {
+	Where string // a path like items[3].text, or "" for the whole file
+	Msg   string
+}
+
+func (e *FormatError) Error() string {
+	if e.Where == "" {
+		return e.Msg
+	}
+	return e.Where + ": " + e.Msg
+}
+
+// VersionError reports a conversation.json of another format version.
+type VersionError struct {
+	Version string // as written
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("format version %s is not %d", e.Version, FormatVersion)
+}
+
+// Decode reads a format-1 conversation.json. Any JSON layout and key order
+// is accepted. It fails with *canonjson.SyntaxError for text that is not
+// JSON, *VersionError for another format version and *FormatError for a
+// missing formatVersion, a known field of the wrong shape, an item without
+// id or type or of an unknown type, or an unknown history block type.
+func Decode(data []byte) (*Conversation, error) {
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil, &FormatError{Msg: "not a JSON object"}
+	}
+	return fromValue(top)
+}
+
+func shapeErr(where, want string) error {
+	return &FormatError{Where: where, Msg: "not " + want}
+}
+
+func fromValue(top map[string]any) (*Conversation, error) {
+	ver, present := top["formatVersion"]
+	if !present {
+		return nil, &FormatError{Where: "formatVersion", Msg: "missing"}
+	}
+	num, ok := ver.(json.Number)
+	if !ok {
+		return nil, shapeErr("formatVersion", "a number")
+	}
+	if n, err := num.Int64(); err != nil || n != FormatVersion {
+		return nil, &VersionError{Version: string(num)}
+	}
+	c := &Conversation{}
+	var err error
+	for k, v := range top {
+		if v == nil && k != "formatVersion" {
+			continue // an absent value; written back as its default
+		}
+		switch k {
+		case "formatVersion":
+		case "items":
+			c.Items, err = decodeItems(v)
+		case "history":
+			c.History, err = decodeHistory(v)
+		case "feedback":
+			c.Feedback, err = decodeFeedback(v)
+		case "skillCards":
+			c.SkillCards, err = asObject(k, v)
+		case "lintRuleCards":
+			c.LintRuleCards, err = asObject(k, v)
+		case "approvalCards":
+			c.ApprovalCards, err = asObject(k, v)
+		case "resolvedCards":
+			c.ResolvedCards, err = asStrings(k, v)
+		case "queued":
+			c.Queued, err = asArray(k, v)
+		case "unsent":
+			c.Unsent, err = asArray(k, v)
+		case "sentFacts":
+			c.SentFacts, err = asArray(k, v)
+		case "usage":
+			c.Usage, err = decodeUsage(k, v)
+		case "lastRoundUsage":
+			c.LastRoundUsage, err = decodeUsage(k, v)
+		case "estimatedCost":
+			c.EstimatedCost, err = decodeCost(v)
+		case "model":
+			c.Model, err = asString(k, v)
+		case "provider":
+			c.Provider, err = asString(k, v)
+		default:
+			if c.Extra == nil {
+				c.Extra = make(map[string]any)
+			}
+			c.Extra[k] = v
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func asObject(where string, v any) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, shapeErr(where, "an object")
+	}
+	return m, nil
+}
+
+func asArray(where string, v any) ([]any, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, shapeErr(where, "an array")
+	}
+	return a, nil
+}
+
+func asString(where string, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", shapeErr(where, "a string")
+	}
+	return s, nil
+}
+
+func asStrings(where string, v any) ([]string, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, shapeErr(where, "an array")
+	}
+	out := make([]string, len(a))
+	for i, x := range a {
+		s, ok := x.(string)
+		if !ok {
+			return nil, shapeErr(fmt.Sprintf("%s[%d]", where, i), "a string")
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func (u *Usage) field(key string) *json.Number {
+	switch key {
+	case "input":
+		return &u.Input
+	case "output":
+		return &u.Output
+	case "cacheRead":
+		return &u.CacheRead
+	case "cacheWrite":
+		return &u.CacheWrite
+	case "webSearchRequests":
+		return &u.WebSearchRequests
+	case "cacheWrite1h":
+		return &u.CacheWrite1h
+	case "reportedCost":
+		return &u.ReportedCost
+	}
+	return nil
+}
+
+func decodeUsage(where string, v any) (Usage, error) {
+	var u Usage
+	m, ok := v.(map[string]any)
+	if !ok {
+		return u, shapeErr(where, "an object")
+	}
+	for k, x := range m {
+		if p := u.field(k); p != nil {
+			n, ok := x.(json.Number)
+			if !ok {
+				return u, shapeErr(where+"."+k, "a number")
+			}
+			*p = n
+			continue
+		}
+		if u.Extra == nil {
+			u.Extra = make(map[string]any)
+		}
+		u.Extra[k] = x
+	}
+	return u, nil
+}
+
+var costKinds = map[string]bool{CostReported: true, CostEstimated: true, CostUnknown: true, CostNotBilled: true}
+
+func decodeCost(v any) (Cost, error) {
+	var c Cost
+	m, ok := v.(map[string]any)
+	if !ok {
+		return c, shapeErr("estimatedCost", "an object")
+	}
+	for k, x := range m {
+		switch k {
+		case "kind":
+			s, ok := x.(string)
+			if !ok || !costKinds[s] {
+				return c, shapeErr("estimatedCost.kind", "reported, estimated, unknown or notBilled")
+			}
+			c.Kind = s
+		case "dollars":
+			n, ok := x.(json.Number)
+			if !ok {
+				return c, shapeErr("estimatedCost.dollars", "a number")
+			}
+			c.Dollars = n
+		default:
+			if c.Extra == nil {
+				c.Extra = make(map[string]any)
+			}
+			c.Extra[k] = x
+		}
+	}
+	return c, nil
+}
+
+func decodeFeedback(v any) (map[string]Feedback, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, shapeErr("feedback", "an object")
+	}
+	out := make(map[string]Feedback, len(m))
+	for id, x := range m {
+		where := "feedback[" + id + "]"
+		fm, ok := x.(map[string]any)
+		if !ok {
+			return nil, shapeErr(where, "an object")
+		}
+		var f Feedback
+		for k, y := range fm {
+			var err error
+			switch k {
+			case "rating":
+				f.Rating, err = asString(where+".rating", y)
+			case "reasons":
+				f.Reasons, err = asStrings(where+".reasons", y)
+			default:
+				if f.Extra == nil {
+					f.Extra = make(map[string]any)
+				}
+				f.Extra[k] = y
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		out[id] = f
+	}
+	return out, nil
+}
+
+// A fieldKind is the shape a known field must have.
+type fieldKind int
+
+const (
+	kString fieldKind = iota
+	kBool
+	kLinks     // an array of {title, url} objects with string values
+	kQuestions // an array of {question, options[]} objects
+	kStatus    // a tool status
+)
+
+// commonFields may appear on any item.
+var commonFields = map[string]fieldKind{"detail": kString, "citations": kLinks}
+
+// itemFields are the fields each item type owns. A field an item carries
+// that its type does not own is kept as it is, unchecked.
+var itemFields = map[string]map[string]fieldKind{
+	TypeUser:             {"text": kString, "hasImage": kBool},
+	TypeAssistant:        {"text": kString},
+	TypeThinking:         {"text": kString},
+	TypeTool:             {"name": kString, "summary": kString, "status": kStatus, "statusText": kString},
+	TypeNotice:           {"text": kString},
+	TypeFailure:          {"text": kString},
+	TypeQuestions:        {"questions": kQuestions},
+	TypeDirections:       {"text": kString},
+	TypeToolApproval:     {"name": kString, "summary": kString},
+	TypeWebSearch:        {"query": kString, "status": kString, "results": kLinks},
+	TypeSkillProposal:    {},
+	TypeLintRuleProposal: {},
+	TypeReportedIssue:    {},
+}
+
+// KnownItemType reports whether typ is one of the thirteen item types.
+func KnownItemType(typ string) bool {
+	_, ok := itemFields[typ]
+	return ok
+}
+
+var toolStatuses = map[string]bool{StatusRunning: true, StatusSucceeded: true, StatusFailed: true, StatusCancelled: true, StatusDenied: true}
+
+func checkField(where string, kind fieldKind, v any) error {
+	switch kind {
+	case kString:
+		if _, ok := v.(string); !ok {
+			return shapeErr(where, "a string")
+		}
+	case kBool:
+		if _, ok := v.(bool); !ok {
+			return shapeErr(where, "a boolean")
+		}
+	case kStatus:
+		if s, ok := v.(string); !ok || !toolStatuses[s] {
+			return shapeErr(where, "running, succeeded, failed, cancelled or denied")
+		}
+	case kLinks:
+		a, ok := v.([]any)
+		if !ok {
+			return shapeErr(where, "an array")
+		}
+		for i, x := range a {
+			m, ok := x.(map[string]any)
+			if !ok {
+				return shapeErr(fmt.Sprintf("%s[%d]", where, i), "an object")
+			}
+			for _, k := range []string{"title", "url"} {
+				if y, present := m[k]; present {
+					if _, ok := y.(string); !ok {
+						return shapeErr(fmt.Sprintf("%s[%d].%s", where, i, k), "a string")
+					}
+				}
+			}
+		}
+	case kQuestions:
+		a, ok := v.([]any)
+		if !ok {
+			return shapeErr(where, "an array")
+		}
+		for i, x := range a {
+			m, ok := x.(map[string]any)
+			if !ok {
+				return shapeErr(fmt.Sprintf("%s[%d]", where, i), "an object")
+			}
+			if q, present := m["question"]; present {
+				if _, ok := q.(string); !ok {
+					return shapeErr(fmt.Sprintf("%s[%d].question", where, i), "a string")
+				}
+			}
+			if o, present := m["options"]; present {
+				if _, ok := o.([]any); !ok {
+					return shapeErr(fmt.Sprintf("%s[%d].options", where, i), "an array")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func decodeItems(v any) ([]Item, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, shapeErr("items", "an array")
+	}
+	items := make([]Item, len(a))
+	for i, x := range a {
+		where := fmt.Sprintf("items[%d]", i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, shapeErr(where, "an object")
+		}
+		if err := checkItem(where, m); err != nil {
+			return nil, err
+		}
+		items[i] = Item{f: m}
+	}
+	return items, nil
+}
+
+func checkItem(where string, m map[string]any) error {
+	id, ok := m["id"].(string)
+	if !ok || id == "" {
+		return &FormatError{Where: where + ".id", Msg: "missing or not a string"}
+	}
+	typ, ok := m["type"].(string)
+	if !ok {
+		return &FormatError{Where: where + ".type", Msg: "missing or not a string"}
+	}
+	own, ok := itemFields[typ]
+	if !ok {
+		return &FormatError{Where: where + ".type", Msg: fmt.Sprintf("unknown item type %q", typ)}
+	}
+	for k, x := range m {
+		kind, ok := own[k]
+		if !ok {
+			kind, ok = commonFields[k]
+		}
+		if !ok {
+			continue
+		}
+		if err := checkField(where+"."+k, kind, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockFields are the required fields of each history block type.
+var blockFields = map[string]map[string]fieldKind{
+	BlockText:         {"text": kString},
+	BlockImage:        {"mimeType": kString, "sha256": kString},
+	BlockImageOmitted: {"mimeType": kString},
+	BlockToolCall:     {"id": kString, "name": kString, "arguments": kString},
+	BlockToolResult:   {"callID": kString, "toolName": kString, "content": kString, "isError": kBool},
+}
+
+func decodeHistory(v any) ([]Message, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, shapeErr("history", "an array")
+	}
+	msgs := make([]Message, len(a))
+	for i, x := range a {
+		where := fmt.Sprintf("history[%d]", i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, shapeErr(where, "an object")
+		}
+		var msg Message
+		for k, y := range m {
+			switch k {
+			case "role":
+				s, ok := y.(string)
+				if !ok {
+					return nil, shapeErr(where+".role", "a string")
+				}
+				msg.Role = s
+			case "content":
+				blocks, ok := y.([]any)
+				if !ok {
+					return nil, shapeErr(where+".content", "an array")
+				}
+				msg.Content = make([]Block, len(blocks))
+				for j, z := range blocks {
+					b, err := decodeBlock(fmt.Sprintf("%s.content[%d]", where, j), z)
+					if err != nil {
+						return nil, err
+					}
+					msg.Content[j] = b
+				}
+			default:
+				if msg.Extra == nil {
+					msg.Extra = make(map[string]any)
+				}
+				msg.Extra[k] = y
+			}
+		}
+		if _, ok := m["role"]; !ok {
+			return nil, &FormatError{Where: where + ".role", Msg: "missing"}
+		}
+		if msg.Content == nil {
+			return nil, &FormatError{Where: where + ".content", Msg: "missing"}
+		}
+		msgs[i] = msg
+	}
+	return msgs, nil
+}
+
+func decodeBlock(where string, v any) (Block, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Block{}, shapeErr(where, "an object")
+	}
+	typ, ok := m["type"].(string)
+	if !ok {
+		return Block{}, &FormatError{Where: where + ".type", Msg: "missing or not a string"}
+	}
+	fields, ok := blockFields[typ]
+	if !ok {
+		return Block{}, &FormatError{Where: where + ".type", Msg: fmt.Sprintf("unknown block type %q", typ)}
+	}
+	for k, kind := range fields {
+		x, present := m[k]
+		if !present {
+			return Block{}, &FormatError{Where: where + "." + k, Msg: "missing"}
+		}
+		if err := checkField(where+"."+k, kind, x); err != nil {
+			return Block{}, err
+		}
+	}
+	return Block{f: m}, nil
+}
+
+// describeLoadError turns a decode error into the one line the notice shows.
+func describeLoadError(err error) string {
+	msg := err.Error()
+	return strings.TrimSuffix(msg, ".")
+}

@@ -1,0 +1,180 @@
+package canonjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestEncodeCanonical(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{`{}`, `{}`},
+		{`[]`, `[]`},
+		{`{"b":1,"a":[]}`, "{\n  \"a\" : [],\n  \"b\" : 1\n}"},
+		{`{"a":{"z":{},"y":[1,2]}}`, "{\n  \"a\" : {\n    \"y\" : [\n      1,\n      2\n    ],\n    \"z\" : {}\n  }\n}"},
+		{`"a/b<c>&d"`, `"a/b<c>&d"`},
+		{`"a\/b"`, `"a/b"`},
+		{`"\u00e9\u2028😀"`, "\"é\u2028😀\""},
+		{`"\ud83d\ude00"`, `"😀"`},
+		{`"\ud83d"`, "\"\uFFFD\""},
+		{`"\ud83dx"`, "\"\uFFFDx\""},
+		{`"\u0001\n\t\r\b\f\"\\\u007f"`, "\"\\u0001\\n\\t\\r\\b\\f\\\"\\\\\x7f\""},
+		{`1.50`, `1.50`},
+		{`-0`, `-0`},
+		{`1E+3`, `1E+3`},
+		{`0.0213`, `0.0213`},
+		{`[true,false,null]`, "[\n  true,\n  false,\n  null\n]"},
+		// Keys sort by code point, not by UTF-16 unit: U+FF5E sorts before U+1F600.
+		{`{"😀":1,"～":2,"Z":3,"a":4}`, "{\n  \"Z\" : 3,\n  \"a\" : 4,\n  \"～\" : 2,\n  \"😀\" : 1\n}"},
+		{" \n{\"k\" :\t\"v\" } \r\n", "{\n  \"k\" : \"v\"\n}"},
+		{`{"k":1,"k":2}`, "{\n  \"k\" : 2\n}"},
+	}
+	for _, tt := range tests {
+		v, err := Decode([]byte(tt.in))
+		if err != nil {
+			t.Errorf("Decode(%q) error: %v", tt.in, err)
+			continue
+		}
+		got, err := Encode(v)
+		if err != nil {
+			t.Errorf("Encode(Decode(%q)) error: %v", tt.in, err)
+			continue
+		}
+		if string(got) != tt.want {
+			t.Errorf("Encode(Decode(%q)) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestDecodeInvalidUTF8(t *testing.T) {
+	v, err := Decode([]byte("\"a\xffb\""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != "a\uFFFDb" {
+		t.Errorf("Decode(invalid UTF-8) = %q, want %q", v, "a\uFFFDb")
+	}
+	got := AppendString(nil, "x\xc3")
+	if string(got) != "\"x\uFFFD\"" {
+		t.Errorf("AppendString(invalid UTF-8) = %q", got)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	bad := []string{
+		``, ` `, `{`, `[`, `[1,]`, `{"a":1,}`, `{"a"}`, `{1:2}`, `01`, `1.`, `.5`, `1e`, `-`, `+1`,
+		`tru`, `nul`, `"abc`, "\"a\nb\"", `"\x"`, `"\u12"`, `1 2`, `{} x`, `NaN`, `[1 2]`,
+	}
+	for _, in := range bad {
+		if _, err := Decode([]byte(in)); err == nil {
+			t.Errorf("Decode(%q) succeeded, want an error", in)
+		} else {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Errorf("Decode(%q) error %T, want *SyntaxError", in, err)
+			}
+		}
+	}
+}
+
+func TestDecodeDepth(t *testing.T) {
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	if _, err := Decode([]byte(deep)); err == nil {
+		t.Errorf("Decode of %d nested arrays succeeded, want an error", MaxDepth+1)
+	}
+	ok := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
+	if _, err := Decode([]byte(ok)); err != nil {
+		t.Errorf("Decode of %d nested arrays: %v", MaxDepth, err)
+	}
+}
+
+func TestEncodeGoNumbers(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{0.0213, "0.0213"},
+		{1.0, "1"},
+		{1e21, "1e+21"},
+		{1e-7, "1e-07"},
+		{int64(-5), "-5"},
+		{42, "42"},
+	}
+	for _, tt := range tests {
+		got, err := Encode(tt.in)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Encode(%v) = %q, %v, want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []any{json.Number("1x"), struct{}{}, []string{"a"}} {
+		if _, err := Encode(bad); err == nil {
+			t.Errorf("Encode(%#v) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestEncodeCompact(t *testing.T) {
+	v, _ := Decode([]byte(`{"b":[1,{"d":"x","c":null}],"a":{}}`))
+	got, err := EncodeCompact(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a":{},"b":[1,{"c":null,"d":"x"}]}`
+	if string(got) != want {
+		t.Errorf("EncodeCompact = %s, want %s", got, want)
+	}
+}
+
+// checkAgainstStdlib decodes data with both decoders and requires that they
+// agree on validity and, after encoding, on the value.
+func checkAgainstStdlib(t *testing.T, data []byte) {
+	v, err := Decode(data)
+	stdValid := json.Valid(data)
+	if (err == nil) != stdValid {
+		t.Fatalf("Decode(%q) error = %v, but json.Valid = %v", data, err, stdValid)
+	}
+	if err != nil {
+		return
+	}
+	enc, err := Encode(v)
+	if err != nil {
+		t.Fatalf("Encode after Decode(%q): %v", data, err)
+	}
+	v2, err := Decode(enc)
+	if err != nil {
+		t.Fatalf("Decode(Encode(Decode(%q))) = %v; encoded %q", data, err, enc)
+	}
+	enc2, err := Encode(v2)
+	if err != nil || !bytes.Equal(enc, enc2) {
+		t.Fatalf("encoding not stable for %q:\n%s\n%s", data, enc, enc2)
+	}
+	var std1, std2 any
+	d1 := json.NewDecoder(bytes.NewReader(data))
+	d1.UseNumber()
+	d2 := json.NewDecoder(bytes.NewReader(enc))
+	d2.UseNumber()
+	if d1.Decode(&std1) != nil || d2.Decode(&std2) != nil {
+		t.Fatalf("encoding/json cannot read %q or %q", data, enc)
+	}
+	if !reflect.DeepEqual(std1, std2) {
+		t.Fatalf("value changed through Encode: %q -> %q", data, enc)
+	}
+	if !reflect.DeepEqual(std1, v) {
+		t.Fatalf("Decode(%q) = %#v, encoding/json gives %#v", data, v, std1)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[1,2.5e-3,"x"]`, `{"a":{"b":[null,true,false]}}`, `"\ud800\udc00"`, `"\u00e9\/"`,
+		`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"hi"}]}`, "\"\xff\"", `-0.0E+0`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkAgainstStdlib)
+}

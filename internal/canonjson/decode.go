@@ -1,0 +1,335 @@
+// Package canonjson reads any JSON into a plain value tree and writes that
+// tree back in spbridge's canonical, byte-stable form.
+//
+// The tree uses map[string]any for objects, []any for arrays, string,
+// json.Number (the number's text exactly as read), bool and nil. Encode
+// accepts the same types plus Go's integer and float types for numbers made
+// in memory.
+package canonjson
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects Decode accepts.
+const MaxDepth = 10000
+
+// SyntaxError reports where and why input is not JSON.
+type SyntaxError struct {
+	Offset int64 // byte offset of the problem
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// Decode parses one JSON value, surrounded by optional whitespace, into a
+// value tree. Numbers keep their text as json.Number. Invalid UTF-8 in a
+// string and lone surrogate escapes become U+FFFD; a key that occurs twice
+// keeps its last value.
+func Decode(data []byte) (any, error) {
+	d := decoder{data: data}
+	d.skipSpace()
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.data) {
+		return nil, d.errorf("data after the value")
+	}
+	return v, nil
+}
+
+type decoder struct {
+	data []byte
+	pos  int
+}
+
+func (d *decoder) errorf(format string, args ...any) error {
+	return &SyntaxError{Offset: int64(d.pos), Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int) (any, error) {
+	if d.pos >= len(d.data) {
+		return nil, d.errorf("unexpected end of input")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object(depth + 1)
+	case c == '[':
+		return d.array(depth + 1)
+	case c == '"':
+		return d.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	default:
+		return nil, d.errorf("unexpected character %q", c)
+	}
+}
+
+func (d *decoder) literal(word string) error {
+	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+		return d.errorf("invalid literal")
+	}
+	d.pos += len(word)
+	return nil
+}
+
+func (d *decoder) object(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, d.errorf("nested too deeply")
+	}
+	d.pos++ // {
+	m := make(map[string]any)
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return m, nil
+	}
+	for {
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return nil, d.errorf("expected a string key")
+		}
+		k, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return nil, d.errorf("expected ':' after a key")
+		}
+		d.pos++
+		d.skipSpace()
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.errorf("unexpected end of input in an object")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			return m, nil
+		default:
+			return nil, d.errorf("expected ',' or '}' in an object")
+		}
+	}
+}
+
+func (d *decoder) array(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, d.errorf("nested too deeply")
+	}
+	d.pos++ // [
+	a := []any{}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return a, nil
+	}
+	for {
+		d.skipSpace()
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.errorf("unexpected end of input in an array")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			return a, nil
+		default:
+			return nil, d.errorf("expected ',' or ']' in an array")
+		}
+	}
+}
+
+func (d *decoder) number() (any, error) {
+	start := d.pos
+	p := d.pos
+	n := len(d.data)
+	if p < n && d.data[p] == '-' {
+		p++
+	}
+	switch {
+	case p < n && d.data[p] == '0':
+		p++
+	case p < n && d.data[p] >= '1' && d.data[p] <= '9':
+		for p < n && isDigit(d.data[p]) {
+			p++
+		}
+	default:
+		d.pos = p
+		return nil, d.errorf("invalid number")
+	}
+	if p < n && d.data[p] == '.' {
+		p++
+		if p >= n || !isDigit(d.data[p]) {
+			d.pos = p
+			return nil, d.errorf("invalid number")
+		}
+		for p < n && isDigit(d.data[p]) {
+			p++
+		}
+	}
+	if p < n && (d.data[p] == 'e' || d.data[p] == 'E') {
+		p++
+		if p < n && (d.data[p] == '+' || d.data[p] == '-') {
+			p++
+		}
+		if p >= n || !isDigit(d.data[p]) {
+			d.pos = p
+			return nil, d.errorf("invalid number")
+		}
+		for p < n && isDigit(d.data[p]) {
+			p++
+		}
+	}
+	d.pos = p
+	return json.Number(d.data[start:p]), nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// str reads a string whose opening quote is at d.pos.
+func (d *decoder) str() (string, error) {
+	d.pos++ // "
+	start := d.pos
+	// Fast path: no escapes, valid UTF-8, no control characters.
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c == '"' {
+			s := d.data[start:d.pos]
+			d.pos++
+			if utf8.Valid(s) {
+				return string(s), nil
+			}
+			d.pos = start
+			return d.slowStr()
+		}
+		if c == '\\' || c < 0x20 {
+			d.pos = start
+			return d.slowStr()
+		}
+		d.pos++
+	}
+	return "", d.errorf("unexpected end of input in a string")
+}
+
+func (d *decoder) slowStr() (string, error) {
+	buf := make([]byte, 0, 64)
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", d.errorf("control character in a string")
+		case c == '\\':
+			if d.pos+1 >= len(d.data) {
+				return "", d.errorf("unexpected end of input in a string")
+			}
+			e := d.data[d.pos+1]
+			d.pos += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", d.errorf("invalid \\u escape")
+				}
+				if utf16.IsSurrogate(r) {
+					r2 := rune(utf8.RuneError)
+					save := d.pos
+					if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+						d.pos += 2
+						if lo, ok := d.hex4(); ok {
+							r2 = utf16.DecodeRune(r, lo)
+						}
+					}
+					if r2 == utf8.RuneError {
+						d.pos = save
+						r = utf8.RuneError
+					} else {
+						r = r2
+					}
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				d.pos--
+				return "", d.errorf("invalid escape character %q", e)
+			}
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			d.pos++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			if r == utf8.RuneError && size == 1 {
+				buf = utf8.AppendRune(buf, utf8.RuneError)
+			} else {
+				buf = append(buf, d.data[d.pos:d.pos+size]...)
+			}
+			d.pos += size
+		}
+	}
+	return "", d.errorf("unexpected end of input in a string")
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if len(d.data)-d.pos < 4 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(d.data[d.pos:d.pos+4]), 16, 16)
+	if err != nil {
+		return 0, false
+	}
+	d.pos += 4
+	return rune(v), true
+}

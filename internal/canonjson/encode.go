@@ -1,0 +1,212 @@
+package canonjson
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Encode writes v in the canonical form: object keys sorted by Unicode code
+// point at every depth, two spaces a level, `"key" : value`, one member or
+// element a line, `{}` and `[]` for empty containers, UTF-8 without `\u`
+// escapes except for control characters, `/` and `<>&` unescaped, numbers as
+// their json.Number text, and no trailing newline. The same value always
+// gives the same bytes.
+func Encode(v any) ([]byte, error) {
+	return Append(nil, v)
+}
+
+// Append is Encode appending to buf.
+func Append(buf []byte, v any) ([]byte, error) {
+	e := encoder{buf: buf}
+	if err := e.value(v, 0); err != nil {
+		return nil, err
+	}
+	return e.buf, nil
+}
+
+// EncodeCompact writes v on one line with sorted keys and no spaces, for
+// JSON-lines output. Strings and numbers are written as in Encode.
+func EncodeCompact(v any) ([]byte, error) {
+	e := encoder{compact: true}
+	if err := e.value(v, 0); err != nil {
+		return nil, err
+	}
+	return e.buf, nil
+}
+
+// UnsupportedError reports a Go value Encode cannot write.
+type UnsupportedError struct {
+	Value any
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("canonjson: cannot encode %T value %v", e.Value, e.Value)
+}
+
+type encoder struct {
+	buf     []byte
+	compact bool
+}
+
+func (e *encoder) newline(depth int) {
+	if e.compact {
+		return
+	}
+	e.buf = append(e.buf, '\n')
+	for range depth {
+		e.buf = append(e.buf, ' ', ' ')
+	}
+}
+
+func (e *encoder) value(v any, depth int) error {
+	switch v := v.(type) {
+	case nil:
+		e.buf = append(e.buf, "null"...)
+	case bool:
+		e.buf = strconv.AppendBool(e.buf, v)
+	case string:
+		e.buf = AppendString(e.buf, v)
+	case json.Number:
+		if !validNumber(string(v)) {
+			return &UnsupportedError{Value: v}
+		}
+		e.buf = append(e.buf, v...)
+	case int:
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	case int64:
+		e.buf = strconv.AppendInt(e.buf, v, 10)
+	case int32:
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	case uint64:
+		e.buf = strconv.AppendUint(e.buf, v, 10)
+	case float64:
+		s, err := FormatFloat(v)
+		if err != nil {
+			return err
+		}
+		e.buf = append(e.buf, s...)
+	case map[string]any:
+		if len(v) == 0 {
+			e.buf = append(e.buf, '{', '}')
+			return nil
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // byte order of UTF-8 is code point order
+		e.buf = append(e.buf, '{')
+		for i, k := range keys {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.newline(depth + 1)
+			e.buf = AppendString(e.buf, k)
+			if e.compact {
+				e.buf = append(e.buf, ':')
+			} else {
+				e.buf = append(e.buf, " : "...)
+			}
+			if err := e.value(v[k], depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.buf = append(e.buf, '}')
+	case []any:
+		if len(v) == 0 {
+			e.buf = append(e.buf, '[', ']')
+			return nil
+		}
+		e.buf = append(e.buf, '[')
+		for i, x := range v {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.newline(depth + 1)
+			if err := e.value(x, depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.buf = append(e.buf, ']')
+	default:
+		return &UnsupportedError{Value: v}
+	}
+	return nil
+}
+
+// FormatFloat gives the shortest text that reads back as f, without an
+// exponent unless the number is very large or very small.
+func FormatFloat(f float64) (string, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", &UnsupportedError{Value: f}
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.FormatFloat(f, format, -1, 64), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string: `"` and `\` escaped, control
+// characters as \b \f \n \r \t or \u00XX, everything else (including `/`,
+// `<>&` and non-ASCII) as its UTF-8 bytes. Invalid UTF-8 becomes U+FFFD.
+func AppendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
+
+// validNumber reports whether s is a JSON number.
+func validNumber(s string) bool {
+	d := decoder{data: []byte(s)}
+	v, err := d.number()
+	return err == nil && d.pos == len(s) && v != nil
+}
