@@ -3,6 +3,7 @@ module spbridge
 go 1.26.0
 
 require (
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/spf13/pflag v1.1.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"spbridge/internal/archive"
+)
+
+// conversationCommands are the subcommands of "spbridge conversation".
+var conversationCommands = []command{
+	{"show", "print a package's conversation, or its last turn", runConversationShow},
+	{"list", "list the packages under a folder that hold a conversation", runConversationList},
+	{"new", "start a new conversation, removing the saved one", runConversationNew},
+}
+
+func runConversation(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("conversation", "COMMAND [ARGS] [FLAGS]", "Show, list or start over the conversations saved in document packages.")
+	f.commands = conversationCommands
+	f.SetInterspersed(false)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	err := dispatch(ctx, st, f, args)
+	if errors.Is(err, errNoCommand) {
+		f.printUsage(st.err)
+		return &usageError{cmd: f.cmd}
+	}
+	return err
+}
+
+// kindFlag is the --kind flag of the commands that open a package.
+type kindFlag struct {
+	f *flagSet
+	s *string
+}
+
+func addKindFlag(f *flagSet) kindFlag {
+	s := f.String("kind", string(archive.KindDocument), "the package's kind: document, template or designSystem")
+	return kindFlag{f, s}
+}
+
+// kind returns the parsed kind; a bad value is a usage error.
+func (k kindFlag) kind() (archive.Kind, error) {
+	kind, err := archive.ParseKind(*k.s)
+	if err != nil {
+		return "", &usageError{cmd: k.f.cmd, err: err}
+	}
+	return kind, nil
+}

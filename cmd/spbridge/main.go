@@ -1,0 +1,245 @@
+// Command spbridge bridges an editor and the coding-agent command-line
+// programs, and inspects and maintains the conversations saved in document
+// packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // the command failed, or found problems
+	exitUsage   = 2 // the command line was wrong
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// stdio is where a command reads and writes.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one command or subcommand.
+type command struct {
+	name    string // as typed after its parent, e.g. "show"
+	summary string // one line for the parent's command list
+	run     func(ctx context.Context, st stdio, args []string) error
+}
+
+// topCommands are the commands of spbridge itself.
+var topCommands = []command{
+	{"conversation", "show, list or start over a package's conversation", runConversation},
+	{"save", "save a package's conversation in canonical format 1", runSave},
+	{"fsck", "check a package's saved conversation", runFsck},
+	{"version", "print the version", runVersion},
+	{"help", "show the help of a command", runHelp},
+}
+
+// run runs spbridge with the command-line arguments args (without the
+// program name) and returns the exit code. Errors are reported on stderr.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := runTop(ctx, stdio{stdin, stdout, stderr}, args)
+	code := exitCode(err)
+	if err == nil {
+		return code
+	}
+	var uerr *usageError
+	if errors.As(err, &uerr) {
+		if uerr.err != nil {
+			fmt.Fprintf(stderr, "spbridge: %v\n", uerr.err)
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", commandPath(uerr.cmd))
+		}
+		return code
+	}
+	fmt.Fprintf(stderr, "spbridge: %v\n", err)
+	return code
+}
+
+// exitCode maps a command's error to the process's exit code.
+func exitCode(err error) int {
+	var uerr *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &uerr):
+		return exitUsage
+	default:
+		return exitFailure
+	}
+}
+
+// usageError is a mistake in the command line: an unknown command or flag,
+// a wrong number of arguments, a bad flag value.
+type usageError struct {
+	cmd string // the command whose usage applies, "" for spbridge itself
+	err error  // what is wrong; nil when the full usage was printed already
+}
+
+func (e *usageError) Error() string {
+	if e.err == nil {
+		return "usage of " + commandPath(e.cmd)
+	}
+	return e.err.Error()
+}
+
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error of command cmd.
+func usagef(cmd, format string, args ...any) error {
+	return &usageError{cmd: cmd, err: fmt.Errorf(format, args...)}
+}
+
+// commandPath is the full name of a command as typed, e.g.
+// "spbridge conversation show".
+func commandPath(cmd string) string {
+	if cmd == "" {
+		return "spbridge"
+	}
+	return "spbridge " + cmd
+}
+
+// flagSet is a command's flags, with a --help flag and the command's usage
+// text.
+type flagSet struct {
+	*pflag.FlagSet
+	cmd      string    // the command's name after "spbridge"
+	args     string    // what follows the name in the usage line
+	about    string    // what the command does, for --help
+	commands []command // the subcommands of a command group
+	help     bool
+}
+
+func newFlagSet(cmd, args, about string) *flagSet {
+	fs := pflag.NewFlagSet(commandPath(cmd), pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned and reported by run
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	f := &flagSet{FlagSet: fs, cmd: cmd, args: args, about: about}
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+// parse parses args. It reports done when --help was given: the usage has
+// then been printed to stdout and the command has nothing more to do.
+func (f *flagSet) parse(args []string, stdout io.Writer) (done bool, err error) {
+	if err := f.Parse(args); err != nil {
+		return false, &usageError{cmd: f.cmd, err: err}
+	}
+	if f.help {
+		f.printUsage(stdout)
+		return true, nil
+	}
+	return false, nil
+}
+
+// printUsage writes the command's help to w.
+func (f *flagSet) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s %s\n", commandPath(f.cmd), f.args)
+	if f.about != "" {
+		fmt.Fprintf(w, "\n%s\n", f.about)
+	}
+	if len(f.commands) > 0 {
+		fmt.Fprintf(w, "\nCommands:\n")
+		width := 0
+		for _, c := range f.commands {
+			width = max(width, len(c.name))
+		}
+		for _, c := range f.commands {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nFlags:\n%s", f.FlagUsages())
+	if len(f.commands) > 0 {
+		fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's usage.\n", commandPath(f.cmd))
+	}
+}
+
+// onePackage returns the single positional argument, the package folder.
+func (f *flagSet) onePackage() (string, error) {
+	switch n := f.NArg(); {
+	case n == 0:
+		return "", usagef(f.cmd, "%s needs a package folder (PKG)", f.cmd)
+	case n > 1:
+		return "", usagef(f.cmd, "%s takes one package folder, got %d arguments: %s", f.cmd, n, strings.Join(f.Args(), " "))
+	}
+	return f.Arg(0), nil
+}
+
+// noArgs reports a usage error when positional arguments were given.
+func (f *flagSet) noArgs() error {
+	if f.NArg() > 0 {
+		return usagef(f.cmd, "%s takes no arguments, got %q", f.cmd, strings.Join(f.Args(), " "))
+	}
+	return nil
+}
+
+// dispatch runs the subcommand named by the first argument left after the
+// group's own flags. With no argument it returns errNoCommand.
+func dispatch(ctx context.Context, st stdio, f *flagSet, args []string) error {
+	rest := f.Args()
+	if len(rest) == 0 {
+		return errNoCommand
+	}
+	for _, c := range f.commands {
+		if c.name == rest[0] {
+			return c.run(ctx, st, rest[1:])
+		}
+	}
+	return usagef(f.cmd, "unknown command %q for %s", rest[0], commandPath(f.cmd))
+}
+
+// errNoCommand is returned by dispatch when a group is run without a
+// subcommand.
+var errNoCommand = errors.New("no command")
+
+// runTop runs spbridge's own flags and dispatches to a command.
+func runTop(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("", "COMMAND [ARGS] [FLAGS]",
+		"spbridge bridges an editor and the coding-agent programs (claude, codex)\n"+
+			"and keeps the agent conversation inside the document package.")
+	f.commands = topCommands
+	showVersion := f.Bool("version", false, "print the version and exit")
+	f.SetInterspersed(false)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if *showVersion {
+		if err := f.noArgs(); err != nil {
+			return err
+		}
+		return printVersion(st.out)
+	}
+	err := dispatch(ctx, st, f, args)
+	if errors.Is(err, errNoCommand) {
+		f.printUsage(st.out)
+		return nil
+	}
+	return err
+}
+
+// runHelp prints the help of the command named by its arguments, or of
+// spbridge itself.
+func runHelp(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("help", "[COMMAND [SUBCOMMAND]]", "Show the help of a command, or the list of commands.")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	return runTop(ctx, st, append(f.Args(), "--help"))
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/pkglock"
+)
+
+func runSave(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("save", "PKG [--keep-conversation=false] [--kind KIND]",
+		"Save the package's conversation as the host's save of the document does:\n"+
+			"rewrite agent/ in canonical format 1 when it changed, store and prune\n"+
+			"images, and leave an unchanged conversation untouched. An unreadable\n"+
+			"conversation is kept byte-identical. Takes the package lock.")
+	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document (false removes agent/)")
+	kindf := addKindFlag(f)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	pkg, err := f.onePackage()
+	if err != nil {
+		return err
+	}
+	kind, err := kindf.kind()
+	if err != nil {
+		return err
+	}
+	return withLock(pkg, func() error {
+		p, err := archive.Open(pkg, kind, *keep)
+		if err != nil {
+			return err
+		}
+		r, err := p.Save(*keep)
+		printReport(st.out, r)
+		if err != nil {
+			return err
+		}
+		if !r.Changed() {
+			fmt.Fprintln(st.out, "unchanged")
+		}
+		if p.Unreadable != "" {
+			fmt.Fprintf(st.err, "kept unreadable conversation: %s\n", p.Unreadable)
+		}
+		return nil
+	})
+}
+
+// withLock runs fn holding the package lock on pkg. When another holds it,
+// the error is the *pkglock.HeldError naming the holder.
+func withLock(pkg string, fn func() error) (err error) {
+	lock, err := pkglock.Acquire(pkg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, lock.Unlock())
+	}()
+	return fn()
+}
+
+// printReport prints what a save changed, one path a line. A save that
+// failed midway may have changed some files; they are printed too.
+func printReport(w io.Writer, r *archive.SaveReport) {
+	if r == nil {
+		return
+	}
+	for _, path := range r.Written {
+		fmt.Fprintf(w, "wrote %s\n", path)
+	}
+	for _, path := range r.Removed {
+		fmt.Fprintf(w, "removed %s\n", path)
+	}
+}
