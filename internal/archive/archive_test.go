@@ -877,3 +877,40 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodingCacheFollowsChanges checks that the cached encodings of items
+// and messages never hide a change.
+func TestEncodingCacheFollowsChanges(t *testing.T) {
+	pkg := newPackage(t)
+	p := mustOpen(t, pkg)
+	addTurn(p.Conv, "first", "reply")
+	mustSave(t, p)
+	read := func() string {
+		data, err := os.ReadFile(filepath.Join(pkg, "agent", "conversation.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	p.Conv.Items[1].Set("text", "grown reply")
+	mustSave(t, p)
+	if !strings.Contains(read(), `"text" : "grown reply"`) {
+		t.Error("Set on a saved item did not reach the file")
+	}
+	p.Conv.History[1].Content[0] = NewTextBlock("replaced block")
+	mustSave(t, p)
+	if !strings.Contains(read(), `"text" : "replaced block"`) {
+		t.Error("a replaced block did not reach the file")
+	}
+	p.Conv.History[1].Role = "tool"
+	p.Conv.History[0].Extra = map[string]any{"note": "x"}
+	mustSave(t, p)
+	got := read()
+	if !strings.Contains(got, `"role" : "tool"`) || !strings.Contains(got, `"note" : "x"`) {
+		t.Error("a changed role or message field did not reach the file")
+	}
+	want, _ := p.Conv.Clone().Encode()
+	if got != string(want) {
+		t.Error("the saved bytes differ from a fresh encoding")
+	}
+}

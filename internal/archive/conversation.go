@@ -36,6 +36,8 @@ type Conversation struct {
 	Model          string
 	Provider       string
 	Extra          map[string]any // top-level fields spbridge does not model
+
+	msgCache []msgEncoding // the history's last encoding, message by message
 }
 
 // IsEmpty reports whether the conversation has nothing worth saving: no item,
@@ -115,51 +117,59 @@ const (
 
 // Item is one panel item: a JSON object with at least "id" and "type". Its
 // fields are kept exactly as read, including ones spbridge does not model.
-// The zero Item is not valid; make one with NewItem.
+// Item values share their fields: a copy sees the changes Set makes. The
+// zero Item is not valid; make one with NewItem or ItemFromMap.
 type Item struct {
-	f map[string]any
+	s *itemState
+}
+
+type itemState struct {
+	f   map[string]any
+	enc []byte // canonical encoding at item depth, nil when unknown
 }
 
 // NewItem returns an item of the given type with a fresh id.
 func NewItem(typ string) Item {
-	return Item{f: map[string]any{"id": NewID(), "type": typ}}
+	return ItemFromMap(map[string]any{"id": NewID(), "type": typ})
 }
 
 // ItemFromMap wraps fields as an item without checking them; the map is
 // owned by the item afterwards.
-func ItemFromMap(fields map[string]any) Item { return Item{f: fields} }
+func ItemFromMap(fields map[string]any) Item { return Item{s: &itemState{f: fields}} }
 
 // ID returns the item's id.
-func (it Item) ID() string { s, _ := it.f["id"].(string); return s }
+func (it Item) ID() string { s, _ := it.s.f["id"].(string); return s }
 
 // Type returns the item's type.
-func (it Item) Type() string { s, _ := it.f["type"].(string); return s }
+func (it Item) Type() string { s, _ := it.s.f["type"].(string); return s }
 
 // String returns the string field key, or "" when it is absent or not a
 // string.
-func (it Item) String(key string) string { s, _ := it.f[key].(string); return s }
+func (it Item) String(key string) string { s, _ := it.s.f[key].(string); return s }
 
 // Bool returns the boolean field key, or false.
-func (it Item) Bool(key string) bool { b, _ := it.f[key].(bool); return b }
+func (it Item) Bool(key string) bool { b, _ := it.s.f[key].(bool); return b }
 
 // Get returns field key as read (nil when absent).
-func (it Item) Get(key string) any { return it.f[key] }
+func (it Item) Get(key string) any { return it.s.f[key] }
 
 // Set sets field key; a nil value removes it. Values must be of the kinds
-// canonjson encodes.
+// canonjson encodes, and are owned by the item afterwards.
 func (it Item) Set(key string, v any) {
+	it.s.enc = nil
 	if v == nil {
-		delete(it.f, key)
+		delete(it.s.f, key)
 		return
 	}
-	it.f[key] = v
+	it.s.f[key] = v
 }
 
-// Map returns the item's fields. The caller must not change the map.
-func (it Item) Map() map[string]any { return it.f }
+// Map returns the item's fields. The caller must not change the map; use
+// Set.
+func (it Item) Map() map[string]any { return it.s.f }
 
 // Clone returns a deep copy of the item.
-func (it Item) Clone() Item { return Item{f: deepCopy(it.f).(map[string]any)} }
+func (it Item) Clone() Item { return ItemFromMap(deepCopy(it.s.f).(map[string]any)) }
 
 // Message is one history message: a role and content blocks.
 type Message struct {
@@ -186,22 +196,23 @@ const ImageOmittedText = "[Image omitted: an image was here but was dropped from
 type Block struct {
 	f    map[string]any
 	data []byte
+	enc  *[]byte // canonical encoding at block depth, shared by copies
 }
 
 // NewTextBlock returns a text block.
 func NewTextBlock(text string) Block {
-	return Block{f: map[string]any{"type": BlockText, "text": text}}
+	return BlockFromMap(map[string]any{"type": BlockText, "text": text})
 }
 
 // NewToolCallBlock returns a toolCall block; arguments are the exact bytes
 // the model produced.
 func NewToolCallBlock(id, name, arguments string) Block {
-	return Block{f: map[string]any{"type": BlockToolCall, "id": id, "name": name, "arguments": arguments}}
+	return BlockFromMap(map[string]any{"type": BlockToolCall, "id": id, "name": name, "arguments": arguments})
 }
 
 // NewToolResultBlock returns a toolResult block; content is the exact output.
 func NewToolResultBlock(callID, toolName, content string, isError bool) Block {
-	return Block{f: map[string]any{"type": BlockToolResult, "callID": callID, "toolName": toolName, "content": content, "isError": isError}}
+	return BlockFromMap(map[string]any{"type": BlockToolResult, "callID": callID, "toolName": toolName, "content": content, "isError": isError})
 }
 
 // NewImageBlock returns an image block holding data, named by its SHA-256.
@@ -210,12 +221,14 @@ func NewImageBlock(mimeType string, data []byte) (Block, error) {
 	if imageExt(mimeType) == "" {
 		return Block{}, fmt.Errorf("image type %q: %w", mimeType, ErrImageType)
 	}
-	return Block{f: map[string]any{"type": BlockImage, "mimeType": mimeType, "sha256": hashHex(data)}, data: data}, nil
+	b := BlockFromMap(map[string]any{"type": BlockImage, "mimeType": mimeType, "sha256": hashHex(data)})
+	b.data = data
+	return b, nil
 }
 
 // BlockFromMap wraps fields as a block without checking them; the map is
-// owned by the block afterwards.
-func BlockFromMap(fields map[string]any) Block { return Block{f: fields} }
+// owned by the block afterwards. A block does not change once made.
+func BlockFromMap(fields map[string]any) Block { return Block{f: fields, enc: new([]byte)} }
 
 // Type returns the block's type.
 func (b Block) Type() string { s, _ := b.f["type"].(string); return s }
@@ -250,7 +263,7 @@ func (b Block) omitted() Block {
 	f := maps.Clone(b.f)
 	delete(f, "sha256")
 	f["type"] = BlockImageOmitted
-	return Block{f: f}
+	return BlockFromMap(f)
 }
 
 // NewID returns a random (version 4) UUID in upper case, as item ids are.
@@ -288,6 +301,7 @@ func deepCopy(v any) any {
 // since they are never changed in place.
 func (c *Conversation) Clone() *Conversation {
 	n := *c
+	n.msgCache = nil
 	n.Items = make([]Item, len(c.Items))
 	for i, it := range c.Items {
 		n.Items[i] = it.Clone()
@@ -296,7 +310,7 @@ func (c *Conversation) Clone() *Conversation {
 	for i, m := range c.History {
 		nm := Message{Role: m.Role, Extra: cloneMap(m.Extra), Content: make([]Block, len(m.Content))}
 		for j, b := range m.Content {
-			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data}
+			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, enc: new([]byte)}
 		}
 		n.History[i] = nm
 	}

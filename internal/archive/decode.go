@@ -377,7 +377,7 @@ func decodeItems(v any) ([]Item, error) {
 		if err := checkItem(where, m); err != nil {
 			return nil, err
 		}
-		items[i] = Item{f: m}
+		items[i] = ItemFromMap(m)
 	}
 	return items, nil
 }
@@ -493,7 +493,7 @@ func decodeBlock(where string, v any) (Block, error) {
 			return Block{}, err
 		}
 	}
-	return Block{f: m}, nil
+	return BlockFromMap(m), nil
 }
 
 // describeLoadError turns a decode error into the one line the notice shows.

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-
-	"spbridge/internal/canonjson"
 )
 
 // Kind says what a package is; only a document keeps a conversation.
@@ -221,7 +219,7 @@ func (p *Package) Save(keep bool) (*SaveReport, error) {
 		return r, nil
 	}
 	omit, keepImages := capImages(p.Conv.History)
-	data, err := canonjson.Encode(p.Conv.value(omit))
+	data, err := p.Conv.encode(omit, len(p.lastJSON))
 	if err != nil {
 		return r, fmt.Errorf("encode conversation: %w", err)
 	}

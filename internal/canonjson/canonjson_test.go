@@ -178,3 +178,22 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(checkAgainstStdlib)
 }
+
+func TestAppendAtAndRaw(t *testing.T) {
+	v, _ := Decode([]byte(`{"a":{"b":[1,{"c":"d"}],"e":{}}}`))
+	whole, err := Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := AppendAt(nil, v.(map[string]any)["a"], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spliced, err := Encode(map[string]any{"a": Raw(inner)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole, spliced) {
+		t.Errorf("Raw at depth 1 gives\n%s\nwant\n%s", spliced, whole)
+	}
+}

@@ -21,12 +21,24 @@ func Encode(v any) ([]byte, error) {
 
 // Append is Encode appending to buf.
 func Append(buf []byte, v any) ([]byte, error) {
+	return AppendAt(buf, v, 0)
+}
+
+// AppendAt appends v's canonical form as it appears nested depth levels
+// deep: continuation lines are indented for that depth, the first line is
+// not. Its result can be placed in a value as Raw at the same depth.
+func AppendAt(buf []byte, v any, depth int) ([]byte, error) {
 	e := encoder{buf: buf}
-	if err := e.value(v, 0); err != nil {
+	if err := e.value(v, depth); err != nil {
 		return nil, err
 	}
 	return e.buf, nil
 }
+
+// Raw is text already in canonical form for the depth it is placed at (see
+// AppendAt); Encode writes it unchanged. It lets a caller reuse the encoding
+// of a part that did not change.
+type Raw []byte
 
 // EncodeCompact writes v on one line with sorted keys and no spaces, for
 // JSON-lines output. Strings and numbers are written as in Encode.
@@ -70,6 +82,8 @@ func (e *encoder) value(v any, depth int) error {
 		e.buf = strconv.AppendBool(e.buf, v)
 	case string:
 		e.buf = AppendString(e.buf, v)
+	case Raw:
+		e.buf = append(e.buf, v...)
 	case json.Number:
 		if !validNumber(string(v)) {
 			return &UnsupportedError{Value: v}
