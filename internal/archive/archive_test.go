@@ -914,3 +914,39 @@ func TestEncodingCacheFollowsChanges(t *testing.T) {
 		t.Error("the saved bytes differ from a fresh encoding")
 	}
 }
+
+// TestSaveMakesFilesPrivate checks that a save gives a conversation copied
+// with open modes (as a git checkout does) 0600 and 0700 without rewriting it.
+func TestSaveMakesFilesPrivate(t *testing.T) {
+	pkg := newPackage(t)
+	p := mustOpen(t, pkg)
+	img := image(t, "m", 50)
+	addTurn(p.Conv, "a", "b", img)
+	mustSave(t, p)
+	imgPath := filepath.Join(pkg, "agent", "images", img.String("sha256")+".png")
+	for path, mode := range map[string]os.FileMode{
+		filepath.Join(pkg, "agent"): 0o755, filepath.Join(pkg, "agent", "images"): 0o755,
+		filepath.Join(pkg, "agent", "conversation.json"): 0o644, imgPath: 0o644,
+	} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := snapshot(t, pkg)
+	p = mustOpen(t, pkg)
+	if r := mustSave(t, p); r.Changed() {
+		t.Errorf("save rewrote files: %+v", r)
+	}
+	after := snapshot(t, pkg)
+	for rel, want := range map[string]string{"agent": "drwx------", "agent/images": "drwx------", "agent/conversation.json": "-rw-------", "agent/images/" + filepath.Base(imgPath): "-rw-------"} {
+		if !strings.HasPrefix(after[rel], want) {
+			t.Errorf("%s = %q, want mode %s", rel, after[rel], want)
+		}
+		if strings.TrimPrefix(after[rel], want) != strings.TrimPrefix(before[rel], before[rel][:len(want)]) {
+			t.Errorf("%s content or inode changed", rel)
+		}
+	}
+	if probs, _ := Check(pkg); len(probs) != 0 {
+		t.Errorf("fsck after save: %v", probs)
+	}
+}

@@ -265,8 +265,13 @@ func (p *Package) saveImages(keep map[string]Block, r *SaveReport) error {
 	wrote := created
 	for _, name := range names {
 		path := filepath.Join(dir, name)
-		if st, ok := lstatStamp(path); ok {
-			if known, ok := p.images[name]; ok && known == st {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+			if fi.Mode().Perm() != fileMode {
+				if err := os.Chmod(path, fileMode); err != nil {
+					return fmt.Errorf("save image %s: %w", name, err)
+				}
+			}
+			if known, ok := p.images[name]; ok && known == stampOf(fi) {
 				continue
 			}
 			if data, st, err := readRegular(path); err == nil && hashHex(data) == keep[name].String("sha256") {
