@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"spbridge/internal/archive"
 )
@@ -21,12 +20,11 @@ func runConversation(ctx context.Context, st stdio, args []string) error {
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
-	err := dispatch(ctx, st, f, args)
-	if errors.Is(err, errNoCommand) {
+	if f.NArg() == 0 {
 		f.printUsage(st.err)
-		return &usageError{cmd: f.cmd}
+		return &usageError{cmd: f.cmd} // the usage is the message
 	}
-	return err
+	return dispatch(ctx, st, f)
 }
 
 // kindFlag is the --kind flag of the commands that open a package.
@@ -36,7 +34,7 @@ type kindFlag struct {
 }
 
 func addKindFlag(f *flagSet) kindFlag {
-	s := f.String("kind", string(archive.KindDocument), "the package's kind: document, template or designSystem")
+	s := f.String("kind", string(archive.KindDocument), "the package's `KIND`: document, template or designSystem")
 	return kindFlag{f, s}
 }
 

@@ -43,33 +43,34 @@ type command struct {
 	run     func(ctx context.Context, st stdio, args []string) error
 }
 
-// topCommands are the commands of spbridge itself.
-var topCommands = []command{
-	{"conversation", "show, list or start over a package's conversation", runConversation},
-	{"save", "save a package's conversation in canonical format 1", runSave},
-	{"fsck", "check a package's saved conversation", runFsck},
-	{"version", "print the version", runVersion},
-	{"help", "show the help of a command", runHelp},
+// topCommands returns the commands of spbridge itself. (A function, since
+// "help" runs them in turn.)
+func topCommands() []command {
+	return []command{
+		{"conversation", "show, list or start over a package's conversation", runConversation},
+		{"save", "save a package's conversation in canonical format 1", runSave},
+		{"fsck", "check a package's saved conversation", runFsck},
+		{"version", "print the version", runVersion},
+		{"help", "show the help of a command", runHelp},
+	}
 }
 
 // run runs spbridge with the command-line arguments args (without the
 // program name) and returns the exit code. Errors are reported on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := runTop(ctx, stdio{stdin, stdout, stderr}, args)
-	code := exitCode(err)
 	if err == nil {
-		return code
+		return exitOK
 	}
 	var uerr *usageError
-	if errors.As(err, &uerr) {
-		if uerr.err != nil {
-			fmt.Fprintf(stderr, "spbridge: %v\n", uerr.err)
-			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", commandPath(uerr.cmd))
-		}
-		return code
+	switch {
+	case !errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "spbridge: %v\n", err)
+	case uerr.err != nil:
+		fmt.Fprintf(stderr, "spbridge: %v\n", err)
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", commandPath(uerr.cmd))
 	}
-	fmt.Fprintf(stderr, "spbridge: %v\n", err)
-	return code
+	return exitCode(err)
 }
 
 // exitCode maps a command's error to the process's exit code.
@@ -191,12 +192,9 @@ func (f *flagSet) noArgs() error {
 }
 
 // dispatch runs the subcommand named by the first argument left after the
-// group's own flags. With no argument it returns errNoCommand.
-func dispatch(ctx context.Context, st stdio, f *flagSet, args []string) error {
+// group's own flags; the caller has checked there is one.
+func dispatch(ctx context.Context, st stdio, f *flagSet) error {
 	rest := f.Args()
-	if len(rest) == 0 {
-		return errNoCommand
-	}
 	for _, c := range f.commands {
 		if c.name == rest[0] {
 			return c.run(ctx, st, rest[1:])
@@ -205,16 +203,12 @@ func dispatch(ctx context.Context, st stdio, f *flagSet, args []string) error {
 	return usagef(f.cmd, "unknown command %q for %s", rest[0], commandPath(f.cmd))
 }
 
-// errNoCommand is returned by dispatch when a group is run without a
-// subcommand.
-var errNoCommand = errors.New("no command")
-
 // runTop runs spbridge's own flags and dispatches to a command.
 func runTop(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("", "COMMAND [ARGS] [FLAGS]",
 		"spbridge bridges an editor and the coding-agent programs (claude, codex)\n"+
 			"and keeps the agent conversation inside the document package.")
-	f.commands = topCommands
+	f.commands = topCommands()
 	showVersion := f.Bool("version", false, "print the version and exit")
 	f.SetInterspersed(false)
 	if done, err := f.parse(args, st.out); done || err != nil {
@@ -226,12 +220,11 @@ func runTop(ctx context.Context, st stdio, args []string) error {
 		}
 		return printVersion(st.out)
 	}
-	err := dispatch(ctx, st, f, args)
-	if errors.Is(err, errNoCommand) {
+	if f.NArg() == 0 {
 		f.printUsage(st.out)
 		return nil
 	}
-	return err
+	return dispatch(ctx, st, f)
 }
 
 // runHelp prints the help of the command named by its arguments, or of

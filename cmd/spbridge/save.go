@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/pkglock"
@@ -53,8 +54,12 @@ func runSave(_ context.Context, st stdio, args []string) error {
 // the error is the *pkglock.HeldError naming the holder.
 func withLock(pkg string, fn func() error) (err error) {
 	lock, err := pkglock.Acquire(pkg)
+	if errors.Is(err, syscall.ENOTDIR) {
+		// Say it as archive.Open and archive.Check do.
+		return fmt.Errorf("lock package %s: %w", pkg, archive.ErrNotFolder)
+	}
 	if err != nil {
-		return err
+		return err // a *pkglock.HeldError names the holder
 	}
 	defer func() {
 		err = errors.Join(err, lock.Unlock())

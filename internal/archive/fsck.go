@@ -17,12 +17,8 @@ import (
 // than 0600 for files and 0700 for folders. It fails only when dir is not a
 // folder. No agent folder is no problem.
 func Check(dir string) ([]string, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("check package %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("check package %s: %w", dir, ErrNotFolder)
+	if err := statFolder("check package", dir); err != nil {
+		return nil, err
 	}
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -195,15 +191,11 @@ type Summary struct {
 // with agent/conversation.json), without descending into packages or
 // following links, and summarizes each, sorted by path.
 func List(root string) ([]Summary, error) {
-	fi, err := os.Stat(root)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", root, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("list %s: %w", root, ErrNotFolder)
+	if err := statFolder("list", root); err != nil {
+		return nil, err
 	}
 	var out []Summary
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root {
 				return err

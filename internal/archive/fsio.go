@@ -159,3 +159,20 @@ func ensureDir(path string) (created bool, err error) {
 }
 
 func isTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
+
+// statFolder checks that dir is a folder (following a link to one), for
+// the error of an operation op on it: "open package X: not a folder".
+func statFolder(op, dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, by op
+		}
+		return fmt.Errorf("%s %s: %w", op, dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s %s: %w", op, dir, ErrNotFolder)
+	}
+	return nil
+}

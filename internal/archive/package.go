@@ -81,12 +81,8 @@ func Open(dir string, kind Kind, keep bool) (*Package, error) {
 	if kind == "" {
 		kind = KindDocument
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open package %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("open package %s: %w", dir, ErrNotFolder)
+	if err := statFolder("open package", dir); err != nil {
+		return nil, err
 	}
 	p := &Package{Dir: dir, Kind: kind, Conv: &Conversation{}, images: make(map[string]stamp)}
 	if kind == KindDocument && keep {

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"spbridge/internal/archive"
+)
+
+func runConversationNew(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("conversation new", "PKG --yes [--kind KIND]",
+		"Start a new conversation (New Conversation): remove the package's saved\n"+
+			"conversation, agent/ with its images, readable or not. Takes the package lock.")
+	yes := f.Bool("yes", false, "confirm removing the saved conversation")
+	kindf := addKindFlag(f)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	pkg, err := f.onePackage()
+	if err != nil {
+		return err
+	}
+	kind, err := kindf.kind()
+	if err != nil {
+		return err
+	}
+	if !*yes {
+		return usagef(f.cmd, "conversation new removes the saved conversation of %s; confirm with --yes", pkg)
+	}
+	return withLock(pkg, func() error {
+		p, err := archive.Open(pkg, kind, true)
+		if err != nil {
+			return err
+		}
+		r, err := p.NewConversation()
+		printReport(st.out, r)
+		if err != nil {
+			return err
+		}
+		if !r.Changed() {
+			fmt.Fprintln(st.out, "no conversation")
+		}
+		return nil
+	})
+}

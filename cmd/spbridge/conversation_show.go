@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"spbridge/internal/archive"
+)
+
+func runConversationShow(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("conversation show", "PKG [--json] [--last] [--kind KIND]",
+		"Print a package's conversation: one block of text per item, or with --json\n"+
+			"the canonical format-1 encoding. Takes no lock and changes nothing.")
+	asJSON := f.Bool("json", false, "print the conversation as canonical format-1 JSON")
+	last := f.Bool("last", false, "only the last turn: from the last user item to the end")
+	kindf := addKindFlag(f)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	pkg, err := f.onePackage()
+	if err != nil {
+		return err
+	}
+	kind, err := kindf.kind()
+	if err != nil {
+		return err
+	}
+	p, err := archive.Open(pkg, kind, true)
+	if err != nil {
+		return err
+	}
+	conv := p.Conv
+	if *last {
+		c := *conv // a shallow copy: the package's conversation is not changed
+		c.Items = lastTurn(c.Items)
+		conv = &c
+	}
+	if *asJSON {
+		data, err := conv.Encode()
+		if err != nil {
+			return fmt.Errorf("encode conversation of %s: %w", pkg, err)
+		}
+		_, err = fmt.Fprintf(st.out, "%s\n", data)
+		return err
+	}
+	return writeItems(st.out, conv.Items)
+}
+
+// lastTurn returns the items from the last user item to the end, or all of
+// them when there is no user item.
+func lastTurn(items []archive.Item) []archive.Item {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Type() == archive.TypeUser {
+			return items[i:]
+		}
+	}
+	return items
+}
+
+// writeItems writes the items as readable text, blocks separated by a blank
+// line.
+func writeItems(w io.Writer, items []archive.Item) error {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(itemText(it))
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// itemText is one item as readable text. Empty parts are left out with their
+// punctuation.
+func itemText(it archive.Item) string {
+	switch it.Type() {
+	case archive.TypeUser:
+		s := "User: " + it.String("text")
+		if it.Bool("hasImage") {
+			s += " [image]"
+		}
+		return s
+	case archive.TypeAssistant:
+		return "Assistant: " + it.String("text")
+	case archive.TypeThinking:
+		return "Thinking: " + it.String("text")
+	case archive.TypeTool:
+		s := named("Tool", it.String("name"), it.String("summary"))
+		if t := it.String("statusText"); t != "" {
+			s += " (" + t + ")"
+		}
+		if t := it.String("status"); t != "" {
+			s += " [" + t + "]"
+		}
+		return s
+	case archive.TypeNotice:
+		return "Notice: " + it.String("text")
+	case archive.TypeFailure:
+		s := "Failure: " + it.String("text")
+		if d := it.String("detail"); d != "" {
+			s += "\n  " + strings.ReplaceAll(strings.TrimRight(d, "\n"), "\n", "\n  ")
+		}
+		return s
+	case archive.TypeQuestions:
+		return "Questions: " + strings.Join(questions(it), " ")
+	case archive.TypeDirections:
+		return "Plan: " + it.String("text")
+	case archive.TypeToolApproval:
+		return named("Approval", it.String("name"), it.String("summary"))
+	case archive.TypeWebSearch:
+		return "Web search: " + it.String("query")
+	default:
+		return "[" + it.Type() + "]"
+	}
+}
+
+// named is "<label> <name>: <summary>", leaving out an empty name or summary
+// and its punctuation.
+func named(label, name, summary string) string {
+	s := label
+	if name != "" {
+		s += " " + name
+	}
+	if summary != "" {
+		s += ": " + summary
+	}
+	return s
+}
+
+// questions returns the text of each question a questions item asks.
+func questions(it archive.Item) []string {
+	list, _ := it.Get("questions").([]any)
+	var out []string
+	for _, q := range list {
+		m, _ := q.(map[string]any)
+		if s, _ := m["question"].(string); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
