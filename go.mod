@@ -8,4 +8,9 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require golang.org/x/tools v0.26.0 // indirect
+require (
+	github.com/tidwall/gjson v1.20.2 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.3.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+)

@@ -950,3 +950,16 @@ func TestSaveMakesFilesPrivate(t *testing.T) {
 		t.Errorf("fsck after save: %v", probs)
 	}
 }
+
+func TestUsageAdd(t *testing.T) {
+	a := Usage{Input: "100", Output: "5", ReportedCost: "0.00062"}
+	b := Usage{Input: "1e2", Output: "7", CacheWrite1h: "3", ReportedCost: "0.00066"}
+	got := a.Add(b)
+	want := Usage{Input: "200", Output: "12", CacheRead: "0", CacheWrite: "0", WebSearchRequests: "0", CacheWrite1h: "3", ReportedCost: "0.00128"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Add = %+v, want %+v", got, want)
+	}
+	if got := (Usage{}).Add(Usage{}); got.CacheWrite1h != "" || got.ReportedCost != "" || got.Input != "0" {
+		t.Errorf("zero Add = %+v", got)
+	}
+}

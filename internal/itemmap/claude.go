@@ -1,0 +1,729 @@
+package itemmap
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+)
+
+// Claude maps the stream-json output of one Claude Code process (`claude -p
+// --output-format stream-json --verbose --include-partial-messages`) onto
+// items. Feed it every stdout line in order with Line; when the stream ends
+// without the turn's result (the process exited, crashed or was stopped),
+// call Finish. One Claude serves every turn of one process. It is not safe
+// for concurrent use.
+type Claude struct {
+	newID IDFunc
+
+	session   string
+	model     string
+	lastTotal string // total_cost_usd of the previous result: the CLI reports it per process
+	turn      *claudeTurn
+}
+
+// NewClaude returns a mapper that names new items with newID (nil: random
+// UUIDs).
+func NewClaude(newID IDFunc) *Claude {
+	if newID == nil {
+		newID = archive.NewID
+	}
+	return &Claude{newID: newID}
+}
+
+// blockKey names one content block of one API message.
+type blockKey struct {
+	msg   string
+	index int
+}
+
+// claudeBlock is a content block of the assistant's reply as it streams.
+type claudeBlock struct {
+	key      blockKey
+	kind     string // text, thinking, tool_use
+	item     archive.Item
+	hasItem  bool
+	text     strings.Builder // text or thinking so far
+	input    strings.Builder // a tool's input JSON so far, as the model produced it
+	toolID   string
+	complete bool // the CLI's complete assistant line for the block arrived
+	stopped  bool // content_block_stop arrived
+}
+
+type claudeTool struct {
+	id      string
+	name    string
+	input   string // the exact JSON of the input
+	item    archive.Item
+	special string // the item type when the tool is shown as another item
+	done    bool
+	denied  bool
+}
+
+type claudeTurn struct {
+	blocks    []*claudeBlock
+	tools     map[string]*claudeTool
+	order     []string // tool ids in order
+	history   []archive.Message
+	msgIndex  map[string]int // API message id → index in history
+	failure   *archive.Item
+	aborted   bool // the CLI reported the turn cut off by an interrupt
+	denyIDs   map[string]bool
+	approvals map[string]string // request id → tool_use id
+	lastRound archive.Usage
+	lastMsg   string
+}
+
+func (m *Claude) ensureTurn() *claudeTurn {
+	if m.turn == nil {
+		m.turn = &claudeTurn{
+			tools:     make(map[string]*claudeTool),
+			msgIndex:  make(map[string]int),
+			denyIDs:   make(map[string]bool),
+			approvals: make(map[string]string),
+		}
+	}
+	return m.turn
+}
+
+// InTurn reports whether a turn has started and not ended.
+func (m *Claude) InTurn() bool { return m.turn != nil }
+
+// Answered tells the mapper how the host answered approval requestID, so
+// that the tool's failed result reads as denied rather than failed.
+func (m *Claude) Answered(requestID string, allowed bool) {
+	if m.turn == nil {
+		return
+	}
+	if id, ok := m.turn.approvals[requestID]; ok && !allowed {
+		m.turn.denyIDs[id] = true
+	}
+}
+
+// Line maps one stdout line. A line that is not a JSON object, or an event
+// the mapper does not know, gives a Result with Skipped set.
+func (m *Claude) Line(line []byte) Result {
+	var r Result
+	if !gjson.ValidBytes(line) {
+		r.Skipped = true
+		return r
+	}
+	ev := gjson.ParseBytes(line)
+	if !ev.IsObject() {
+		r.Skipped = true
+		return r
+	}
+	if p := ev.Get("parent_tool_use_id"); p.Exists() && p.Type != gjson.Null {
+		// A subagent's own messages: its tool calls show in the parent's
+		// tool item; they are not part of this conversation's history.
+		return r
+	}
+	switch ev.Get("type").String() {
+	case "system":
+		m.system(ev, &r)
+	case "stream_event":
+		m.streamEvent(ev, &r)
+	case "assistant":
+		m.assistant(ev, &r)
+	case "user":
+		m.user(ev, &r)
+	case "control_request":
+		m.controlRequest(ev, &r)
+	case "control_response":
+		if id := ev.Get("response.request_id").String(); id != "" {
+			r.ControlResponses = append(r.ControlResponses, id)
+		}
+	case "result":
+		m.result(ev, &r)
+	default:
+		r.Skipped = true
+	}
+	return r
+}
+
+func (m *Claude) add(r *Result, it archive.Item) {
+	r.Changes = append(r.Changes, Change{Op: OpAdd, Item: it})
+}
+
+func (m *Claude) update(r *Result, it archive.Item, delta string) {
+	r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: it, Delta: delta})
+}
+
+func (m *Claude) system(ev gjson.Result, r *Result) {
+	switch ev.Get("subtype").String() {
+	case "init":
+		m.ensureTurn()
+		m.session = ev.Get("session_id").String()
+		if model := ev.Get("model").String(); model != "" {
+			m.model = model
+		}
+		r.Session = &Session{ID: m.session, Model: m.model}
+	case "api_retry":
+		m.ensureTurn()
+		it := m.newItem(archive.TypeNotice)
+		msg := "API error"
+		if st := ev.Get("error_status"); st.Exists() && st.Type != gjson.Null {
+			msg += " " + st.Raw
+		}
+		if e := ev.Get("error").String(); e != "" {
+			msg += " (" + e + ")"
+		}
+		msg += fmt.Sprintf("; retrying, attempt %d of %d", ev.Get("attempt").Int(), ev.Get("max_retries").Int())
+		it.Set("text", msg)
+		m.add(r, it)
+	case "permission_denied":
+		t := m.ensureTurn()
+		id := ev.Get("tool_use_id").String()
+		t.denyIDs[id] = true
+		if tool, ok := t.tools[id]; ok && !tool.done {
+			m.finishTool(tool, archive.StatusDenied, "denied", ev.Get("message").String(), r)
+		}
+	default:
+		// status, thinking_tokens, hooks and the like change nothing shown.
+	}
+}
+
+func (m *Claude) newItem(typ string) archive.Item {
+	return archive.ItemFromMap(map[string]any{"id": m.newID(), "type": typ})
+}
+
+func (m *Claude) findBlock(key blockKey) *claudeBlock {
+	t := m.turn
+	for i := len(t.blocks) - 1; i >= 0; i-- {
+		if t.blocks[i].key == key {
+			return t.blocks[i]
+		}
+	}
+	return nil
+}
+
+func (m *Claude) streamEvent(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	e := ev.Get("event")
+	msg := ev.Get("api_message_id").String()
+	switch e.Get("type").String() {
+	case "message_start":
+		if id := e.Get("message.id").String(); id != "" {
+			msg = id
+		}
+		t.lastMsg = msg
+		t.lastRound = usageFromAPI(e.Get("message.usage"))
+	case "content_block_start":
+		cb := e.Get("content_block")
+		b := &claudeBlock{key: blockKey{msg, int(e.Get("index").Int())}, kind: cb.Get("type").String()}
+		t.blocks = append(t.blocks, b)
+		switch b.kind {
+		case "text":
+			b.text.WriteString(cb.Get("text").String())
+		case "thinking":
+			b.text.WriteString(cb.Get("thinking").String())
+		case "tool_use":
+			b.toolID = cb.Get("id").String()
+			tool := m.startTool(b.toolID, cb.Get("name").String(), r)
+			b.item, b.hasItem = tool.item, true
+		}
+		if b.text.Len() > 0 {
+			m.blockItem(b, r, "")
+		}
+	case "content_block_delta":
+		b := m.findBlock(blockKey{msg, int(e.Get("index").Int())})
+		if b == nil || b.complete {
+			return
+		}
+		d := e.Get("delta")
+		switch d.Get("type").String() {
+		case "text_delta":
+			s := d.Get("text").String()
+			b.text.WriteString(s)
+			m.blockItem(b, r, s)
+		case "thinking_delta":
+			s := d.Get("thinking").String()
+			b.text.WriteString(s)
+			m.blockItem(b, r, s)
+		case "input_json_delta":
+			b.input.WriteString(d.Get("partial_json").String())
+		}
+	case "content_block_stop":
+		b := m.findBlock(blockKey{msg, int(e.Get("index").Int())})
+		if b == nil {
+			return
+		}
+		b.stopped = true
+		if b.kind == "tool_use" && !b.complete {
+			if tool, ok := t.tools[b.toolID]; ok && b.input.Len() > 0 {
+				m.setToolInput(tool, b.input.String(), r)
+			}
+		}
+	case "message_delta":
+		t.lastRound = mergeUsage(t.lastRound, usageFromAPI(e.Get("usage")))
+	case "message_stop":
+		if ab := ev.Get("abandoned_blocks"); ab.Exists() {
+			m.abandon(ab.Get("api_message_id").String(), int(ab.Get("from_block_index").Int()), r)
+		}
+	}
+}
+
+// blockItem creates or updates the item of a streaming text or thinking
+// block; delta is what was appended.
+func (m *Claude) blockItem(b *claudeBlock, r *Result, delta string) {
+	if b.kind != "text" && b.kind != "thinking" {
+		return
+	}
+	if !b.hasItem {
+		typ := archive.TypeAssistant
+		if b.kind == "thinking" {
+			typ = archive.TypeThinking
+		}
+		b.item, b.hasItem = m.newItem(typ), true
+		b.item.Set("text", b.text.String())
+		m.add(r, b.item)
+		return
+	}
+	b.item.Set("text", b.text.String())
+	m.update(r, b.item, delta)
+}
+
+// abandon drops the blocks of message msg from index from on: the CLI
+// discarded them (an interrupt, or a stream that broke and was retried).
+func (m *Claude) abandon(msg string, from int, r *Result) {
+	t := m.turn
+	kept := t.blocks[:0]
+	for _, b := range t.blocks {
+		if b.key.msg != msg || b.key.index < from {
+			kept = append(kept, b)
+			continue
+		}
+		if b.hasItem {
+			r.Changes = append(r.Changes, Change{Op: OpRemove, Item: b.item})
+		}
+		if b.kind == "tool_use" {
+			delete(t.tools, b.toolID)
+		}
+		if b.complete {
+			m.dropHistoryBlock(msg, b)
+		}
+	}
+	t.blocks = kept
+}
+
+// dropHistoryBlock removes an abandoned block's history entry.
+func (m *Claude) dropHistoryBlock(msg string, b *claudeBlock) {
+	t := m.turn
+	i, ok := t.msgIndex[msg]
+	if !ok {
+		return
+	}
+	content := t.history[i].Content
+	for j := len(content) - 1; j >= 0; j-- {
+		c := content[j]
+		match := (b.kind == "text" && c.Type() == archive.BlockText && c.String("text") == b.text.String()) ||
+			(b.kind == "tool_use" && c.Type() == archive.BlockToolCall && c.String("id") == b.toolID)
+		if match {
+			t.history[i].Content = append(content[:j:j], content[j+1:]...)
+			return
+		}
+	}
+}
+
+func (m *Claude) assistant(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	msg := ev.Get("message")
+	if ev.Get("aborted").Bool() {
+		t.aborted = true
+	}
+	if msg.Get("model").String() == "<synthetic>" || ev.Get("is_api_error_message").Bool() {
+		m.apiError(ev, msg, r)
+		return
+	}
+	msgID := msg.Get("id").String()
+	for _, c := range msg.Get("content").Array() {
+		kind := c.Get("type").String()
+		switch kind {
+		case "text", "thinking":
+			text := c.Get("text").String()
+			if kind == "thinking" {
+				text = c.Get("thinking").String()
+			}
+			b := m.openBlock(msgID, kind)
+			if b == nil {
+				b = &claudeBlock{key: blockKey{msgID, -1 - len(t.blocks)}, kind: kind}
+				t.blocks = append(t.blocks, b)
+			}
+			b.complete = true
+			if b.text.String() != text {
+				b.text.Reset()
+				b.text.WriteString(text)
+				if text != "" || b.hasItem {
+					m.blockItem(b, r, "")
+				}
+			} else if !b.hasItem && text != "" {
+				m.blockItem(b, r, "")
+			}
+			if kind == "text" && text != "" {
+				m.appendHistory(msgID, archive.NewTextBlock(text))
+			}
+		case "tool_use":
+			id := c.Get("id").String()
+			b := m.openBlock(msgID, kind)
+			input := c.Get("input").Raw
+			if b != nil && b.input.Len() > 0 {
+				input = b.input.String() // the exact bytes the model produced
+			}
+			if b == nil {
+				b = &claudeBlock{key: blockKey{msgID, -1 - len(t.blocks)}, kind: kind, toolID: id}
+				t.blocks = append(t.blocks, b)
+			}
+			b.complete = true
+			tool, ok := t.tools[id]
+			if !ok {
+				tool = m.startTool(id, c.Get("name").String(), r)
+				b.item, b.hasItem = tool.item, true
+			}
+			m.setToolInput(tool, input, r)
+			if input == "" {
+				input = "{}"
+			}
+			m.appendHistory(msgID, archive.NewToolCallBlock(id, tool.name, input))
+		}
+	}
+}
+
+// openBlock returns the streamed block of message msg and kind whose complete
+// line has not arrived yet: the CLI writes a block's complete line before
+// that block's content_block_stop.
+func (m *Claude) openBlock(msg, kind string) *claudeBlock {
+	for _, b := range m.turn.blocks {
+		if b.key.msg == msg && b.kind == kind && !b.complete {
+			return b
+		}
+	}
+	return nil
+}
+
+func (m *Claude) appendHistory(msgID string, b archive.Block) {
+	t := m.turn
+	i, ok := t.msgIndex[msgID]
+	if !ok || i != len(t.history)-1 {
+		t.history = append(t.history, archive.Message{Role: "assistant"})
+		i = len(t.history) - 1
+		t.msgIndex[msgID] = i
+	}
+	t.history[i].Content = append(t.history[i].Content, b)
+}
+
+func (m *Claude) apiError(ev, msg gjson.Result, r *Result) {
+	t := m.turn
+	text := ""
+	for _, c := range msg.Get("content").Array() {
+		if c.Get("type").String() == "text" {
+			text += c.Get("text").String()
+		}
+	}
+	if text == "" {
+		text = "API error"
+	}
+	var detail []string
+	if st := ev.Get("api_error_status"); st.Exists() && st.Type != gjson.Null {
+		detail = append(detail, "status: "+st.Raw)
+	}
+	if s := ev.Get("api_error_type").String(); s != "" {
+		detail = append(detail, "type: "+s)
+	}
+	if s := ev.Get("error").String(); s != "" {
+		detail = append(detail, "error: "+s)
+	}
+	m.fail(t, text, strings.Join(detail, "\n"), r)
+}
+
+// fail adds the turn's failure item, or updates it when there is one.
+func (m *Claude) fail(t *claudeTurn, text, detail string, r *Result) {
+	if t.failure != nil {
+		if detail != "" && t.failure.String("detail") == "" {
+			t.failure.Set("detail", detail)
+			m.update(r, *t.failure, "")
+		}
+		return
+	}
+	it := m.newItem(archive.TypeFailure)
+	it.Set("text", text)
+	if detail != "" {
+		it.Set("detail", detail)
+	}
+	t.failure = &it
+	m.add(r, it)
+}
+
+func (m *Claude) user(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	content := ev.Get("message.content")
+	if !content.IsArray() {
+		return // an echo of the user's own message
+	}
+	var results []archive.Block
+	toolResult := ev.Get("tool_use_result")
+	for _, c := range content.Array() {
+		switch c.Get("type").String() {
+		case "text":
+			if strings.HasPrefix(c.Get("text").String(), "[Request interrupted by user") {
+				t.aborted = true
+			}
+		case "tool_result":
+			id := c.Get("tool_use_id").String()
+			out := toolResultText(c.Get("content"))
+			isErr := c.Get("is_error").Bool()
+			tool, ok := t.tools[id]
+			name := ""
+			if ok {
+				name = tool.name
+				if !tool.done {
+					m.toolResult(tool, out, isErr, toolResult, r)
+				}
+			}
+			results = append(results, archive.NewToolResultBlock(id, name, out, isErr))
+		}
+	}
+	if len(results) > 0 {
+		t.history = append(t.history, archive.Message{Role: "tool", Content: results})
+	}
+}
+
+// toolResultText is a tool_result's content as text: a string as it is, a
+// list of blocks as their text joined by newlines (an image as [image]).
+func toolResultText(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.String()
+	}
+	if !c.IsArray() {
+		if c.Exists() && c.Type != gjson.Null {
+			return c.Raw
+		}
+		return ""
+	}
+	var parts []string
+	for _, b := range c.Array() {
+		switch b.Get("type").String() {
+		case "text":
+			parts = append(parts, b.Get("text").String())
+		case "image":
+			parts = append(parts, "[image]")
+		default:
+			parts = append(parts, b.Raw)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (m *Claude) controlRequest(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	req := ev.Get("request")
+	id := ev.Get("request_id").String()
+	if req.Get("subtype").String() != "can_use_tool" {
+		r.ControlRequests = append(r.ControlRequests, ControlRequest{RequestID: id, Subtype: req.Get("subtype").String()})
+		return
+	}
+	name := req.Get("tool_name").String()
+	input := req.Get("input")
+	it := m.newItem(archive.TypeToolApproval)
+	it.Set("name", name)
+	it.Set("summary", toolSummary(name, input))
+	var detail []string
+	if d := req.Get("description").String(); d != "" {
+		detail = append(detail, d)
+	}
+	if p := req.Get("blocked_path").String(); p != "" {
+		detail = append(detail, "path: "+p)
+	}
+	if input.Exists() {
+		detail = append(detail, "arguments:\n"+truncate(prettyJSON(input.Raw), maxDetailArgs))
+	}
+	it.Set("detail", strings.Join(detail, "\n"))
+	m.add(r, it)
+	toolUseID := req.Get("tool_use_id").String()
+	t.approvals[id] = toolUseID
+	raw := json.RawMessage(input.Raw)
+	if !input.Exists() {
+		raw = json.RawMessage("{}")
+	}
+	r.Approvals = append(r.Approvals, Approval{RequestID: id, ToolUseID: toolUseID, ToolName: name, Input: raw, ItemID: it.ID()})
+}
+
+func (m *Claude) result(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	reason := ev.Get("terminal_reason").String()
+	interrupted := t.aborted || reason == "aborted_streaming" || reason == "aborted_tools"
+	status := TurnCompleted
+	switch {
+	case interrupted:
+		status = TurnInterrupted
+	case ev.Get("is_error").Bool() || ev.Get("subtype").String() != "success":
+		status = TurnFailed
+		text := ev.Get("result").String()
+		var errs []string
+		for _, e := range ev.Get("errors").Array() {
+			errs = append(errs, e.String())
+		}
+		if text == "" && len(errs) > 0 {
+			text, errs = errs[0], errs[1:]
+		}
+		if text == "" {
+			text = "Claude Code reported an error (" + ev.Get("subtype").String() + ")"
+		}
+		var detail []string
+		if st := ev.Get("api_error_status"); st.Exists() && st.Type != gjson.Null {
+			detail = append(detail, "status: "+st.Raw)
+		}
+		if s := ev.Get("api_error_type").String(); s != "" {
+			detail = append(detail, "type: "+s)
+		}
+		if reason != "" {
+			detail = append(detail, "reason: "+reason)
+		}
+		detail = append(detail, errs...)
+		m.fail(t, text, strings.Join(detail, "\n"), r)
+	}
+	end := m.endTurn(status, r)
+	end.Usage, end.CostUSD = m.turnUsage(ev)
+	if sid := ev.Get("session_id").String(); sid != "" {
+		end.SessionID = sid
+	}
+	r.End = end
+}
+
+// Finish ends a turn whose stream stopped without a result: interrupted
+// when the CLI reported it cut off or interrupted is set (the host asked for
+// the interrupt), failed otherwise with text and detail as its failure. It
+// returns nothing when no turn is running.
+func (m *Claude) Finish(interrupted bool, text, detail string) Result {
+	var r Result
+	if m.turn == nil {
+		return r
+	}
+	t := m.turn
+	status := TurnInterrupted
+	if !interrupted && !t.aborted {
+		status = TurnFailed
+		m.fail(t, text, detail, &r)
+	}
+	r.End = m.endTurn(status, &r)
+	return r
+}
+
+// endTurn closes the turn: running tools are cancelled, an interrupted turn
+// gets its notice, and the history and last request's usage are handed over.
+func (m *Claude) endTurn(status string, r *Result) *TurnEnd {
+	t := m.turn
+	for _, id := range t.order {
+		tool, ok := t.tools[id]
+		if !ok || tool.done {
+			continue
+		}
+		m.finishTool(tool, archive.StatusCancelled, "cancelled", "", r)
+	}
+	if status == TurnInterrupted {
+		it := m.newItem(archive.TypeNotice)
+		it.Set("text", "Interrupted.")
+		m.add(r, it)
+	}
+	end := &TurnEnd{
+		Status:    status,
+		LastRound: t.lastRound,
+		Model:     m.model,
+		SessionID: m.session,
+	}
+	for _, msg := range t.history {
+		if len(msg.Content) > 0 {
+			end.History = append(end.History, msg)
+		}
+	}
+	m.turn = nil
+	return end
+}
+
+// turnUsage reads a result's usage and cost for this turn. The CLI reports
+// total_cost_usd and modelUsage for the whole process, and
+// model_usage_since_last_result for this turn.
+func (m *Claude) turnUsage(ev gjson.Result) (archive.Usage, json.Number) {
+	var u archive.Usage
+	var cost json.Number
+	since := ev.Get("model_usage_since_last_result")
+	if since.IsObject() {
+		since.ForEach(func(_, mu gjson.Result) bool {
+			u.Input = archive.AddNumbers(u.Input, num(mu.Get("inputTokens")))
+			u.Output = archive.AddNumbers(u.Output, num(mu.Get("outputTokens")))
+			u.CacheRead = archive.AddNumbers(u.CacheRead, num(mu.Get("cacheReadInputTokens")))
+			u.CacheWrite = archive.AddNumbers(u.CacheWrite, num(mu.Get("cacheCreationInputTokens")))
+			u.WebSearchRequests = archive.AddNumbers(u.WebSearchRequests, num(mu.Get("webSearchRequests")))
+			if h := mu.Get("cacheCreationEphemeral1hInputTokens"); h.Exists() {
+				u.CacheWrite1h = archive.AddNumbers(u.CacheWrite1h, num(h))
+			}
+			if c := mu.Get("costUSD"); c.Exists() {
+				cost = archive.AddNumbers(cost, num(c))
+			}
+			return true
+		})
+	} else {
+		u = usageFromAPI(ev.Get("usage"))
+	}
+	total := ev.Get("total_cost_usd")
+	if cost == "" && total.Exists() && total.Type == gjson.Number {
+		cost = num(total)
+		if m.lastTotal != "" {
+			prev, _ := strconv.ParseFloat(m.lastTotal, 64)
+			if diff := total.Float() - prev; diff >= 0 {
+				cost = archive.AddNumbers(num(total), json.Number("-"+m.lastTotal))
+			}
+		}
+	}
+	if total.Exists() && total.Type == gjson.Number {
+		m.lastTotal = total.Raw
+	}
+	if cost != "" {
+		u.ReportedCost = cost
+	}
+	return u, cost
+}
+
+// usageFromAPI reads an Anthropic API usage object.
+func usageFromAPI(v gjson.Result) archive.Usage {
+	var u archive.Usage
+	if !v.IsObject() {
+		return u
+	}
+	u.Input = num(v.Get("input_tokens"))
+	u.Output = num(v.Get("output_tokens"))
+	u.CacheRead = num(v.Get("cache_read_input_tokens"))
+	u.CacheWrite = num(v.Get("cache_creation_input_tokens"))
+	u.WebSearchRequests = num(v.Get("server_tool_use.web_search_requests"))
+	if h := v.Get("cache_creation.ephemeral_1h_input_tokens"); h.Exists() {
+		u.CacheWrite1h = num(h)
+	}
+	return u
+}
+
+// mergeUsage overlays the fields later reports.
+func mergeUsage(u, later archive.Usage) archive.Usage {
+	set := func(dst *json.Number, v json.Number) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&u.Input, later.Input)
+	set(&u.Output, later.Output)
+	set(&u.CacheRead, later.CacheRead)
+	set(&u.CacheWrite, later.CacheWrite)
+	set(&u.WebSearchRequests, later.WebSearchRequests)
+	set(&u.CacheWrite1h, later.CacheWrite1h)
+	return u
+}
+
+// num returns a JSON number's text, or "" when v is not a number.
+func num(v gjson.Result) json.Number {
+	if v.Type != gjson.Number {
+		return ""
+	}
+	return json.Number(v.Raw)
+}

@@ -1,0 +1,257 @@
+package itemmap
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+)
+
+// Claude Code tools shown as items of their own type.
+var claudeSpecialTools = map[string]string{
+	"WebSearch":       archive.TypeWebSearch,
+	"AskUserQuestion": archive.TypeQuestions,
+	"ExitPlanMode":    archive.TypeDirections,
+}
+
+// startTool makes the item of a tool call as soon as the CLI names it.
+func (m *Claude) startTool(id, name string, r *Result) *claudeTool {
+	t := m.turn
+	if tool, ok := t.tools[id]; ok {
+		return tool
+	}
+	tool := &claudeTool{id: id, name: name, special: claudeSpecialTools[name]}
+	switch tool.special {
+	case archive.TypeWebSearch:
+		tool.item = m.newItem(archive.TypeWebSearch)
+		tool.item.Set("query", "")
+		tool.item.Set("status", archive.StatusRunning)
+	case archive.TypeQuestions, archive.TypeDirections:
+		// Shown once the input (the questions, the plan) is known.
+	default:
+		tool.item = m.newItem(archive.TypeTool)
+		tool.item.Set("name", name)
+		tool.item.Set("summary", "")
+		tool.item.Set("status", archive.StatusRunning)
+		tool.item.Set("statusText", "")
+	}
+	t.tools[id] = tool
+	t.order = append(t.order, id)
+	if tool.item.Map() != nil {
+		m.add(r, tool.item)
+	}
+	return tool
+}
+
+// setToolInput shows a tool call's arguments once they are known.
+func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
+	if tool.input == input {
+		return
+	}
+	tool.input = input
+	in := gjson.Parse(input)
+	switch tool.special {
+	case archive.TypeWebSearch:
+		tool.item.Set("query", in.Get("query").String())
+		m.update(r, tool.item, "")
+	case archive.TypeQuestions:
+		tool.item = m.newItem(archive.TypeQuestions)
+		tool.item.Set("questions", questionsFrom(in))
+		m.add(r, tool.item)
+		tool.done = true // answered by the user, not by a result
+	case archive.TypeDirections:
+		tool.item = m.newItem(archive.TypeDirections)
+		tool.item.Set("text", in.Get("plan").String())
+		m.add(r, tool.item)
+		tool.done = true
+	default:
+		tool.item.Set("summary", toolSummary(tool.name, in))
+		tool.item.Set("detail", "arguments:\n"+truncate(prettyJSON(input), maxDetailArgs))
+		m.update(r, tool.item, "")
+	}
+}
+
+// toolResult records a tool's result on its item.
+func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured gjson.Result, r *Result) {
+	t := m.turn
+	switch {
+	case tool.special == archive.TypeWebSearch:
+		status := "completed"
+		if isErr {
+			status = archive.StatusFailed
+		}
+		tool.item.Set("status", status)
+		tool.item.Set("results", searchResults(structured, out))
+		tool.done = true
+		m.update(r, tool.item, "")
+	case t.denyIDs[tool.id]:
+		m.finishTool(tool, archive.StatusDenied, "denied", out, r)
+	case isErr && strings.HasPrefix(out, "The user doesn't want to proceed"):
+		m.finishTool(tool, archive.StatusDenied, "denied", out, r)
+	case isErr:
+		m.finishTool(tool, archive.StatusFailed, failedStatusText(tool.name, out), out, r)
+	default:
+		m.finishTool(tool, archive.StatusSucceeded, succeededStatusText(tool.name, out, structured), out, r)
+	}
+}
+
+// finishTool ends a tool item with status, statusText and its output.
+func (m *Claude) finishTool(tool *claudeTool, status, statusText, out string, r *Result) {
+	tool.done = true
+	if tool.item.Map() == nil {
+		return
+	}
+	if tool.special == archive.TypeWebSearch {
+		if status == archive.StatusDenied || status == archive.StatusCancelled || status == archive.StatusFailed {
+			tool.item.Set("status", status)
+			m.update(r, tool.item, "")
+		}
+		return
+	}
+	tool.item.Set("status", status)
+	tool.item.Set("statusText", statusText)
+	if out != "" {
+		detail := tool.item.String("detail")
+		if detail != "" {
+			detail += "\n\n"
+		}
+		tool.item.Set("detail", detail+"output:\n"+truncate(out, maxDetailOutput))
+	}
+	m.update(r, tool.item, "")
+}
+
+var exitCodeRE = regexp.MustCompile(`(?i)exit code (-?\d+)`)
+
+func failedStatusText(name, out string) string {
+	if name == "Bash" {
+		if m := exitCodeRE.FindStringSubmatch(firstLine(out)); m != nil {
+			return "exit " + m[1]
+		}
+	}
+	return "error"
+}
+
+func succeededStatusText(name, out string, structured gjson.Result) string {
+	switch name {
+	case "Bash":
+		if structured.Get("interrupted").Bool() {
+			return "interrupted"
+		}
+		return "exit 0"
+	case "Read":
+		if n := structured.Get("file.numLines"); n.Exists() {
+			return plural(int(n.Int()), "line")
+		}
+	case "Glob":
+		if n := structured.Get("numFiles"); n.Exists() {
+			return plural(int(n.Int()), "file")
+		}
+	case "Grep":
+		if n := structured.Get("numLines"); n.Exists() && n.Int() > 0 {
+			return plural(int(n.Int()), "line")
+		}
+		if n := structured.Get("numFiles"); n.Exists() {
+			return plural(int(n.Int()), "file")
+		}
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+		return "done"
+	}
+	return plural(countLines(out), "line")
+}
+
+// toolSummary is a short line saying what a tool call does: the command,
+// the file, the pattern.
+func toolSummary(name string, in gjson.Result) string {
+	pick := func(keys ...string) string {
+		for _, k := range keys {
+			if s := in.Get(k).String(); s != "" {
+				return firstLine(s)
+			}
+		}
+		return ""
+	}
+	switch name {
+	case "Bash":
+		return pick("command")
+	case "Read", "Write", "Edit", "MultiEdit":
+		return pick("file_path")
+	case "NotebookEdit":
+		return pick("notebook_path")
+	case "Glob", "Grep":
+		s := pick("pattern")
+		if p := in.Get("path").String(); p != "" && s != "" {
+			s += " in " + firstLine(p)
+		}
+		return s
+	case "LS":
+		return pick("path")
+	case "WebFetch":
+		return pick("url")
+	case "WebSearch":
+		return pick("query")
+	case "Task", "Agent":
+		return pick("description", "prompt")
+	case "TodoWrite":
+		if todos := in.Get("todos"); todos.IsArray() {
+			return plural(len(todos.Array()), "todo")
+		}
+	}
+	return pick("command", "file_path", "path", "pattern", "url", "query", "description", "name")
+}
+
+// questionsFrom reads AskUserQuestion's input: each question and its
+// options' labels.
+func questionsFrom(in gjson.Result) []any {
+	out := []any{}
+	for _, q := range in.Get("questions").Array() {
+		opts := []any{}
+		for _, o := range q.Get("options").Array() {
+			if o.Type == gjson.String {
+				opts = append(opts, o.String())
+			} else if l := o.Get("label").String(); l != "" {
+				opts = append(opts, l)
+			}
+		}
+		out = append(out, map[string]any{"question": q.Get("question").String(), "options": opts})
+	}
+	return out
+}
+
+// searchResults collects every {title, url} a web search returned, from the
+// structured result when there is one, else from the text.
+func searchResults(structured gjson.Result, out string) []any {
+	results := []any{}
+	seen := map[string]bool{}
+	var walk func(v gjson.Result)
+	walk = func(v gjson.Result) {
+		switch {
+		case v.IsObject():
+			if u := v.Get("url").String(); u != "" && !seen[u] {
+				seen[u] = true
+				results = append(results, map[string]any{"title": v.Get("title").String(), "url": u})
+				return
+			}
+			v.ForEach(func(_, x gjson.Result) bool { walk(x); return true })
+		case v.IsArray():
+			v.ForEach(func(_, x gjson.Result) bool { walk(x); return true })
+		}
+	}
+	walk(structured)
+	if len(results) == 0 && gjson.Valid(out) {
+		walk(gjson.Parse(out))
+	}
+	return results
+}
+
+// prettyJSON indents JSON for display; text that is not JSON is kept.
+func prettyJSON(s string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
+		return s
+	}
+	return buf.String()
+}

@@ -1,0 +1,179 @@
+// Package itemmap turns the event streams of the coding-agent CLIs into
+// chat-panel items, history and usage. It is pure: events in, changes out,
+// no I/O and no clock.
+package itemmap
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"spbridge/internal/archive"
+)
+
+// Op says what a Change did to an item.
+type Op int
+
+// Ops.
+const (
+	OpAdd    Op = iota + 1 // a new item, to append to the panel
+	OpUpdate               // an item changed (same id)
+	OpRemove               // an item was withdrawn (a block the CLI abandoned)
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpAdd:
+		return "add"
+	case OpUpdate:
+		return "update"
+	case OpRemove:
+		return "remove"
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Change is one change to one item. Item is the item as it is now; the
+// mapper keeps changing it on later lines, so a receiver that keeps it across
+// calls must Clone it. Delta is the text appended by this change when the
+// item's text grew by streaming, "" otherwise.
+type Change struct {
+	Op    Op
+	Item  archive.Item
+	Delta string
+}
+
+// Approval is a permission request from the CLI that waits for the host's
+// answer. ItemID names the toolApproval item shown for it.
+type Approval struct {
+	RequestID string
+	ToolUseID string
+	ToolName  string
+	Input     json.RawMessage // the tool's input as the CLI sent it
+	ItemID    string
+}
+
+// Turn statuses.
+const (
+	TurnCompleted   = "completed"
+	TurnFailed      = "failed"
+	TurnInterrupted = "interrupted"
+)
+
+// TurnEnd is what a finished turn reports: how it ended, its usage and cost,
+// the model and session, and the history messages it added (the assistant's
+// text and tool calls and the tool results, in the neutral form; the user's
+// message is the caller's).
+type TurnEnd struct {
+	Status    string
+	Usage     archive.Usage // this turn's total
+	LastRound archive.Usage // the turn's last API request
+	CostUSD   json.Number   // this turn's cost as reported by the CLI, "" when none
+	Model     string
+	SessionID string
+	History   []archive.Message
+}
+
+// Result is what one line of a stream produced.
+type Result struct {
+	Changes   []Change
+	Approvals []Approval
+	// Session is set when the CLI started a session or a turn in one
+	// (its id and model).
+	Session *Session
+	// ControlRequests are requests from the CLI that are not approvals;
+	// the caller answers them (with an error when it does not know them).
+	ControlRequests []ControlRequest
+	// ControlResponses are the request ids the CLI answered.
+	ControlResponses []string
+	// End is set when the line ended the turn.
+	End *TurnEnd
+	// Skipped is set when the line was not a JSON object or not an event this
+	// mapper knows; it is counted, not an error.
+	Skipped bool
+}
+
+// Session is the CLI's session as it reported it.
+type Session struct {
+	ID    string
+	Model string
+}
+
+// ControlRequest is a control request from the CLI other than a permission
+// request.
+type ControlRequest struct {
+	RequestID string
+	Subtype   string
+}
+
+// IDFunc makes item ids.
+type IDFunc func() string
+
+// SequentialIDs returns an IDFunc that makes ids 00000000-0000-4000-8000-
+// 000000000001, …002 and so on: deterministic ids for replay and tests.
+func SequentialIDs() IDFunc {
+	n := 0
+	return func() string {
+		n++
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+	}
+}
+
+// Display limits: item details are truncated for display; the history keeps
+// the exact bytes.
+const (
+	maxDetailArgs   = 4 << 10
+	maxDetailOutput = 16 << 10
+	maxSummary      = 200
+)
+
+// truncate cuts s to at most n bytes on a character boundary, saying how
+// much was left out.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n… (%d more bytes)", len(s)-cut)
+}
+
+// firstLine returns s's first non-empty line, cut to maxSummary bytes.
+func firstLine(s string) string {
+	s = strings.TrimLeft(s, "\n\r \t")
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimRight(s, "\r \t")
+	if len(s) > maxSummary {
+		cut := maxSummary
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// countLines counts the lines of s (a final line without newline counts).
+func countLines(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
