@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"spbridge/internal/itemmap"
 )
 
 // Exit codes.
@@ -48,6 +50,8 @@ type command struct {
 func topCommands() []command {
 	return []command{
 		{"conversation", "show, list or start over a package's conversation", runConversation},
+		{"run", "run one turn of a package's conversation from the shell", runRun},
+		{"replay", "map a recorded CLI event stream onto items", runReplay},
 		{"save", "save a package's conversation in canonical format 1", runSave},
 		{"fsck", "check a package's saved conversation", runFsck},
 		{"version", "print the version", runVersion},
@@ -76,11 +80,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // exitCode maps a command's error to the process's exit code.
 func exitCode(err error) int {
 	var uerr *usageError
+	var terr *turnError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &uerr):
 		return exitUsage
+	case errors.As(err, &terr) && terr.status == itemmap.TurnInterrupted:
+		return exitInterrupted
 	default:
 		return exitFailure
 	}

@@ -487,7 +487,13 @@ func (m *Claude) user(ev gjson.Result, r *Result) {
 		}
 	}
 	if len(results) > 0 {
-		t.history = append(t.history, archive.Message{Role: "tool", Content: results})
+		// The results of parallel tool calls arrive one line each, in the
+		// order the tools finish; they answer one assistant message together.
+		if n := len(t.history); n > 0 && t.history[n-1].Role == "tool" {
+			t.history[n-1].Content = append(t.history[n-1].Content, results...)
+		} else {
+			t.history = append(t.history, archive.Message{Role: "tool", Content: results})
+		}
 	}
 }
 

@@ -195,10 +195,7 @@ func (l *lineReader) Read(p []byte) (int, error) {
 }
 
 func TestClaudeGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/claude/*.stdout.jsonl")
-	if len(files) == 0 {
-		t.Fatal("no claude fixtures")
-	}
+	files := claudeStreams(t)
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".stdout.jsonl")
 		t.Run(name, func(t *testing.T) {
@@ -230,8 +227,20 @@ func TestClaudeGolden(t *testing.T) {
 	}
 }
 
+// claudeStreams lists the recorded claude streams: the shared fixtures
+// (copied into testdata/claude) and the project's own recordings
+// (testdata/claude at the top of the module).
+func claudeStreams(t testing.TB) []string {
+	shared, _ := filepath.Glob("testdata/claude/*.stdout.jsonl")
+	own, _ := filepath.Glob("../../testdata/claude/*.stdout.jsonl")
+	if len(shared) == 0 || len(own) == 0 {
+		t.Fatalf("found %d shared and %d own claude streams", len(shared), len(own))
+	}
+	return append(shared, own...)
+}
+
 func FuzzClaude(f *testing.F) {
-	files, _ := filepath.Glob("testdata/claude/*.stdout.jsonl")
+	files := claudeStreams(f)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/fakeapi"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// spbridgeBin builds the spbridge command once for the end-to-end tests.
+func spbridgeBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "spbridge-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "spbridge")
+		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = &exec.ExitError{Stderr: out}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build spbridge: %v", buildErr)
+	}
+	return builtBin
+}
+
+// e2e is one end-to-end run of spbridge run with the real claude.
+type e2e struct {
+	t      *testing.T
+	srv    *fakeapi.Server
+	pkg    string
+	env    []string
+	stdout syncBuffer
+	stderr syncBuffer
+	code   int
+}
+
+func newE2E(t *testing.T, replies ...fakeapi.Reply) *e2e {
+	t.Helper()
+	claude := fakeapi.ClaudePath(t)
+	srv, err := fakeapi.NewAnthropic(replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	root := t.TempDir()
+	pkg := filepath.Join(root, "work", "Poster.silverpoint")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "document.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	os.MkdirAll(filepath.Join(home, "tmp"), 0o700)
+	env := append(srv.ClaudeEnv(home), "SPBRIDGE_CLAUDE="+claude)
+	return &e2e{t: t, srv: srv, pkg: pkg, env: env}
+}
+
+// run runs spbridge run PKG args…; onStart, when set, gets the process once
+// it runs.
+func (e *e2e) run(onStart func(*exec.Cmd), args ...string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, spbridgeBin(e.t), append([]string{"run", e.pkg}, args...)...)
+	cmd.Env = e.env
+	cmd.Stdout = &e.stdout
+	cmd.Stderr = &e.stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	if onStart != nil {
+		go onStart(cmd)
+	}
+	err := cmd.Wait()
+	e.code = cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil {
+		e.t.Fatalf("spbridge run did not end: %v\nstdout:\n%s\nstderr:\n%s", err, e.stdout.String(), e.stderr.String())
+	}
+}
+
+func (e *e2e) conv() *archive.Conversation {
+	e.t.Helper()
+	p, err := archive.Open(e.pkg, archive.KindDocument, true)
+	if err != nil || p.Unreadable != "" {
+		e.t.Fatalf("open saved conversation: %v %s", err, p.Unreadable)
+	}
+	return p.Conv
+}
+
+func (e *e2e) items() []string {
+	var out []string
+	for _, it := range e.conv().Items {
+		s := it.Type() + ": " + it.String("text")
+		if it.Type() == archive.TypeTool {
+			s = it.Type() + ": " + it.String("name") + " " + it.String("summary") + " " + it.String("status")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (e *e2e) fail(format string, args ...any) {
+	e.t.Helper()
+	e.t.Errorf(format, args...)
+	e.t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", e.code, e.stdout.String(), e.stderr.String())
+}
+
+func TestE2EClaudeText(t *testing.T) {
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model."}}})
+	e.run(nil, "hi there")
+	if e.code != 0 || !strings.Contains(e.stdout.String(), "Hello from the fake model.") {
+		e.fail("exit %d", e.code)
+	}
+	c := e.conv()
+	if got := e.items(); len(got) != 2 || got[0] != "user: hi there" || got[1] != "assistant: Hello from the fake model." {
+		e.fail("items %q", got)
+	}
+	if c.Provider != "claude-code" || c.Model == "" || c.EstimatedCost.Kind != archive.CostReported || c.Usage.Input == "0" {
+		e.fail("provider %q model %q cost %+v usage %+v", c.Provider, c.Model, c.EstimatedCost, c.Usage)
+	}
+	if len(c.History) != 2 || c.History[0].Role != "user" || c.History[1].Content[0].String("text") != "Hello from the fake model." {
+		e.fail("history %+v", c.History)
+	}
+	// The message went on stdin, never on the command line.
+	reqs := e.srv.Requests()
+	if len(reqs) == 0 || !strings.Contains(string(reqs[len(reqs)-1].Body), "hi there") {
+		t.Errorf("the message did not reach the API")
+	}
+}
+
+func TestE2EClaudeThinking(t *testing.T) {
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "thinking", Thinking: "Let me think about it."}, {Text: "Thought it through."}}})
+	e.run(nil, "think")
+	if got := e.items(); e.code != 0 || len(got) != 3 || got[1] != "thinking: Let me think about it." || got[2] != "assistant: Thought it through." {
+		e.fail("items %q", got)
+	}
+}
+
+func bashRound(cmd string) []fakeapi.Reply {
+	return []fakeapi.Reply{
+		{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_e2e_1", Name: "Bash", Input: map[string]any{"command": cmd, "description": "Make a file"}}}},
+		{Blocks: []fakeapi.Block{{Text: "Done with the command."}}},
+	}
+}
+
+func TestE2EClaudeToolAllowed(t *testing.T) {
+	e := newE2E(t, bashRound("touch made-by-e2e.txt && echo made")...)
+	e.run(nil, "--allow-tool", "Bash", "make the file")
+	work := filepath.Dir(e.pkg)
+	if _, err := os.Stat(filepath.Join(work, "made-by-e2e.txt")); err != nil {
+		e.fail("the allowed command did not run: %v", err)
+	}
+	got := e.items()
+	want := "tool: Bash touch made-by-e2e.txt && echo made succeeded"
+	if e.code != 0 || !containsStr(got, want) || got[len(got)-1] != "assistant: Done with the command." {
+		e.fail("items %q", got)
+	}
+	reqs := e.srv.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, `"tool_use_id":"toolu_e2e_1"`) || !strings.Contains(last, "made") {
+		t.Errorf("the tool result did not reach the API: %.300s", last)
+	}
+}
+
+func TestE2EClaudeToolDenied(t *testing.T) {
+	e := newE2E(t, bashRound("touch made-by-e2e.txt && echo made")...)
+	e.run(nil, "make the file") // no terminal, no --allow-tool: denied
+	work := filepath.Dir(e.pkg)
+	if _, err := os.Stat(filepath.Join(work, "made-by-e2e.txt")); err == nil {
+		e.fail("the denied command ran")
+	}
+	got := e.items()
+	if e.code != 0 || !containsStr(got, "tool: Bash touch made-by-e2e.txt && echo made denied") || !containsStr(got, "toolApproval: ") {
+		e.fail("items %q", got)
+	}
+}
+
+func TestE2EClaudeInterrupt(t *testing.T) {
+	long := strings.Repeat("counting slowly ", 200)
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: long}}, ChunkDelay: 100 * time.Millisecond})
+	e.run(func(cmd *exec.Cmd) {
+		// Ctrl-C once the first words arrived.
+		for i := 0; i < 300; i++ {
+			time.Sleep(50 * time.Millisecond)
+			if strings.Contains(e.stdoutSnapshot(), "counting") {
+				break
+			}
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+	}, "count")
+	got := e.items()
+	if e.code != exitInterrupted || len(got) < 3 || !strings.HasPrefix(got[1], "assistant: counting") || got[len(got)-1] != "notice: Interrupted." {
+		e.fail("exit %d, items %q", e.code, got)
+	}
+	if a := got[1]; len(a) >= len("assistant: ")+len(long) {
+		e.fail("the reply was not cut: %d bytes", len(a))
+	}
+}
+
+func (e *e2e) stdoutSnapshot() string { return e.stdout.String() }
+
+// syncBuffer is a bytes.Buffer that a running command may write while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestE2EClaudeAPIError(t *testing.T) {
+	// Claude Code tries a rejected request again in other forms (six
+	// requests in the fixtures); every one is refused.
+	var refusals []fakeapi.Reply
+	for range 10 {
+		refusals = append(refusals, fakeapi.Reply{Status: 400, ErrorMessage: "bad request from the fake"})
+	}
+	e := newE2E(t, refusals...)
+	start := time.Now()
+	e.run(nil, "fail please")
+	got := e.items()
+	if e.code != 1 || len(got) < 2 || !strings.HasPrefix(got[len(got)-1], "failure: ") {
+		e.fail("exit %d, items %q", e.code, got)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		e.fail("the failure took %v", d)
+	}
+}
+
+func TestE2EClaudeImage(t *testing.T) {
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "A small square."}}})
+	img, err := os.ReadFile("../../testdata/packages/Poster.silverpoint/agent/images/83caf76779373891ebfc9cd602157d32b82b34d926fa14856356a3219ed5fc94.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "square.png")
+	os.WriteFile(file, img, 0o644)
+	e.run(nil, "--image", file, "what is this?")
+	if e.code != 0 {
+		e.fail("exit %d", e.code)
+	}
+	reqs := e.srv.Requests()
+	body := reqs[len(reqs)-1].Body
+	found := false
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		m.Get("content").ForEach(func(_, b gjson.Result) bool {
+			if b.Get("type").String() == "image" && b.Get("source.media_type").String() == "image/png" {
+				data, _ := base64.StdEncoding.DecodeString(b.Get("source.data").String())
+				found = found || bytes.Equal(data, img)
+			}
+			return true
+		})
+		return true
+	})
+	if !found {
+		t.Errorf("no image block with the file's bytes reached the API")
+	}
+	c := e.conv()
+	if !c.Items[0].Bool("hasImage") || c.History[0].Content[1].Type() != archive.BlockImage {
+		e.fail("the image is not in the conversation: %v", c.Items[0].Map())
+	}
+	if _, err := os.Stat(filepath.Join(e.pkg, "agent", "images", c.History[0].Content[1].String("sha256")+".png")); err != nil {
+		e.fail("the image was not stored: %v", err)
+	}
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

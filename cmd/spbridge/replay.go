@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/canonjson"
+	"spbridge/internal/cliproc"
+	"spbridge/internal/itemmap"
+)
+
+func runReplay(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("replay", "--backend claude [FILE]",
+		"Read a recorded CLI event stream (JSON lines; standard input when FILE is\n"+
+			"absent or -) and print the items it maps to as a canonical JSON array. Exit 0\n"+
+			"whenever the stream could be read: a failed or interrupted turn shows in the\n"+
+			"items. Item ids are sequential, so the output is the same at every run.")
+	backend := f.String("backend", "", "the CLI that wrote the stream: claude")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if *backend != "claude" {
+		if *backend == "" {
+			return usagef(f.cmd, "replay needs --backend claude")
+		}
+		return usagef(f.cmd, "unknown backend %q (want claude)", *backend)
+	}
+	if f.NArg() > 1 {
+		return usagef(f.cmd, "replay takes at most one FILE")
+	}
+	in := st.in
+	if f.NArg() == 1 && f.Arg(0) != "-" {
+		file, err := os.Open(f.Arg(0))
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		in = file
+	}
+	items, err := replayClaude(in)
+	if err != nil {
+		return fmt.Errorf("read stream: %w", err)
+	}
+	out := make([]any, len(items))
+	for i, it := range items {
+		out[i] = it.Map()
+	}
+	data, err := canonjson.Encode(out)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(st.out, "%s\n", data)
+	return err
+}
+
+// replayClaude maps a claude stream to the items a panel would show at its
+// end. A stream that stops inside a turn ends that turn as failed.
+func replayClaude(in io.Reader) ([]archive.Item, error) {
+	newID := itemmap.SequentialIDs()
+	m := itemmap.NewClaude(newID)
+	var items []archive.Item
+	apply := func(r itemmap.Result) {
+		for _, c := range r.Changes {
+			switch c.Op {
+			case itemmap.OpAdd:
+				items = append(items, c.Item)
+			case itemmap.OpRemove:
+				if i := slices.IndexFunc(items, func(it archive.Item) bool { return it.ID() == c.Item.ID() }); i >= 0 {
+					items = slices.Delete(items, i, i+1)
+				}
+			}
+		}
+	}
+	err := cliproc.ReadLines(in, 0, func(l cliproc.Line) bool {
+		if l.Oversize > 0 {
+			it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice,
+				"text": fmt.Sprintf("Skipped a line of %d bytes: longer than the %d-byte limit.", l.Oversize, cliproc.DefaultMaxLine)})
+			items = append(items, it)
+			return true
+		}
+		if len(l.Data) > 0 {
+			apply(m.Line(l.Data))
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.InTurn() {
+		apply(m.Finish(false, "The stream ended before the turn did.", ""))
+	}
+	return items, nil
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/canonjson"
+	"spbridge/internal/claude"
+	"spbridge/internal/itemmap"
+	"spbridge/internal/session"
+)
+
+// exitInterrupted is the exit code of a turn interrupted with Ctrl-C.
+const exitInterrupted = 130
+
+// turnError reports a turn that did not complete; its status picks the exit
+// code.
+type turnError struct{ status string }
+
+func (e *turnError) Error() string {
+	if e.status == itemmap.TurnInterrupted {
+		return "the turn was interrupted"
+	}
+	return "the turn failed"
+}
+
+func runRun(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("run", "PKG [--backend claude] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [MESSAGE | -]",
+		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
+			"package's conversation, show the items as they arrive, and save the\n"+
+			"conversation at the end, also after a failure or an interrupt. Ctrl-C\n"+
+			"interrupts the turn and keeps what arrived. Permission requests are asked on\n"+
+			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
+			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
+	backend := f.String("backend", "claude", "the agent CLI: claude")
+	model := f.String("model", "", "the `MODEL` to ask the CLI for")
+	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
+	allowTools := f.StringArray("allow-tool", nil, "allow permission requests of tool `NAME` without asking; repeatable")
+	asJSON := f.Bool("json", false, "print one JSON line per item change")
+	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
+	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
+	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
+	kindf := addKindFlag(f)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if f.NArg() < 1 || f.NArg() > 2 {
+		return usagef(f.cmd, "run needs a package folder and a message (or - to read it from standard input)")
+	}
+	pkg := f.Arg(0)
+	if *backend != "claude" {
+		return usagef(f.cmd, "unknown backend %q (want claude)", *backend)
+	}
+	kind, err := kindf.kind()
+	if err != nil {
+		return err
+	}
+	text, fromStdin, err := readMessage(f, st.in)
+	if err != nil {
+		return err
+	}
+	var atts []session.Image
+	for _, path := range *images {
+		img, err := readImage(path)
+		if err != nil {
+			return err
+		}
+		atts = append(atts, img)
+	}
+	dir := *cwd
+	if dir == "" {
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			return err
+		}
+		dir = filepath.Dir(abs)
+	}
+
+	return withLock(pkg, func() error {
+		p, err := archive.Open(pkg, kind, *keep)
+		if err != nil {
+			return err
+		}
+		be := claude.New(claude.Options{Dir: dir, Model: *model, IdleTimeout: *idle})
+		s := &session.Session{Pkg: p, Backend: be, Provider: claude.Provider}
+		defer s.Close()
+
+		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools}
+		if !fromStdin && isTerminal(os.Stdin) {
+			h.ask = bufio.NewReader(st.in)
+		}
+		if !*asJSON && isTerminal(os.Stderr) {
+			h.startStatus()
+		}
+		res, sendErr := s.Send(ctx, text, atts, h)
+		h.stopStatus()
+		if sendErr != nil {
+			return sendErr
+		}
+		_, saveErr := p.Save(*keep)
+		if saveErr != nil {
+			return fmt.Errorf("save %s: %w", pkg, saveErr)
+		}
+		if res.End.Status != itemmap.TurnCompleted {
+			return &turnError{res.End.Status}
+		}
+		return nil
+	})
+}
+
+// readMessage returns the message: the argument, or standard input for "-".
+func readMessage(f *flagSet, in io.Reader) (string, bool, error) {
+	if f.NArg() < 2 {
+		return "", false, usagef(f.cmd, "run needs a message (or - to read it from standard input)")
+	}
+	if f.Arg(1) != "-" {
+		return f.Arg(1), false, nil
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return "", true, fmt.Errorf("read message from standard input: %w", err)
+	}
+	text := strings.TrimRight(string(data), "\n")
+	if text == "" {
+		return "", true, usagef(f.cmd, "the message on standard input is empty")
+	}
+	return text, true, nil
+}
+
+// readImage reads an image file and tells its type from its bytes.
+func readImage(path string) (session.Image, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return session.Image{}, fmt.Errorf("read image: %w", err)
+	}
+	mime := http.DetectContentType(data)
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return session.Image{}, fmt.Errorf("image %s: %s is not png, jpeg, gif or webp", path, mime)
+	}
+	return session.Image{MimeType: mime, Data: data}, nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// shellHost shows a turn in a terminal or as JSON lines, and answers
+// permission requests.
+type shellHost struct {
+	out, errw io.Writer
+	json      bool
+	allow     []string
+	ask       *bufio.Reader // the terminal to ask on, or nil
+
+	mu        sync.Mutex
+	lastText  map[string]int // assistant item id → bytes of its text printed
+	midLine   bool           // the last output did not end a line
+	status    string
+	stopCh    chan struct{}
+	statusWG  sync.WaitGroup
+	statusLen int
+}
+
+func (h *shellHost) Change(c itemmap.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.json {
+		line, err := canonjson.EncodeCompact(map[string]any{"op": c.Op.String(), "item": c.Item.Map(), "delta": c.Delta})
+		if err == nil {
+			fmt.Fprintf(h.out, "%s\n", line)
+		}
+		return
+	}
+	h.clearStatus()
+	it := c.Item
+	switch it.Type() {
+	case archive.TypeUser:
+		h.status = "waiting for the agent"
+	case archive.TypeAssistant:
+		if h.lastText == nil {
+			h.lastText = map[string]int{}
+		}
+		if c.Op == itemmap.OpRemove {
+			return
+		}
+		text := it.String("text")
+		done, seen := h.lastText[it.ID()]
+		if !seen {
+			h.endLine()
+		}
+		if done <= len(text) {
+			fmt.Fprint(h.out, text[done:])
+			h.lastText[it.ID()] = len(text)
+			h.midLine = !strings.HasSuffix(text, "\n")
+		}
+		h.status = "writing"
+	case archive.TypeThinking:
+		h.status = "thinking"
+	case archive.TypeTool:
+		status := it.String("status")
+		if status == archive.StatusRunning {
+			h.status = "running " + it.String("name")
+			return
+		}
+		h.endLine()
+		line := "tool " + it.String("name")
+		if s := it.String("summary"); s != "" {
+			line += ": " + s
+		}
+		if s := it.String("statusText"); s != "" {
+			line += " (" + s + ")"
+		}
+		fmt.Fprintf(h.out, "%s [%s]\n", line, status)
+		h.status = "waiting for the agent"
+	case archive.TypeWebSearch:
+		if c.Op == itemmap.OpAdd {
+			return
+		}
+		h.endLine()
+		fmt.Fprintf(h.out, "web search: %s [%s]\n", it.String("query"), it.String("status"))
+	case archive.TypeNotice, archive.TypeFailure, archive.TypeDirections, archive.TypeQuestions, archive.TypeToolApproval:
+		if c.Op != itemmap.OpAdd && it.Type() != archive.TypeFailure {
+			return
+		}
+		h.endLine()
+		fmt.Fprintln(h.out, itemText(it))
+	}
+}
+
+// endLine ends a line of streamed text before other output.
+func (h *shellHost) endLine() {
+	if h.midLine {
+		fmt.Fprintln(h.out)
+		h.midLine = false
+	}
+}
+
+func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) claude.Decision {
+	if slices.Contains(h.allow, a.ToolName) {
+		return claude.Decision{Allow: true}
+	}
+	if h.ask == nil {
+		return claude.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
+	}
+	h.mu.Lock()
+	h.clearStatus()
+	h.endLine()
+	fmt.Fprintf(h.errw, "Allow %s? %s [y/N] ", a.ToolName, strings.TrimSpace(string(a.Input)))
+	h.mu.Unlock()
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := h.ask.ReadString('\n')
+		answer <- strings.TrimSpace(strings.ToLower(line))
+	}()
+	select {
+	case s := <-answer:
+		if s == "y" || s == "yes" {
+			return claude.Decision{Allow: true}
+		}
+		return claude.Decision{Message: "The user denied this from the terminal."}
+	case <-ctx.Done():
+		return claude.Decision{Message: "The turn was interrupted."}
+	}
+}
+
+// startStatus shows a status line on stderr while the agent works.
+func (h *shellHost) startStatus() {
+	h.stopCh = make(chan struct{})
+	h.status = "starting"
+	start := time.Now()
+	h.statusWG.Add(1)
+	go func() {
+		defer h.statusWG.Done()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.stopCh:
+				h.mu.Lock()
+				h.clearStatus()
+				h.mu.Unlock()
+				return
+			case <-tick.C:
+				h.mu.Lock()
+				if !h.midLine {
+					h.clearStatus()
+					s := fmt.Sprintf("… %s (%ds)", h.status, int(time.Since(start).Seconds()))
+					fmt.Fprint(h.errw, s)
+					h.statusLen = len([]rune(s))
+				}
+				h.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (h *shellHost) clearStatus() {
+	if h.statusLen > 0 {
+		fmt.Fprintf(h.errw, "\r%s\r", strings.Repeat(" ", h.statusLen))
+		h.statusLen = 0
+	}
+}
+
+func (h *shellHost) stopStatus() {
+	if h.stopCh != nil {
+		close(h.stopCh)
+		h.statusWG.Wait()
+		h.stopCh = nil
+	}
+	h.mu.Lock()
+	h.endLine()
+	h.mu.Unlock()
+}

@@ -1,0 +1,494 @@
+// Package claude runs conversation turns on Claude Code: it supervises one
+// `claude` process per open conversation, speaks its stream-json and control
+// protocol on stdin and stdout, and maps what it prints onto items with
+// itemmap.
+package claude
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/cliproc"
+	"spbridge/internal/itemmap"
+)
+
+// Provider is the archive's provider name for turns run on Claude Code.
+const Provider = "claude-code"
+
+// Defaults for Options.
+const (
+	DefaultIdleTimeout = 10 * time.Minute
+	DefaultGrace       = 5 * time.Second
+)
+
+// Options configure a Backend.
+type Options struct {
+	// Program is the claude executable. Empty: $SPBRIDGE_CLAUDE, else
+	// "claude" on PATH.
+	Program string
+	// Dir is the working folder the CLI runs in.
+	Dir string
+	// Model is passed as --model when set.
+	Model string
+	// Env is the CLI's complete environment; nil uses spbridge's own.
+	Env []string
+	// ExtraArgs are added to the command line (after spbridge's own flags).
+	ExtraArgs []string
+	// IdleTimeout ends a turn whose CLI printed nothing for this long while
+	// no permission request was waiting. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Grace is how long an interrupt waits for the CLI at each step before
+	// escalating (control interrupt, SIGINT, SIGTERM, SIGKILL). Default
+	// DefaultGrace.
+	Grace time.Duration
+	// MaxLine is the longest stdout line read (cliproc's default when 0).
+	MaxLine int
+	// NewID names new items (random UUIDs when nil).
+	NewID itemmap.IDFunc
+}
+
+// Image is an image attached to a message.
+type Image struct {
+	MimeType string
+	Data     []byte
+}
+
+// Message is what the user sends in a turn. Text is exactly what the CLI
+// receives (the caller adds any prefix).
+type Message struct {
+	Text   string
+	Images []Image
+}
+
+// Decision is the host's answer to a permission request.
+type Decision struct {
+	Allow        bool
+	UpdatedInput json.RawMessage // optional, with Allow
+	Message      string          // optional, with a denial
+}
+
+// Host receives a turn's item changes and answers its permission requests.
+type Host interface {
+	// Change is called for every item change, in order, as it happens.
+	Change(itemmap.Change)
+	// Approve asks about a permission request and returns the answer. It may
+	// block; ctx is cancelled when the turn is interrupted or ends.
+	Approve(ctx context.Context, a itemmap.Approval) Decision
+}
+
+// Backend runs the turns of one open conversation on one claude process,
+// restarting it (with --resume) when it dies. It is safe to call Interrupt
+// from another goroutine while Turn runs; Turn itself is not reentrant.
+type Backend struct {
+	opts Options
+
+	mu          sync.Mutex
+	proc        *cliproc.Proc
+	mapper      *itemmap.Claude
+	session     string // the CLI's session id, once it reported one
+	interruptCh chan struct{}
+	program     string
+}
+
+// New returns a backend; nothing starts until the first Turn.
+func New(opts Options) *Backend {
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	return &Backend{opts: opts}
+}
+
+// ErrNotFound is matched by the error of a claude program that is not
+// installed.
+var ErrNotFound = errors.New("claude not found")
+
+// Program returns the claude executable the backend runs: Options.Program,
+// else $SPBRIDGE_CLAUDE, else claude found on PATH.
+func (b *Backend) Program() (string, error) {
+	if b.program != "" {
+		return b.program, nil
+	}
+	p := b.opts.Program
+	if p == "" {
+		p = os.Getenv("SPBRIDGE_CLAUDE")
+	}
+	if p == "" {
+		p = "claude"
+	}
+	path, err := exec.LookPath(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, p)
+	}
+	b.program = path
+	return path, nil
+}
+
+// SessionID returns the CLI's session id, once a turn reported it.
+func (b *Backend) SessionID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.session
+}
+
+// Started reports whether a CLI session has been established: a turn
+// reached the CLI and it reported its session.
+func (b *Backend) Started() bool { return b.SessionID() != "" }
+
+// args builds the command line. The message never goes on it: argv is
+// visible to every user of the machine.
+func (b *Backend) args() []string {
+	a := []string{"-p", "--output-format", "stream-json", "--input-format", "stream-json",
+		"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"}
+	if b.opts.Model != "" {
+		a = append(a, "--model", b.opts.Model)
+	}
+	if b.session != "" {
+		a = append(a, "--resume", b.session)
+	}
+	return append(a, b.opts.ExtraArgs...)
+}
+
+// start starts the claude process.
+func (b *Backend) start() error {
+	path, err := b.Program()
+	if err != nil {
+		return err
+	}
+	p, err := cliproc.Start(cliproc.Config{
+		Path:    path,
+		Args:    b.args(),
+		Dir:     b.opts.Dir,
+		Env:     b.opts.Env,
+		MaxLine: b.opts.MaxLine,
+	})
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %v", ErrNotFound, err)
+		}
+		return err
+	}
+	b.proc = p
+	b.mapper = itemmap.NewClaude(b.opts.NewID)
+	// The SDKs open with initialize; the CLI answers with its capabilities.
+	return b.write(map[string]any{"type": "control_request", "request_id": "spbridge-init",
+		"request": map[string]any{"subtype": "initialize"}})
+}
+
+func (b *Backend) write(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.proc.Write(append(data, '\n'))
+}
+
+// userMessage is the stream-json line that carries msg.
+func userMessage(msg Message) map[string]any {
+	content := []any{map[string]any{"type": "text", "text": msg.Text}}
+	for _, img := range msg.Images {
+		content = append(content, map[string]any{"type": "image", "source": map[string]any{
+			"type": "base64", "media_type": img.MimeType, "data": base64.StdEncoding.EncodeToString(img.Data)}})
+	}
+	return map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": content},
+		"parent_tool_use_id": nil, "session_id": ""}
+}
+
+// Interrupt asks the running turn to stop. The CLI is asked through its
+// control protocol and keeps running for the next turn; if it does not end
+// the turn within the grace period it is signalled (SIGINT, SIGTERM,
+// SIGKILL). Without a running turn it does nothing.
+func (b *Backend) Interrupt() {
+	b.mu.Lock()
+	ch := b.interruptCh
+	b.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close ends the claude process, if one runs, and reaps it.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	p := b.proc
+	b.proc = nil
+	b.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.CloseStdin()
+	return p.Close(b.opts.Grace)
+}
+
+// NotFoundText is the failure shown when claude is not installed.
+const NotFoundText = "Claude Code (claude) was not found. Install it with `npm install -g @anthropic-ai/claude-code`, or set SPBRIDGE_CLAUDE to its path."
+
+// Turn sends msg and runs the turn to its end, reporting item changes and
+// permission requests to h. It always returns a TurnEnd: a failure (the CLI
+// missing, crashing, hanging past the idle timeout, an API error) is a
+// failed turn with a failure item, and an interrupt gives an interrupted
+// turn; every item so far is kept. Cancelling ctx interrupts the turn.
+func (b *Backend) Turn(ctx context.Context, msg Message, h Host) *itemmap.TurnEnd {
+	interruptCh := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.interruptCh = interruptCh
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.interruptCh = nil
+		b.mu.Unlock()
+	}()
+
+	if b.proc == nil {
+		if err := b.start(); err != nil {
+			text := "Claude Code could not be started: " + err.Error()
+			if errors.Is(err, ErrNotFound) {
+				text = NotFoundText
+			}
+			return failBeforeStart(b.opts.NewID, h, text, err.Error())
+		}
+	}
+	if err := b.write(userMessage(msg)); err != nil {
+		// The process died between turns: start again, resuming.
+		b.reap()
+		if err := b.start(); err != nil {
+			return failBeforeStart(b.opts.NewID, h, "Claude Code could not be started: "+err.Error(), "")
+		}
+		if err := b.write(userMessage(msg)); err != nil {
+			b.reap()
+			return failBeforeStart(b.opts.NewID, h, "Claude Code did not take the message: "+err.Error(), "")
+		}
+	}
+	return b.loop(ctx, h, interruptCh)
+}
+
+// failBeforeStart reports a turn that failed before the CLI took it.
+func failBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap.TurnEnd {
+	it := archive.NewItem(archive.TypeFailure)
+	if newID != nil {
+		it.Set("id", newID())
+	}
+	it.Set("text", text)
+	if detail != "" && detail != text {
+		it.Set("detail", detail)
+	}
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+	return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+}
+
+// reap closes a process that ended or must end, keeping the session id so
+// the next start resumes it.
+func (b *Backend) reap() {
+	b.mu.Lock()
+	p := b.proc
+	b.proc = nil
+	b.mu.Unlock()
+	if p != nil {
+		p.Close(b.opts.Grace)
+	}
+}
+
+type answer struct {
+	requestID string
+	decision  Decision
+}
+
+// loop reads the CLI's output until the turn ends.
+func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
+	p, m := b.proc, b.mapper
+	turnCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan answer)
+	pending := 0
+	waiting := make(map[string]bool) // permission requests the host has not answered
+	var approvals sync.WaitGroup
+	defer approvals.Wait()
+
+	idle := time.NewTimer(b.opts.IdleTimeout)
+	defer idle.Stop()
+	resetIdle := func() {
+		if !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+		if pending == 0 {
+			idle.Reset(b.opts.IdleTimeout)
+		}
+	}
+
+	interrupted := false
+	var escalate <-chan time.Time
+	step := 0
+	ctxDone := ctx.Done()
+	startInterrupt := func() {
+		if interrupted {
+			return
+		}
+		interrupted = true
+		cancel() // withdraws the questions to the host
+		for id := range waiting {
+			m.Answered(id, false)
+			b.respond(id, Decision{Message: "The turn was interrupted."})
+		}
+		clear(waiting)
+		pending = 0
+		b.write(map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
+			"request": map[string]any{"subtype": "interrupt"}})
+		escalate = time.After(b.opts.Grace)
+	}
+
+	emit := func(r itemmap.Result) *itemmap.TurnEnd {
+		for _, c := range r.Changes {
+			h.Change(c)
+		}
+		if r.Session != nil && r.Session.ID != "" {
+			b.mu.Lock()
+			b.session = r.Session.ID
+			b.mu.Unlock()
+		}
+		for _, cr := range r.ControlRequests {
+			b.write(map[string]any{"type": "control_response", "response": map[string]any{
+				"subtype": "error", "request_id": cr.RequestID, "error": "spbridge does not support " + cr.Subtype}})
+		}
+		for _, a := range r.Approvals {
+			if interrupted {
+				m.Answered(a.RequestID, false)
+				b.respond(a.RequestID, Decision{Message: "The turn was interrupted."})
+				continue
+			}
+			pending++
+			waiting[a.RequestID] = true
+			approvals.Add(1)
+			go func(a itemmap.Approval) {
+				defer approvals.Done()
+				d := h.Approve(turnCtx, a)
+				select {
+				case answers <- answer{a.RequestID, d}:
+				case <-turnCtx.Done():
+				}
+			}(a)
+		}
+		return r.End
+	}
+
+	for {
+		select {
+		case line, ok := <-p.Lines():
+			if !ok {
+				return b.exited(h, interrupted)
+			}
+			resetIdle()
+			if line.Oversize > 0 {
+				it := archive.NewItem(archive.TypeNotice)
+				it.Set("text", fmt.Sprintf("Skipped a line of %d bytes from Claude Code: longer than the %d-byte limit.", line.Oversize, maxLine(b.opts.MaxLine)))
+				h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+				continue
+			}
+			if end := emit(m.Line(line.Data)); end != nil {
+				if interrupted && end.Status == itemmap.TurnFailed {
+					end.Status = itemmap.TurnInterrupted
+				}
+				return end
+			}
+		case a := <-answers:
+			if !waiting[a.requestID] {
+				continue
+			}
+			delete(waiting, a.requestID)
+			pending--
+			m.Answered(a.requestID, a.decision.Allow)
+			b.respond(a.requestID, a.decision)
+			resetIdle()
+		case <-interruptCh:
+			startInterrupt()
+		case <-ctxDone:
+			ctxDone = nil
+			startInterrupt()
+		case <-escalate:
+			step++
+			switch step {
+			case 1:
+				p.Signal(syscall.SIGINT)
+				escalate = time.After(b.opts.Grace)
+			default:
+				escalate = nil
+				go p.Close(b.opts.Grace) // stdin closed, then SIGINT, SIGTERM, SIGKILL; Lines closes
+			}
+		case <-idle.C:
+			if pending > 0 {
+				continue
+			}
+			go p.Close(b.opts.Grace)
+			r := m.Finish(false, fmt.Sprintf("Claude Code printed nothing for %v; it was stopped.", b.opts.IdleTimeout), tail(p))
+			b.reap()
+			emit(r)
+			return r.End
+		}
+	}
+}
+
+// respond answers a permission request.
+func (b *Backend) respond(requestID string, d Decision) {
+	resp := map[string]any{"behavior": "deny", "message": d.Message}
+	if d.Allow {
+		resp = map[string]any{"behavior": "allow"}
+		if len(d.UpdatedInput) > 0 {
+			resp["updatedInput"] = d.UpdatedInput
+		}
+	} else if d.Message == "" {
+		resp["message"] = "Denied from spbridge."
+	}
+	b.write(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": requestID, "response": resp}})
+}
+
+// exited ends a turn whose CLI stopped writing: it exited, crashed or was
+// stopped.
+func (b *Backend) exited(h Host, interrupted bool) *itemmap.TurnEnd {
+	p, m := b.proc, b.mapper
+	<-p.Done()
+	text := "Claude Code exited before the turn ended"
+	if err := p.Err(); err != nil {
+		text += " (" + err.Error() + ")"
+	}
+	text += "."
+	r := m.Finish(interrupted, text, tail(p))
+	b.reap()
+	for _, c := range r.Changes {
+		h.Change(c)
+	}
+	if r.End == nil {
+		// The CLI ended between turns' output: the turn never started.
+		return failBeforeStart(b.opts.NewID, h, text, tail(p))
+	}
+	return r.End
+}
+
+func tail(p *cliproc.Proc) string {
+	return strings.ToValidUTF8(strings.TrimSpace(string(p.StderrTail())), "\uFFFD")
+}
+
+func maxLine(n int) int {
+	if n <= 0 {
+		return cliproc.DefaultMaxLine
+	}
+	return n
+}

@@ -1,0 +1,403 @@
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
+)
+
+const fakeEnv = "SPBRIDGE_FAKE_CLAUDE"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeEnv); mode != "" {
+		fakeClaude(mode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeClaude impersonates `claude -p --input-format stream-json …`: it reads
+// stream-json lines on stdin and answers each user message as mode says.
+func fakeClaude(mode string) {
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	emit := func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
+		data, _ := json.Marshal(v)
+		out.Write(append(data, '\n'))
+		out.Flush()
+	}
+	session := "fake-session-1"
+	if i := slices.Index(os.Args, "--resume"); i >= 0 {
+		session = os.Args[i+1]
+	}
+	if mode == "ignore-signals" {
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	lines := make(chan map[string]any)
+	go func() {
+		for in.Scan() {
+			var v map[string]any
+			if json.Unmarshal(in.Bytes(), &v) == nil {
+				lines <- v
+			}
+		}
+		close(lines)
+	}()
+	turn := 0
+	for v := range lines {
+		switch v["type"] {
+		case "control_request":
+			req := v["request"].(map[string]any)
+			emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": v["request_id"], "response": map[string]any{}}})
+			_ = req
+			continue
+		case "user":
+		default:
+			continue
+		}
+		turn++
+		text := userText(v)
+		emit(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": "fake-model"})
+		msgID := fmt.Sprintf("msg_%d", turn)
+		switch {
+		case mode == "crash" && !slices.Contains(os.Args, "--resume"):
+			fmt.Fprintln(os.Stderr, "fake claude: something broke")
+			streamStart(emit, msgID)
+			emit(delta(msgID, 0, "partial"))
+			os.Exit(3)
+		case mode == "hang":
+			streamStart(emit, msgID)
+			select {}
+		case mode == "slow" || mode == "ignore-signals":
+			streamStart(emit, msgID)
+			said := ""
+			tick := time.NewTicker(20 * time.Millisecond)
+		wait:
+			for n := 1; ; n++ {
+				select {
+				case <-tick.C:
+					s := fmt.Sprintf("%d ", n)
+					said += s
+					emit(delta(msgID, 0, s))
+				case c, ok := <-lines:
+					if !ok {
+						os.Exit(0)
+					}
+					req, _ := c["request"].(map[string]any)
+					if c["type"] == "control_request" && req["subtype"] == "interrupt" && mode == "slow" {
+						emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": c["request_id"]}})
+						break wait
+					}
+				}
+			}
+			tick.Stop()
+			emit(map[string]any{"type": "assistant", "aborted": true, "message": map[string]any{"id": msgID, "model": "fake-model", "role": "assistant", "content": []any{map[string]any{"type": "text", "text": said}}}})
+			emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "[Request interrupted by user]"}}}})
+			emit(map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "message_stop"}, "abandoned_blocks": map[string]any{"api_message_id": msgID, "from_block_index": 1}})
+			emit(result(session, "error_during_execution", true, "aborted_streaming", ""))
+		case mode == "approval":
+			emit(map[string]any{"type": "assistant", "message": map[string]any{"id": msgID, "model": "fake-model", "role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "rm -rf x"}}}}})
+			emit(map[string]any{"type": "control_request", "request_id": "perm-1", "request": map[string]any{"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_1", "input": map[string]any{"command": "rm -rf x"}}})
+			var behavior string
+			for c := range lines {
+				if c["type"] == "control_response" {
+					resp := c["response"].(map[string]any)
+					if resp["request_id"] == "perm-1" {
+						behavior = resp["response"].(map[string]any)["behavior"].(string)
+						break
+					}
+				}
+			}
+			res := map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "done", "is_error": false}
+			if behavior != "allow" {
+				res = map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "denied by host", "is_error": true}
+			}
+			emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{res}}})
+			emit(assistantText(msgID+"b", "after "+behavior))
+			emit(result(session, "success", false, "completed", "after "+behavior))
+		case mode == "garbage":
+			fmt.Println("this is not JSON")
+			fmt.Println(`{"broken":`)
+			emit(assistantText(msgID, "fine"))
+			emit(result(session, "success", false, "completed", "fine"))
+		default: // echo
+			streamStart(emit, msgID)
+			reply := "echo: " + text
+			if mode == "resume-check" {
+				reply = fmt.Sprintf("turn %d args %s", turn, strings.Join(os.Args[1:], " "))
+			}
+			for i := 0; i < len(reply); i += 5 {
+				emit(delta(msgID, 0, reply[i:min(i+5, len(reply))]))
+			}
+			emit(assistantText(msgID, reply))
+			emit(map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "content_block_stop", "index": 0}})
+			emit(result(session, "success", false, "completed", reply))
+		}
+	}
+}
+
+func userText(v map[string]any) string {
+	msg := v["message"].(map[string]any)
+	var parts []string
+	for _, c := range msg["content"].([]any) {
+		b := c.(map[string]any)
+		switch b["type"] {
+		case "text":
+			parts = append(parts, b["text"].(string))
+		case "image":
+			src := b["source"].(map[string]any)
+			parts = append(parts, fmt.Sprintf("[%s %d base64 bytes]", src["media_type"], len(src["data"].(string))))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func streamStart(emit func(any), msgID string) {
+	emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "message_start", "message": map[string]any{"id": msgID, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}}})
+	emit(map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}})
+}
+
+func delta(msgID string, index int, s string) map[string]any {
+	return map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": s}}}
+}
+
+func assistantText(msgID, text string) map[string]any {
+	return map[string]any{"type": "assistant", "message": map[string]any{"id": msgID, "model": "fake-model", "role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}}}
+}
+
+func result(session, subtype string, isErr bool, reason, text string) map[string]any {
+	return map[string]any{"type": "result", "subtype": subtype, "is_error": isErr, "terminal_reason": reason, "result": text, "session_id": session,
+		"total_cost_usd": 0.001, "usage": map[string]any{"input_tokens": 10, "output_tokens": 5}}
+}
+
+// recorder is a Host that keeps the items and answers approvals.
+type recorder struct {
+	mu     sync.Mutex
+	items  []archive.Item
+	allow  bool
+	asked  []itemmap.Approval
+	onItem func(archive.Item)
+}
+
+func (r *recorder) Change(c itemmap.Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch c.Op {
+	case itemmap.OpAdd:
+		r.items = append(r.items, c.Item)
+	case itemmap.OpRemove:
+		r.items = slices.DeleteFunc(r.items, func(it archive.Item) bool { return it.ID() == c.Item.ID() })
+	}
+	if r.onItem != nil {
+		r.onItem(c.Item)
+	}
+}
+
+func (r *recorder) Approve(ctx context.Context, a itemmap.Approval) Decision {
+	r.mu.Lock()
+	r.asked = append(r.asked, a)
+	r.mu.Unlock()
+	return Decision{Allow: r.allow}
+}
+
+func (r *recorder) texts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, it := range r.items {
+		s := it.Type() + ": " + it.String("text")
+		if it.Type() == archive.TypeTool {
+			s = it.Type() + ": " + it.String("status")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func fakeBackend(t *testing.T, mode string, opts Options) *Backend {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Program = exe
+	opts.Env = append(os.Environ(), fakeEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
+	if opts.Grace == 0 {
+		opts.Grace = 200 * time.Millisecond
+	}
+	opts.NewID = itemmap.SequentialIDs()
+	b := New(opts)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestTurnsShareOneProcess(t *testing.T) {
+	b := fakeBackend(t, "echo", Options{})
+	rec := &recorder{}
+	end := b.Turn(context.Background(), Message{Text: "hello"}, rec)
+	if end.Status != itemmap.TurnCompleted || end.SessionID != "fake-session-1" || end.CostUSD == "" {
+		t.Fatalf("turn 1 = %+v", end)
+	}
+	pid := b.proc.Pid()
+	img := Image{MimeType: "image/png", Data: []byte("\x89PNG fake")}
+	end = b.Turn(context.Background(), Message{Text: "again", Images: []Image{img}}, rec)
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn 2 = %+v", end)
+	}
+	if b.proc.Pid() != pid {
+		t.Error("the second turn started a new process")
+	}
+	want := []string{"assistant: echo: hello", "assistant: echo: again [image/png 12 base64 bytes]"}
+	if got := rec.texts(); !slices.Equal(got, want) {
+		t.Errorf("items = %q, want %q", got, want)
+	}
+	if len(end.History) != 1 || end.History[0].Content[0].String("text") != want[1][len("assistant: "):] {
+		t.Errorf("history = %+v", end.History)
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		b := fakeBackend(t, "approval", Options{})
+		rec := &recorder{allow: allow}
+		end := b.Turn(context.Background(), Message{Text: "delete"}, rec)
+		if end.Status != itemmap.TurnCompleted || len(rec.asked) != 1 || rec.asked[0].ToolName != "Bash" {
+			t.Fatalf("allow=%v: end %+v, asked %+v", allow, end, rec.asked)
+		}
+		texts := rec.texts()
+		wantTool, wantReply := "tool: succeeded", "assistant: after allow"
+		if !allow {
+			wantTool, wantReply = "tool: denied", "assistant: after deny"
+		}
+		if !slices.Contains(texts, wantTool) || !slices.Contains(texts, wantReply) || !slices.Contains(texts, "toolApproval: ") {
+			t.Errorf("allow=%v: items %q", allow, texts)
+		}
+	}
+}
+
+func TestInterruptKeepsProcess(t *testing.T) {
+	b := fakeBackend(t, "slow", Options{})
+	rec := &recorder{}
+	var once sync.Once
+	rec.onItem = func(it archive.Item) {
+		if strings.Count(it.String("text"), " ") >= 3 {
+			once.Do(func() { go b.Interrupt() })
+		}
+	}
+	start := time.Now()
+	end := b.Turn(context.Background(), Message{Text: "count"}, rec)
+	if end.Status != itemmap.TurnInterrupted {
+		t.Fatalf("status %s, want interrupted", end.Status)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("interrupt took %v", time.Since(start))
+	}
+	texts := rec.texts()
+	if len(texts) < 2 || !strings.HasPrefix(texts[0], "assistant: 1 2 3") || texts[len(texts)-1] != "notice: Interrupted." {
+		t.Errorf("items %q", texts)
+	}
+	pid := b.proc.Pid()
+	// The process lives on and takes the next message.
+	rec2 := &recorder{}
+	go func() { time.Sleep(100 * time.Millisecond); b.Interrupt() }()
+	if end := b.Turn(context.Background(), Message{Text: "again"}, rec2); end.Status != itemmap.TurnInterrupted || b.proc.Pid() != pid {
+		t.Errorf("second turn: %s, same process %v", end.Status, b.proc.Pid() == pid)
+	}
+}
+
+func TestInterruptEscalates(t *testing.T) {
+	b := fakeBackend(t, "ignore-signals", Options{Grace: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := &recorder{}
+	rec.onItem = func(archive.Item) { cancel() }
+	start := time.Now()
+	end := b.Turn(ctx, Message{Text: "count"}, rec)
+	if end.Status != itemmap.TurnInterrupted {
+		t.Fatalf("status %s, want interrupted", end.Status)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("escalation took %v", d)
+	}
+	if b.proc != nil {
+		t.Error("the killed process is still held")
+	}
+}
+
+func TestCrashThenResume(t *testing.T) {
+	b := fakeBackend(t, "crash", Options{})
+	rec := &recorder{}
+	end := b.Turn(context.Background(), Message{Text: "one"}, rec)
+	if end.Status != itemmap.TurnFailed {
+		t.Fatalf("status %s, want failed", end.Status)
+	}
+	texts := rec.texts()
+	last := rec.items[len(rec.items)-1]
+	if !strings.Contains(last.String("text"), "exit status 3") || !strings.Contains(last.String("detail"), "something broke") {
+		t.Errorf("failure item %v", last.Map())
+	}
+	if !slices.Contains(texts, "assistant: partial") {
+		t.Errorf("the partial reply was lost: %q", texts)
+	}
+	end = b.Turn(context.Background(), Message{Text: "two"}, rec)
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("after the crash: %s", end.Status)
+	}
+	if got := rec.texts(); got[len(got)-1] != "assistant: echo: two" {
+		t.Errorf("items %q", got)
+	}
+	if !slices.Contains(b.args(), "--resume") {
+		t.Errorf("the restarted process did not resume: %q", b.args())
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	b := fakeBackend(t, "hang", Options{IdleTimeout: 300 * time.Millisecond})
+	rec := &recorder{}
+	end := b.Turn(context.Background(), Message{Text: "x"}, rec)
+	if end.Status != itemmap.TurnFailed {
+		t.Fatalf("status %s", end.Status)
+	}
+	if got := rec.texts(); !strings.Contains(got[len(got)-1], "printed nothing for 300ms") {
+		t.Errorf("items %q", got)
+	}
+}
+
+func TestGarbageSkipped(t *testing.T) {
+	b := fakeBackend(t, "garbage", Options{})
+	rec := &recorder{}
+	if end := b.Turn(context.Background(), Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("status %s", end.Status)
+	}
+	if got := rec.texts(); !slices.Equal(got, []string{"assistant: fine"}) {
+		t.Errorf("items %q", got)
+	}
+}
+
+func TestMissingProgram(t *testing.T) {
+	b := New(Options{Program: filepath.Join(t.TempDir(), "no-claude")})
+	rec := &recorder{}
+	end := b.Turn(context.Background(), Message{Text: "x"}, rec)
+	if end.Status != itemmap.TurnFailed || len(rec.items) != 1 || rec.items[0].String("text") != NotFoundText {
+		t.Errorf("end %+v, items %q", end, rec.texts())
+	}
+	if b.Started() {
+		t.Error("a session counts as started")
+	}
+}

@@ -1,0 +1,524 @@
+// Package cliproc starts a command-line program in its own process group,
+// feeds its stdin, reads its stdout as lines and keeps the tail of its
+// stderr, and always reaps it and everything it started.
+//
+// A Proc's life: Start starts the program; the caller writes with Write,
+// receives stdout lines from Lines until that channel is closed, and calls
+// Close (also after a normal exit) to end the program if it still runs and to
+// make sure nothing of its process group is left. Done is closed once the
+// program has exited, has been reaped, and its stdout and stderr have been
+// read to the end; then ExitCode, Err and StderrTail give the outcome.
+//
+// The process group is the unit: signals go to the whole group, and when the
+// program (the group's leader) exits, whatever it left running in its group
+// is killed with SIGKILL before the leader is reaped, while the leader's
+// zombie still pins the group's id, so a signal can never reach an unrelated
+// group that reused the number. Processes that left the group (setsid,
+// setpgid) are outside cliproc's reach.
+//
+// cliproc is Linux-only: it relies on waitid(WNOWAIT) and on Pdeathsig.
+package cliproc
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultMaxLine    = 64 << 20
+	DefaultStderrTail = 64 << 10
+	DefaultWaitDelay  = time.Second
+)
+
+// groupGoneWait bounds how long Close waits for the killed members of the
+// process group to disappear. Members that were not this process's children
+// are reaped by their new parent (init or a subreaper), which some inits do
+// only every few seconds.
+const groupGoneWait = 5 * time.Second
+
+// linesBuffer is the capacity of the Lines channel: enough to let the reader
+// run a little ahead of the receiver, small enough that a slow receiver holds
+// the program back (through the pipe) rather than letting memory grow.
+const linesBuffer = 16
+
+// Config says what to start and how to read it. The zero value of each
+// optional field selects its default.
+type Config struct {
+	// Path is the program: a name looked up on this process's PATH (not the
+	// PATH in Env), or a path, resolved against Dir when relative.
+	Path string
+	// Args are the arguments, not including the program itself.
+	Args []string
+	// Dir is the working folder; empty means this process's.
+	Dir string
+	// Env is the program's complete environment; nil inherits os.Environ().
+	Env []string
+	// MaxLine is the longest stdout line, in bytes without its "\n", that is
+	// delivered; a longer one is skipped and reported as Line.Oversize.
+	// Default DefaultMaxLine.
+	MaxLine int
+	// StderrTail is how many bytes of the end of stderr are kept. Default
+	// DefaultStderrTail.
+	StderrTail int
+	// WaitDelay bounds reading after the program has exited: stdout and
+	// stderr are read until end of file, but no longer than until they have
+	// been silent for WaitDelay (a process outside the group may hold them
+	// open forever). Default DefaultWaitDelay.
+	WaitDelay time.Duration
+}
+
+// Proc is a running (or finished) program started by Start. Its methods are
+// safe for concurrent use.
+type Proc struct {
+	cmd       *exec.Cmd
+	pid       int
+	waitDelay time.Duration
+
+	stdin  *os.File // our write end; closed by CloseStdin, Close or exit
+	stdout *os.File // our read end; closed by the stdout reader
+	stderr *os.File // our read end; closed by the stderr reader
+
+	lines   chan Line
+	tail    *tailBuffer
+	readers sync.WaitGroup
+
+	mu          sync.Mutex
+	reaped      bool // the leader was reaped: its pid may be reused, signal nothing
+	exited      bool // reading switched to the WaitDelay idle bound
+	stopped     bool // Close gave up on the receiver of Lines
+	stdinClosed bool
+	cut         bool // output was cut after WaitDelay of silence
+
+	stop       chan struct{} // closed when stopped is set
+	exitedCh   chan struct{} // closed after the leader was reaped
+	done       chan struct{} // closed after exitedCh and the readers' end
+	state      *os.ProcessState
+	stderrTail []byte // snapshot taken when done is closed
+
+	closeOnce sync.Once
+}
+
+// Start starts the program described by cfg in a new process group, with
+// pipes to its stdin, stdout and stderr, and starts reading stdout (into
+// Lines) and stderr (into a ring of the last StderrTail bytes) at once, so
+// neither can fill up and stall the program.
+//
+// The program gets Pdeathsig SIGKILL: if this process dies without calling
+// Close, the kernel kills the program (its leader only; members of its group
+// that it started survive such a crash). Go ties Pdeathsig to the OS thread
+// that started the child, not to the process, so Start starts the program
+// from a goroutine locked to its thread, which stays locked (blocked in
+// waitid) until the program has been reaped; a running Proc thus holds one
+// OS thread.
+//
+// On failure Start returns a *StartError, and nothing is left to close.
+// Otherwise the caller must receive from Lines until it is closed, or call
+// Close, for the Proc's goroutines to end.
+func Start(cfg Config) (*Proc, error) {
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = DefaultMaxLine
+	}
+	if cfg.StderrTail <= 0 {
+		cfg.StderrTail = DefaultStderrTail
+	}
+	if cfg.WaitDelay <= 0 {
+		cfg.WaitDelay = DefaultWaitDelay
+	}
+
+	// The child's ends are made blocking by exec (through Fd); ours stay
+	// non-blocking, so that deadlines and Close can interrupt a blocked Read
+	// or Write.
+	var files []*os.File // all six ends, for cleanup on failure
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, &StartError{Path: cfg.Path, Err: err}
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, &StartError{Path: cfg.Path, Err: err}
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, &StartError{Path: cfg.Path, Err: err}
+	}
+
+	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = cfg.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	p := &Proc{
+		cmd:       cmd,
+		waitDelay: cfg.WaitDelay,
+		stdin:     inW,
+		stdout:    outR,
+		stderr:    errR,
+		lines:     make(chan Line, linesBuffer),
+		tail:      newTailBuffer(cfg.StderrTail),
+		stop:      make(chan struct{}),
+		exitedCh:  make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	started := make(chan error)
+	go p.run(started)
+	if err := <-started; err != nil {
+		closeAll()
+		return nil, &StartError{Path: cfg.Path, Err: err}
+	}
+	// The child has its copies; ours of its ends would keep the pipes open.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	go p.readStdout(cfg.MaxLine)
+	go p.readStderr()
+	return p, nil
+}
+
+// run starts the program, waits for it to exit, kills what is left of its
+// group, reaps it (the only place that does), and closes exitedCh and done.
+// It runs locked to its OS thread for the program's lifetime, for Pdeathsig.
+func (p *Proc) run(started chan<- error) {
+	runtime.LockOSThread()
+	if err := p.cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		started <- err
+		return
+	}
+	pid := p.cmd.Process.Pid
+	p.pid = pid
+	// The readers are counted here, before Start launches them, so that the
+	// Wait below cannot pass them.
+	p.readers.Add(2)
+	started <- nil
+
+	// Wait for the exit without reaping: the zombie keeps pid, and so the
+	// group's id, from being reused while the group is killed.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break // ECHILD cannot happen: only this goroutine reaps pid.
+		}
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+
+	p.mu.Lock()
+	p.cmd.Wait() // the status is in p.cmd.ProcessState
+	p.state = p.cmd.ProcessState
+	p.reaped = true
+	p.exited = true
+	deadline := time.Now().Add(p.waitDelay)
+	p.stdout.SetReadDeadline(deadline)
+	p.stderr.SetReadDeadline(deadline)
+	p.mu.Unlock()
+	runtime.UnlockOSThread()
+
+	p.CloseStdin()
+	close(p.exitedCh)
+	p.readers.Wait()
+	p.stderrTail = p.tail.bytes()
+	close(p.done)
+}
+
+// idleReader reads a pipe end of p, applying the WaitDelay idle bound after
+// the program's exit and refusing to read once Close has stopped reading.
+type idleReader struct {
+	p *Proc
+	f *os.File
+}
+
+func (r idleReader) Read(b []byte) (int, error) {
+	r.p.mu.Lock()
+	if r.p.stopped {
+		r.p.mu.Unlock()
+		return 0, errStopped
+	}
+	if r.p.exited {
+		r.f.SetReadDeadline(time.Now().Add(r.p.waitDelay))
+	}
+	r.p.mu.Unlock()
+	n, err := r.f.Read(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		r.p.mu.Lock()
+		if r.p.stopped {
+			err = errStopped
+		} else {
+			r.p.cut = true
+		}
+		r.p.mu.Unlock()
+	}
+	return n, err
+}
+
+// errStopped ends a reader that Close stopped.
+var errStopped = errors.New("reading stopped")
+
+func (p *Proc) readStdout(maxLine int) {
+	defer p.readers.Done()
+	defer close(p.lines)
+	defer p.stdout.Close()
+	r := bufio.NewReaderSize(idleReader{p, p.stdout}, readBufSize)
+	readLines(r, maxLine, func(l Line) bool {
+		select {
+		case p.lines <- l:
+			return true
+		case <-p.stop:
+			return false
+		}
+	})
+}
+
+func (p *Proc) readStderr() {
+	defer p.readers.Done()
+	defer p.stderr.Close()
+	r := idleReader{p, p.stderr}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		p.tail.write(buf[:n])
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Pid returns the program's process id, which is also its process group id.
+// Once Done is closed the number may belong to another process.
+func (p *Proc) Pid() int { return p.pid }
+
+// Lines returns the channel that delivers each stdout line as soon as it has
+// been read. It is closed after stdout reached end of file (a final line
+// without "\n" is delivered first), or when Close gave up on the receiver.
+// The reader waits for the receiver and never drops a line: a receiver that
+// stops receiving stalls the program once the pipe is full.
+func (p *Proc) Lines() <-chan Line { return p.lines }
+
+// Write writes b to the program's stdin. It blocks until all of b is written
+// (the pipe holds 64 KiB; beyond that the program must read). Concurrent
+// Writes do not interleave. After CloseStdin, Close or the program's exit it
+// returns an error matching ErrStdinClosed; when the program closed its stdin
+// first, an error matching syscall.EPIPE.
+func (p *Proc) Write(b []byte) error {
+	_, err := p.stdin.Write(b)
+	if errors.Is(err, os.ErrClosed) {
+		return ErrStdinClosed
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: "stdin", Err: unwrapPathError(err)}
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// CloseStdin closes the program's stdin, so that it reads end of file; a
+// Write blocked meanwhile returns ErrStdinClosed. Calls after the first, and
+// after the program's exit (which closes stdin), return nil.
+func (p *Proc) CloseStdin() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stdinClosed {
+		return nil
+	}
+	p.stdinClosed = true
+	if err := p.stdin.Close(); err != nil {
+		return &os.PathError{Op: "close", Path: "stdin", Err: unwrapPathError(err)}
+	}
+	return nil
+}
+
+// Signal sends sig to every process of the program's process group. Once the
+// program has been reaped it sends nothing and returns os.ErrProcessDone,
+// since the group's id may then belong to another group.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return os.ErrProcessDone
+	}
+	if err := syscall.Kill(-p.pid, sig); err != nil {
+		return &os.SyscallError{Syscall: "kill", Err: err}
+	}
+	return nil
+}
+
+// Done returns a channel that is closed when the program has exited, has been
+// reaped, whatever was left of its group has been sent SIGKILL, and its
+// stdout and stderr have been read to the end (and every line received from
+// Lines, unless Close gave up on the receiver).
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// ExitCode returns the program's exit status once Done is closed: -1 when a
+// signal killed it, and -1 before Done is closed.
+func (p *Proc) ExitCode() int {
+	select {
+	case <-p.done:
+		return p.state.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// Err returns, once Done is closed, nil for a program that exited with status
+// 0, a *ExitError for a non-zero status or a killing signal, and an error
+// matching ErrWaitDelay when the status was 0 but reading its output was cut
+// short after the exit. Before Done is closed it returns nil.
+func (p *Proc) Err() error {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	ws, _ := p.state.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		return &ExitError{Code: -1, Signal: ws.Signal(), Stderr: p.StderrTail()}
+	case ws.ExitStatus() != 0:
+		return &ExitError{Code: ws.ExitStatus(), Stderr: p.StderrTail()}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return ErrWaitDelay
+	}
+	return nil
+}
+
+// StderrTail returns a copy of the last Config.StderrTail bytes the program
+// has written to stderr so far.
+func (p *Proc) StderrTail() []byte {
+	select {
+	case <-p.done:
+		return append([]byte(nil), p.stderrTail...)
+	default:
+		return p.tail.bytes()
+	}
+}
+
+// Close ends the program and returns Err (so an *ExitError when Close had to
+// signal it). It closes stdin and waits up to
+// grace for the program to exit; then sends SIGINT to the group and waits up
+// to grace; SIGTERM and waits up to grace; then SIGKILL. A program that
+// ignores everything thus ends after about 3×grace. When the program has
+// exited, whatever is left of its group is killed with SIGKILL, and the
+// receiver of Lines gets up to grace to take the remaining lines; the rest
+// are discarded and Lines is closed. Close then waits (up to 5 s) until no
+// process of the group is left, reaping members that became this process's
+// children (when it is a child subreaper or PID 1); members adopted by init
+// are reaped by init.
+//
+// Close returns after the program has been reaped and the reading goroutines
+// have ended. It is safe to call more than once and concurrently; every call
+// waits for the first to finish.
+func (p *Proc) Close(grace time.Duration) error {
+	p.closeOnce.Do(func() { p.close(max(grace, 0)) })
+	return p.Err()
+}
+
+func (p *Proc) close(grace time.Duration) {
+	p.CloseStdin()
+	if !p.waitExited(grace) {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			p.Signal(sig)
+			if p.waitExited(grace) {
+				break
+			}
+		}
+		p.Signal(syscall.SIGKILL)
+		<-p.exitedCh
+	}
+	if !p.waitDone(grace) {
+		p.mu.Lock()
+		p.stopped = true
+		now := time.Now()
+		p.stdout.SetReadDeadline(now)
+		p.stderr.SetReadDeadline(now)
+		close(p.stop)
+		p.mu.Unlock()
+		<-p.done
+	}
+	waitGroupGone(p.pid, groupGoneWait)
+}
+
+func (p *Proc) waitExited(d time.Duration) bool { return waitFor(p.exitedCh, d) }
+func (p *Proc) waitDone(d time.Duration) bool   { return waitFor(p.done, d) }
+
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// waitGroupGone waits up to limit until process group pgid, whose leader has
+// been reaped, has no member left, zombies included; it reaps members that
+// are this process's children. It reports whether the group is gone.
+//
+// After the leader's reaping the id could in principle be reused once the
+// group is empty; the probe is signal 0, which is harmless even then.
+func waitGroupGone(pgid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	pause := 50 * time.Microsecond
+	for {
+		// Reap zombies of the group that were reparented to us. wait4(-pgid)
+		// selects only members of this group; its leader is already reaped,
+		// so no other waiter's child is taken.
+		for {
+			var ws syscall.WaitStatus
+			wpid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || wpid <= 0 {
+				break
+			}
+		}
+		if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
+	}
+}
