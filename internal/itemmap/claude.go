@@ -61,7 +61,6 @@ type claudeTool struct {
 	item    archive.Item
 	special string // the item type when the tool is shown as another item
 	done    bool
-	denied  bool
 }
 
 type claudeTurn struct {
