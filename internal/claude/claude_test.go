@@ -132,6 +132,18 @@ func fakeClaude(mode string) {
 			emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{res}}})
 			emit(assistantText(msgID+"b", "after "+behavior))
 			emit(result(session, "success", false, "completed", "after "+behavior))
+		case mode == "latency":
+			// Deltas that carry the time they were written, 200 µs apart.
+			streamStart(emit, msgID)
+			for i := 0; i < 1000; i++ {
+				emit(delta(msgID, 0, fmt.Sprintf("%d ", time.Now().UnixNano())))
+				time.Sleep(200 * time.Microsecond)
+			}
+			emit(result(session, "success", false, "completed", ""))
+		case mode == "oversize":
+			fmt.Println(`{"type":"assistant","padding":"` + strings.Repeat("x", 4096) + `"}`)
+			emit(assistantText(msgID, "still here"))
+			emit(result(session, "success", false, "completed", "still here"))
 		case mode == "garbage":
 			fmt.Println("this is not JSON")
 			fmt.Println(`{"broken":`)
@@ -232,6 +244,10 @@ func (r *recorder) texts() []string {
 }
 
 func fakeBackend(t *testing.T, mode string, opts Options) *Backend {
+	return fakeBackendTB(t, mode, opts)
+}
+
+func fakeBackendTB(t testing.TB, mode string, opts Options) *Backend {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -385,7 +401,8 @@ func TestGarbageSkipped(t *testing.T) {
 	if end := b.Turn(context.Background(), Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
 		t.Fatalf("status %s", end.Status)
 	}
-	if got := rec.texts(); !slices.Equal(got, []string{"assistant: fine"}) {
+	want := []string{"notice: Skipped a line of 10 bytes from Claude Code that is not valid JSON.", "assistant: fine"}
+	if got := rec.texts(); !slices.Equal(got, want) {
 		t.Errorf("items %q", got)
 	}
 }
@@ -399,5 +416,17 @@ func TestMissingProgram(t *testing.T) {
 	}
 	if b.Started() {
 		t.Error("a session counts as started")
+	}
+}
+
+func TestOversizeLineSkipped(t *testing.T) {
+	b := fakeBackend(t, "oversize", Options{MaxLine: 1024})
+	rec := &recorder{}
+	if end := b.Turn(context.Background(), Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("status %s", end.Status)
+	}
+	got := rec.texts()
+	if len(got) != 2 || !strings.HasPrefix(got[0], "notice: Skipped a line of 4129 bytes") || got[1] != "assistant: still here" {
+		t.Errorf("items %q", got)
 	}
 }
