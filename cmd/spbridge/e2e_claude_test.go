@@ -154,9 +154,30 @@ func TestE2EClaudeText(t *testing.T) {
 
 func TestE2EClaudeThinking(t *testing.T) {
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "thinking", Thinking: "Let me think about it."}, {Text: "Thought it through."}}})
-	e.run(nil, "think")
+	e.run(nil, "--json", "think")
 	if got := e.items(); e.code != 0 || len(got) != 3 || got[1] != "thinking: Let me think about it." || got[2] != "assistant: Thought it through." {
 		e.fail("items %q", got)
+	}
+	// --json: one JSON line per item change, the user's item first, the
+	// reply growing under one id.
+	lines := strings.Split(strings.TrimSpace(e.stdout.String()), "\n")
+	if len(lines) < 3 {
+		e.fail("%d JSON lines", len(lines))
+	}
+	ids := map[string]string{}
+	for i, l := range lines {
+		v := gjson.Parse(l)
+		if !gjson.Valid(l) || v.Get("op").String() == "" || v.Get("item.id").String() == "" {
+			e.fail("line %d is not an item change: %s", i, l)
+			continue
+		}
+		if i == 0 && (v.Get("op").String() != "add" || v.Get("item.type").String() != "user") {
+			e.fail("first line %s", l)
+		}
+		ids[v.Get("item.type").String()] = v.Get("item.id").String()
+	}
+	if ids["assistant"] != e.conv().Items[2].ID() {
+		e.fail("the streamed item's id %s is not the saved one", ids["assistant"])
 	}
 }
 
