@@ -106,6 +106,9 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		}
 		res, sendErr := s.Send(ctx, text, atts, h)
 		h.stopStatus()
+		if n := be.SkippedLines(); n > 0 {
+			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from claude that were not events\n", n)
+		}
 		if sendErr != nil {
 			return sendErr
 		}

@@ -166,7 +166,15 @@ func (it Item) Set(key string, v any) {
 
 // Map returns the item's fields. The caller must not change the map; use
 // Set.
-func (it Item) Map() map[string]any { return it.s.f }
+func (it Item) Map() map[string]any {
+	if it.s == nil {
+		return nil
+	}
+	return it.s.f
+}
+
+// IsZero reports whether it is the zero Item, which holds no item.
+func (it Item) IsZero() bool { return it.s == nil }
 
 // Clone returns a deep copy of the item.
 func (it Item) Clone() Item { return ItemFromMap(deepCopy(it.s.f).(map[string]any)) }

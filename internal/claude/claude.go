@@ -99,6 +99,15 @@ type Backend struct {
 	session     string // the CLI's session id, once it reported one
 	interruptCh chan struct{}
 	program     string
+	skipped     int // stdout lines that were not events, over every turn
+}
+
+// SkippedLines returns how many stdout lines were not events the mapper
+// knows (not JSON, or of a kind it does not show); they are skipped.
+func (b *Backend) SkippedLines() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.skipped
 }
 
 // New returns a backend; nothing starts until the first Turn.
@@ -403,6 +412,11 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 				continue
 			}
 			r := m.Line(line.Data)
+			if r.Skipped {
+				b.mu.Lock()
+				b.skipped++
+				b.mu.Unlock()
+			}
 			if r.Skipped && len(line.Data) > 0 && line.Data[0] == '{' {
 				// Not JSON where JSON was due: say so, and go on.
 				it := archive.NewItem(archive.TypeNotice)

@@ -401,6 +401,9 @@ func TestGarbageSkipped(t *testing.T) {
 	if end := b.Turn(context.Background(), Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
 		t.Fatalf("status %s", end.Status)
 	}
+	if n := b.SkippedLines(); n != 2 {
+		t.Errorf("SkippedLines = %d, want 2", n)
+	}
 	want := []string{"notice: Skipped a line of 10 bytes from Claude Code that is not valid JSON.", "assistant: fine"}
 	if got := rec.texts(); !slices.Equal(got, want) {
 		t.Errorf("items %q", got)

@@ -250,6 +250,7 @@ func FuzzClaude(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	f.Add([]byte(specialStream))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := NewClaude(SequentialIDs())
 		for _, line := range bytes.Split(data, []byte("\n")) {

@@ -41,7 +41,7 @@ func (m *Claude) startTool(id, name string, r *Result) *claudeTool {
 	}
 	t.tools[id] = tool
 	t.order = append(t.order, id)
-	if tool.item.Map() != nil {
+	if !tool.item.IsZero() {
 		m.add(r, tool.item)
 	}
 	return tool
@@ -102,7 +102,7 @@ func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured
 // finishTool ends a tool item with status, statusText and its output.
 func (m *Claude) finishTool(tool *claudeTool, status, statusText, out string, r *Result) {
 	tool.done = true
-	if tool.item.Map() == nil {
+	if tool.item.IsZero() {
 		return
 	}
 	if tool.special == archive.TypeWebSearch {
