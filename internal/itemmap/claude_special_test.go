@@ -47,7 +47,7 @@ func TestClaudeSpecialTools(t *testing.T) {
 		map[string]any{"title": "flock(2)", "url": "https://man7.org/linux/man-pages/man2/flock.2.html"},
 		map[string]any{"title": "syscall", "url": "https://pkg.go.dev/syscall"},
 	}
-	if ws.String("query") != "go flock" || ws.String("status") != "completed" || !reflect.DeepEqual(ws.Get("results"), wantResults) {
+	if ws.String("query") != "go flock" || ws.String("status") != archive.StatusSucceeded || !reflect.DeepEqual(ws.Get("results"), wantResults) {
 		t.Errorf("webSearch = %v", ws.Map())
 	}
 	q := byType[archive.TypeQuestions]

@@ -80,7 +80,7 @@ func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured
 	t := m.turn
 	switch {
 	case tool.special == archive.TypeWebSearch:
-		status := "completed"
+		status := archive.StatusSucceeded
 		if isErr {
 			status = archive.StatusFailed
 		}
