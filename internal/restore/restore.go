@@ -1,0 +1,66 @@
+// Package restore decides what a CLI is told when a conversation was
+// reopened: the CLI's own session cannot be resumed after a reopen, so the
+// first turn of a new session opens with the "# Conversation so far" prefix.
+package restore
+
+import (
+	"spbridge/internal/archive"
+	"spbridge/internal/transcript"
+)
+
+// Heading opens the prefix.
+const Heading = "# Conversation so far\n"
+
+// Prefix returns the prefix for a conversation whose items are items: the
+// heading, the last transcript.TailLength characters of their transcript and
+// a blank line; "" when the transcript is empty.
+func Prefix(items []archive.Item) string {
+	text := transcript.Text(items)
+	if text == "" {
+		return ""
+	}
+	return Heading + transcript.Tail(text, transcript.TailLength) + "\n\n"
+}
+
+// State follows one open of a conversation. The zero State is a
+// conversation that was not restored. It is not safe for concurrent use.
+type State struct {
+	earlier     []archive.Item // what the new session must be told about
+	pending     bool           // the prefix is still owed
+	established string         // the backend a CLI session was established with
+}
+
+// Restored returns the state of a conversation restored from disk with
+// items: the prefix is owed until a CLI session is established.
+func Restored(items []archive.Item) *State {
+	return &State{earlier: items, pending: len(items) > 0}
+}
+
+// Message returns what the CLI is sent for a turn on backend whose usual
+// message is usual, given the conversation's items before the turn. The
+// prefix is added while it is owed; switching to another backend than the
+// one a session was established with owes it again, told about every item
+// so far. The result goes to the CLI only: never into the items, the history
+// or a log.
+func (s *State) Message(backend string, items []archive.Item, usual string) string {
+	if s.established != "" && s.established != backend {
+		// Like a reopen: the new CLI knows nothing of this conversation.
+		s.earlier, s.pending, s.established = items, len(items) > 0, ""
+	}
+	if !s.pending {
+		return usual
+	}
+	prefix := Prefix(s.earlier)
+	if prefix == "" {
+		return usual
+	}
+	return prefix + usual
+}
+
+// Established records that a turn on backend reached its CLI and the CLI
+// established its session: later turns send the usual message. A turn that
+// failed before the CLI took it must not call it.
+func (s *State) Established(backend string) {
+	s.pending = false
+	s.established = backend
+}

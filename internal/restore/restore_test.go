@@ -1,0 +1,68 @@
+package restore
+
+import (
+	"strings"
+	"testing"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/transcript"
+)
+
+func items(pairs ...string) []archive.Item {
+	var out []archive.Item
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, archive.ItemFromMap(map[string]any{"id": pairs[i] + "-id", "type": pairs[i], "text": pairs[i+1]}))
+	}
+	return out
+}
+
+func TestRestoredTurns(t *testing.T) {
+	saved := items("user", "hi", "assistant", "hello")
+	s := Restored(saved)
+	want := "# Conversation so far\nUser: hi\n\nAssistant: hello\n\nnext please"
+	if got := s.Message("claude", saved, "next please"); got != want {
+		t.Fatalf("first turn = %q, want %q", got, want)
+	}
+	// The turn failed before the CLI took it: the prefix is still owed.
+	now := append(saved, items("user", "next please", "failure", "claude not found")...)
+	if got := s.Message("claude", now, "again"); !strings.HasPrefix(got, Heading+"User: hi\n\nAssistant: hello\n\n") || !strings.HasSuffix(got, "\n\nagain") {
+		t.Errorf("after a failed start = %q", got)
+	}
+	s.Established("claude")
+	if got := s.Message("claude", now, "third"); got != "third" {
+		t.Errorf("after the session = %q", got)
+	}
+	// Another backend is a reopen: told about everything so far.
+	got := s.Message("codex", now, "fourth")
+	if !strings.HasPrefix(got, Heading) || !strings.Contains(got, "Failure: claude not found") || !strings.HasSuffix(got, "\n\nfourth") {
+		t.Errorf("after a switch = %q", got)
+	}
+	s.Established("codex")
+	if got := s.Message("codex", now, "fifth"); got != "fifth" {
+		t.Errorf("after the codex session = %q", got)
+	}
+}
+
+func TestNoPrefix(t *testing.T) {
+	var s State // not restored
+	if got := s.Message("claude", items("user", "a"), "b"); got != "b" {
+		t.Errorf("not restored = %q", got)
+	}
+	// Restored, but nothing in it has a transcript.
+	r := Restored(items("notice", "could not read", "thinking", "hmm"))
+	if got := r.Message("claude", nil, "b"); got != "b" {
+		t.Errorf("empty transcript = %q", got)
+	}
+	if got := Restored(nil).Message("claude", nil, "b"); got != "b" {
+		t.Errorf("no items = %q", got)
+	}
+}
+
+func TestPrefixTail(t *testing.T) {
+	long := strings.Repeat("x", 30000)
+	p := Prefix(items("user", long+"MARK"))
+	body := strings.TrimSuffix(strings.TrimPrefix(p, Heading), "\n\n")
+	if len(body) != transcript.TailLength || !strings.HasSuffix(body, "MARK") {
+		t.Errorf("prefix body is %d characters ending %q", len(body), body[len(body)-4:])
+	}
+}

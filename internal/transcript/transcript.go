@@ -1,0 +1,129 @@
+// Package transcript renders a conversation's items as plain text, the form
+// a fresh CLI session is told what was said before.
+package transcript
+
+import (
+	"strings"
+
+	"github.com/rivo/uniseg"
+
+	"spbridge/internal/archive"
+)
+
+// Text is transcriptText(items): the conversation as plain text, one block
+// per item in order, blocks joined by one blank line:
+//
+//	user        User: <text>  (and " [image]" when hasImage)
+//	assistant   Assistant: <text>
+//	tool        Tool <name>: <summary> (<statusText>), an empty part and its
+//	            punctuation left out
+//	failure     Failure: <text>
+//	questions   Questions: and the questions joined by a space
+//	directions  Plan: <text>
+//	webSearch   Web search: <query>
+//
+// thinking, notice, toolApproval and the host's own types are left out.
+func Text(items []archive.Item) string {
+	var b strings.Builder
+	for _, it := range items {
+		block, ok := itemText(it)
+		if !ok {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(block)
+	}
+	return b.String()
+}
+
+func itemText(it archive.Item) (string, bool) {
+	switch it.Type() {
+	case archive.TypeUser:
+		s := "User: " + it.String("text")
+		if it.Bool("hasImage") {
+			s += " [image]"
+		}
+		return s, true
+	case archive.TypeAssistant:
+		return "Assistant: " + it.String("text"), true
+	case archive.TypeTool:
+		s := "Tool"
+		if n := it.String("name"); n != "" {
+			s += " " + n
+		}
+		if sum := it.String("summary"); sum != "" {
+			s += ": " + sum
+		}
+		if st := it.String("statusText"); st != "" {
+			s += " (" + st + ")"
+		}
+		return s, true
+	case archive.TypeFailure:
+		return "Failure: " + it.String("text"), true
+	case archive.TypeQuestions:
+		var qs []string
+		list, _ := it.Get("questions").([]any)
+		for _, q := range list {
+			m, _ := q.(map[string]any)
+			if s, _ := m["question"].(string); s != "" {
+				qs = append(qs, s)
+			}
+		}
+		return "Questions: " + strings.Join(qs, " "), true
+	case archive.TypeDirections:
+		return "Plan: " + it.String("text"), true
+	case archive.TypeWebSearch:
+		return "Web search: " + it.String("query"), true
+	}
+	return "", false
+}
+
+// TailLength is how many characters of the transcript a fresh session is
+// told.
+const TailLength = 20_000
+
+// Tail returns the last n characters of s, counted as extended grapheme
+// clusters (user-perceived characters, as Swift's String counts them), never
+// splitting one.
+func Tail(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	// Most transcripts are short: a cluster is at least one byte.
+	if len(s) <= n {
+		return s
+	}
+	// A grapheme boundary always follows a line feed (nothing joins to a
+	// control character), so the count can start at a line feed near the
+	// end instead of at the start of a long transcript.
+	for w := 4 * n; w < len(s); w *= 2 {
+		i := strings.IndexByte(s[len(s)-w:], '\n')
+		if i < 0 {
+			continue
+		}
+		if t, ok := lastClusters(s[len(s)-w+i+1:], n); ok {
+			return t
+		}
+	}
+	t, _ := lastClusters(s, n)
+	return t
+}
+
+// lastClusters returns the last n grapheme clusters of s, and whether s had
+// at least n (when not, all of s).
+func lastClusters(s string, n int) (string, bool) {
+	starts := make([]int, n) // where each of the last n clusters starts, as a ring
+	count := 0
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		from, _ := g.Positions()
+		starts[count%n] = from
+		count++
+	}
+	if count < n {
+		return s, false
+	}
+	return s[starts[count%n]:], true
+}
