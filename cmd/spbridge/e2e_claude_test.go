@@ -17,7 +17,10 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/fakeapi"
+	"spbridge/internal/restore"
 )
+
+func restoreText(items []archive.Item) string { return restore.Prefix(items) }
 
 var (
 	buildOnce sync.Once
@@ -75,7 +78,7 @@ func newE2E(t *testing.T, replies ...fakeapi.Reply) *e2e {
 	}
 	home := filepath.Join(root, "home")
 	os.MkdirAll(filepath.Join(home, "tmp"), 0o700)
-	env := append(srv.ClaudeEnv(home), "SPBRIDGE_CLAUDE="+claude)
+	env := append(srv.ClaudeEnv(home), "SPBRIDGE_CLAUDE="+claude, "SPBRIDGE_STATE_DIR="+filepath.Join(root, "state"))
 	return &e2e{t: t, srv: srv, pkg: pkg, env: env}
 }
 
@@ -326,4 +329,112 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// userTexts returns the user's own text blocks of a Messages API request,
+// without the CLI's system reminders.
+func userTexts(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").String() != "user" {
+			return true
+		}
+		c := m.Get("content")
+		if c.Type == gjson.String {
+			out = append(out, c.String())
+			return true
+		}
+		c.ForEach(func(_, b gjson.Result) bool {
+			if t := b.Get("text").String(); b.Get("type").String() == "text" && !strings.HasPrefix(t, "<system-reminder>") && !strings.HasPrefix(t, "[Image") {
+				out = append(out, t)
+			}
+			return true
+		})
+		return true
+	})
+	return out
+}
+
+// TestE2EClaudeRestore runs a turn, lets claude exit, and runs two more
+// turns in a second spbridge run: the first of them starts a new session
+// told "# Conversation so far", the second continues it without the prefix;
+// the prefix reaches the CLI only.
+func TestE2EClaudeRestore(t *testing.T) {
+	e := newE2E(t,
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Noted the zebra."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "You told me about a zebra."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Third reply."}}})
+	state := t.TempDir()
+	e.env = append(e.env, "SPBRIDGE_STATE_DIR="+state)
+	// Record claude's command lines through a wrapper.
+	argvLog := filepath.Join(t.TempDir(), "argv.log")
+	wrapper := filepath.Join(t.TempDir(), "claude")
+	real := fakeapi.ClaudePath(t)
+	os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$@\" >> "+argvLog+"\nexec "+real+" \"$@\"\n"), 0o755)
+	e.env = append(e.env, "SPBRIDGE_CLAUDE="+wrapper)
+
+	e.run(nil, "remember ZEBRA-7731 please")
+	if e.code != 0 {
+		e.fail("first run: exit %d", e.code)
+	}
+	saved := e.conv().Items
+	e.stdout, e.stderr = syncBuffer{}, syncBuffer{}
+	e.run(nil, "what did I say?", "and now?")
+	if e.code != 0 {
+		e.fail("second run: exit %d", e.code)
+	}
+
+	reqs := e.srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	second, third := userTexts(reqs[1].Body), userTexts(reqs[2].Body)
+	want := "# Conversation so far\n" + "User: remember ZEBRA-7731 please\n\nAssistant: Noted the zebra." + "\n\n" + "what did I say?"
+	if len(second) != 1 || second[0] != want {
+		t.Errorf("the new session's first user text = %q, want %q", second, want)
+	}
+	if got := restoreText(saved) + "what did I say?"; got != want {
+		t.Errorf("restore.Prefix gives %q", got)
+	}
+	if len(third) != 2 || third[0] != want || third[1] != "and now?" {
+		t.Errorf("the third turn's user texts = %q (want the history, then the message without a prefix)", third)
+	}
+	if s2, s3 := reqs[1].Header.Get("X-Claude-Code-Session-Id"), reqs[2].Header.Get("X-Claude-Code-Session-Id"); s2 == "" || s2 != s3 || s2 == reqs[0].Header.Get("X-Claude-Code-Session-Id") {
+		t.Errorf("sessions: %q, %q, %q: want a new one for the second run, kept for the third turn", reqs[0].Header.Get("X-Claude-Code-Session-Id"), s2, s3)
+	}
+	argv, _ := os.ReadFile(argvLog)
+	turns := 0
+	for _, l := range strings.Split(string(argv), "\n") {
+		if strings.HasPrefix(l, "-p ") {
+			turns++
+		}
+	}
+	if turns != 2 || strings.Contains(string(argv), "--resume") {
+		t.Errorf("claude's command lines:\n%s\nwant two processes, none with --resume", argv)
+	}
+
+	// The prefix went to the CLI only.
+	conv, _ := os.ReadFile(filepath.Join(e.pkg, "agent", "conversation.json"))
+	logs, _ := filepath.Glob(filepath.Join(state, "audit", "*"))
+	var logData []byte
+	for _, l := range logs {
+		d, _ := os.ReadFile(l)
+		logData = append(logData, d...)
+	}
+	for name, data := range map[string]string{"conversation.json": string(conv), "audit log": string(logData), "stdout": e.stdout.String(), "stderr": e.stderr.String()} {
+		if strings.Contains(data, "Conversation so far") || strings.Contains(data, "User: remember ZEBRA-7731") {
+			t.Errorf("the prefix is in the %s", name)
+		}
+	}
+	texts := e.items()
+	if len(texts) != 6 || texts[2] != "user: what did I say?" || texts[4] != "user: and now?" {
+		e.fail("items %q", texts)
+	}
+	// Three turns, three records, the chain whole.
+	cmd := exec.Command(spbridgeBin(t), "audit", "verify", e.pkg)
+	cmd.Env = e.env
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok: 3 records" {
+		t.Errorf("audit verify: %v\n%s", err, out)
+	}
 }

@@ -53,6 +53,8 @@ func topCommands() []command {
 		{"run", "run one turn of a package's conversation from the shell", runRun},
 		{"replay", "map a recorded CLI event stream onto items", runReplay},
 		{"save", "save a package's conversation in canonical format 1", runSave},
+		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
+		{"audit", "verify or show a conversation's audit log", runAudit},
 		{"fsck", "check a package's saved conversation", runFsck},
 		{"version", "print the version", runVersion},
 		{"help", "show the help of a command", runHelp},

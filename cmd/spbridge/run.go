@@ -16,9 +16,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/audit"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/restore"
 	"spbridge/internal/session"
 )
 
@@ -37,10 +39,12 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("run", "PKG [--backend claude] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [MESSAGE | -]",
+	f := newFlagSet("run", "PKG [--backend claude] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
-			"conversation at the end, also after a failure or an interrupt. Ctrl-C\n"+
+			"conversation at the end, also after a failure or an interrupt. Several\n"+
+			"MESSAGEs are sent one turn after another in the same CLI session, stopping\n"+
+			"at the first turn that does not complete; images go with the first. Ctrl-C\n"+
 			"interrupts the turn and keeps what arrived. Permission requests are asked on\n"+
 			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
@@ -52,11 +56,12 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
+	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
 	kindf := addKindFlag(f)
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
-	if f.NArg() < 1 || f.NArg() > 2 {
+	if f.NArg() < 1 {
 		return usagef(f.cmd, "run needs a package folder and a message (or - to read it from standard input)")
 	}
 	pkg := f.Arg(0)
@@ -67,7 +72,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	text, fromStdin, err := readMessage(f, st.in)
+	messages, fromStdin, err := readMessages(f, st.in)
 	if err != nil {
 		return err
 	}
@@ -94,52 +99,82 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			return err
 		}
 		be := claude.New(claude.Options{Dir: dir, Model: *model, IdleTimeout: *idle})
-		s := &session.Session{Pkg: p, Backend: be, Provider: claude.Provider}
+		s := &session.Session{Pkg: p, Backend: be, Provider: claude.Provider, Cwd: dir}
 		defer s.Close()
+		if len(p.Conv.Items) > 0 && p.Unreadable == "" {
+			// Reopened: the CLI's own session is gone; a new one is told
+			// what was said before.
+			s.Restore = restore.Restored(slices.Clone(p.Conv.Items))
+		}
+		if !*noAudit {
+			if s.AuditDir, err = audit.StateDir(); err != nil {
+				return err
+			}
+		}
 
 		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools}
 		if !fromStdin && isTerminal(os.Stdin) {
 			h.ask = bufio.NewReader(st.in)
 		}
-		if !*asJSON && isTerminal(os.Stderr) {
-			h.startStatus()
+		for i, text := range messages {
+			if i > 0 {
+				atts = nil
+			}
+			if !*asJSON && isTerminal(os.Stderr) {
+				h.startStatus()
+			}
+			res, sendErr := s.Send(ctx, text, atts, h)
+			h.stopStatus()
+			if sendErr != nil {
+				return sendErr
+			}
+			if res.AuditErr != nil {
+				fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
+			}
+			if _, err := p.Save(*keep); err != nil {
+				return fmt.Errorf("save %s: %w", pkg, err)
+			}
+			if res.End.Status != itemmap.TurnCompleted {
+				return &turnError{res.End.Status}
+			}
+			if ctx.Err() != nil {
+				return &turnError{itemmap.TurnInterrupted}
+			}
 		}
-		res, sendErr := s.Send(ctx, text, atts, h)
-		h.stopStatus()
 		if n := be.SkippedLines(); n > 0 {
 			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from claude that were not events\n", n)
-		}
-		if sendErr != nil {
-			return sendErr
-		}
-		_, saveErr := p.Save(*keep)
-		if saveErr != nil {
-			return fmt.Errorf("save %s: %w", pkg, saveErr)
-		}
-		if res.End.Status != itemmap.TurnCompleted {
-			return &turnError{res.End.Status}
 		}
 		return nil
 	})
 }
 
-// readMessage returns the message: the argument, or standard input for "-".
-func readMessage(f *flagSet, in io.Reader) (string, bool, error) {
+// readMessages returns the messages: the arguments after PKG, or one from
+// standard input for "-".
+func readMessages(f *flagSet, in io.Reader) ([]string, bool, error) {
 	if f.NArg() < 2 {
-		return "", false, usagef(f.cmd, "run needs a message (or - to read it from standard input)")
+		return nil, false, usagef(f.cmd, "run needs a message (or - to read it from standard input)")
 	}
-	if f.Arg(1) != "-" {
-		return f.Arg(1), false, nil
+	args := f.Args()[1:]
+	if !slices.Contains(args, "-") {
+		for _, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return nil, false, usagef(f.cmd, "a message is empty")
+			}
+		}
+		return args, false, nil
+	}
+	if len(args) > 1 {
+		return nil, false, usagef(f.cmd, "- (the message on standard input) must be the only message")
 	}
 	data, err := io.ReadAll(in)
 	if err != nil {
-		return "", true, fmt.Errorf("read message from standard input: %w", err)
+		return nil, true, fmt.Errorf("read message from standard input: %w", err)
 	}
 	text := strings.TrimRight(string(data), "\n")
-	if text == "" {
-		return "", true, usagef(f.cmd, "the message on standard input is empty")
+	if strings.TrimSpace(text) == "" {
+		return nil, true, usagef(f.cmd, "the message on standard input is empty")
 	}
-	return text, true, nil
+	return []string{text}, true, nil
 }
 
 // readImage reads an image file and tells its type from its bytes.

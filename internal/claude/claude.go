@@ -99,7 +99,59 @@ type Backend struct {
 	session     string // the CLI's session id, once it reported one
 	interruptCh chan struct{}
 	program     string
-	skipped     int // stdout lines that were not events, over every turn
+	version     string
+	skipped     int    // stdout lines that were not events, over every turn
+	lastTail    string // stderr tail of the last process that ended
+	lastExit    string // how the last process that ended, ended
+}
+
+// Name is the backend's name as the command line and the audit log say it.
+func (b *Backend) Name() string { return "claude" }
+
+// Version returns what `claude --version` prints (its first line), asking
+// once; "" when it cannot be run.
+func (b *Backend) Version() string {
+	if b.version != "" {
+		return b.version
+	}
+	path, err := b.Program()
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = b.opts.Env
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	b.version, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return b.version
+}
+
+// StderrTail returns the end of the running process's stderr, or of the
+// last one's when none runs.
+func (b *Backend) StderrTail() string {
+	b.mu.Lock()
+	p := b.proc
+	last := b.lastTail
+	b.mu.Unlock()
+	if p != nil {
+		return tail(p)
+	}
+	return last
+}
+
+// ExitStatus says how the last claude process ended ("" while one runs or
+// none ran).
+func (b *Backend) ExitStatus() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.proc != nil {
+		return ""
+	}
+	return b.lastExit
 }
 
 // SkippedLines returns how many stdout lines were not events the mapper
@@ -308,9 +360,17 @@ func (b *Backend) reap() {
 	p := b.proc
 	b.proc = nil
 	b.mu.Unlock()
-	if p != nil {
-		p.Close(b.opts.Grace)
+	if p == nil {
+		return
 	}
+	err := p.Close(b.opts.Grace)
+	exit := "exit status 0"
+	if err != nil {
+		exit = err.Error()
+	}
+	b.mu.Lock()
+	b.lastTail, b.lastExit = tail(p), exit
+	b.mu.Unlock()
 }
 
 type answer struct {

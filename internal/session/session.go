@@ -8,21 +8,35 @@ package session
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/audit"
 	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/restore"
 )
 
 // Backend runs turns on a CLI.
 type Backend interface {
+	// Name is the backend's name ("claude").
+	Name() string
 	// Turn runs one turn to its end; see claude.Backend.Turn.
 	Turn(ctx context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd
 	// Interrupt asks the running turn to stop.
 	Interrupt()
 	// Close ends the CLI.
 	Close() error
+	// Started reports whether a CLI session was established in this open.
+	Started() bool
+	// Program and Version name the CLI for the audit log.
+	Program() (string, error)
+	Version() string
+	// StderrTail and ExitStatus describe the CLI process for the audit log.
+	StderrTail() string
+	ExitStatus() string
 }
 
 // Host is told about item changes and asked about permission requests.
@@ -34,6 +48,16 @@ type Session struct {
 	Pkg      *archive.Package
 	Backend  Backend
 	Provider string // the archive's provider name for this backend
+	// Restore decides when the "# Conversation so far" prefix is sent; nil
+	// for a conversation that was not restored from disk.
+	Restore *restore.State
+	// AuditDir is the state folder the audit log is written under; "" writes
+	// none.
+	AuditDir string
+	// Cwd is the folder the CLI runs in, for the audit log.
+	Cwd string
+	// Now gives the time for the audit log (time.Now when nil).
+	Now func() time.Time
 }
 
 // Image is an image the user attaches.
@@ -43,12 +67,17 @@ type Image = claude.Image
 type TurnResult struct {
 	End      *itemmap.TurnEnd
 	UserItem archive.Item
+	// AuditErr is why the turn's audit record could not be written, or nil.
+	AuditErr error
 }
 
 // Send runs one turn: text (and images) from the user. The user's item is
 // added first and reported to h like every other change; the conversation is
-// updated as the turn goes. It returns when the turn ended (completed,
-// failed or interrupted). Saving is the caller's (Pkg.Save).
+// updated as the turn goes. After a restore the CLI receives the "#
+// Conversation so far" prefix before text; the items, the history and the
+// audit log only ever hold text itself. It returns when the turn ended
+// (completed, failed or interrupted), with its audit record written. Saving
+// is the caller's (Pkg.Save).
 func (s *Session) Send(ctx context.Context, text string, images []Image, h Host) (*TurnResult, error) {
 	conv := s.Pkg.Conv
 	userMsg := archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(text)}}
@@ -59,7 +88,12 @@ func (s *Session) Send(ctx context.Context, text string, images []Image, h Host)
 		}
 		userMsg.Content = append(userMsg.Content, b)
 	}
+	cliText := text
+	if s.Restore != nil {
+		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, text)
+	}
 	s.Pkg.BeginTurn()
+	first := len(conv.Items)
 	user := archive.NewItem(archive.TypeUser)
 	user.Set("text", text)
 	if len(images) > 0 {
@@ -68,10 +102,80 @@ func (s *Session) Send(ctx context.Context, text string, images []Image, h Host)
 	conv.Items = append(conv.Items, user)
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
-	end := s.Backend.Turn(ctx, claude.Message{Text: text, Images: images}, &applier{conv: conv, host: h})
+	end := s.Backend.Turn(ctx, claude.Message{Text: cliText, Images: images}, &applier{conv: conv, host: h})
+	if s.Backend.Started() {
+		if s.Restore == nil {
+			s.Restore = &restore.State{}
+		}
+		s.Restore.Established(s.Backend.Name())
+	}
 	conv.History = append(conv.History, userMsg)
 	Apply(conv, end, s.Provider)
-	return &TurnResult{End: end, UserItem: user}, nil
+	res := &TurnResult{End: end, UserItem: user}
+	if s.AuditDir != "" {
+		res.AuditErr = s.audit(text, userMsg, conv.Items[min(first, len(conv.Items)):], end)
+	}
+	return res, nil
+}
+
+// audit appends the turn's record to the conversation's audit log.
+func (s *Session) audit(text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd) error {
+	conv := s.Pkg.Conv
+	path, err := audit.Path(s.AuditDir, conv.Identity())
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	program, _ := s.Backend.Program()
+	itemValues := make([]any, len(items))
+	for i, it := range items {
+		itemValues[i] = it.Map()
+	}
+	var images []any
+	for _, b := range userMsg.Content {
+		if b.Type() == archive.BlockImage {
+			images = append(images, map[string]any{"mimeType": b.String("mimeType"), "sha256": b.String("sha256")})
+		}
+	}
+	pkg, _ := filepath.Abs(s.Pkg.Dir)
+	record := map[string]any{
+		"time":           now().UTC().Format(time.RFC3339Nano),
+		"backend":        s.Backend.Name(),
+		"program":        program,
+		"programVersion": s.Backend.Version(),
+		"model":          end.Model,
+		"cwd":            s.Cwd,
+		"package":        pkg,
+		"user":           text,
+		"images":         orEmpty(images),
+		"items":          itemValues,
+		"status":         end.Status,
+		"usage":          usageValue(end.Usage),
+		"lastRoundUsage": usageValue(end.LastRound),
+		"sessionID":      end.SessionID,
+		"exitStatus":     s.Backend.ExitStatus(),
+		"stderrTail":     s.Backend.StderrTail(),
+	}
+	if end.CostUSD != "" {
+		record["costUSD"] = end.CostUSD
+	}
+	return audit.Append(path, record)
+}
+
+func orEmpty(a []any) []any {
+	if a == nil {
+		return []any{}
+	}
+	return a
+}
+
+// usageValue is a usage as format 1 writes it.
+func usageValue(u archive.Usage) any {
+	c := archive.Conversation{Usage: u}
+	return c.Value()["usage"]
 }
 
 // Interrupt asks the running turn to stop.

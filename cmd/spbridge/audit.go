@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/audit"
+	"spbridge/internal/canonjson"
+)
+
+// auditCommands are the subcommands of "spbridge audit".
+var auditCommands = []command{
+	{"verify", "check that a conversation's audit log is whole and untouched", runAuditVerify},
+	{"show", "print a conversation's audit log, turn by turn", runAuditShow},
+}
+
+func runAudit(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("audit", "COMMAND [ARGS] [FLAGS]",
+		"Read the audit log spbridge keeps of every turn: one append-only file per\n"+
+			"conversation under $SPBRIDGE_STATE_DIR (default $XDG_STATE_HOME/spbridge,\n"+
+			"else ~/.local/state/spbridge), named by the id of its first item.")
+	f.commands = auditCommands
+	f.SetInterspersed(false)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if f.NArg() == 0 {
+		f.printUsage(st.err)
+		return &usageError{cmd: f.cmd}
+	}
+	return dispatch(ctx, st, f)
+}
+
+// auditLogPath finds the audit log of the conversation in PKG, or of --id.
+func auditLogPath(f *flagSet, id string) (string, error) {
+	if id == "" {
+		pkg, err := f.onePackage()
+		if err != nil {
+			return "", err
+		}
+		p, err := archive.Open(pkg, archive.KindDocument, true)
+		if err != nil {
+			return "", err
+		}
+		if p.Unreadable != "" {
+			return "", fmt.Errorf("the conversation of %s cannot be read (%s); name its log with --id", pkg, p.Unreadable)
+		}
+		if id = p.Conv.Identity(); id == "" {
+			return "", fmt.Errorf("%s holds no conversation; name a log with --id", pkg)
+		}
+	} else if f.NArg() > 0 {
+		return "", usagef(f.cmd, "give a package or --id, not both")
+	}
+	dir, err := audit.StateDir()
+	if err != nil {
+		return "", err
+	}
+	return audit.Path(dir, id)
+}
+
+func runAuditVerify(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("audit verify", "PKG | --id ID",
+		"Check the audit log of the conversation in PKG: exit 0 and print the count\n"+
+			"of records when every record is as written and in its place; exit 1 naming\n"+
+			"the first record that was edited, removed, reordered or inserted. A torn last\n"+
+			"line (a write cut short by a crash) is reported, not counted as tampering.")
+	id := f.String("id", "", "the conversation's identity (the id of its first item) instead of PKG")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	path, err := auditLogPath(f, *id)
+	if err != nil {
+		return err
+	}
+	r, err := audit.Verify(path)
+	if err != nil {
+		return err
+	}
+	if !r.OK() {
+		return fmt.Errorf("audit log %s: record %d: %s", path, r.Bad, r.Problem)
+	}
+	fmt.Fprintf(st.out, "ok: %d records\n", r.Records)
+	if r.Torn {
+		fmt.Fprintln(st.out, "the last line is torn: a write was cut short (a crash); the next turn's record replaces it")
+	}
+	if r.HeadBehind {
+		fmt.Fprintln(st.out, "the head kept beside the log is behind by a record: a crash came between the two writes")
+	}
+	return nil
+}
+
+func runAuditShow(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("audit show", "PKG | --id ID [--json]",
+		"Print the audit log of the conversation in PKG, turn by turn; with --json,\n"+
+			"its records as JSON lines.")
+	id := f.String("id", "", "the conversation's identity (the id of its first item) instead of PKG")
+	asJSON := f.Bool("json", false, "print the records as JSON lines")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	path, err := auditLogPath(f, *id)
+	if err != nil {
+		return err
+	}
+	recs, err := audit.Read(path)
+	if err != nil {
+		return err
+	}
+	for i, rec := range recs {
+		if *asJSON {
+			line, err := canonjson.EncodeCompact(rec)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(st.out, "%s\n", line)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(st.out)
+		}
+		fmt.Fprint(st.out, auditText(rec))
+	}
+	return nil
+}
+
+// auditText is one record as readable text.
+func auditText(rec map[string]any) string {
+	str := func(k string) string { s, _ := rec[k].(string); return s }
+	var b strings.Builder
+	fmt.Fprintf(&b, "Turn %v, %s: %s", rec["seq"], str("time"), str("status"))
+	if c := rec["costUSD"]; c != nil {
+		fmt.Fprintf(&b, ", $%v", c)
+	}
+	fmt.Fprintf(&b, "\n  %s %s (%s), model %s\n  in %s\n", str("backend"), str("programVersion"), str("program"), str("model"), str("cwd"))
+	if e := str("exitStatus"); e != "" {
+		fmt.Fprintf(&b, "  the CLI ended: %s\n", e)
+	}
+	items, _ := rec["items"].([]any)
+	for _, x := range items {
+		m, _ := x.(map[string]any)
+		if m == nil {
+			continue
+		}
+		text := itemText(archive.ItemFromMap(m))
+		b.WriteString("  " + strings.ReplaceAll(text, "\n", "\n  ") + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,153 @@
+package audit
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func newLog(t *testing.T, n int) string {
+	t.Helper()
+	path, err := Path(t.TempDir(), "0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		rec := map[string]any{"user": strings.Repeat("message ", i), "status": "completed", "items": []any{map[string]any{"id": "A", "type": "assistant", "text": "é/<>"}}}
+		if err := Append(path, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+func lines(t *testing.T, path string) [][]byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.SplitAfter(data, []byte("\n"))[:bytes.Count(data, []byte("\n"))]
+}
+
+func write(t *testing.T, path string, ls [][]byte, extra ...byte) {
+	if err := os.WriteFile(path, append(bytes.Join(ls, nil), extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChainHolds(t *testing.T) {
+	path := newLog(t, 5)
+	r, err := Verify(path)
+	if err != nil || !r.OK() || r.Records != 5 || r.Torn || r.HeadBehind {
+		t.Fatalf("Verify = %+v, %v", r, err)
+	}
+	recs, err := Read(path)
+	if err != nil || len(recs) != 5 || recs[4]["seq"].(interface{ String() string }).String() != "5" {
+		t.Fatalf("Read = %d records, %v", len(recs), err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %v", fi.Mode())
+	}
+}
+
+func TestTamperingCaught(t *testing.T) {
+	tests := []struct {
+		name    string
+		tamper  func(ls [][]byte) [][]byte
+		wantBad int
+	}{
+		{"edit a middle record", func(ls [][]byte) [][]byte {
+			ls[2] = bytes.Replace(ls[2], []byte("message"), []byte("massage"), 1)
+			return ls
+		}, 3},
+		{"edit the last record", func(ls [][]byte) [][]byte {
+			ls[4] = bytes.Replace(ls[4], []byte("completed"), []byte("failed!!!"), 1)
+			return ls
+		}, 5},
+		{"remove a middle record", func(ls [][]byte) [][]byte { return append(ls[:1:1], ls[2:]...) }, 2},
+		{"remove the last record", func(ls [][]byte) [][]byte { return ls[:4] }, 5},
+		{"remove the first record", func(ls [][]byte) [][]byte { return ls[1:] }, 1},
+		{"swap two records", func(ls [][]byte) [][]byte { ls[1], ls[2] = ls[2], ls[1]; return ls }, 2},
+		{"insert a copy", func(ls [][]byte) [][]byte {
+			return append(ls[:3:3], append([][]byte{ls[1]}, ls[3:]...)...)
+		}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := newLog(t, 5)
+			write(t, path, tt.tamper(lines(t, path)))
+			r, err := Verify(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.OK() || r.Bad != tt.wantBad {
+				t.Errorf("Verify = %+v, want record %d bad", r, tt.wantBad)
+			}
+		})
+	}
+}
+
+func TestTornLastLine(t *testing.T) {
+	path := newLog(t, 3)
+	ls := lines(t, path)
+	// A crash while the fourth record was written: part of a line.
+	write(t, path, ls, []byte(`{"items":[{"id":"A","ty`)...)
+	r, err := Verify(path)
+	if err != nil || !r.OK() || !r.Torn || r.Records != 3 {
+		t.Fatalf("Verify = %+v, %v", r, err)
+	}
+	// The next append cuts the torn line and goes on.
+	if err := Append(path, map[string]any{"user": "next"}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = Verify(path)
+	recs, _ := Read(path)
+	if !r.OK() || r.Torn || r.Records != 4 || recs[3]["tornBytesRemoved"] == nil {
+		t.Errorf("after the next append: %+v, %v", r, recs[3])
+	}
+}
+
+func TestHeadBehindIsNotTampering(t *testing.T) {
+	path := newLog(t, 2)
+	head, _ := os.ReadFile(headPath(path))
+	if err := Append(path, map[string]any{"user": "third"}); err != nil {
+		t.Fatal(err)
+	}
+	// A crash after the log was synced, before the head was written.
+	os.WriteFile(headPath(path), head, 0o600)
+	r, err := Verify(path)
+	if err != nil || !r.OK() || !r.HeadBehind || r.Records != 3 {
+		t.Errorf("Verify = %+v, %v", r, err)
+	}
+}
+
+func TestPathRefusesBadIdentity(t *testing.T) {
+	for _, id := range []string{"", "../x", "a/b", ".hidden", strings.Repeat("a", 200)} {
+		if _, err := Path("/state", id); err == nil {
+			t.Errorf("Path(%q) succeeded", id)
+		}
+	}
+	p, err := Path("/state", "0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30")
+	if err != nil || p != filepath.Join("/state", "audit", "0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30.jsonl") {
+		t.Errorf("Path = %q, %v", p, err)
+	}
+}
+
+func TestStateDir(t *testing.T) {
+	t.Setenv("SPBRIDGE_STATE_DIR", "/a")
+	t.Setenv("XDG_STATE_HOME", "/b")
+	if d, _ := StateDir(); d != "/a" {
+		t.Errorf("StateDir = %q", d)
+	}
+	t.Setenv("SPBRIDGE_STATE_DIR", "")
+	if d, _ := StateDir(); d != "/b/spbridge" {
+		t.Errorf("StateDir = %q", d)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "/h")
+	if d, _ := StateDir(); d != "/h/.local/state/spbridge" {
+		t.Errorf("StateDir = %q", d)
+	}
+}
