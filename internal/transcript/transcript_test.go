@@ -40,9 +40,9 @@ func TestText(t *testing.T) {
 }
 
 func TestTailBoundaries(t *testing.T) {
-	family := "👨‍👩‍👧‍👦"   // ZWJ sequence: one character
-	thumbs := "👍🏽"        // skin tone: one character
-	flag := "🇯🇵"          // regional indicators: one character
+	family := "👨‍👩‍👧‍👦"    // ZWJ sequence: one character
+	thumbs := "👍🏽"         // skin tone: one character
+	flag := "🇯🇵"           // regional indicators: one character
 	combining := "e\u0301" // e + combining acute: one character
 	crlf := "\r\n"         // one character
 	for _, ch := range []string{family, thumbs, flag, combining, crlf, "a", "é"} {
