@@ -284,6 +284,26 @@ func (b *Backend) Interrupt() {
 	}
 }
 
+// SetModel chooses the model for the next turns: a running claude is told
+// through its control protocol, a later one gets --model.
+func (b *Backend) SetModel(model string) {
+	b.mu.Lock()
+	b.opts.Model = model
+	p := b.proc
+	b.mu.Unlock()
+	if p != nil {
+		b.write(map[string]any{"type": "control_request", "request_id": "spbridge-model",
+			"request": map[string]any{"subtype": "set_model", "model": model}})
+	}
+}
+
+// Model returns the model asked for ("" for the CLI's default).
+func (b *Backend) Model() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opts.Model
+}
+
 // Close ends the claude process, if one runs, and reaps it.
 func (b *Backend) Close() error {
 	b.mu.Lock()

@@ -553,7 +553,11 @@ func (m *Claude) controlRequest(ev gjson.Result, r *Result) {
 	if !input.Exists() {
 		raw = json.RawMessage("{}")
 	}
-	r.Approvals = append(r.Approvals, Approval{RequestID: id, ToolUseID: toolUseID, ToolName: name, Input: raw, ItemID: it.ID()})
+	a := Approval{RequestID: id, ToolUseID: toolUseID, ToolName: name, Input: raw, ItemID: it.ID()}
+	if tool, ok := t.tools[toolUseID]; ok && !tool.item.IsZero() {
+		a.ToolItemID = tool.item.ID()
+	}
+	r.Approvals = append(r.Approvals, a)
 }
 
 func (m *Claude) result(ev gjson.Result, r *Result) {

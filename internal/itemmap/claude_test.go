@@ -66,7 +66,7 @@ func (p *panel) apply(t *testing.T, r Result) {
 	for _, a := range r.Approvals {
 		p.approvals = append(p.approvals, map[string]any{
 			"requestID": a.RequestID, "toolUseID": a.ToolUseID, "toolName": a.ToolName,
-			"input": string(a.Input), "itemID": a.ItemID,
+			"input": string(a.Input), "itemID": a.ItemID, "toolItemID": a.ToolItemID,
 		})
 	}
 	if e := r.End; e != nil {

@@ -46,13 +46,15 @@ type Change struct {
 }
 
 // Approval is a permission request from the CLI that waits for the host's
-// answer. ItemID names the toolApproval item shown for it.
+// answer. ItemID names the toolApproval item shown for it; ToolItemID the
+// tool item of the call it is about, when the CLI announced the call first.
 type Approval struct {
-	RequestID string
-	ToolUseID string
-	ToolName  string
-	Input     json.RawMessage // the tool's input as the CLI sent it
-	ItemID    string
+	RequestID  string
+	ToolUseID  string
+	ToolName   string
+	Input      json.RawMessage // the tool's input as the CLI sent it
+	ItemID     string
+	ToolItemID string
 }
 
 // Turn statuses.
