@@ -292,8 +292,9 @@ func (b *Backend) SetModel(model string) {
 	p := b.proc
 	b.mu.Unlock()
 	if p != nil {
-		b.write(map[string]any{"type": "control_request", "request_id": "spbridge-model",
+		data, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": "spbridge-model",
 			"request": map[string]any{"subtype": "set_model", "model": model}})
+		p.Write(append(data, '\n'))
 	}
 }
 
