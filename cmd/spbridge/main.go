@@ -50,6 +50,7 @@ type command struct {
 func topCommands() []command {
 	return []command{
 		{"conversation", "show, list or start over a package's conversation", runConversation},
+		{"serve", "be an Agent Client Protocol agent on standard input and output", runServe},
 		{"run", "run one turn of a package's conversation from the shell", runRun},
 		{"replay", "map a recorded CLI event stream onto items", runReplay},
 		{"save", "save a package's conversation in canonical format 1", runSave},

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"spbridge/internal/acp"
+	"spbridge/internal/audit"
+	"spbridge/internal/claude"
+	"spbridge/internal/session"
+)
+
+func runServe(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("serve", "[--no-audit]",
+		"Speak the Agent Client Protocol (version 1) on standard input and output:\n"+
+			"JSON-RPC 2.0, one message a line, so an editor can use spbridge as its\n"+
+			"agent. Each session is one document package (named in session/new's\n"+
+			"_meta.spbridge) and its own CLI. Logs go to standard error. Closing\n"+
+			"standard input, or SIGINT or SIGTERM, ends every CLI and saves every\n"+
+			"conversation that changed.")
+	noAudit := f.Bool("no-audit", false, "write no audit records")
+	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if err := f.noArgs(); err != nil {
+		return err
+	}
+	cfg := acp.Config{
+		Version: versionString(),
+		Log:     log.New(st.err, "spbridge: ", log.LstdFlags),
+		NewBackend: func(name string, o acp.BackendOptions) (session.Backend, error) {
+			switch name {
+			case "claude":
+				return claude.New(claude.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle}), nil
+			}
+			return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
+		},
+	}
+	if !*noAudit {
+		dir, err := audit.StateDir()
+		if err != nil {
+			return err
+		}
+		cfg.AuditDir = dir
+	}
+	srv := acp.NewServer(st.out, cfg)
+	start := time.Now()
+	err := srv.Serve(ctx, st.in)
+	cfg.Log.Printf("served for %v", time.Since(start).Round(time.Millisecond))
+	return err
+}

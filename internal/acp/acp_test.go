@@ -1,0 +1,568 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/claude"
+	"spbridge/internal/itemmap"
+	"spbridge/internal/session"
+)
+
+// fakeBackend plays a turn by the message it gets: "slow" streams until
+// interrupted, "ask" asks for a permission first, anything else replies
+// "Hello" in two chunks with one tool call.
+type fakeBackend struct {
+	mu      sync.Mutex
+	sent    []string
+	started bool
+	closed  bool
+	intr    chan struct{}
+	finish  chan struct{} // ends a slow turn as completed
+}
+
+func newFake() *fakeBackend {
+	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1)}
+}
+
+func (f *fakeBackend) Name() string { return "claude" }
+func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
+	f.mu.Lock()
+	f.sent = append(f.sent, msg.Text)
+	f.started = true
+	f.mu.Unlock()
+	select { // an interrupt meant for an earlier turn
+	case <-f.intr:
+	default:
+	}
+	text := msg.Text
+	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
+		text = text[i+2:]
+	}
+	a := archive.NewItem(archive.TypeAssistant)
+	switch {
+	case strings.HasPrefix(text, "slow"):
+		a.Set("text", "tick ")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		for {
+			select {
+			case <-ctx.Done():
+			case <-f.intr:
+			case <-f.finish:
+				return &itemmap.TurnEnd{Status: itemmap.TurnCompleted}
+			case <-time.After(10 * time.Millisecond):
+				a.Set("text", a.String("text")+"tick ")
+				h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: "tick "})
+				continue
+			}
+			n := archive.NewItem(archive.TypeNotice)
+			n.Set("text", "Interrupted.")
+			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: n})
+			return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
+		}
+	case strings.HasPrefix(text, "ask"):
+		tool := archive.NewItem(archive.TypeTool)
+		tool.Set("name", "Bash")
+		tool.Set("summary", "rm -rf x")
+		tool.Set("status", archive.StatusRunning)
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: tool})
+		for i := 0; i < 2; i++ {
+			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("r", i), ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf x"}`), ToolItemID: tool.ID(), ItemID: "approval"})
+			a.Set("text", a.String("text")+fmt.Sprintf("allow=%v ", d.Allow))
+		}
+		tool.Set("status", archive.StatusSucceeded)
+		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool})
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+	default:
+		a.Set("text", "Hel")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		a.Set("text", "Hello")
+		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: "lo"})
+		tool := archive.NewItem(archive.TypeTool)
+		tool.Set("name", "Read")
+		tool.Set("summary", "/tmp/a.txt")
+		tool.Set("status", archive.StatusRunning)
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: tool})
+		tool.Set("status", archive.StatusSucceeded)
+		tool.Set("detail", "output:\nline")
+		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool})
+	}
+	return &itemmap.TurnEnd{Status: itemmap.TurnCompleted, Model: "fake", History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock(a.String("text"))}}}}
+}
+func (f *fakeBackend) Interrupt() {
+	select {
+	case f.intr <- struct{}{}:
+	default:
+	}
+}
+func (f *fakeBackend) Close() error             { f.mu.Lock(); f.closed = true; f.mu.Unlock(); return nil }
+func (f *fakeBackend) Started() bool            { f.mu.Lock(); defer f.mu.Unlock(); return f.started }
+func (f *fakeBackend) Program() (string, error) { return "/bin/fake", nil }
+func (f *fakeBackend) Version() string          { return "1" }
+func (f *fakeBackend) StderrTail() string       { return "" }
+func (f *fakeBackend) ExitStatus() string       { return "" }
+func (f *fakeBackend) texts() []string          { f.mu.Lock(); defer f.mu.Unlock(); return append([]string(nil), f.sent...) }
+
+// client drives a Server over pipes. Every message the server writes is
+// kept; responses are found by id wherever they are, notifications are read
+// in order from a cursor.
+type client struct {
+	t        *testing.T
+	in       *io.PipeWriter
+	mu       sync.Mutex
+	all      []map[string]any
+	cursor   int
+	eof      bool
+	backends []*fakeBackend
+	nextID   int
+	answers  []string // permission answers, in order
+	doneCh   chan struct{}
+	doneErr  error
+}
+
+func startServer(t *testing.T) *client {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &client{t: t, in: inW, doneCh: make(chan struct{})}
+	srv := NewServer(outW, Config{AuditDir: t.TempDir(), Version: "test", NewBackend: func(name string, o BackendOptions) (session.Backend, error) {
+		if name != "claude" {
+			return nil, fmt.Errorf("no %s", name)
+		}
+		b := newFake()
+		c.mu.Lock()
+		c.backends = append(c.backends, b)
+		c.mu.Unlock()
+		return b, nil
+	}})
+	go func() {
+		c.doneErr = srv.Serve(context.Background(), inR)
+		outW.Close()
+		close(c.doneCh)
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("server wrote a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			if m["method"] == "session/request_permission" {
+				c.answerPermission(m)
+			}
+			c.mu.Lock()
+			c.all = append(c.all, m)
+			c.mu.Unlock()
+		}
+		c.mu.Lock()
+		c.eof = true
+		c.mu.Unlock()
+	}()
+	t.Cleanup(func() { inW.Close(); <-c.doneCh })
+	return c
+}
+
+// wait closes stdin and waits for the server to end.
+func (c *client) wait() error {
+	c.in.Close()
+	select {
+	case <-c.doneCh:
+		return c.doneErr
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("the server did not end")
+		return nil
+	}
+}
+
+func (c *client) backend(i int) *fakeBackend {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backends[i]
+}
+
+func (c *client) answerPermission(m map[string]any) {
+	c.mu.Lock()
+	answer := "cancelled"
+	if len(c.answers) > 0 {
+		answer, c.answers = c.answers[0], c.answers[1:]
+	}
+	c.mu.Unlock()
+	outcome := map[string]any{"outcome": "cancelled"}
+	if answer != "cancelled" {
+		outcome = map[string]any{"outcome": "selected", "optionId": answer}
+	}
+	go c.write(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{"outcome": outcome}})
+}
+
+func (c *client) write(v any) {
+	data, _ := json.Marshal(v)
+	c.in.Write(append(data, '\n'))
+}
+
+func (c *client) raw(line string) { c.in.Write([]byte(line + "\n")) }
+
+// call sends a request and returns its id.
+func (c *client) call(method string, params any) float64 {
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
+	c.write(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	return float64(id)
+}
+
+// until reads messages from the cursor until one satisfies stop, which it
+// returns with the ones before it.
+func (c *client) until(stop func(map[string]any) bool) (map[string]any, []map[string]any) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var seen []map[string]any
+	for {
+		c.mu.Lock()
+		for c.cursor < len(c.all) {
+			m := c.all[c.cursor]
+			c.cursor++
+			if stop(m) {
+				c.mu.Unlock()
+				return m, seen
+			}
+			seen = append(seen, m)
+		}
+		eof := c.eof
+		c.mu.Unlock()
+		if eof || time.Now().After(deadline) {
+			c.t.Fatalf("not found (eof %v); seen %v", eof, seen)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// response waits for the response to id, wherever it is, and returns it
+// with the messages from the cursor up to it (moving the cursor past it when
+// it lies ahead).
+func (c *client) response(id float64) (map[string]any, []map[string]any) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for i, m := range c.all {
+			if m["id"] == id && m["method"] == nil {
+				var seen []map[string]any
+				if i >= c.cursor {
+					seen = append(seen, c.all[c.cursor:i]...)
+					c.cursor = i + 1
+				}
+				c.mu.Unlock()
+				return m, seen
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+	}
+	c.t.Fatalf("no response to %v", id)
+	return nil, nil
+}
+
+// request calls and waits for the result, failing on an error.
+func (c *client) request(method string, params any) (map[string]any, []map[string]any) {
+	c.t.Helper()
+	r, seen := c.response(c.call(method, params))
+	if r["error"] != nil {
+		c.t.Fatalf("%s: %v", method, r["error"])
+	}
+	res, _ := r["result"].(map[string]any)
+	return res, seen
+}
+
+func errCode(m map[string]any) float64 {
+	e, _ := m["error"].(map[string]any)
+	code, _ := e["code"].(float64)
+	return code
+}
+
+func newPackage(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(dir, 0o755)
+	return dir
+}
+
+func newSessionParams(pkg string) map[string]any {
+	return map[string]any{"cwd": filepath.Dir(pkg), "mcpServers": []any{},
+		"_meta": map[string]any{"spbridge": map[string]any{"package": pkg, "backend": "claude"}}}
+}
+
+func updates(msgs []map[string]any, kind string) []map[string]any {
+	var out []map[string]any
+	for _, m := range msgs {
+		if m["method"] != "session/update" {
+			continue
+		}
+		u := m["params"].(map[string]any)["update"].(map[string]any)
+		if u["sessionUpdate"] == kind {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func count(msgs []map[string]any, method string) int {
+	n := 0
+	for _, m := range msgs {
+		if m["method"] == method {
+			n++
+		}
+	}
+	return n
+}
+
+func TestInitializeAndErrors(t *testing.T) {
+	c := startServer(t)
+	res, _ := c.request("initialize", map[string]any{"protocolVersion": 1})
+	caps := res["agentCapabilities"].(map[string]any)
+	if res["protocolVersion"] != float64(1) || caps["loadSession"] != true || caps["promptCapabilities"].(map[string]any)["image"] != true {
+		t.Errorf("initialize = %v", res)
+	}
+	c.raw("{not json")
+	m, _ := c.until(func(m map[string]any) bool { return m["error"] != nil })
+	if errCode(m) != CodeParseError || m["id"] != nil {
+		t.Errorf("parse error = %v", m)
+	}
+	tests := []struct {
+		method string
+		params any
+		code   float64
+	}{
+		{"no/such/method", map[string]any{}, CodeMethodNotFound},
+		{"initialize", map[string]any{}, CodeInvalidParams},
+		{"session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, CodeInvalidParams},
+		{"session/new", map[string]any{"cwd": "/", "mcpServers": []any{}, "_meta": map[string]any{"spbridge": map[string]any{"package": "/nonexistent/x", "backend": "claude"}}}, CodeInvalidParams},
+		{"session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"spbridge": map[string]any{"package": "/tmp", "backend": "gemini"}}}, CodeInvalidParams},
+		{"session/prompt", map[string]any{"sessionId": "nope", "prompt": []any{textBlock("hi")}}, CodeNotFound},
+		{"session/prompt", "not an object", CodeInvalidParams},
+		{"_spbridge/save", map[string]any{"sessionId": "nope"}, CodeNotFound},
+	}
+	for _, tt := range tests {
+		m, _ := c.response(c.call(tt.method, tt.params))
+		if errCode(m) != tt.code {
+			t.Errorf("%s %v: %v, want code %v", tt.method, tt.params, m, tt.code)
+		}
+	}
+	c.raw(`{"jsonrpc":"1.0","id":99,"method":"initialize"}`)
+	if m, _ := c.response(99); errCode(m) != CodeInvalidRequest {
+		t.Errorf("jsonrpc 1.0: %v", m)
+	}
+	// Still serving.
+	if res, _ := c.request("initialize", map[string]any{"protocolVersion": 1}); res["protocolVersion"] != float64(1) {
+		t.Error("the server stopped serving")
+	}
+}
+
+func TestPromptStreams(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	if sid != pkg {
+		t.Errorf("sessionId %q, want the package path", sid)
+	}
+	if opts := res["configOptions"].([]any); len(opts) != 1 || opts[0].(map[string]any)["category"] != "model" {
+		t.Errorf("configOptions = %v", opts)
+	}
+	res, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}})
+	if res["stopReason"] != "end_turn" {
+		t.Errorf("stopReason = %v", res)
+	}
+	chunks := updates(seen, "agent_message_chunk")
+	if len(chunks) != 2 || chunks[0]["content"].(map[string]any)["text"] != "Hel" || chunks[1]["content"].(map[string]any)["text"] != "lo" {
+		t.Errorf("chunks = %v", chunks)
+	}
+	calls, ups := updates(seen, "tool_call"), updates(seen, "tool_call_update")
+	if len(calls) != 1 || calls[0]["kind"] != "read" || calls[0]["status"] != "in_progress" || len(ups) != 1 || ups[0]["status"] != "completed" {
+		t.Errorf("tool calls %v updates %v", calls, ups)
+	}
+	if loc := ups[0]["locations"].([]any); loc[0].(map[string]any)["path"] != "/tmp/a.txt" {
+		t.Errorf("locations %v", loc)
+	}
+	if n := count(seen, "_spbridge/item"); n != 5 { // user, assistant ×2, tool ×2
+		t.Errorf("%d _spbridge/item notifications, want 5", n)
+	}
+	if count(seen, "_spbridge/edited") < 1 {
+		t.Error("no _spbridge/edited")
+	}
+	// Rating, then save writes the conversation.
+	if _, seen := c.request("_spbridge/rate", map[string]any{"sessionId": sid, "itemId": "X", "rating": "good", "reasons": []any{"fast"}}); count(seen, "_spbridge/edited") != 0 {
+		t.Log("edited came before the answer")
+	}
+	res, _ = c.request("_spbridge/save", map[string]any{"sessionId": sid})
+	if w := res["written"].([]any); len(w) == 0 {
+		t.Errorf("save wrote nothing: %v", res)
+	}
+	p, _ := archive.Open(pkg, archive.KindDocument, true)
+	if len(p.Conv.Items) != 3 || p.Conv.Feedback["X"].Rating != "good" || p.Conv.Provider != "claude-code" {
+		t.Errorf("saved: %d items, feedback %v, provider %q", len(p.Conv.Items), p.Conv.Feedback, p.Conv.Provider)
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.mu.Lock()
+	c.answers = []string{"allow_once", "reject_once", "allow_always"}
+	c.mu.Unlock()
+	_, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("ask")}})
+	asked := 0
+	for _, m := range seen {
+		if m["method"] == "session/request_permission" {
+			asked++
+			p := m["params"].(map[string]any)
+			if p["toolCall"].(map[string]any)["title"] != "Bash: rm -rf x" || len(p["options"].([]any)) != 3 {
+				t.Errorf("request %v", p)
+			}
+		}
+	}
+	texts := updates(seen, "agent_message_chunk")
+	if asked != 2 || texts[0]["content"].(map[string]any)["text"] != "allow=true allow=false " {
+		t.Errorf("asked %d, reply %v", asked, texts)
+	}
+	// allow_always: the next two are not asked.
+	_, seen = c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("ask")}})
+	_, seen2 := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("ask")}})
+	if n := count(seen, "session/request_permission") + count(seen2, "session/request_permission"); n != 1 {
+		t.Errorf("%d requests after allow_always, want 1", n)
+	}
+}
+
+func TestCancelQueueAndBusy(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	pid := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("slow")}})
+	c.until(func(m map[string]any) bool { return m["method"] == "session/update" })
+	busy, _ := c.response(c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("again")}}))
+	if errCode(busy) != CodeBusy {
+		t.Errorf("second prompt: %v", busy)
+	}
+	q, _ := c.response(c.call("_spbridge/queue", map[string]any{"sessionId": sid, "prompt": []any{textBlock("later")}}))
+	if q["result"].(map[string]any)["queued"] != true {
+		t.Errorf("queue: %v", q)
+	}
+	c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+	r, _ := c.response(pid)
+	if r["result"].(map[string]any)["stopReason"] != "cancelled" {
+		t.Errorf("cancelled prompt: %v", r)
+	}
+	// The interrupted turn handed its queue back; the next prompt goes on.
+	res, _ = c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}})
+	if res["stopReason"] != "end_turn" {
+		t.Errorf("after cancel: %v", res)
+	}
+	c.request("_spbridge/save", map[string]any{"sessionId": sid})
+	p, _ := archive.Open(pkg, archive.KindDocument, true)
+	if len(p.Conv.Unsent) != 1 || p.Conv.Unsent[0] != "later" || len(p.Conv.Queued) != 0 {
+		t.Errorf("unsent %v queued %v", p.Conv.Unsent, p.Conv.Queued)
+	}
+
+	// A queued message runs after a turn that completes.
+	pid = c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("slow")}})
+	c.until(func(m map[string]any) bool { return m["method"] == "session/update" })
+	c.request("_spbridge/queue", map[string]any{"sessionId": sid, "prompt": []any{textBlock("queued one")}})
+	c.backend(0).finish <- struct{}{} // the slow turn completes
+	c.response(pid)
+	c.until(func(m map[string]any) bool {
+		if m["method"] != "_spbridge/item" {
+			return false
+		}
+		it := m["params"].(map[string]any)["item"].(map[string]any)
+		return it["type"] == "user" && it["text"] == "queued one"
+	})
+}
+
+func TestLoadReplaysAndRestores(t *testing.T) {
+	pkg := newPackage(t)
+	c := startServer(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("MARK first")}})
+	if err := c.wait(); err != nil { // closing stdin saves what changed
+		t.Fatal(err)
+	}
+	if !c.backend(0).closed {
+		t.Error("the CLI was not closed at shutdown")
+	}
+
+	c2 := startServer(t)
+	// session/load by the package path alone.
+	_, seen := c2.request("session/load", map[string]any{"sessionId": pkg, "cwd": filepath.Dir(pkg), "mcpServers": []any{},
+		"_meta": map[string]any{"spbridge": map[string]any{"backend": "claude"}}})
+	if u := updates(seen, "user_message_chunk"); len(u) != 1 || u[0]["content"].(map[string]any)["text"] != "MARK first" {
+		t.Errorf("replayed user messages %v", u)
+	}
+	if len(updates(seen, "agent_message_chunk")) != 1 || len(updates(seen, "tool_call")) != 1 || count(seen, "_spbridge/edited") != 0 {
+		t.Errorf("replay: %v", seen)
+	}
+	c2.request("session/prompt", map[string]any{"sessionId": pkg, "prompt": []any{textBlock("second")}})
+	c2.request("session/prompt", map[string]any{"sessionId": pkg, "prompt": []any{textBlock("third")}})
+	sent := c2.backend(0).texts()
+	want0 := "# Conversation so far\nUser: MARK first\n\nAssistant: Hello\n\nTool Read: /tmp/a.txt\n\nsecond"
+	if len(sent) != 2 || sent[0] != want0 || sent[1] != "third" {
+		t.Errorf("sent %q", sent)
+	}
+	// Opening the same package twice is refused.
+	m, _ := c2.response(c2.call("session/new", newSessionParams(pkg)))
+	if errCode(m) != CodeInvalidRequest {
+		t.Errorf("second open: %v", m)
+	}
+}
+
+func TestSessionsRunConcurrently(t *testing.T) {
+	c := startServer(t)
+	var ids []string
+	for range 3 {
+		res, _ := c.request("session/new", newSessionParams(newPackage(t)))
+		ids = append(ids, res["sessionId"].(string))
+	}
+	var pids []float64
+	for _, id := range ids {
+		pids = append(pids, c.call("session/prompt", map[string]any{"sessionId": id, "prompt": []any{textBlock("slow")}}))
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, id := range ids {
+		c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": id}})
+	}
+	for _, pid := range pids {
+		if r, _ := c.response(pid); r["result"].(map[string]any)["stopReason"] != "cancelled" {
+			t.Errorf("prompt %v: %v", pid, r)
+		}
+	}
+}
+
+func TestShutdownInterruptsAndSaves(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("slow")}})
+	c.until(func(m map[string]any) bool { return m["method"] == "session/update" })
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := archive.Open(pkg, archive.KindDocument, true)
+	if len(p.Conv.Items) < 2 || p.Conv.Items[len(p.Conv.Items)-1].String("text") != "Interrupted." {
+		t.Errorf("saved items %d", len(p.Conv.Items))
+	}
+}

@@ -1,0 +1,107 @@
+// Package acp serves spbridge as an Agent Client Protocol (version 1)
+// agent: JSON-RPC 2.0, one message per line, on a reader and a writer. Each
+// ACP session is one open document package and its CLI; what ACP has no
+// words for travels as `_spbridge/…` extension methods and notifications.
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// JSON-RPC and ACP error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	CodeBusy           = -32001 // a prompt already runs in the session
+	CodeNotFound       = -32002 // ACP: resource not found (an unknown session)
+)
+
+// RPCError is a JSON-RPC error object.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("%s (%d)", e.Message, e.Code) }
+
+func rpcErrorf(code int, format string, args ...any) *RPCError {
+	return &RPCError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// message is any JSON-RPC message as read.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+
+// writer serializes messages onto the output, one line each.
+type writer struct {
+	mu  sync.Mutex
+	out io.Writer
+	err error
+}
+
+func (w *writer) send(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	_, w.err = w.out.Write(append(data, '\n'))
+	return w.err
+}
+
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+type request struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int64  `json:"id"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+type notification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+func (w *writer) result(id json.RawMessage, result any) error {
+	if result == nil {
+		result = struct{}{}
+	}
+	return w.send(response{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+func (w *writer) fail(id json.RawMessage, e *RPCError) error {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	return w.send(response{JSONRPC: "2.0", ID: id, Error: e})
+}
+
+func (w *writer) notify(method string, params any) error {
+	return w.send(notification{JSONRPC: "2.0", Method: method, Params: params})
+}

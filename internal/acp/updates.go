@@ -1,0 +1,288 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/claude"
+	"spbridge/internal/itemmap"
+)
+
+// acpHost turns a session's item changes into ACP session/update
+// notifications and _spbridge/item notifications, and its permission
+// requests into session/request_permission requests to the client.
+type acpHost struct {
+	ss   *acpSession
+	mu   sync.Mutex
+	sent map[string]int // item id → bytes of its text sent as chunks
+}
+
+func (h *acpHost) Change(c itemmap.Change) {
+	ss := h.ss
+	w := ss.srv.w
+	w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": c.Item.Map(), "op": c.Op.String()})
+	if c.Op == itemmap.OpRemove {
+		return
+	}
+	it := c.Item
+	switch it.Type() {
+	case archive.TypeUser:
+		// The client sent it: ACP does not echo the prompt.
+	case archive.TypeAssistant, archive.TypeThinking:
+		kind := "agent_message_chunk"
+		if it.Type() == archive.TypeThinking {
+			kind = "agent_thought_chunk"
+		}
+		if chunk := h.newText(it); chunk != "" {
+			ss.update(map[string]any{"sessionUpdate": kind, "content": textBlock(chunk)})
+		}
+	case archive.TypeTool, archive.TypeWebSearch:
+		if c.Op == itemmap.OpAdd {
+			ss.update(toolCall(it))
+		} else {
+			ss.update(toolCallUpdate(it))
+		}
+	case archive.TypeDirections:
+		ss.update(plan(it))
+	case archive.TypeFailure, archive.TypeQuestions:
+		if c.Op == itemmap.OpAdd {
+			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(it))})
+		}
+	}
+}
+
+// newText returns the part of a streaming item's text not sent yet.
+func (h *acpHost) newText(it archive.Item) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sent == nil {
+		h.sent = make(map[string]int)
+	}
+	text := it.String("text")
+	done := h.sent[it.ID()]
+	if done > len(text) {
+		return "" // the text was replaced, not grown: _spbridge/item has it
+	}
+	h.sent[it.ID()] = len(text)
+	return text[done:]
+}
+
+func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) claude.Decision {
+	ss := h.ss
+	ss.mu.Lock()
+	always := ss.allowAlways[a.ToolName]
+	ss.mu.Unlock()
+	if always {
+		return claude.Decision{Allow: true}
+	}
+	id := a.ToolItemID
+	if id == "" {
+		id = a.ItemID
+	}
+	var input any
+	json.Unmarshal(a.Input, &input)
+	title := a.ToolName
+	if s := summaryOf(a.Input); s != "" {
+		title += ": " + s
+	}
+	params := map[string]any{
+		"sessionId": ss.id,
+		"toolCall": map[string]any{"toolCallId": id, "title": title, "kind": toolKind(a.ToolName),
+			"status": "pending", "rawInput": input},
+		"options": []any{
+			map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+			map[string]any{"optionId": "allow_always", "name": "Allow always in this session", "kind": "allow_always"},
+			map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+		},
+	}
+	m, err := ss.srv.request(ctx, "session/request_permission", params)
+	if err != nil {
+		return claude.Decision{Message: "The request was not answered: " + err.Error()}
+	}
+	var r struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	if json.Unmarshal(m.Result, &r) != nil || r.Outcome.Outcome != "selected" {
+		return claude.Decision{Message: "The user cancelled the request."}
+	}
+	switch r.Outcome.OptionID {
+	case "allow_once":
+		return claude.Decision{Allow: true}
+	case "allow_always":
+		ss.mu.Lock()
+		ss.allowAlways[a.ToolName] = true
+		ss.mu.Unlock()
+		return claude.Decision{Allow: true}
+	}
+	return claude.Decision{Message: "The user rejected this from the editor."}
+}
+
+// summaryOf is a short account of a tool's input for a permission title.
+func summaryOf(input json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(input, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				s = s[:i] + "…"
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+func (ss *acpSession) update(u map[string]any) {
+	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
+}
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+// toolKind is the ACP kind of a tool, by name.
+func toolKind(name string) string {
+	switch name {
+	case "Bash", "exec_command", "shell", "command_execution":
+		return "execute"
+	case "Read", "NotebookRead":
+		return "read"
+	case "Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "file_change":
+		return "edit"
+	case "Grep", "Glob", "LS":
+		return "search"
+	case "WebFetch", "WebSearch", "web_search":
+		return "fetch"
+	case "Task", "Agent", "TodoWrite":
+		return "think"
+	}
+	return "other"
+}
+
+// toolStatus is the nearest ACP status; the exact one (denied, cancelled)
+// travels in _spbridge/item.
+func toolStatus(status string) string {
+	switch status {
+	case archive.StatusRunning:
+		return "in_progress"
+	case archive.StatusSucceeded:
+		return "completed"
+	case archive.StatusFailed, archive.StatusDenied, archive.StatusCancelled:
+		return "failed"
+	}
+	return "pending"
+}
+
+func toolTitle(it archive.Item) string {
+	if it.Type() == archive.TypeWebSearch {
+		return "Web search: " + it.String("query")
+	}
+	title := it.String("name")
+	if s := it.String("summary"); s != "" {
+		title += ": " + s
+	}
+	return title
+}
+
+func toolFields(it archive.Item, u map[string]any) map[string]any {
+	name := it.String("name")
+	if it.Type() == archive.TypeWebSearch {
+		name = "WebSearch"
+	}
+	u["toolCallId"] = it.ID()
+	u["title"] = toolTitle(it)
+	u["kind"] = toolKind(name)
+	status := it.String("status")
+	u["status"] = toolStatus(status)
+	if d := it.String("detail"); d != "" && status != archive.StatusRunning {
+		u["content"] = []any{map[string]any{"type": "content", "content": textBlock(d)}}
+	}
+	if results, ok := it.Get("results").([]any); ok && len(results) > 0 {
+		var lines []string
+		for _, r := range results {
+			m, _ := r.(map[string]any)
+			title, _ := m["title"].(string)
+			url, _ := m["url"].(string)
+			lines = append(lines, "- ["+title+"]("+url+")")
+		}
+		u["content"] = []any{map[string]any{"type": "content", "content": textBlock(strings.Join(lines, "\n"))}}
+	}
+	switch name {
+	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+		if p := it.String("summary"); p != "" {
+			u["locations"] = []any{map[string]any{"path": p}}
+		}
+	}
+	return u
+}
+
+func toolCall(it archive.Item) map[string]any {
+	return toolFields(it, map[string]any{"sessionUpdate": "tool_call"})
+}
+
+func toolCallUpdate(it archive.Item) map[string]any {
+	return toolFields(it, map[string]any{"sessionUpdate": "tool_call_update"})
+}
+
+// plan turns a directions item into an ACP plan: one entry a line.
+func plan(it archive.Item) map[string]any {
+	entries := []any{}
+	for _, line := range strings.Split(it.String("text"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			entries = append(entries, map[string]any{"content": line, "priority": "medium", "status": "pending"})
+		}
+	}
+	return map[string]any{"sessionUpdate": "plan", "entries": entries}
+}
+
+// plainText is what an ACP client without spbridge's extensions is shown
+// for a failure or questions.
+func plainText(it archive.Item) string {
+	switch it.Type() {
+	case archive.TypeFailure:
+		return "Error: " + it.String("text")
+	case archive.TypeQuestions:
+		var qs []string
+		list, _ := it.Get("questions").([]any)
+		for _, q := range list {
+			m, _ := q.(map[string]any)
+			if s, _ := m["question"].(string); s != "" {
+				qs = append(qs, s)
+			}
+		}
+		return strings.Join(qs, "\n")
+	}
+	return it.String("text")
+}
+
+// replay sends a loaded conversation to the client as session/update
+// notifications (and its items as _spbridge/item), in order.
+func (ss *acpSession) replay() {
+	ss.mu.Lock()
+	items := append([]archive.Item(nil), ss.pkg.Conv.Items...)
+	ss.mu.Unlock()
+	w := ss.srv.w
+	for _, it := range items {
+		w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": it.Map(), "op": "add"})
+		switch it.Type() {
+		case archive.TypeUser:
+			ss.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": textBlock(it.String("text"))})
+		case archive.TypeAssistant:
+			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(it.String("text"))})
+		case archive.TypeThinking:
+			ss.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": textBlock(it.String("text"))})
+		case archive.TypeTool, archive.TypeWebSearch:
+			ss.update(toolCall(it))
+		case archive.TypeDirections:
+			ss.update(plan(it))
+		case archive.TypeFailure, archive.TypeQuestions:
+			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(it))})
+		}
+	}
+}
