@@ -111,7 +111,11 @@ func (f *fakeBackend) Program() (string, error) { return "/bin/fake", nil }
 func (f *fakeBackend) Version() string          { return "1" }
 func (f *fakeBackend) StderrTail() string       { return "" }
 func (f *fakeBackend) ExitStatus() string       { return "" }
-func (f *fakeBackend) texts() []string          { f.mu.Lock(); defer f.mu.Unlock(); return append([]string(nil), f.sent...) }
+func (f *fakeBackend) texts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.sent...)
+}
 
 // client drives a Server over pipes. Every message the server writes is
 // kept; responses are found by id wherever they are, notifications are read
