@@ -1,0 +1,750 @@
+#!/usr/bin/env node
+// ACP v1 test client for spbridge's end-to-end tests, built on the official
+// ACP TypeScript library (@agentclientprotocol/sdk, pinned by
+// scripts/install-clis). See README.md next to this file.
+//
+//   node testdata/acp-client/client.mjs SCENARIO.json
+//
+// It spawns the scenario's agent command, connects to it as an ACP client over
+// the child's stdin/stdout, runs the scenario's steps in order and writes one
+// JSON line per event to stdout. Every line the agent writes is validated
+// against the library's schemas before the SDK sees it. Exit status: 0 when
+// every step ran and nothing was invalid, 1 otherwise, 2 on usage errors.
+
+import { spawn } from "node:child_process";
+import { readFileSync, existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const SDK_VERSION = "2.4.0";
+const here = path.dirname(fileURLToPath(import.meta.url));
+const sdkDir = process.env.ACP_SDK_DIR
+  ? path.resolve(process.env.ACP_SDK_DIR)
+  : path.resolve(here, "../../.tools/npm/node_modules/@agentclientprotocol/sdk");
+
+function usage(message) {
+  process.stderr.write(`acp-client: ${message}\n`);
+  process.exit(2);
+}
+
+if (process.argv.length !== 3) {
+  usage("usage: node client.mjs SCENARIO.json");
+}
+if (!existsSync(path.join(sdkDir, "package.json"))) {
+  usage(`no ACP SDK at ${sdkDir}: run bash scripts/install-clis, or set ACP_SDK_DIR`);
+}
+const sdkPkg = JSON.parse(readFileSync(path.join(sdkDir, "package.json"), "utf8"));
+if (sdkPkg.version !== SDK_VERSION) {
+  process.stderr.write(
+    `acp-client: warning: ${sdkDir} is version ${sdkPkg.version}, this client was written for ${SDK_VERSION}\n`,
+  );
+}
+// The package entry point (stable ACP v1: app builders, ndJsonStream,
+// RequestError, methods) and its generated zod schemas, which the package
+// does not export by name; they are the same modules the SDK validates with.
+const acp = await import(pathToFileURL(path.join(sdkDir, sdkPkg.exports["."].import)).href);
+const schemas = await import(pathToFileURL(path.join(sdkDir, "dist/v1/schema/zod.gen.js")).href);
+
+let scenario;
+try {
+  scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
+} catch (err) {
+  usage(`reading ${process.argv[2]}: ${err.message}`);
+}
+if (!Array.isArray(scenario.command) || scenario.command.length === 0) {
+  usage("scenario.command must be a non-empty array");
+}
+if (!Array.isArray(scenario.steps)) {
+  usage("scenario.steps must be an array");
+}
+const strict = scenario.strict !== false;
+const stepTimeoutMs = scenario.stepTimeoutMs ?? 30000;
+
+// ---------------------------------------------------------------- output
+
+let invalidCount = 0;
+let failed = false;
+
+function emit(event) {
+  process.stdout.write(JSON.stringify(event) + "\n");
+}
+
+function invalid(kind, method, issues, message, extra = {}) {
+  invalidCount++;
+  emit({ event: "invalid", kind, method: method ?? null, ...extra, issues, message });
+}
+
+function fail(step, message) {
+  failed = true;
+  emit({ event: "fail", step, message });
+}
+
+// ---------------------------------------------------------------- validation
+
+function isObject(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function issue(message, pathParts = [], code = "custom") {
+  return { path: pathParts, code, message };
+}
+
+// flattenIssues turns zod issues into a flat list. For a union it keeps only
+// the most plausible variant: the ones whose discriminator matched (no
+// top-level invalid_value issue), then the one with the fewest issues.
+function flattenIssues(issues, base = []) {
+  const out = [];
+  const seen = new Set();
+  const add = (i) => {
+    const key = JSON.stringify([i.path, i.message]);
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(i);
+    }
+  };
+  for (const i of issues) {
+    const p = [...base, ...(i.path ?? [])];
+    if (i.code === "invalid_union" && Array.isArray(i.errors) && i.errors.length > 0) {
+      const branches = i.errors.map((errs) => flattenIssues(errs, p));
+      const tagged = i.errors
+        .map((errs, n) => ({ errs, n }))
+        .filter(({ errs }) => !errs.some((e) => e.code === "invalid_value" && (e.path ?? []).length === 1));
+      const candidates = tagged.length > 0 ? tagged.map(({ n }) => branches[n]) : branches;
+      candidates.sort((a, b) => a.length - b.length);
+      if (tagged.length === 0 && branches.length > 1) {
+        add(issue(`no variant of the union matched (${i.message})`, p, "invalid_union"));
+      }
+      for (const b of candidates[0]) add(b);
+    } else {
+      add({ path: p, code: i.code, message: i.message });
+    }
+  }
+  return out;
+}
+
+// lossless compares the raw value with what the SDK's schema made of it. The
+// SDK's schemas are lenient: they strip unknown fields, skip invalid array
+// items and replace invalid optional values with defaults. In strict mode any
+// such loss is an issue, so a misspelled or mistyped field does not pass.
+function lossless(raw, parsed, p = [], out = []) {
+  if (Array.isArray(raw)) {
+    if (!Array.isArray(parsed)) {
+      out.push(issue("value was replaced by the schema's default (invalid value)", p, "strict_changed"));
+    } else if (parsed.length !== raw.length) {
+      out.push(
+        issue(`${raw.length - parsed.length} invalid array item(s) were skipped by the schema`, p, "strict_items_dropped"),
+      );
+    } else {
+      raw.forEach((v, n) => lossless(v, parsed[n], [...p, n], out));
+    }
+  } else if (isObject(raw)) {
+    if (!isObject(parsed)) {
+      out.push(issue("value was replaced by the schema's default (invalid value)", p, "strict_changed"));
+      return out;
+    }
+    for (const [k, v] of Object.entries(raw)) {
+      if (!Object.hasOwn(parsed, k) || parsed[k] === undefined) {
+        out.push(
+          issue(`field ${JSON.stringify(k)} was dropped by the schema (unknown field, or invalid value of an optional field)`, [...p, k], "strict_dropped"),
+        );
+      } else {
+        lossless(v, parsed[k], [...p, k], out);
+      }
+    }
+  } else if (raw !== parsed) {
+    out.push(issue(`value ${JSON.stringify(raw)} was replaced by ${JSON.stringify(parsed)} (invalid value)`, p, "strict_changed"));
+  }
+  return out;
+}
+
+// check validates value with a zod schema from the SDK and returns issues.
+function check(schema, value) {
+  const r = schema.safeParse(value);
+  if (!r.success) return flattenIssues(r.error.issues);
+  return strict ? lossless(value, r.data) : [];
+}
+
+const responseSchemas = {
+  initialize: schemas.zInitializeResponse,
+  authenticate: schemas.zAuthenticateResponse,
+  logout: schemas.zLogoutResponse,
+  "session/new": schemas.zNewSessionResponse,
+  "session/load": schemas.zLoadSessionResponse,
+  "session/list": schemas.zListSessionsResponse,
+  "session/delete": schemas.zDeleteSessionResponse,
+  "session/resume": schemas.zResumeSessionResponse,
+  "session/close": schemas.zCloseSessionResponse,
+  "session/set_mode": schemas.zSetSessionModeResponse,
+  "session/set_config_option": schemas.zSetSessionConfigOptionResponse,
+  "session/prompt": schemas.zPromptResponse,
+};
+
+// Client methods an agent may only call when the client advertised them.
+const capabilityMethods = {
+  "fs/read_text_file": (c) => c?.fs?.readTextFile === true,
+  "fs/write_text_file": (c) => c?.fs?.writeTextFile === true,
+  "terminal/create": (c) => c?.terminal === true,
+  "terminal/output": (c) => c?.terminal === true,
+  "terminal/release": (c) => c?.terminal === true,
+  "terminal/wait_for_exit": (c) => c?.terminal === true,
+  "terminal/kill": (c) => c?.terminal === true,
+  "elicitation/create": (c) => c?.elicitation != null,
+  "elicitation/complete": (c) => c?.elicitation != null,
+};
+
+let clientCapabilities = null; // as sent in initialize
+const knownSessions = new Set();
+
+function checkSessionId(params, issues) {
+  if (strict && isObject(params) && typeof params.sessionId === "string" && !knownSessions.has(params.sessionId)) {
+    issues.push(issue(`unknown sessionId ${JSON.stringify(params.sessionId)} (not created or loaded on this connection)`, ["sessionId"]));
+  }
+}
+
+// ---------------------------------------------------------------- state
+
+const saved = new Map(); // saveAs name -> session id
+const outgoing = new Map(); // JSON id -> {method, answered, rec}
+const callQueue = []; // records of calls not yet written, in call order
+const rawRequests = new Map(); // JSON id of an incoming request -> raw params
+const inbox = []; // incoming requests, notifications and stray responses, in order
+const waiters = new Set();
+let child;
+let childExited = false;
+let exitInfo = null;
+let exitEmitted = false;
+let exitPromiseResolve;
+const exitPromise = new Promise((r) => (exitPromiseResolve = r));
+
+function wake() {
+  for (const w of [...waiters]) w();
+}
+
+// waitUntil resolves true when pred() holds, false on timeout; it re-checks
+// whenever something arrives or the agent exits.
+function waitUntil(pred, timeoutMs) {
+  return new Promise((resolve) => {
+    if (pred()) return resolve(true);
+    let timer;
+    const w = () => {
+      if (pred()) {
+        clearTimeout(timer);
+        waiters.delete(w);
+        resolve(true);
+      }
+    };
+    timer = setTimeout(() => {
+      waiters.delete(w);
+      resolve(pred());
+    }, timeoutMs);
+    waiters.add(w);
+  });
+}
+
+// ---------------------------------------------------------------- incoming tap
+
+function handleLine(line) {
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch (err) {
+    invalid("line", null, [issue(`not JSON: ${err.message}`)], line);
+    return;
+  }
+  if (!isObject(msg)) {
+    invalid("line", null, [issue("a JSON-RPC message must be a JSON object")], msg);
+    return;
+  }
+  const env = [];
+  if (msg.jsonrpc !== "2.0") env.push(issue('"jsonrpc" must be "2.0"', ["jsonrpc"]));
+  const hasId = Object.hasOwn(msg, "id");
+  if (typeof msg.method === "string") {
+    if (hasId) handleRequest(msg, env);
+    else handleNotification(msg, env);
+  } else if (hasId && !Object.hasOwn(msg, "method")) {
+    handleResponse(msg, env);
+  } else {
+    invalid("line", null, [...env, issue("neither a request, a notification nor a response")], msg);
+  }
+}
+
+function handleRequest(msg, issues) {
+  const { method, params, id } = msg;
+  if (!(typeof id === "string" || (typeof id === "number" && Number.isInteger(id)))) {
+    issues.push(issue("request id must be a string or an integer", ["id"]));
+  }
+  rawRequests.set(JSON.stringify(id), params);
+  if (method === "session/request_permission") {
+    issues.push(...check(schemas.zRequestPermissionRequest, params));
+    checkSessionId(params, issues);
+  } else if (method in capabilityMethods) {
+    if (!capabilityMethods[method](clientCapabilities)) {
+      issues.push(issue(`agent called ${method}, which the client did not advertise in clientCapabilities`));
+    }
+  } else if (method.startsWith("_")) {
+    if (params !== undefined && !isObject(params)) issues.push(issue("extension request params must be a JSON object", ["params"]));
+  } else {
+    issues.push(issue(`${method} is not an ACP v1 client method`));
+  }
+  if (issues.length > 0) invalid("request", method, issues, msg, { id });
+  inbox.push({ kind: "request", method, params, id });
+  wake();
+}
+
+function handleNotification(msg, issues) {
+  const { method, params } = msg;
+  if (method === "session/update") {
+    issues.push(...check(schemas.zSessionNotification, params));
+    checkSessionId(params, issues);
+  } else if (method === "$/cancel_request") {
+    issues.push(...check(schemas.zCancelRequestNotification, params));
+  } else if (method in capabilityMethods) {
+    if (!capabilityMethods[method](clientCapabilities)) {
+      issues.push(issue(`agent sent ${method}, which the client did not advertise in clientCapabilities`));
+    }
+  } else if (method.startsWith("_spbridge/")) {
+    if (!isObject(params)) {
+      issues.push(issue("_spbridge notification params must be a JSON object", ["params"]));
+    } else if (typeof params.sessionId !== "string") {
+      issues.push(issue("_spbridge notification params must have a string sessionId", ["sessionId"]));
+    } else {
+      checkSessionId(params, issues);
+    }
+  } else if (method.startsWith("_")) {
+    if (params !== undefined && !isObject(params)) issues.push(issue("extension notification params must be a JSON object", ["params"]));
+  } else {
+    issues.push(issue(`${method} is not an ACP v1 client notification`));
+  }
+  emit({ event: "notification", method, params });
+  if (issues.length > 0) invalid("notification", method, issues, msg);
+  inbox.push({ kind: "notification", method, params });
+  wake();
+}
+
+function handleResponse(msg, issues) {
+  const hasResult = Object.hasOwn(msg, "result");
+  const hasError = Object.hasOwn(msg, "error");
+  if (hasResult === hasError) issues.push(issue('a response must have exactly one of "result" and "error"'));
+  const key = JSON.stringify(msg.id);
+  const req = outgoing.get(key);
+  if (!req || req.answered) {
+    // Not an answer to one of our requests: an error for a line the agent
+    // could not read (id null) is expected after a raw step.
+    if (msg.id !== null) issues.push(issue(req ? `second response to request id ${key}` : `response to unknown request id ${key}`, ["id"]));
+    if (hasError) issues.push(...flattenIssues(schemas.zError.safeParse(msg.error).error?.issues ?? [], ["error"]));
+    emit({ event: "stray", message: msg });
+    if (issues.length > 0) invalid("response", null, issues, msg, { id: msg.id });
+    inbox.push({ kind: "stray", message: msg });
+    wake();
+    return;
+  }
+  req.answered = true;
+  if (req.rec && hasResult) {
+    req.rec.hasWire = true;
+    req.rec.wireResult = msg.result;
+  }
+  if (hasError) {
+    issues.push(...check(schemas.zError, msg.error).map((i) => ({ ...i, path: ["error", ...i.path] })));
+  } else if (hasResult && responseSchemas[req.method]) {
+    issues.push(...check(responseSchemas[req.method], msg.result).map((i) => ({ ...i, path: ["result", ...i.path] })));
+  }
+  if (issues.length > 0) invalid("response", req.method, issues, msg, { id: msg.id });
+}
+
+// ---------------------------------------------------------------- agent process
+
+const cwd = scenario.cwd ? path.resolve(scenario.cwd) : process.cwd();
+const env = { ...process.env };
+for (const [k, v] of Object.entries(scenario.env ?? {})) {
+  if (v === null) delete env[k];
+  else env[k] = String(v);
+}
+
+child = spawn(scenario.command[0], scenario.command.slice(1), { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+child.stderr.pipe(process.stderr);
+child.stdin.on("error", () => {}); // EPIPE after the agent exits
+child.on("error", (err) => {
+  fail(null, `spawning ${scenario.command[0]}: ${err.message}`);
+  childExited = true;
+  exitInfo = { code: null, signal: null };
+  emitExit();
+});
+
+function emitExit() {
+  if (exitEmitted) return;
+  exitEmitted = true;
+  emit({ event: "exit", code: exitInfo.code, signal: exitInfo.signal });
+  exitPromiseResolve();
+  wake();
+}
+child.on("exit", (code, signal) => {
+  childExited = true;
+  exitInfo = { code, signal };
+  wake();
+  // 'close' follows once stdout and stderr are drained; do not wait for it
+  // forever if a grandchild keeps them open.
+  setTimeout(emitExit, 2000).unref();
+});
+child.on("close", (code, signal) => {
+  childExited = true;
+  exitInfo ??= { code, signal };
+  emitExit();
+});
+
+function stdinOpen() {
+  return !child.stdin.destroyed && !child.stdin.writableEnded;
+}
+
+function writeToChild(bytes) {
+  if (stdinOpen()) child.stdin.write(bytes);
+}
+
+// Bytes from the agent: split into lines, validate each, then hand the same
+// bytes to the SDK's ndJsonStream.
+let inputController;
+const agentOutput = new ReadableStream({
+  start(c) {
+    inputController = c;
+  },
+});
+let pending = Buffer.alloc(0);
+function feedLine(buf) {
+  const line = buf.toString("utf8");
+  if (line.trim() !== "") handleLine(line.trim());
+  inputController.enqueue(new Uint8Array(Buffer.concat([buf, Buffer.from("\n")])));
+}
+child.stdout.on("data", (chunk) => {
+  pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+  let nl;
+  while ((nl = pending.indexOf(0x0a)) !== -1) {
+    feedLine(pending.subarray(0, nl));
+    pending = pending.subarray(nl + 1);
+  }
+});
+child.stdout.on("end", () => {
+  if (pending.length > 0) feedLine(pending);
+  pending = Buffer.alloc(0);
+  try {
+    inputController.close();
+  } catch {
+    // already closed
+  }
+});
+
+// The SDK's writes go straight to the agent's stdin: the sink hands each
+// chunk to child.stdin.write at once, so every message the connection has
+// queued reaches the pipe within the same event-loop turn.
+const agentInput = new WritableStream({
+  write(chunk) {
+    writeToChild(chunk);
+  },
+});
+
+const nd = acp.ndJsonStream(agentInput, agentOutput);
+const ndWriter = nd.writable.getWriter();
+const stream = {
+  readable: nd.readable,
+  writable: new WritableStream({
+    write(msg) {
+      if (isObject(msg) && typeof msg.method === "string" && Object.hasOwn(msg, "id")) {
+        // Only call() sends requests, and the connection writes them in call
+        // order, so the oldest unwritten call is this one.
+        outgoing.set(JSON.stringify(msg.id), { method: msg.method, answered: false, rec: callQueue.shift() });
+      }
+      return ndWriter.write(msg);
+    },
+  }),
+};
+
+// flushWrites lets the event loop turn so that every message the connection
+// has already queued has been written to the agent's stdin.
+async function flushWrites() {
+  for (let n = 0; n < 3; n++) await new Promise((r) => setImmediate(r));
+}
+
+// ---------------------------------------------------------------- client app
+
+const permissionAnswers = [...(scenario.permissions ?? [])];
+
+const app = acp
+  .client({ name: "spbridge-acp-client" })
+  .onRequest(acp.methods.client.session.requestPermission, async (ctx) => {
+    const params = rawRequests.get(JSON.stringify(ctx.requestId)) ?? ctx.params;
+    let answer = { outcome: { outcome: "cancelled" } };
+    const want = permissionAnswers.shift();
+    if (want !== undefined && want !== "cancelled") {
+      const option = isObject(want)
+        ? ctx.params.options.find((o) => o.optionId === want.optionId)
+        : ctx.params.options.find((o) => o.kind === want);
+      if (option) answer = { outcome: { outcome: "selected", optionId: option.optionId } };
+    }
+    emit({ event: "request", method: ctx.method, params, answer });
+    return answer;
+  })
+  .onNotification(acp.methods.client.session.update, () => {})
+  .onRequest("*", (ctx) => {
+    const params = rawRequests.get(JSON.stringify(ctx.requestId)) ?? ctx.params;
+    const err = acp.RequestError.methodNotFound(ctx.method);
+    emit({ event: "request", method: ctx.method, params, answer: { error: err.toErrorResponse() } });
+    throw err;
+  })
+  .onNotification("*", () => {});
+
+const conn = app.connect(stream);
+const agent = conn.agent;
+
+// ---------------------------------------------------------------- steps
+
+function subst(v) {
+  if (typeof v === "string" && v.startsWith("$") && saved.has(v.slice(1))) return saved.get(v.slice(1));
+  if (Array.isArray(v)) return v.map(subst);
+  if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, subst(x)]));
+  return v;
+}
+
+function sessionOf(name) {
+  if (typeof name !== "string") throw new Error("step needs a session");
+  return saved.get(name) ?? name;
+}
+
+function errorObject(err) {
+  if (err instanceof acp.RequestError) return { code: err.code, message: err.message, data: err.data ?? null };
+  return { code: null, message: String(err?.message ?? err), data: null };
+}
+
+const asyncCalls = new Map(); // name -> {promise, settled, outcome}
+
+// call sends a request and returns a record whose promise resolves to
+// {ok, result} or {ok:false, error, transport}; the response or error event
+// is written when it arrives.
+function call(stepIndex, method, params, onResult) {
+  const rec = { settled: false };
+  callQueue.push(rec);
+  rec.promise = agent.request(method, params).then(
+    (sdkResult) => {
+      rec.settled = true;
+      // The result as it was on the wire (the SDK maps a null result of some
+      // methods, such as session/load, to {}).
+      const result = rec.hasWire ? rec.wireResult : sdkResult;
+      onResult?.(result);
+      emit({ event: "response", step: stepIndex, method, result });
+      return { ok: true, result };
+    },
+    (err) => {
+      rec.settled = true;
+      emit({ event: "error", step: stepIndex, method, error: errorObject(err) });
+      return { ok: false, error: err, transport: !(err instanceof acp.RequestError) };
+    },
+  );
+  return rec;
+}
+
+async function settle(stepIndex, rec, timeoutMs, what) {
+  const done = await Promise.race([
+    rec.promise,
+    new Promise((r) => setTimeout(() => r(null), timeoutMs).unref()),
+  ]);
+  if (done === null) throw new StepFailure(`${what}: no response within ${timeoutMs} ms`);
+  if (!done.ok && done.transport) throw new StepFailure(`${what}: ${done.error?.message ?? done.error}`);
+  return done;
+}
+
+class StepFailure extends Error {}
+
+async function request(stepIndex, step, method, params, onResult) {
+  const rec = call(stepIndex, method, params, onResult);
+  if (step.async) {
+    if (!step.name) throw new StepFailure("an async step needs a name");
+    asyncCalls.set(step.name, rec);
+    return;
+  }
+  await settle(stepIndex, rec, step.timeoutMs ?? stepTimeoutMs, method);
+}
+
+function promptBlocks(step) {
+  if (Array.isArray(step.prompt)) return step.prompt;
+  const blocks = [];
+  if (typeof step.text === "string") blocks.push({ type: "text", text: step.text });
+  for (const img of step.images ?? []) {
+    const data = img.data ?? readFileSync(img.path).toString("base64");
+    const block = { type: "image", mimeType: img.mimeType, data };
+    if (img.uri) block.uri = img.uri;
+    blocks.push(block);
+  }
+  return blocks;
+}
+
+function matches(entry, step) {
+  if (step.stray) {
+    if (entry.kind !== "stray") return false;
+    if (step.errorCode !== undefined && entry.message?.error?.code !== step.errorCode) return false;
+    return true;
+  }
+  if (entry.kind === "stray") return false;
+  if (step.method !== undefined && entry.method !== step.method) return false;
+  if (step.sessionUpdate !== undefined && entry.params?.update?.sessionUpdate !== step.sessionUpdate) return false;
+  if (step.session !== undefined && entry.params?.sessionId !== sessionOf(step.session)) return false;
+  return true;
+}
+
+async function waitExit(timeoutMs, what) {
+  const ok = await waitUntil(() => childExited, timeoutMs);
+  if (!ok) throw new StepFailure(`${what}: agent still running after ${timeoutMs} ms`);
+  await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 2500).unref())]);
+}
+
+let lastMatch = -1;
+
+async function runStep(i, step, prevStart) {
+  const timeoutMs = step.timeoutMs ?? stepTimeoutMs;
+  switch (step.op) {
+    case "initialize": {
+      clientCapabilities = step.clientCapabilities ?? {
+        fs: { readTextFile: false, writeTextFile: false },
+        terminal: false,
+      };
+      const params = {
+        protocolVersion: step.protocolVersion ?? acp.PROTOCOL_VERSION,
+        clientCapabilities,
+        clientInfo: step.clientInfo ?? { name: "spbridge-acp-client", version: "1.0.0" },
+      };
+      if (step.meta !== undefined) params._meta = step.meta;
+      return request(i, step, "initialize", params);
+    }
+    case "newSession": {
+      const params = { cwd: path.resolve(step.cwd ?? cwd), mcpServers: step.mcpServers ?? [] };
+      if (step.meta !== undefined) params._meta = step.meta;
+      return request(i, step, "session/new", params, (result) => {
+        if (isObject(result) && typeof result.sessionId === "string") {
+          knownSessions.add(result.sessionId);
+          if (step.saveAs) saved.set(step.saveAs, result.sessionId);
+        }
+      });
+    }
+    case "loadSession": {
+      const sessionId = sessionOf(step.sessionId);
+      const params = { sessionId, cwd: path.resolve(step.cwd ?? cwd), mcpServers: step.mcpServers ?? [] };
+      if (step.meta !== undefined) params._meta = step.meta;
+      knownSessions.add(sessionId); // history replay arrives before the response
+      return request(i, step, "session/load", params, () => {
+        if (step.saveAs) saved.set(step.saveAs, sessionId);
+      });
+    }
+    case "prompt": {
+      const params = { sessionId: sessionOf(step.session), prompt: promptBlocks(step) };
+      if (step.meta !== undefined) params._meta = step.meta;
+      return request(i, step, "session/prompt", params);
+    }
+    case "ext":
+      return request(i, step, step.method, step.params ?? {});
+    case "cancel": {
+      const params = { sessionId: sessionOf(step.session) };
+      if (step.meta !== undefined) params._meta = step.meta;
+      await agent.notify("session/cancel", params);
+      return;
+    }
+    case "extNotify":
+      await agent.notify(step.method, step.params ?? {});
+      return;
+    case "await": {
+      const rec = asyncCalls.get(step.name);
+      if (!rec) throw new StepFailure(`no async step named ${JSON.stringify(step.name)}`);
+      await settle(i, rec, timeoutMs, `await ${step.name}`);
+      return;
+    }
+    case "waitFor": {
+      const count = step.count ?? 1;
+      const from = Math.max(prevStart, lastMatch + 1);
+      let found = -1;
+      const scan = () => {
+        let n = 0;
+        for (let k = from; k < inbox.length; k++) {
+          if (matches(inbox[k], step) && ++n === count) {
+            found = k;
+            return true;
+          }
+        }
+        return childExited && exitEmitted; // nothing more can arrive
+      };
+      await waitUntil(scan, timeoutMs);
+      if (found < 0) {
+        const what = JSON.stringify({ method: step.method, sessionUpdate: step.sessionUpdate, stray: step.stray, count });
+        throw new StepFailure(`waitFor ${what}: ${childExited ? "agent exited" : `nothing within ${timeoutMs} ms`}`);
+      }
+      lastMatch = found;
+      return;
+    }
+    case "raw":
+      await flushWrites();
+      writeToChild(step.line + (step.newline === false ? "" : "\n"));
+      return;
+    case "sleep":
+      await new Promise((r) => setTimeout(r, step.ms ?? 0));
+      return;
+    case "closeStdin":
+      await flushWrites();
+      child.stdin.end();
+      await waitExit(timeoutMs, "closeStdin");
+      return;
+    case "signal":
+      if (!childExited) child.kill(step.signal ?? "SIGTERM");
+      await waitExit(timeoutMs, `signal ${step.signal ?? "SIGTERM"}`);
+      return;
+    default:
+      throw new StepFailure(`unknown op ${JSON.stringify(step.op)}`);
+  }
+}
+
+async function shutdown() {
+  if (!childExited) {
+    await flushWrites();
+    if (stdinOpen()) child.stdin.end();
+    if (!(await waitUntil(() => childExited, 5000))) {
+      child.kill("SIGTERM");
+      if (!(await waitUntil(() => childExited, 5000))) {
+        child.kill("SIGKILL");
+        await waitUntil(() => childExited, 5000);
+      }
+    }
+  }
+  await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 2500).unref())]);
+  conn.close();
+}
+
+let finished = false;
+function finish() {
+  if (finished) return;
+  finished = true;
+  const code = failed || invalidCount > 0 ? 1 : 0;
+  emit({ event: "done", code, invalid: invalidCount, failed });
+  process.stdout.write("", () => process.exit(code));
+}
+
+const globalTimeoutMs = scenario.timeoutMs ?? 60000;
+const globalTimer = setTimeout(() => {
+  fail(null, `scenario did not finish within ${globalTimeoutMs} ms`);
+  if (!childExited) child.kill("SIGKILL");
+  setTimeout(() => {
+    if (!exitEmitted) {
+      exitInfo ??= { code: null, signal: null };
+      emitExit();
+    }
+    finish();
+  }, 1000);
+}, globalTimeoutMs);
+
+let prevStart = 0;
+for (let i = 0; i < scenario.steps.length && !failed; i++) {
+  const step = subst(scenario.steps[i]);
+  const start = inbox.length;
+  emit({ event: "step", step: i, op: step.op });
+  try {
+    await runStep(i, step, prevStart);
+  } catch (err) {
+    fail(i, err instanceof StepFailure ? err.message : `${err?.message ?? err}`);
+  }
+  prevStart = start;
+}
+await shutdown();
+clearTimeout(globalTimer);
+finish();
