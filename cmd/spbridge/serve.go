@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"path/filepath"
 	"time"
 
 	"spbridge/internal/acp"
@@ -13,14 +14,17 @@ import (
 )
 
 func runServe(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("serve", "[--no-audit]",
+	f := newFlagSet("serve", "[--backend claude] [--no-audit]",
 		"Speak the Agent Client Protocol (version 1) on standard input and output:\n"+
 			"JSON-RPC 2.0, one message a line, so an editor can use spbridge as its\n"+
 			"agent. Each session is one document package (named in session/new's\n"+
-			"_meta.spbridge) and its own CLI. Logs go to standard error. Closing\n"+
+			"_meta.spbridge) and its own CLI; an editor that sends no _meta gets a\n"+
+			"package of its own for each session under the state folder, which\n"+
+			"session/load opens again by its id. Logs go to standard error. Closing\n"+
 			"standard input, or SIGINT or SIGTERM, ends every CLI and saves every\n"+
 			"conversation that changed.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
+	backend := f.String("backend", "claude", "the backend of sessions that name none: claude")
 	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
@@ -28,8 +32,14 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if err := f.noArgs(); err != nil {
 		return err
 	}
+	state, err := audit.StateDir()
+	if err != nil {
+		return err
+	}
 	cfg := acp.Config{
-		Version: versionString(),
+		Version:        versionString(),
+		DefaultBackend: *backend,
+		SessionsDir:    filepath.Join(state, "sessions"),
 		Log:     log.New(st.err, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (session.Backend, error) {
 			switch name {
@@ -40,15 +50,11 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		},
 	}
 	if !*noAudit {
-		dir, err := audit.StateDir()
-		if err != nil {
-			return err
-		}
-		cfg.AuditDir = dir
+		cfg.AuditDir = state
 	}
 	srv := acp.NewServer(st.out, cfg)
 	start := time.Now()
-	err := srv.Serve(ctx, st.in)
+	err = srv.Serve(ctx, st.in)
 	cfg.Log.Printf("served for %v", time.Since(start).Round(time.Millisecond))
 	return err
 }

@@ -134,12 +134,15 @@ type client struct {
 	doneErr  error
 }
 
-func startServer(t *testing.T) *client {
+func startServer(t *testing.T) *client { return startServerWith(t, Config{}) }
+
+func startServerWith(t *testing.T, cfg Config) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, doneCh: make(chan struct{})}
-	srv := NewServer(outW, Config{AuditDir: t.TempDir(), Version: "test", NewBackend: func(name string, o BackendOptions) (session.Backend, error) {
+	cfg.AuditDir, cfg.Version = t.TempDir(), "test"
+	cfg.NewBackend = func(name string, o BackendOptions) (session.Backend, error) {
 		if name != "claude" {
 			return nil, fmt.Errorf("no %s", name)
 		}
@@ -148,7 +151,8 @@ func startServer(t *testing.T) *client {
 		c.backends = append(c.backends, b)
 		c.mu.Unlock()
 		return b, nil
-	}})
+	}
+	srv := NewServer(outW, cfg)
 	go func() {
 		c.doneErr = srv.Serve(context.Background(), inR)
 		outW.Close()
@@ -568,5 +572,28 @@ func TestShutdownInterruptsAndSaves(t *testing.T) {
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
 	if len(p.Conv.Items) < 2 || p.Conv.Items[len(p.Conv.Items)-1].String("text") != "Interrupted." {
 		t.Errorf("saved items %d", len(p.Conv.Items))
+	}
+}
+
+// TestSessionWithoutMeta is an editor that knows nothing of spbridge: its
+// session gets a package of its own, which session/load opens again.
+func TestSessionWithoutMeta(t *testing.T) {
+	dir := t.TempDir()
+	c := startServerWith(t, Config{SessionsDir: dir, DefaultBackend: "claude"})
+	res, _ := c.request("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
+	sid := res["sessionId"].(string)
+	if filepath.Dir(sid) != dir {
+		t.Fatalf("sessionId %q is not under %s", sid, dir)
+	}
+	if res, _ := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}}); res["stopReason"] != "end_turn" {
+		t.Errorf("prompt: %v", res)
+	}
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := startServerWith(t, Config{SessionsDir: dir, DefaultBackend: "claude"})
+	_, seen := c2.request("session/load", map[string]any{"sessionId": sid, "cwd": t.TempDir(), "mcpServers": []any{}})
+	if len(updates(seen, "user_message_chunk")) != 1 {
+		t.Errorf("load replayed %v", seen)
 	}
 }

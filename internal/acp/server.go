@@ -35,6 +35,12 @@ type Config struct {
 	AuditDir string
 	// Version is spbridge's version, for initialize.
 	Version string
+	// DefaultBackend is the backend of a session whose _meta names none
+	// (an editor that knows nothing of spbridge's parameters).
+	DefaultBackend string
+	// SessionsDir is where such an editor's sessions get a package of their
+	// own, one folder each; "" makes _meta.spbridge.package required.
+	SessionsDir string
 	// Log receives diagnostics (stderr); nil discards them.
 	Log *log.Logger
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,8 +77,20 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage, load bo
 	if m.Package == "" && load {
 		m.Package = p.SessionID
 	}
+	if m.Package == "" && s.cfg.SessionsDir != "" {
+		// An editor that knows nothing of packages: the session gets one of
+		// its own, and its id (the package's path) loads it later.
+		dir := filepath.Join(s.cfg.SessionsDir, archive.NewID())
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
+		}
+		m.Package = dir
+	}
 	if m.Package == "" {
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
+	}
+	if m.Backend == "" {
+		m.Backend = s.cfg.DefaultBackend
 	}
 	if m.Backend == "" {
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.backend is required ("claude" or "codex")`)
