@@ -40,7 +40,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Version:        versionString(),
 		DefaultBackend: *backend,
 		SessionsDir:    filepath.Join(state, "sessions"),
-		Log:     log.New(st.err, "spbridge: ", log.LstdFlags),
+		Log:            log.New(st.err, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (session.Backend, error) {
 			switch name {
 			case "claude":
