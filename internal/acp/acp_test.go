@@ -251,7 +251,14 @@ func (c *client) until(stop func(map[string]any) bool) (map[string]any, []map[st
 		eof := c.eof
 		c.mu.Unlock()
 		if eof || time.Now().After(deadline) {
-			c.t.Fatalf("not found (eof %v); seen %v", eof, seen)
+			c.mu.Lock()
+			var all []string
+			for _, m := range c.all {
+				b, _ := json.Marshal(m)
+				all = append(all, string(b))
+			}
+			c.mu.Unlock()
+			c.t.Fatalf("not found (eof %v); seen %v\nall messages:\n%s", eof, seen, strings.Join(all, "\n"))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -595,5 +602,47 @@ func TestSessionWithoutMeta(t *testing.T) {
 	_, seen := c2.request("session/load", map[string]any{"sessionId": sid, "cwd": t.TempDir(), "mcpServers": []any{}})
 	if len(updates(seen, "user_message_chunk")) != 1 {
 		t.Errorf("load replayed %v", seen)
+	}
+}
+
+func TestNewConversationKeepAndModel(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}})
+	c.request("_spbridge/save", map[string]any{"sessionId": sid})
+	if _, err := os.Stat(filepath.Join(pkg, "agent", "conversation.json")); err != nil {
+		t.Fatal(err)
+	}
+	// Model selection.
+	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "model", "value": "opus"})
+	if opt := res["configOptions"].([]any)[0].(map[string]any); opt["currentValue"] != "opus" {
+		t.Errorf("model option %v", opt)
+	}
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "mode", "value": "x"})); errCode(m) != CodeInvalidParams {
+		t.Errorf("unknown option: %v", m)
+	}
+	// New Conversation removes agent/ and a new CLI takes the next prompt.
+	c.request("_spbridge/newConversation", map[string]any{"sessionId": sid})
+	if _, err := os.Stat(filepath.Join(pkg, "agent")); !os.IsNotExist(err) {
+		t.Errorf("agent/ after New Conversation: %v", err)
+	}
+	c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("fresh")}})
+	if n := len(c.backends); n != 2 || !c.backend(0).closed {
+		t.Errorf("%d backends, first closed %v", n, c.backend(0).closed)
+	}
+	// The keep switch off: the next save removes agent/.
+	c.request("_spbridge/save", map[string]any{"sessionId": sid})
+	c.request("_spbridge/setKeepConversation", map[string]any{"sessionId": sid, "keep": false})
+	c.request("_spbridge/save", map[string]any{"sessionId": sid})
+	if _, err := os.Stat(filepath.Join(pkg, "agent")); !os.IsNotExist(err) {
+		t.Errorf("agent/ with keep off: %v", err)
+	}
+	if m, _ := c.response(c.call("_spbridge/setKeepConversation", map[string]any{"sessionId": sid})); errCode(m) != CodeInvalidParams {
+		t.Errorf("keep missing: %v", m)
+	}
+	if m, _ := c.response(c.call("_spbridge/rate", map[string]any{"sessionId": sid, "itemId": "x", "rating": "meh"})); errCode(m) != CodeInvalidParams {
+		t.Errorf("bad rating: %v", m)
 	}
 }

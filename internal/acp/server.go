@@ -143,11 +143,23 @@ func (s *Server) handleLine(ctx context.Context, line []byte) {
 				s.w.fail(m.ID, rerr)
 				return
 			}
+			if f, ok := result.(followUp); ok {
+				s.w.result(m.ID, f.result)
+				f.then()
+				return
+			}
 			s.w.result(m.ID, result)
 		}()
 	default:
 		s.notification(m.Method, m.Params)
 	}
+}
+
+// followUp is a result with work to start once it was written: a queued
+// message's turn begins after the prompt before it was answered.
+type followUp struct {
+	result any
+	then   func()
 }
 
 func trimSpace(b []byte) []byte {
@@ -301,6 +313,9 @@ func (s *Server) shutdown() error {
 	}
 	s.mu.Unlock()
 	for _, ss := range all {
+		ss.mu.Lock()
+		ss.stopping = true
+		ss.mu.Unlock()
 		ss.cancel()
 	}
 	s.wg.Wait()

@@ -41,6 +41,7 @@ type acpSession struct {
 	saveAfter   bool // a save asked for while a turn ran
 	allowAlways map[string]bool
 	closed      bool
+	stopping    bool // the server is shutting down: no new turn starts
 	cwd         string
 }
 
@@ -304,8 +305,8 @@ func (s *Server) prompt(ctx context.Context, params json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	end := ss.runTurn(turnCtx, text, images)
-	return stopResponse(end), nil
+	end, next := ss.runTurn(turnCtx, text, images)
+	return followUp{result: stopResponse(end), then: next}, nil
 }
 
 // stopResponse maps how a turn ended to ACP: a failed turn has no stop
@@ -323,7 +324,7 @@ func stopResponse(end *itemmap.TurnEnd) map[string]any {
 func (ss *acpSession) begin() (context.Context, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.closed {
+	if ss.closed || ss.stopping {
 		return nil, rpcErrorf(CodeNotFound, "session %q is closed", ss.id)
 	}
 	if ss.running {
@@ -337,8 +338,9 @@ func (ss *acpSession) begin() (context.Context, error) {
 
 // runTurn runs one turn and what it leaves behind: the edited notice, a
 // deferred save, the queue (handed back as unsent when the turn was
-// interrupted, started in turn otherwise).
-func (ss *acpSession) runTurn(ctx context.Context, text string, images []session.Image) *itemmap.TurnEnd {
+// interrupted). It returns how the turn ended and what starts the next
+// queued message, to call once the turn's prompt was answered.
+func (ss *acpSession) runTurn(ctx context.Context, text string, images []session.Image) (*itemmap.TurnEnd, func()) {
 	ss.edited()
 	res, err := ss.conv.Send(ctx, text, images, &acpHost{ss: ss})
 	end := &itemmap.TurnEnd{Status: itemmap.TurnFailed}
@@ -379,10 +381,11 @@ func (ss *acpSession) runTurn(ctx context.Context, text string, images []session
 	}
 	ss.mu.Unlock()
 	ss.edited()
-	if next != nil {
-		ss.startQueued(*next)
+	return end, func() {
+		if next != nil {
+			ss.startQueued(*next)
+		}
 	}
-	return end
 }
 
 // startQueued runs a queued message as the next turn, in the background.
@@ -394,7 +397,8 @@ func (ss *acpSession) startQueued(q queuedPrompt) {
 	ss.srv.wg.Add(1)
 	go func() {
 		defer ss.srv.wg.Done()
-		ss.runTurn(ctx, q.text, q.images)
+		_, next := ss.runTurn(ctx, q.text, q.images)
+		next()
 	}()
 }
 
