@@ -438,3 +438,18 @@ func TestE2EClaudeRestore(t *testing.T) {
 		t.Errorf("audit verify: %v\n%s", err, out)
 	}
 }
+
+// TestE2EClaudeNotLoggedIn: the fake API refuses the key; the failure says
+// how to log in.
+func TestE2EClaudeNotLoggedIn(t *testing.T) {
+	var refusals []fakeapi.Reply
+	for range 10 {
+		refusals = append(refusals, fakeapi.Reply{Status: 401, ErrorType: "authentication_error", ErrorMessage: "invalid x-api-key"})
+	}
+	e := newE2E(t, refusals...)
+	e.run(nil, "hello?")
+	got := e.items()
+	if e.code != 1 || len(got) == 0 || !strings.Contains(got[len(got)-1], "spbridge login --backend claude") {
+		e.fail("exit %d, items %q", e.code, got)
+	}
+}

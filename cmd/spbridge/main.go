@@ -56,6 +56,8 @@ func topCommands() []command {
 		{"save", "save a package's conversation in canonical format 1", runSave},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
 		{"audit", "verify or show a conversation's audit log", runAudit},
+		{"login", "log in to claude or codex through a pseudo-terminal", runLogin},
+		{"auth", "check whether claude and codex are logged in", runAuth},
 		{"fsck", "check a package's saved conversation", runFsck},
 		{"version", "print the version", runVersion},
 		{"help", "show the help of a command", runHelp},
@@ -84,6 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func exitCode(err error) int {
 	var uerr *usageError
 	var terr *turnError
+	var serr *exitStatusError
 	switch {
 	case err == nil:
 		return exitOK
@@ -91,6 +94,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &terr) && terr.status == itemmap.TurnInterrupted:
 		return exitInterrupted
+	case errors.As(err, &serr):
+		return serr.code
 	default:
 		return exitFailure
 	}

@@ -23,6 +23,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the expected files of testdata/script when a cmp fails")
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeTTYEnv) != "" {
+		os.Exit(fakeTTYCLI(os.Args[1:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"spbridge": func() {
 			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

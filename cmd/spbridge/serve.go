@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/acp"
 	"spbridge/internal/audit"
 	"spbridge/internal/claude"
+	"spbridge/internal/codex"
 	"spbridge/internal/session"
 )
 
@@ -51,6 +52,17 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	}
 	if !*noAudit {
 		cfg.AuditDir = state
+	}
+	cfg.AuthStatus = func(ctx context.Context, backend string) (bool, error) {
+		switch backend {
+		case "claude":
+			st, err := claude.New(claude.Options{}).AuthStatus(ctx)
+			return st.LoggedIn, err
+		case "codex":
+			st, err := codex.GetAuthStatus(ctx, "", nil)
+			return st.LoggedIn, err
+		}
+		return false, fmt.Errorf("unknown backend %s", backend)
 	}
 	srv := acp.NewServer(st.out, cfg)
 	start := time.Now()

@@ -646,3 +646,23 @@ func TestNewConversationKeepAndModel(t *testing.T) {
 		t.Errorf("bad rating: %v", m)
 	}
 }
+
+func TestAuthenticate(t *testing.T) {
+	logged := map[string]bool{"claude": true}
+	c := startServerWith(t, Config{AuthStatus: func(_ context.Context, b string) (bool, error) { return logged[b], nil }})
+	res, _ := c.request("initialize", map[string]any{"protocolVersion": 1})
+	methods := res["authMethods"].([]any)
+	if len(methods) != 2 || methods[0].(map[string]any)["type"] != "terminal" || fmt.Sprint(methods[0].(map[string]any)["args"]) != "[login --backend claude]" {
+		t.Errorf("authMethods %v", methods)
+	}
+	if _, seen := c.request("authenticate", map[string]any{"methodId": "claude-login"}); len(seen) != 0 {
+		t.Errorf("unexpected %v", seen)
+	}
+	if m, _ := c.response(c.call("authenticate", map[string]any{"methodId": "codex-login"})); errCode(m) != CodeAuthRequired ||
+		!strings.Contains(m["error"].(map[string]any)["message"].(string), "spbridge login --backend codex") {
+		t.Errorf("codex not logged in: %v", m)
+	}
+	if m, _ := c.response(c.call("authenticate", map[string]any{"methodId": "other"})); errCode(m) != CodeInvalidParams {
+		t.Errorf("unknown method: %v", m)
+	}
+}

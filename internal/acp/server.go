@@ -43,6 +43,21 @@ type Config struct {
 	SessionsDir string
 	// Log receives diagnostics (stderr); nil discards them.
 	Log *log.Logger
+	// AuthStatus says whether a backend's CLI is logged in, for
+	// authenticate; nil answers every authenticate with success.
+	AuthStatus func(ctx context.Context, backend string) (bool, error)
+}
+
+// CodeAuthRequired is ACP's error for a client that must authenticate.
+const CodeAuthRequired = -32000
+
+// authMethods are the log-ins spbridge offers: each CLI's own, run by the
+// client in a terminal as `spbridge login --backend NAME`.
+var authMethods = []any{
+	map[string]any{"type": "terminal", "id": "claude-login", "name": "Log in to Claude Code",
+		"description": "Runs Claude Code's own log-in in a terminal.", "args": []string{"login", "--backend", "claude"}},
+	map[string]any{"type": "terminal", "id": "codex-login", "name": "Log in to the Codex CLI",
+		"description": "Runs the Codex CLI's own log-in in a terminal.", "args": []string{"login", "--backend", "codex"}},
 }
 
 // Server is one ACP connection. Create it with NewServer and run Serve.
@@ -230,7 +245,7 @@ func (s *Server) call(ctx context.Context, method string, params json.RawMessage
 	case "initialize":
 		return s.initialize(params)
 	case "authenticate":
-		return struct{}{}, nil
+		return s.authenticate(ctx, params)
 	case "session/new":
 		return s.newSession(ctx, params, false)
 	case "session/load":
@@ -287,7 +302,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 			"promptCapabilities": map[string]any{"image": true, "audio": false, "embeddedContext": false},
 			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
 		},
-		"authMethods": []any{},
+		"authMethods": authMethods,
 		"agentInfo":   map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
 	}, nil
 }
@@ -324,4 +339,30 @@ func (s *Server) shutdown() error {
 		errs = append(errs, ss.close())
 	}
 	return errors.Join(errs...)
+}
+
+// authenticate checks that the CLI of the method the client used is logged
+// in: the log-in itself ran in the client's terminal.
+func (s *Server) authenticate(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		MethodID string `json:"methodId"`
+	}
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	backend, ok := map[string]string{"claude-login": "claude", "codex-login": "codex"}[p.MethodID]
+	if !ok {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
+	}
+	if s.cfg.AuthStatus == nil {
+		return struct{}{}, nil
+	}
+	in, err := s.cfg.AuthStatus(ctx, backend)
+	if err != nil {
+		return nil, rpcErrorf(CodeInternalError, "%s auth status: %v", backend, err)
+	}
+	if !in {
+		return nil, rpcErrorf(CodeAuthRequired, "authentication required: %s is not logged in; run spbridge login --backend %s", backend, backend)
+	}
+	return struct{}{}, nil
 }

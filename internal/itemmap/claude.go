@@ -435,7 +435,22 @@ func (m *Claude) apiError(ev, msg gjson.Result, r *Result) {
 	if s := ev.Get("error").String(); s != "" {
 		detail = append(detail, "error: "+s)
 	}
+	if notLoggedIn(ev) {
+		detail = append([]string{text}, detail...)
+		text = ClaudeNotLoggedIn
+	}
 	m.fail(t, text, strings.Join(detail, "\n"), r)
+}
+
+// ClaudeNotLoggedIn is the failure of a turn Claude Code could not run
+// because it is not logged in (or its key is refused).
+const ClaudeNotLoggedIn = "Claude Code is not logged in (authentication failed). Log in with `spbridge login --backend claude`."
+
+// notLoggedIn reports whether an API error event or result says the
+// credentials were refused: HTTP 401, or the CLI's authentication_failed.
+func notLoggedIn(ev gjson.Result) bool {
+	return ev.Get("api_error_status").Int() == 401 || ev.Get("error").String() == "authentication_failed" ||
+		ev.Get("api_error_type").String() == "authentication_error"
 }
 
 // fail adds the turn's failure item, or updates it when there is one.
@@ -592,6 +607,10 @@ func (m *Claude) result(ev gjson.Result, r *Result) {
 			detail = append(detail, "reason: "+reason)
 		}
 		detail = append(detail, errs...)
+		if notLoggedIn(ev) {
+			detail = append([]string{text}, detail...)
+			text = ClaudeNotLoggedIn
+		}
 		m.fail(t, text, strings.Join(detail, "\n"), r)
 	}
 	end := m.endTurn(status, r)

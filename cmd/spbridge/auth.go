@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"spbridge/internal/canonjson"
+	"spbridge/internal/claude"
+	"spbridge/internal/codex"
+)
+
+var authCommands = []command{
+	{"status", "say whether claude and codex are logged in", runAuthStatus},
+}
+
+func runAuth(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("auth", "COMMAND [ARGS] [FLAGS]", "Check the CLIs' log-in. To log in, use spbridge login.")
+	f.commands = authCommands
+	f.SetInterspersed(false)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if f.NArg() == 0 {
+		f.printUsage(st.err)
+		return &usageError{cmd: f.cmd}
+	}
+	return dispatch(ctx, st, f)
+}
+
+// notLoggedIn is the error of auth status when a CLI is not logged in.
+type notLoggedIn struct{}
+
+func (notLoggedIn) Error() string { return "not logged in" }
+
+func runAuthStatus(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("auth status", "[--backend claude|codex] [--json]",
+		"Ask each CLI (claude auth status, codex login status) whether it is logged\n"+
+			"in, and how, never printing a secret. Exit 0 when every CLI asked is\n"+
+			"logged in, 1 otherwise.")
+	backend := f.String("backend", "", "only this CLI: claude or codex")
+	asJSON := f.Bool("json", false, "one JSON object a line")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if err := f.noArgs(); err != nil {
+		return err
+	}
+	backends := []string{"claude", "codex"}
+	switch *backend {
+	case "":
+	case "claude", "codex":
+		backends = []string{*backend}
+	default:
+		return usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
+	}
+	all := true
+	for _, name := range backends {
+		var loggedIn bool
+		var method, source, problem string
+		switch name {
+		case "claude":
+			s, err := claude.New(claude.Options{}).AuthStatus(ctx)
+			loggedIn, method, source = s.LoggedIn, s.Method, s.Source
+			if err != nil {
+				problem = err.Error()
+			}
+		case "codex":
+			s, err := codex.GetAuthStatus(ctx, "", nil)
+			loggedIn, method = s.LoggedIn, s.Method
+			if err != nil {
+				problem = err.Error()
+			}
+		}
+		all = all && loggedIn
+		if *asJSON {
+			v := map[string]any{"backend": name, "loggedIn": loggedIn}
+			if method != "" {
+				v["method"] = method
+			}
+			if source != "" {
+				v["source"] = source
+			}
+			if problem != "" {
+				v["error"] = problem
+			}
+			line, _ := canonjson.EncodeCompact(v)
+			fmt.Fprintf(st.out, "%s\n", line)
+			continue
+		}
+		switch {
+		case problem != "":
+			fmt.Fprintf(st.out, "%s: unknown (%s)\n", name, problem)
+		case loggedIn:
+			how := method
+			if source != "" {
+				how += " from " + source
+			}
+			if how != "" {
+				how = " (" + how + ")"
+			}
+			fmt.Fprintf(st.out, "%s: logged in%s\n", name, how)
+		default:
+			fmt.Fprintf(st.out, "%s: not logged in; log in with spbridge login --backend %s\n", name, name)
+		}
+	}
+	if !all {
+		return notLoggedIn{}
+	}
+	return nil
+}

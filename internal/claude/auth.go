@@ -1,0 +1,56 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"spbridge/internal/itemmap"
+)
+
+// AuthStatus is whether a CLI is logged in, without any secret: how, and
+// where the credential comes from (an environment variable's name, never its
+// value).
+type AuthStatus struct {
+	LoggedIn bool   `json:"loggedIn"`
+	Method   string `json:"method,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// LoginArgs are the arguments of Claude Code's own log-in.
+var LoginArgs = []string{"auth", "login"}
+
+// AuthStatus asks `claude auth status` whether Claude Code is logged in.
+func (b *Backend) AuthStatus(ctx context.Context) (AuthStatus, error) {
+	path, err := b.Program()
+	if err != nil {
+		return AuthStatus{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "auth", "status", "--json")
+	cmd.Env = b.opts.Env
+	cmd.Dir = b.opts.Dir
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		return AuthStatus{}, fmt.Errorf("claude auth status: %w", err)
+	}
+	var s struct {
+		LoggedIn     bool   `json:"loggedIn"`
+		AuthMethod   string `json:"authMethod"`
+		APIKeySource string `json:"apiKeySource"`
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		return AuthStatus{}, fmt.Errorf("claude auth status printed no status: %w", err)
+	}
+	st := AuthStatus{LoggedIn: s.LoggedIn, Source: s.APIKeySource}
+	if s.AuthMethod != "none" {
+		st.Method = s.AuthMethod
+	}
+	return st, nil
+}
+
+// NotLoggedInText is the failure shown when Claude Code is not logged in.
+const NotLoggedInText = itemmap.ClaudeNotLoggedIn

@@ -1,0 +1,66 @@
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// AuthStatus is whether codex is logged in, without any secret.
+type AuthStatus struct {
+	LoggedIn bool   `json:"loggedIn"`
+	Method   string `json:"method,omitempty"`
+}
+
+// LoginArgs are the arguments of the Codex CLI's own log-in.
+var LoginArgs = []string{"login"}
+
+// NotLoggedInText is the failure shown when codex is not logged in.
+const NotLoggedInText = "The Codex CLI is not logged in (the API answered 401). Log in with `spbridge login --backend codex`."
+
+// GetAuthStatus asks `codex login status` whether codex is logged in. Its
+// output (which may show part of a key) is read, never passed on.
+func GetAuthStatus(ctx context.Context, program string, env []string) (AuthStatus, error) {
+	path, err := Program(program)
+	if err != nil {
+		return AuthStatus{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "login", "status")
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		return AuthStatus{}, fmt.Errorf("codex login status: %w", ctx.Err())
+	}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "Not logged in"):
+			return AuthStatus{}, nil
+		case strings.HasPrefix(line, "Logged in"):
+			st := AuthStatus{LoggedIn: true}
+			switch lower := strings.ToLower(line); {
+			case strings.Contains(lower, "chatgpt"):
+				st.Method = "chatgpt"
+			case strings.Contains(lower, "api key"):
+				st.Method = "api_key"
+			case strings.Contains(lower, "access token"):
+				st.Method = "access_token"
+			}
+			return st, nil
+		}
+	}
+	if err != nil {
+		return AuthStatus{}, fmt.Errorf("codex login status: %w", err)
+	}
+	return AuthStatus{}, fmt.Errorf("codex login status said neither logged in nor not")
+}

@@ -1,0 +1,32 @@
+// Package codex runs conversation turns on the OpenAI Codex CLI.
+package codex
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// ErrNotFound is matched by the error of a codex program that is not
+// installed.
+var ErrNotFound = errors.New("codex not found")
+
+// NotFoundText is the failure shown when codex is not installed.
+const NotFoundText = "The Codex CLI (codex) was not found. Install it with `npm install -g @openai/codex`, or set SPBRIDGE_CODEX to its path."
+
+// Program returns the codex executable: program when set, else
+// $SPBRIDGE_CODEX, else codex found on PATH.
+func Program(program string) (string, error) {
+	if program == "" {
+		program = os.Getenv("SPBRIDGE_CODEX")
+	}
+	if program == "" {
+		program = "codex"
+	}
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, program)
+	}
+	return path, nil
+}
