@@ -51,6 +51,11 @@ func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Hos
 	}
 	a := archive.NewItem(archive.TypeAssistant)
 	switch {
+	case strings.HasPrefix(text, "crash"):
+		f := archive.NewItem(archive.TypeFailure)
+		f.Set("text", "Claude Code exited before the turn ended (exit status 3).")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: f})
+		return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
 	case strings.HasPrefix(text, "slow"):
 		a.Set("text", "tick ")
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
@@ -664,5 +669,29 @@ func TestAuthenticate(t *testing.T) {
 	}
 	if m, _ := c.response(c.call("authenticate", map[string]any{"methodId": "other"})); errCode(m) != CodeInvalidParams {
 		t.Errorf("unknown method: %v", m)
+	}
+}
+
+// TestCrashFailsOnlyItsSession: one session's CLI dies; the other's turn
+// goes on, and the crashed session takes the next prompt.
+func TestCrashFailsOnlyItsSession(t *testing.T) {
+	c := startServer(t)
+	a, _ := c.request("session/new", newSessionParams(newPackage(t)))
+	b, _ := c.request("session/new", newSessionParams(newPackage(t)))
+	slow := c.call("session/prompt", map[string]any{"sessionId": b["sessionId"], "prompt": []any{textBlock("slow")}})
+	res, seen := c.request("session/prompt", map[string]any{"sessionId": a["sessionId"], "prompt": []any{textBlock("crash")}})
+	meta := res["_meta"].(map[string]any)["spbridge"].(map[string]any)
+	if res["stopReason"] != "end_turn" || meta["status"] != "failed" {
+		t.Errorf("crashed turn: %v", res)
+	}
+	if chunks := updates(seen, "agent_message_chunk"); len(chunks) == 0 || !strings.HasPrefix(chunks[len(chunks)-1]["content"].(map[string]any)["text"].(string), "Error: Claude Code exited") {
+		t.Errorf("the failure was not shown: %v", chunks)
+	}
+	c.backend(1).finish <- struct{}{}
+	if r, _ := c.response(slow); r["result"].(map[string]any)["stopReason"] != "end_turn" {
+		t.Errorf("the other session's turn: %v", r)
+	}
+	if res, _ := c.request("session/prompt", map[string]any{"sessionId": a["sessionId"], "prompt": []any{textBlock("hi")}}); res["stopReason"] != "end_turn" {
+		t.Errorf("after the crash: %v", res)
 	}
 }

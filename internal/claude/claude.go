@@ -315,7 +315,13 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	p.CloseStdin()
-	return p.Close(b.opts.Grace)
+	err := p.Close(b.opts.Grace)
+	var ee *cliproc.ExitError
+	if errors.As(err, &ee) || errors.Is(err, cliproc.ErrWaitDelay) {
+		// How a CLI we stopped ended is no failure of closing it.
+		return nil
+	}
+	return err
 }
 
 // NotFoundText is the failure shown when claude is not installed.
