@@ -1,0 +1,557 @@
+package itemmap
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+)
+
+// Codex maps the JSON lines of one `codex exec --json` process (or `codex
+// exec resume --json`) onto items. Feed it every stdout line in order with
+// Line; when the stream ends without turn.completed or turn.failed (the
+// process was interrupted, crashed or stopped: codex exec writes nothing
+// more after a SIGINT), call Finish. Codex item ids (item_0, item_1, …)
+// restart in every process, so each item gets a fresh id from newID and the
+// codex ids are only used to match the events of one turn. A Codex is not
+// safe for concurrent use.
+//
+// Use one Codex for every process of one thread (`codex exec`, then each
+// `codex exec resume <thread>`): codex reports the thread's token total so
+// far at each turn's end, and the mapper reports a turn's own usage as the
+// difference from the total it saw last for that thread. A Codex that first
+// sees a thread at a resume reports the thread's whole total as that
+// turn's usage.
+//
+// How codex items show:
+//   - agent_message: an assistant item; reasoning: a thinking item.
+//   - command_execution: a tool item named "shell" (codex's own name for its
+//     command tool, and the name the history uses), summary the command
+//     without the shell wrapper codex adds (`/bin/bash -lc '…'`), statusText
+//     "exit N", detail the output.
+//   - file_change: a tool item named "apply_patch", summary the changed
+//     paths, statusText "N files", detail each change.
+//   - mcp_tool_call: a tool item named "server.tool".
+//   - web_search: a webSearch item; todo_list: a directions item, one
+//     "[x] step" or "[ ] step" line a step; an error item: a notice (codex
+//     goes on).
+//   - A top-level error event is a notice at once: codex also sends one for
+//     a retry that then succeeds. When turn.failed follows with the same
+//     message, the notice is replaced by the turn's one failure item.
+//
+// The history holds the assistant's text and, for each tool, a toolCall
+// named as in the panel ("mcp__server__tool" for MCP tools) whose id is the
+// tool item's id (unique, unlike codex's), and its toolResult: a command's
+// call has the arguments {"command": …} (the unwrapped command) and its
+// result the output, an error when the exit code is not 0; a file change's
+// call has {"changes": […]} as codex reported them. A tool still running
+// when the turn ends gets an error result with its output so far, so that
+// no call is left without a result. Reasoning, web searches (run on the
+// model API's side, without results) and todo lists are not in it.
+type Codex struct {
+	newID       IDFunc
+	thread      string
+	turn        *codexTurn
+	total       codexTokens // the last usage codex reported: the thread's total
+	totalThread string      // the thread total belongs to
+}
+
+// NewCodex returns a mapper that names new items with newID (nil: random
+// UUIDs).
+func NewCodex(newID IDFunc) *Codex {
+	if newID == nil {
+		newID = archive.NewID
+	}
+	return &Codex{newID: newID}
+}
+
+// Codex item types.
+const (
+	codexMessage   = "agent_message"
+	codexReasoning = "reasoning"
+	codexCommand   = "command_execution"
+	codexFiles     = "file_change"
+	codexMCP       = "mcp_tool_call"
+	codexSearch    = "web_search"
+	codexTodo      = "todo_list"
+	codexError     = "error"
+)
+
+// codexItemTypes are the item types the mapper shows.
+var codexItemTypes = map[string]bool{
+	codexMessage: true, codexReasoning: true, codexCommand: true, codexFiles: true,
+	codexMCP: true, codexSearch: true, codexTodo: true, codexError: true,
+}
+
+// codexEntry is one codex item of the turn and the panel item it shows as.
+type codexEntry struct {
+	kind     string       // the codex item type
+	item     archive.Item // zero until shown
+	raw      string       // the codex item as last reported
+	text     string       // an agent_message's or reasoning's text so far
+	tool     string       // a tool's name in the history ("" when none)
+	args     string       // the tool call's arguments in the history
+	output   string       // the tool's result in the history (exact bytes)
+	isErr    bool         // the tool's result is an error
+	finished bool         // the tool ended (or the message completed)
+	logged   bool         // the result (or the text) is in the history log
+}
+
+// Steps of the history log.
+const (
+	stepText = iota
+	stepCall
+	stepResult
+)
+
+// codexStep is one history block, in the order the CLI reported it; the
+// blocks are built from the entries' final state when the turn ends.
+type codexStep struct {
+	e    *codexEntry
+	kind int
+}
+
+type codexTurn struct {
+	byID    map[string]*codexEntry // this turn's entries by codex item id
+	entries []*codexEntry          // every entry, in order of first sight
+	log     []codexStep
+	failure *archive.Item
+	errItem archive.Item // the notice of the last top-level error
+	errMsg  string       // the last top-level error's message
+}
+
+func (m *Codex) ensureTurn() *codexTurn {
+	if m.turn == nil {
+		m.turn = &codexTurn{byID: make(map[string]*codexEntry)}
+	}
+	return m.turn
+}
+
+// InTurn reports whether a turn has started and not ended.
+func (m *Codex) InTurn() bool { return m.turn != nil }
+
+// Line maps one stdout line. A line that is not a JSON object, an event the
+// mapper does not know, or an item of a type it does not know gives a
+// Result with Skipped set.
+func (m *Codex) Line(line []byte) Result {
+	var r Result
+	if !gjson.ValidBytes(line) {
+		r.Skipped = true
+		return r
+	}
+	ev := gjson.ParseBytes(line)
+	if !ev.IsObject() {
+		r.Skipped = true
+		return r
+	}
+	switch ev.Get("type").String() {
+	case "thread.started":
+		m.thread = ev.Get("thread_id").String()
+		r.Session = &Session{ID: m.thread}
+		if m.turn != nil {
+			// A new process whose item ids restart, though the last one's
+			// turn never ended: keep the turn, forget its codex ids.
+			clear(m.turn.byID)
+		}
+	case "turn.started":
+		t := m.ensureTurn()
+		clear(t.byID)
+	case "item.started", "item.updated":
+		m.item(ev.Get("item"), false, &r)
+	case "item.completed":
+		m.item(ev.Get("item"), true, &r)
+	case "error":
+		m.topError(ev, &r)
+	case "turn.completed":
+		m.ensureTurn()
+		r.End = m.endTurn(TurnCompleted, &r)
+		r.End.Usage = m.turnUsage(ev.Get("usage"))
+		r.End.LastRound = r.End.Usage
+	case "turn.failed":
+		m.turnFailed(ev, &r)
+	default:
+		r.Skipped = true
+	}
+	return r
+}
+
+func (m *Codex) newItem(typ string) archive.Item {
+	return archive.ItemFromMap(map[string]any{"id": m.newID(), "type": typ})
+}
+
+func (m *Codex) add(r *Result, it archive.Item) {
+	r.Changes = append(r.Changes, Change{Op: OpAdd, Item: it})
+}
+
+func (m *Codex) update(r *Result, it archive.Item, delta string) {
+	r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: it, Delta: delta})
+}
+
+// show sets fields (key, value pairs) on the entry's item: it adds the item
+// of type typ the first time, and reports an update when a field changed.
+func (m *Codex) show(e *codexEntry, typ string, r *Result, fields ...any) {
+	if e.item.IsZero() {
+		e.item = m.newItem(typ)
+		for i := 0; i+1 < len(fields); i += 2 {
+			e.item.Set(fields[i].(string), fields[i+1])
+		}
+		m.add(r, e.item)
+		return
+	}
+	changed := false
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, v := fields[i].(string), fields[i+1]
+		if !reflect.DeepEqual(e.item.Get(k), v) {
+			e.item.Set(k, v)
+			changed = true
+		}
+	}
+	if changed {
+		m.update(r, e.item, "")
+	}
+}
+
+// item maps an item.started, item.updated or item.completed event.
+func (m *Codex) item(it gjson.Result, completed bool, r *Result) {
+	t := m.ensureTurn()
+	id, kind := it.Get("id").String(), it.Get("type").String()
+	e := t.byID[id]
+	if e == nil || e.kind != kind {
+		if !codexItemTypes[kind] {
+			r.Skipped = true
+			return
+		}
+		e = &codexEntry{kind: kind}
+		t.byID[id] = e
+		t.entries = append(t.entries, e)
+	}
+	if e.finished && (!completed || it.Raw == e.raw) {
+		return // a repeated completion, or an event that came late
+	}
+	e.raw = it.Raw
+	switch kind {
+	case codexMessage:
+		m.setText(e, archive.TypeAssistant, it.Get("text").String(), r)
+		if completed {
+			e.finished = true
+			if !e.logged {
+				e.logged = true
+				t.log = append(t.log, codexStep{e, stepText})
+			}
+		}
+	case codexReasoning:
+		m.setText(e, archive.TypeThinking, it.Get("text").String(), r)
+		e.finished = completed
+	case codexCommand:
+		m.command(e, it, completed, r)
+	case codexFiles:
+		m.fileChange(e, it, completed, r)
+	case codexMCP:
+		m.mcpCall(e, it, completed, r)
+	case codexSearch:
+		m.webSearch(e, it, completed, r)
+	case codexTodo:
+		m.show(e, archive.TypeDirections, r, "text", todoText(it.Get("items")))
+		e.finished = completed
+	case codexError:
+		// An error item is not fatal: codex goes on with the turn.
+		m.show(e, archive.TypeNotice, r, "text", it.Get("message").String())
+		e.finished = completed
+	}
+}
+
+// setText shows a message's or reasoning's text. Codex exec gives the text
+// whole; a later event whose text extends the old one reports the appended
+// part as the change's Delta.
+func (m *Codex) setText(e *codexEntry, typ, text string, r *Result) {
+	if e.item.IsZero() {
+		if text == "" {
+			return
+		}
+		e.text = text
+		e.item = m.newItem(typ)
+		e.item.Set("text", text)
+		m.add(r, e.item)
+		return
+	}
+	if text == e.text {
+		return
+	}
+	delta := ""
+	if strings.HasPrefix(text, e.text) {
+		delta = text[len(e.text):]
+	}
+	e.text = text
+	e.item.Set("text", text)
+	m.update(r, e.item, delta)
+}
+
+// startTool puts a tool's call in the history log the first time the tool
+// is seen; its arguments are read when the turn ends.
+func (m *Codex) startTool(e *codexEntry, name string) {
+	if e.tool != "" {
+		return
+	}
+	e.tool = name
+	m.turn.log = append(m.turn.log, codexStep{e, stepCall})
+}
+
+// endTool records a tool's result in the history log once.
+func (m *Codex) endTool(e *codexEntry, output string, isErr bool) {
+	e.finished = true
+	e.output, e.isErr = output, isErr
+	if e.tool != "" && !e.logged {
+		e.logged = true
+		m.turn.log = append(m.turn.log, codexStep{e, stepResult})
+	}
+}
+
+// topError shows a top-level error event as a notice. It does not end the
+// turn: codex sends one for a retry that then succeeds, and turn.failed
+// when it gives up.
+func (m *Codex) topError(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	msg := ev.Get("message").String()
+	if msg == "" {
+		msg = "Codex reported an error."
+	}
+	it := m.newItem(archive.TypeNotice)
+	it.Set("text", msg)
+	m.add(r, it)
+	t.errItem, t.errMsg = it, msg
+}
+
+// turnFailed ends the turn as failed with one failure item. The message
+// codex sent just before as a top-level error is not shown twice: its
+// notice is replaced by the failure.
+func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
+	t := m.ensureTurn()
+	e := ev.Get("error")
+	msg := e.Get("message").String()
+	if msg == "" && e.Type == gjson.String {
+		msg = e.String()
+	}
+	if msg == "" {
+		msg = t.errMsg
+	}
+	text, detail := codexErrorText(msg)
+	if text == "" {
+		text = "Codex reported that the turn failed."
+	}
+	if e.IsObject() {
+		// Whatever the error carries besides its message, as codex wrote it.
+		var extra []string
+		e.ForEach(func(k, v gjson.Result) bool {
+			if k.String() != "message" {
+				extra = append(extra, k.Raw+":"+v.Raw)
+			}
+			return true
+		})
+		if len(extra) > 0 {
+			detail = joinNonEmpty("\n", detail, prettyJSON("{"+strings.Join(extra, ",")+"}"))
+		}
+	}
+	if !t.errItem.IsZero() && t.errMsg == msg && t.failure == nil {
+		r.Changes = append(r.Changes, Change{Op: OpRemove, Item: t.errItem})
+		t.errItem = archive.Item{}
+	}
+	m.fail(t, text, detail, r)
+	r.End = m.endTurn(TurnFailed, r)
+}
+
+// codexErrorText makes an error message readable: a message that is an API
+// error's JSON body shows its inner message, with the body as the detail.
+func codexErrorText(msg string) (text, detail string) {
+	s := strings.TrimSpace(msg)
+	if strings.HasPrefix(s, "{") && gjson.Valid(s) {
+		body := gjson.Parse(s)
+		for _, path := range []string{"error.message", "message", "detail"} {
+			if inner := body.Get(path); inner.Type == gjson.String && inner.String() != "" {
+				return inner.String(), prettyJSON(s)
+			}
+		}
+	}
+	return msg, ""
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+// fail adds the turn's failure item, or fills in its detail when there is
+// one already.
+func (m *Codex) fail(t *codexTurn, text, detail string, r *Result) {
+	if t.failure != nil {
+		if detail != "" && t.failure.String("detail") == "" {
+			t.failure.Set("detail", detail)
+			m.update(r, *t.failure, "")
+		}
+		return
+	}
+	it := m.newItem(archive.TypeFailure)
+	it.Set("text", text)
+	if detail != "" {
+		it.Set("detail", detail)
+	}
+	t.failure = &it
+	m.add(r, it)
+}
+
+// Finish ends a turn whose stream stopped without turn.completed or
+// turn.failed: interrupted when interrupted is set (the host asked for the
+// interrupt; codex exec writes nothing after a SIGINT), failed otherwise
+// with text and detail as its failure (the last top-level error codex sent,
+// if any, is added to the detail). It returns nothing when no turn is
+// running.
+func (m *Codex) Finish(interrupted bool, text, detail string) Result {
+	var r Result
+	if m.turn == nil {
+		return r
+	}
+	t := m.turn
+	status := TurnInterrupted
+	if !interrupted {
+		status = TurnFailed
+		if t.errMsg != "" {
+			detail = joinNonEmpty("\n", detail, "last error: "+t.errMsg)
+		}
+		m.fail(t, text, detail, &r)
+	}
+	r.End = m.endTurn(status, &r)
+	return r
+}
+
+// endTurn closes the turn: running tools are cancelled, an interrupted turn
+// gets its notice, and the history is built.
+func (m *Codex) endTurn(status string, r *Result) *TurnEnd {
+	t := m.turn
+	for _, e := range t.entries {
+		if e.finished || e.item.IsZero() {
+			continue
+		}
+		switch e.kind {
+		case codexCommand, codexFiles, codexMCP:
+			m.show(e, archive.TypeTool, r, "status", archive.StatusCancelled, "statusText", "cancelled")
+			m.endTool(e, e.output, true)
+		case codexSearch:
+			m.show(e, archive.TypeWebSearch, r, "status", archive.StatusCancelled)
+			e.finished = true
+		}
+	}
+	if status == TurnInterrupted {
+		it := m.newItem(archive.TypeNotice)
+		it.Set("text", "Interrupted.")
+		m.add(r, it)
+	}
+	end := &TurnEnd{Status: status, SessionID: m.thread, History: t.history()}
+	m.turn = nil
+	return end
+}
+
+// history builds the turn's history messages in the neutral form: the
+// assistant's text and tool calls, then the tools' results, in the order
+// codex reported them.
+func (t *codexTurn) history() []archive.Message {
+	var h []archive.Message
+	put := func(role string, b archive.Block) {
+		if n := len(h); n > 0 && h[n-1].Role == role {
+			h[n-1].Content = append(h[n-1].Content, b)
+			return
+		}
+		h = append(h, archive.Message{Role: role, Content: []archive.Block{b}})
+	}
+	for _, s := range t.log {
+		e := s.e
+		switch s.kind {
+		case stepText:
+			if e.text != "" {
+				put("assistant", archive.NewTextBlock(e.text))
+			}
+		case stepCall:
+			put("assistant", archive.NewToolCallBlock(e.item.ID(), e.tool, e.args))
+		case stepResult:
+			put("tool", archive.NewToolResultBlock(e.item.ID(), e.tool, e.output, e.isErr))
+		}
+	}
+	return h
+}
+
+// codexTokens is a usage as codex reports it. Codex counts cached input
+// and cache writes inside input (OpenAI's convention), and reasoning inside
+// output.
+type codexTokens struct {
+	input, cached, written, output             int64
+	hasInput, hasCached, hasWritten, hasOutput bool
+}
+
+// readCodexTokens reads turn.completed's usage.
+func readCodexTokens(v gjson.Result) codexTokens {
+	var c codexTokens
+	field := func(key string, n *int64, has *bool) {
+		if f := v.Get(key); f.Type == gjson.Number {
+			*n, *has = f.Int(), true
+		}
+	}
+	if v.IsObject() {
+		field("input_tokens", &c.input, &c.hasInput)
+		field("cached_input_tokens", &c.cached, &c.hasCached)
+		field("cache_write_input_tokens", &c.written, &c.hasWritten)
+		field("output_tokens", &c.output, &c.hasOutput)
+	}
+	return c
+}
+
+// since returns c less an earlier total of the same thread; false when a
+// count went down (the totals are not comparable).
+func (c codexTokens) since(prev codexTokens) (codexTokens, bool) {
+	d := c
+	d.input -= prev.input
+	d.cached -= prev.cached
+	d.written -= prev.written
+	d.output -= prev.output
+	return d, d.input >= 0 && d.cached >= 0 && d.written >= 0 && d.output >= 0
+}
+
+// usage converts to format 1, which counts cache reads and writes apart
+// from input (as the claude backend does): input is what is left of
+// codex's input. Reasoning stays inside output, not added again.
+func (c codexTokens) usage() archive.Usage {
+	var u archive.Usage
+	n := func(v int64, has bool) json.Number {
+		if !has {
+			return ""
+		}
+		return json.Number(strconv.FormatInt(v, 10))
+	}
+	u.Input = n(max(c.input-c.cached-c.written, 0), c.hasInput)
+	u.Output = n(c.output, c.hasOutput)
+	u.CacheRead = n(c.cached, c.hasCached)
+	u.CacheWrite = n(c.written, c.hasWritten)
+	return u
+}
+
+// turnUsage is a turn's usage. Codex exec reports the thread's total so far
+// (a resumed thread's includes the turns of the earlier processes), so the
+// turn's share is the difference from the last total this mapper saw for
+// the thread.
+func (m *Codex) turnUsage(v gjson.Result) archive.Usage {
+	total := readCodexTokens(v)
+	turn := total
+	if m.thread != "" && m.totalThread == m.thread {
+		if d, ok := total.since(m.total); ok {
+			turn = d
+		}
+	}
+	m.total, m.totalThread = total, m.thread
+	return turn.usage()
+}
