@@ -2,8 +2,10 @@ package fakeapi
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -35,6 +37,87 @@ func ClaudePath(tb testing.TB) string {
 	}
 	tb.Skip(msg)
 	return ""
+}
+
+// CodexRel is where scripts/install-clis puts codex's Node wrapper, which
+// runs the native binary of @openai/codex-<platform>, relative to the module
+// root.
+const CodexRel = ".tools/npm/node_modules/@openai/codex/bin/codex.js"
+
+// CodexPath returns the real codex for an end-to-end test: $SPBRIDGE_CODEX,
+// else the one scripts/install-clis installed. Without one the test is
+// skipped, or fails when $CI is set: in CI it must run.
+func CodexPath(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("SPBRIDGE_CODEX"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			tb.Fatalf("SPBRIDGE_CODEX: %v", err)
+		}
+		return p
+	}
+	root, err := ModuleRoot()
+	if err == nil {
+		p := filepath.Join(root, CodexRel)
+		if _, err = os.Stat(p); err == nil {
+			return p
+		}
+	}
+	msg := "real codex not found (" + err.Error() + "); run bash scripts/install-clis or set SPBRIDGE_CODEX"
+	if os.Getenv("CI") != "" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+	return ""
+}
+
+// CodexModel is the model the throwaway codex configuration asks for: one
+// the codex binary knows, so that it needs no model list from the server.
+const CodexModel = "gpt-5.5"
+
+// CodexEnv prepares dir, a throwaway folder, for the real codex talking to
+// this server and returns codex's complete environment: HOME is dir/home,
+// CODEX_HOME is dir/codex-home with a config.toml whose model provider
+// "fake" is this server (Responses API, no retries), with update checks and
+// analytics off; FAKE_API_KEY holds the dummy key. It fails the test when it
+// cannot write the folders.
+func (s *OpenAIServer) CodexEnv(tb testing.TB, dir string) []string {
+	tb.Helper()
+	home := filepath.Join(dir, "home")
+	codexHome := filepath.Join(dir, "codex-home")
+	for _, d := range []string{home, codexHome} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(s.CodexConfig()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return []string{
+		"HOME=" + home,
+		"CODEX_HOME=" + codexHome,
+		"PATH=" + os.Getenv("PATH"),
+		"FAKE_API_KEY=dummy",
+		"LANG=C.UTF-8",
+	}
+}
+
+// CodexConfig returns the config.toml that CodexEnv writes.
+func (s *OpenAIServer) CodexConfig() string {
+	return fmt.Sprintf(`model = %s
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "Fake"
+base_url = %s
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+`, strconv.Quote(CodexModel), strconv.Quote(s.URL+"/v1"))
 }
 
 // ClaudeEnv is the complete environment for the real claude talking to
