@@ -14,20 +14,21 @@ import (
 )
 
 func runReplay(_ context.Context, st stdio, args []string) error {
-	f := newFlagSet("replay", "--backend claude [FILE]",
+	f := newFlagSet("replay", "--backend claude|codex [--codex-transport exec] [FILE]",
 		"Read a recorded CLI event stream (JSON lines; standard input when FILE is\n"+
 			"absent or -) and print the items it maps to as a canonical JSON array. Exit 0\n"+
 			"whenever the stream could be read: a failed or interrupted turn shows in the\n"+
 			"items. Item ids are sequential, so the output is the same at every run.")
-	backend := f.String("backend", "", "the CLI that wrote the stream: claude")
+	backend := f.String("backend", "", "the CLI that wrote the stream: claude or codex")
+	transport := f.String("codex-transport", "exec", "the codex stream's transport: exec (codex exec --json)")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
-	if *backend != "claude" {
-		if *backend == "" {
-			return usagef(f.cmd, "replay needs --backend claude")
-		}
-		return usagef(f.cmd, "unknown backend %q (want claude)", *backend)
+	if *backend == "" {
+		return usagef(f.cmd, "replay needs --backend claude or --backend codex")
+	}
+	if err := checkBackend(f, *backend, *transport); err != nil {
+		return err
 	}
 	if f.NArg() > 1 {
 		return usagef(f.cmd, "replay takes at most one FILE")
@@ -41,7 +42,7 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 		defer file.Close()
 		in = file
 	}
-	items, err := replayClaude(in)
+	items, err := replayStream(in, *backend)
 	if err != nil {
 		return fmt.Errorf("read stream: %w", err)
 	}
@@ -57,11 +58,21 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 	return err
 }
 
-// replayClaude maps a claude stream to the items a panel would show at its
-// end. A stream that stops inside a turn ends that turn as failed.
-func replayClaude(in io.Reader) ([]archive.Item, error) {
+// mapper is what replay needs of a backend's mapper.
+type mapper interface {
+	Line([]byte) itemmap.Result
+	InTurn() bool
+	Finish(interrupted bool, text, detail string) itemmap.Result
+}
+
+// replayStream maps a recorded stream to the items a panel would show at
+// its end. A stream that stops inside a turn ends that turn as failed.
+func replayStream(in io.Reader, backend string) ([]archive.Item, error) {
 	newID := itemmap.SequentialIDs()
-	m := itemmap.NewClaude(newID)
+	var m mapper = itemmap.NewClaude(newID)
+	if backend == "codex" {
+		m = itemmap.NewCodex(newID)
+	}
 	var items []archive.Item
 	apply := func(r itemmap.Result) {
 		for _, c := range r.Changes {

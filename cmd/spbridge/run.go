@@ -19,6 +19,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/claude"
+	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/restore"
 	"spbridge/internal/session"
@@ -39,7 +40,7 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("run", "PKG [--backend claude] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [MESSAGE... | -]",
+	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
 			"conversation at the end, also after a failure or an interrupt. Several\n"+
@@ -48,7 +49,9 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"interrupts the turn and keeps what arrived. Permission requests are asked on\n"+
 			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
-	backend := f.String("backend", "claude", "the agent CLI: claude")
+	backend := f.String("backend", "claude", "the agent CLI: claude or codex")
+	transport := f.String("codex-transport", "exec", "how codex is driven: exec")
+	codexHome := f.String("codex-home", "", "the `DIR` codex runs with as CODEX_HOME (default: your own)")
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
 	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
 	allowTools := f.StringArray("allow-tool", nil, "allow permission requests of tool `NAME` without asking; repeatable")
@@ -65,8 +68,8 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		return usagef(f.cmd, "run needs a package folder and a message (or - to read it from standard input)")
 	}
 	pkg := f.Arg(0)
-	if *backend != "claude" {
-		return usagef(f.cmd, "unknown backend %q (want claude)", *backend)
+	if err := checkBackend(f, *backend, *transport); err != nil {
+		return err
 	}
 	kind, err := kindf.kind()
 	if err != nil {
@@ -98,8 +101,8 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		if err != nil {
 			return err
 		}
-		be := claude.New(claude.Options{Dir: dir, Model: *model, IdleTimeout: *idle})
-		s := &session.Session{Pkg: p, Backend: be, Provider: claude.Provider, Cwd: dir}
+		be, provider := newBackend(*backend, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome})
+		s := &session.Session{Pkg: p, Backend: be, Provider: provider, Cwd: dir}
 		defer s.Close()
 		if len(p.Conv.Items) > 0 && p.Unreadable == "" {
 			// Reopened: the CLI's own session is gone; a new one is told
@@ -141,11 +144,38 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 				return &turnError{itemmap.TurnInterrupted}
 			}
 		}
-		if n := be.SkippedLines(); n > 0 {
-			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from claude that were not events\n", n)
+		if sk, ok := be.(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
+			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backend)
 		}
 		return nil
 	})
+}
+
+// backendFlags are the command-line settings a backend is made with.
+type backendFlags struct {
+	dir, model, codexHome string
+	idle                  time.Duration
+}
+
+// checkBackend refuses a backend or codex transport spbridge does not have.
+func checkBackend(f *flagSet, backend, transport string) error {
+	switch backend {
+	case "claude", "codex":
+	default:
+		return usagef(f.cmd, "unknown backend %q (want claude or codex)", backend)
+	}
+	if transport != "exec" {
+		return usagef(f.cmd, "unknown codex transport %q (want exec)", transport)
+	}
+	return nil
+}
+
+// newBackend makes a session's backend and its archive provider name.
+func newBackend(name string, o backendFlags) (session.Backend, string) {
+	if name == "codex" {
+		return codex.New(codex.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, CodexHome: o.codexHome}), codex.Provider
+	}
+	return claude.New(claude.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}), claude.Provider
 }
 
 // readMessages returns the messages: the arguments after PKG, or one from

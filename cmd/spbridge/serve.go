@@ -25,7 +25,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"standard input, or SIGINT or SIGTERM, ends every CLI and saves every\n"+
 			"conversation that changed.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
-	backend := f.String("backend", "claude", "the backend of sessions that name none: claude")
+	backend := f.String("backend", "claude", "the backend of sessions that name none: claude or codex")
 	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
@@ -44,8 +44,9 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Log:            log.New(st.err, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (session.Backend, error) {
 			switch name {
-			case "claude":
-				return claude.New(claude.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle}), nil
+			case "claude", "codex":
+				be, _ := newBackend(name, backendFlags{dir: o.Cwd, model: o.Model, idle: *idle})
+				return be, nil
 			}
 			return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
 		},

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"spbridge/internal/itemmap"
 )
 
 // AuthStatus is whether codex is logged in, without any secret.
@@ -20,7 +22,7 @@ type AuthStatus struct {
 var LoginArgs = []string{"login"}
 
 // NotLoggedInText is the failure shown when codex is not logged in.
-const NotLoggedInText = "The Codex CLI is not logged in (the API answered 401). Log in with `spbridge login --backend codex`."
+const NotLoggedInText = itemmap.CodexNotLoggedIn
 
 // GetAuthStatus asks `codex login status` whether codex is logged in. Its
 // output (which may show part of a key) is read, never passed on.

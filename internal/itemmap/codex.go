@@ -328,6 +328,10 @@ func (m *Codex) topError(ev gjson.Result, r *Result) {
 // turnFailed ends the turn as failed with one failure item. The message
 // codex sent just before as a top-level error is not shown twice: its
 // notice is replaced by the failure.
+// CodexNotLoggedIn is the failure of a turn the Codex CLI could not run
+// because it is not logged in (the API answered 401).
+const CodexNotLoggedIn = "The Codex CLI is not logged in (the API answered 401). Log in with `spbridge login --backend codex`."
+
 func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
 	t := m.ensureTurn()
 	e := ev.Get("error")
@@ -341,6 +345,11 @@ func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
 	text, detail := codexErrorText(msg)
 	if text == "" {
 		text = "Codex reported that the turn failed."
+	}
+	if strings.Contains(msg, "401 Unauthorized") {
+		// Exec mode reports the refused key only in the message's words.
+		detail = joinNonEmpty("\n", text, detail)
+		text = CodexNotLoggedIn
 	}
 	if e.IsObject() {
 		// Whatever the error carries besides its message, as codex wrote it.

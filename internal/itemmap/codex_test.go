@@ -193,7 +193,8 @@ func TestCodexTopLevelError(t *testing.T) {
 		stream: start + `{"type":"error","message":"unexpected status 401 Unauthorized"}
 {"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}`,
 		status: TurnFailed,
-		items:  []string{"failure:unexpected status 401 Unauthorized"},
+		items:  []string{"failure:" + CodexNotLoggedIn},
+		detail: "unexpected status 401 Unauthorized",
 	}, {
 		name: "retries then turn.failed",
 		stream: start + `{"type":"error","message":"Reconnecting... 1/2"}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/fakeapi"
+)
+
+// newCodexE2E prepares a package and the real codex against a fake
+// Responses API with these replies.
+func newCodexE2E(t *testing.T, replies ...fakeapi.ResponsesReply) (*e2e, *fakeapi.OpenAIServer) {
+	t.Helper()
+	codexPath := fakeapi.CodexPath(t)
+	srv, err := fakeapi.NewOpenAI(replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	root := t.TempDir()
+	pkg := filepath.Join(root, "work", "Poster.silverpoint")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(pkg, "document.json"), []byte("{}"), 0o644)
+	env := append(srv.CodexEnv(t, root), "SPBRIDGE_CODEX="+codexPath, "SPBRIDGE_STATE_DIR="+filepath.Join(root, "state"))
+	return &e2e{t: t, pkg: pkg, env: env}, srv
+}
+
+// inputTexts returns the texts of a Responses request's user input, in
+// order.
+func inputTexts(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "input").ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").String() != "user" {
+			return true
+		}
+		m.Get("content").ForEach(func(_, c gjson.Result) bool {
+			if c.Get("type").String() == "input_text" {
+				out = append(out, c.Get("text").String())
+			}
+			return true
+		})
+		return true
+	})
+	return out
+}
+
+func TestE2ECodexTextAndResume(t *testing.T) {
+	e, srv := newCodexE2E(t,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Hello from the fake Responses API.")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("You said heron.")}})
+	e.run(nil, "--backend", "codex", "remember heron", "what did I say?")
+	if e.code != 0 {
+		e.fail("exit %d", e.code)
+	}
+	got := e.items()
+	want := []string{"user: remember heron", "assistant: Hello from the fake Responses API.", "user: what did I say?", "assistant: You said heron."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		e.fail("items %q", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	// The second turn resumed the thread: the API saw the whole history.
+	second := string(reqs[1].Body)
+	if !strings.Contains(second, "remember heron") || !strings.Contains(second, "Hello from the fake Responses API.") || !strings.Contains(second, "what did I say?") {
+		t.Errorf("the second request lacks the history: %.500s", second)
+	}
+	c := e.conv()
+	if c.Provider != "codex" || c.Usage.Input == "0" || c.EstimatedCost.Kind != archive.CostUnknown {
+		e.fail("provider %q usage %+v cost %+v", c.Provider, c.Usage, c.EstimatedCost)
+	}
+}
+
+func TestE2ECodexReasoningCommandPatch(t *testing.T) {
+	patch := "*** Begin Patch\n*** Add File: made-by-codex.txt\n+hello from the patch\n*** End Patch\n"
+	e, _ := newCodexE2E(t,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Thinking it over"), fakeapi.ExecCommandCall("echo from-the-command")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall(patch)}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
+	e.run(nil, "--backend", "codex", "do things")
+	got := e.items()
+	if e.code != 0 || !containsStr(got, "thinking: Thinking it over") || !containsStr(got, "tool: shell echo from-the-command succeeded") ||
+		got[len(got)-1] != "assistant: Done." {
+		e.fail("exit %d, items %q", e.code, got)
+	}
+	var patchItem archive.Item
+	for _, it := range e.conv().Items {
+		if it.String("name") == "apply_patch" {
+			patchItem = it
+		}
+	}
+	if patchItem.IsZero() || patchItem.String("status") != archive.StatusSucceeded {
+		e.fail("no succeeded apply_patch item in %q", got)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(e.pkg), "made-by-codex.txt"))
+	if err != nil || string(data) != "hello from the patch\n" {
+		t.Errorf("the patch's file: %q, %v", data, err)
+	}
+}
+
+func TestE2ECodexNotLoggedIn(t *testing.T) {
+	e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Status: 401})
+	e.run(nil, "--backend", "codex", "hello?")
+	got := e.items()
+	if e.code != 1 || !strings.Contains(got[len(got)-1], "spbridge login --backend codex") {
+		e.fail("exit %d, items %q", e.code, got)
+	}
+}
+
+func TestE2ECodexImage(t *testing.T) {
+	e, srv := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("A small square.")}})
+	img, err := os.ReadFile("../../testdata/packages/Poster.silverpoint/agent/images/83caf76779373891ebfc9cd602157d32b82b34d926fa14856356a3219ed5fc94.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "square.png")
+	os.WriteFile(file, img, 0o644)
+	e.run(nil, "--backend", "codex", "--image", file, "what is this?")
+	if e.code != 0 {
+		e.fail("exit %d", e.code)
+	}
+	reqs := srv.Requests()
+	found := false
+	gjson.GetBytes(reqs[len(reqs)-1].Body, "input").ForEach(func(_, m gjson.Result) bool {
+		m.Get("content").ForEach(func(_, c gjson.Result) bool {
+			if url := c.Get("image_url").String(); c.Get("type").String() == "input_image" && strings.HasPrefix(url, "data:image/png;base64,") {
+				data, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(url, "data:image/png;base64,"))
+				found = found || bytes.Equal(data, img)
+			}
+			return true
+		})
+		return true
+	})
+	if !found {
+		t.Error("no input_image with the file's bytes reached the API")
+	}
+	if texts := inputTexts(reqs[len(reqs)-1].Body); !containsStr(texts, "what is this?") {
+		t.Errorf("user texts %q", texts)
+	}
+}
