@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -53,11 +57,20 @@ func inputTexts(body []byte) []string {
 	return out
 }
 
-func TestE2ECodexTextAndResume(t *testing.T) {
+// transports runs a test once per codex transport.
+func transports(t *testing.T, test func(t *testing.T, transport string)) {
+	for _, tr := range []string{"app-server", "exec"} {
+		t.Run(tr, func(t *testing.T) { test(t, tr) })
+	}
+}
+
+func TestE2ECodexTextAndResume(t *testing.T) { transports(t, testCodexTextAndResume) }
+
+func testCodexTextAndResume(t *testing.T, transport string) {
 	e, srv := newCodexE2E(t,
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Hello from the fake Responses API.")}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("You said heron.")}})
-	e.run(nil, "--backend", "codex", "remember heron", "what did I say?")
+	e.run(nil, "--backend", "codex", "--codex-transport", transport, "remember heron", "what did I say?")
 	if e.code != 0 {
 		e.fail("exit %d", e.code)
 	}
@@ -81,13 +94,15 @@ func TestE2ECodexTextAndResume(t *testing.T) {
 	}
 }
 
-func TestE2ECodexReasoningCommandPatch(t *testing.T) {
+func TestE2ECodexReasoningCommandPatch(t *testing.T) { transports(t, testCodexReasoningCommandPatch) }
+
+func testCodexReasoningCommandPatch(t *testing.T, transport string) {
 	patch := "*** Begin Patch\n*** Add File: made-by-codex.txt\n+hello from the patch\n*** End Patch\n"
 	e, _ := newCodexE2E(t,
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Thinking it over"), fakeapi.ExecCommandCall("echo from-the-command")}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall(patch)}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
-	e.run(nil, "--backend", "codex", "do things")
+	e.run(nil, "--backend", "codex", "--codex-transport", transport, "do things")
 	got := e.items()
 	if e.code != 0 || !containsStr(got, "thinking: Thinking it over") || !containsStr(got, "tool: shell echo from-the-command succeeded") ||
 		got[len(got)-1] != "assistant: Done." {
@@ -108,16 +123,20 @@ func TestE2ECodexReasoningCommandPatch(t *testing.T) {
 	}
 }
 
-func TestE2ECodexNotLoggedIn(t *testing.T) {
+func TestE2ECodexNotLoggedIn(t *testing.T) { transports(t, testCodexNotLoggedIn) }
+
+func testCodexNotLoggedIn(t *testing.T, transport string) {
 	e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Status: 401})
-	e.run(nil, "--backend", "codex", "hello?")
+	e.run(nil, "--backend", "codex", "--codex-transport", transport, "hello?")
 	got := e.items()
 	if e.code != 1 || !strings.Contains(got[len(got)-1], "spbridge login --backend codex") {
 		e.fail("exit %d, items %q", e.code, got)
 	}
 }
 
-func TestE2ECodexImage(t *testing.T) {
+func TestE2ECodexImage(t *testing.T) { transports(t, testCodexImage) }
+
+func testCodexImage(t *testing.T, transport string) {
 	e, srv := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("A small square.")}})
 	img, err := os.ReadFile("../../testdata/packages/Poster.silverpoint/agent/images/83caf76779373891ebfc9cd602157d32b82b34d926fa14856356a3219ed5fc94.png")
 	if err != nil {
@@ -125,7 +144,7 @@ func TestE2ECodexImage(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "square.png")
 	os.WriteFile(file, img, 0o644)
-	e.run(nil, "--backend", "codex", "--image", file, "what is this?")
+	e.run(nil, "--backend", "codex", "--codex-transport", transport, "--image", file, "what is this?")
 	if e.code != 0 {
 		e.fail("exit %d", e.code)
 	}
@@ -146,5 +165,60 @@ func TestE2ECodexImage(t *testing.T) {
 	}
 	if texts := inputTexts(reqs[len(reqs)-1].Body); !containsStr(texts, "what is this?") {
 		t.Errorf("user texts %q", texts)
+	}
+}
+
+// escalated is a command the model asks to run outside the sandbox.
+func escalated(cmd string) fakeapi.OutputItem {
+	return fakeapi.OutputItem{Type: "function_call", Name: "exec_command", Arguments: map[string]any{
+		"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "Write outside the workspace?"}}
+}
+
+// TestE2ECodexApproval: the app-server asks before a command leaves the
+// sandbox; --allow-tool shell accepts, no terminal and no --allow-tool
+// declines.
+func TestE2ECodexApproval(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
+			outside := t.TempDir()
+			target := filepath.Join(outside, "out.txt")
+			e, _ := newCodexE2E(t,
+				fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{escalated("echo outside > " + target)}},
+				fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
+			args := []string{"--backend", "codex", "--codex-transport", "app-server"}
+			if allow {
+				args = append(args, "--allow-tool", "shell")
+			}
+			e.run(nil, append(args, "write outside")...)
+			got := e.items()
+			_, err := os.Stat(target)
+			status := "denied"
+			if allow {
+				status = "succeeded"
+			}
+			if e.code != 0 || !containsStr(got, "toolApproval: ") || !containsStr(got, "tool: shell echo outside > "+target+" "+status) || (err == nil) != allow {
+				e.fail("exit %d, items %q, file written %v", e.code, got, err == nil)
+			}
+		})
+	}
+}
+
+// TestE2ECodexInterrupt: Ctrl-C mid-stream; the app-server interrupts the
+// turn and stays up, the partial reply is kept.
+func TestE2ECodexInterrupt(t *testing.T) {
+	long := strings.Repeat("streaming slowly ", 200)
+	e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(long)}, ChunkDelay: 50 * time.Millisecond})
+	e.run(func(cmd *exec.Cmd) {
+		for i := 0; i < 400; i++ {
+			time.Sleep(50 * time.Millisecond)
+			if strings.Contains(e.stdoutSnapshot(), "streaming") {
+				break
+			}
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+	}, "--backend", "codex", "--codex-transport", "app-server", "talk")
+	got := e.items()
+	if e.code != exitInterrupted || len(got) < 3 || !strings.HasPrefix(got[1], "assistant: streaming") || got[len(got)-1] != "notice: Interrupted." {
+		e.fail("exit %d, items %q", e.code, got)
 	}
 }

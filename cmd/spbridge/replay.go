@@ -7,20 +7,23 @@ import (
 	"os"
 	"slices"
 
+	"github.com/tidwall/gjson"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/cliproc"
+	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
 )
 
 func runReplay(_ context.Context, st stdio, args []string) error {
-	f := newFlagSet("replay", "--backend claude|codex [--codex-transport exec] [FILE]",
+	f := newFlagSet("replay", "--backend claude|codex [--codex-transport exec|app-server] [FILE]",
 		"Read a recorded CLI event stream (JSON lines; standard input when FILE is\n"+
 			"absent or -) and print the items it maps to as a canonical JSON array. Exit 0\n"+
 			"whenever the stream could be read: a failed or interrupted turn shows in the\n"+
 			"items. Item ids are sequential, so the output is the same at every run.")
 	backend := f.String("backend", "", "the CLI that wrote the stream: claude or codex")
-	transport := f.String("codex-transport", "exec", "the codex stream's transport: exec (codex exec --json)")
+	transport := f.String("codex-transport", "exec", "the codex stream's transport: exec (codex exec --json) or app-server (what codex app-server wrote; a recorded session's {\"dir\",\"msg\"} lines are unwrapped)")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
@@ -42,7 +45,7 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 		defer file.Close()
 		in = file
 	}
-	items, err := replayStream(in, *backend)
+	items, err := replayStream(in, *backend, *transport)
 	if err != nil {
 		return fmt.Errorf("read stream: %w", err)
 	}
@@ -67,10 +70,14 @@ type mapper interface {
 
 // replayStream maps a recorded stream to the items a panel would show at
 // its end. A stream that stops inside a turn ends that turn as failed.
-func replayStream(in io.Reader, backend string) ([]archive.Item, error) {
+func replayStream(in io.Reader, backend, transport string) ([]archive.Item, error) {
 	newID := itemmap.SequentialIDs()
 	var m mapper = itemmap.NewClaude(newID)
-	if backend == "codex" {
+	app := backend == "codex" && transport == codex.TransportAppServer
+	switch {
+	case app:
+		m = itemmap.NewCodexApp(newID)
+	case backend == "codex":
 		m = itemmap.NewCodex(newID)
 	}
 	var items []archive.Item
@@ -93,8 +100,18 @@ func replayStream(in io.Reader, backend string) ([]archive.Item, error) {
 			items = append(items, it)
 			return true
 		}
-		if len(l.Data) > 0 {
-			apply(m.Line(l.Data))
+		data := l.Data
+		if app {
+			// A recorded session: only what the server wrote.
+			if rec := gjson.ParseBytes(data); rec.Get("dir").Exists() {
+				if rec.Get("dir").String() != "out" {
+					return true
+				}
+				data = []byte(rec.Get("msg").Raw)
+			}
+		}
+		if len(data) > 0 {
+			apply(m.Line(data))
 		}
 		return true
 	})

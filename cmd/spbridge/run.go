@@ -50,7 +50,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
 	backend := f.String("backend", "claude", "the agent CLI: claude or codex")
-	transport := f.String("codex-transport", "exec", "how codex is driven: exec")
+	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
 	codexHome := f.String("codex-home", "", "the `DIR` codex runs with as CODEX_HOME (default: your own)")
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
 	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
@@ -101,7 +101,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		if err != nil {
 			return err
 		}
-		be, provider := newBackend(*backend, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome})
+		be, provider := newBackend(*backend, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
 		s := &session.Session{Pkg: p, Backend: be, Provider: provider, Cwd: dir}
 		defer s.Close()
 		if len(p.Conv.Items) > 0 && p.Unreadable == "" {
@@ -153,8 +153,8 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 
 // backendFlags are the command-line settings a backend is made with.
 type backendFlags struct {
-	dir, model, codexHome string
-	idle                  time.Duration
+	dir, model, codexHome, transport string
+	idle                             time.Duration
 }
 
 // checkBackend refuses a backend or codex transport spbridge does not have.
@@ -164,8 +164,8 @@ func checkBackend(f *flagSet, backend, transport string) error {
 	default:
 		return usagef(f.cmd, "unknown backend %q (want claude or codex)", backend)
 	}
-	if transport != "exec" {
-		return usagef(f.cmd, "unknown codex transport %q (want exec)", transport)
+	if transport != codex.TransportExec && transport != codex.TransportAppServer {
+		return usagef(f.cmd, "unknown codex transport %q (want app-server or exec)", transport)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func checkBackend(f *flagSet, backend, transport string) error {
 // newBackend makes a session's backend and its archive provider name.
 func newBackend(name string, o backendFlags) (session.Backend, string) {
 	if name == "codex" {
-		return codex.New(codex.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, CodexHome: o.codexHome}), codex.Provider
+		return codex.New(codex.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, CodexHome: o.codexHome, Transport: o.transport}), codex.Provider
 	}
 	return claude.New(claude.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}), claude.Provider
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func runServe(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("serve", "[--backend claude] [--no-audit]",
+	f := newFlagSet("serve", "[--backend claude|codex] [--codex-transport app-server|exec] [--no-audit]",
 		"Speak the Agent Client Protocol (version 1) on standard input and output:\n"+
 			"JSON-RPC 2.0, one message a line, so an editor can use spbridge as its\n"+
 			"agent. Each session is one document package (named in session/new's\n"+
@@ -26,11 +26,15 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"conversation that changed.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
 	backend := f.String("backend", "claude", "the backend of sessions that name none: claude or codex")
+	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
 	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
 	if err := f.noArgs(); err != nil {
+		return err
+	}
+	if err := checkBackend(f, *backend, *transport); err != nil {
 		return err
 	}
 	state, err := audit.StateDir()
@@ -45,7 +49,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		NewBackend: func(name string, o acp.BackendOptions) (session.Backend, error) {
 			switch name {
 			case "claude", "codex":
-				be, _ := newBackend(name, backendFlags{dir: o.Cwd, model: o.Model, idle: *idle})
+				be, _ := newBackend(name, backendFlags{dir: o.Cwd, model: o.Model, idle: *idle, transport: *transport})
 				return be, nil
 			}
 			return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)

@@ -48,6 +48,11 @@ type Options struct {
 	// Sandbox is the sandbox mode: read-only, workspace-write (default) or
 	// danger-full-access.
 	Sandbox string
+	// Transport is how codex is driven: "app-server" (default: one
+	// long-lived `codex app-server` per open, which streams text, asks for
+	// approvals and interrupts without dying) or "exec" (one `codex exec
+	// --json` process a turn).
+	Transport string
 	// IdleTimeout ends a turn whose CLI printed nothing for this long.
 	IdleTimeout time.Duration
 	// Grace is how long an interrupt waits at each step (SIGINT, SIGTERM,
@@ -59,13 +64,16 @@ type Options struct {
 	NewID itemmap.IDFunc
 }
 
-// Backend runs the turns of one open conversation on the Codex CLI's JSON
-// mode: each turn is one `codex exec --json` process (the first starts a
+// Backend runs the turns of one open conversation on the Codex CLI, over
+// one of two transports. With app-server, one `codex app-server` process
+// carries the thread and every turn (JSON-RPC on stdin and stdout). With
+// exec, each turn is one `codex exec --json` process (the first starts a
 // thread, later ones `codex exec resume` it), with the message on stdin.
 // Interrupt may be called from another goroutine while Turn runs.
 type Backend struct {
 	opts   Options
-	mapper *itemmap.Codex // one for the thread: codex reports its running total
+	mapper *itemmap.Codex // exec: one for the thread (codex reports its running total)
+	app    appState
 
 	mu          sync.Mutex
 	proc        *cliproc.Proc
@@ -89,7 +97,10 @@ func New(opts Options) *Backend {
 	if opts.Sandbox == "" {
 		opts.Sandbox = DefaultSandbox
 	}
-	return &Backend{opts: opts, mapper: itemmap.NewCodex(opts.NewID)}
+	if opts.Transport == "" {
+		opts.Transport = TransportAppServer
+	}
+	return &Backend{opts: opts, mapper: itemmap.NewCodex(opts.NewID), app: appState{mapper: itemmap.NewCodexApp(opts.NewID)}}
 }
 
 // Name is the backend's name.
@@ -213,6 +224,7 @@ func (b *Backend) Close() error {
 	if p == nil {
 		return nil
 	}
+	p.CloseStdin() // the app-server ends at the end of its input
 	err := p.Close(b.opts.Grace)
 	var ee *cliproc.ExitError
 	if errors.As(err, &ee) || errors.Is(err, cliproc.ErrWaitDelay) {
@@ -271,10 +283,12 @@ func writeImages(images []claude.Image) (string, []string, error) {
 	return dir, paths, nil
 }
 
-// Turn sends msg and runs the turn to its end, reporting item changes to h.
-// It always returns a TurnEnd; see claude.Backend.Turn. The exec transport
-// asks no permission: commands run inside the sandbox, and what needs more
-// is refused by codex itself.
+// Turn sends msg and runs the turn to its end, reporting item changes and
+// (app-server) permission requests to h. It always returns a TurnEnd; see
+// claude.Backend.Turn. Commands run inside the sandbox without asking; the
+// app-server asks for what needs more (a command outside the sandbox, a
+// patch outside the workspace), while exec has no one to ask and codex
+// refuses it.
 func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
 	interruptCh := make(chan struct{}, 1)
 	b.mu.Lock()
@@ -289,6 +303,9 @@ func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *
 	path, err := b.Program()
 	if err != nil {
 		return failBeforeStart(b.opts.NewID, h, NotFoundText, err.Error())
+	}
+	if b.opts.Transport == TransportAppServer {
+		return b.appTurn(ctx, msg, h, interruptCh)
 	}
 	dir, images, err := writeImages(msg.Images)
 	if err != nil {

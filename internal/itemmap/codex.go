@@ -89,16 +89,17 @@ var codexItemTypes = map[string]bool{
 
 // codexEntry is one codex item of the turn and the panel item it shows as.
 type codexEntry struct {
-	kind     string       // the codex item type
-	item     archive.Item // zero until shown
-	raw      string       // the codex item as last reported
-	text     string       // an agent_message's or reasoning's text so far
-	tool     string       // a tool's name in the history ("" when none)
-	args     string       // the tool call's arguments in the history
-	output   string       // the tool's result in the history (exact bytes)
-	isErr    bool         // the tool's result is an error
-	finished bool         // the tool ended (or the message completed)
-	logged   bool         // the result (or the text) is in the history log
+	kind     string           // the codex item type
+	item     archive.Item     // zero until shown
+	raw      string           // the codex item as last reported
+	text     string           // an agent_message's or reasoning's text so far
+	buf      *strings.Builder // text grown by deltas (app-server), text's bytes
+	tool     string           // a tool's name in the history ("" when none)
+	args     string           // the tool call's arguments in the history
+	output   string           // the tool's result in the history (exact bytes)
+	isErr    bool             // the tool's result is an error
+	finished bool             // the tool ended (or the message completed)
+	logged   bool             // the result (or the text) is in the history log
 }
 
 // Steps of the history log.
@@ -285,8 +286,38 @@ func (m *Codex) setText(e *codexEntry, typ, text string, r *Result) {
 	if strings.HasPrefix(text, e.text) {
 		delta = text[len(e.text):]
 	}
-	e.text = text
+	e.text, e.buf = text, nil
 	e.item.Set("text", text)
+	m.update(r, e.item, delta)
+}
+
+// appendText grows the text of item id (of codex kind, shown as typ) by
+// delta, as the app-server streams it: each change costs the delta, not the
+// text so far.
+func (m *Codex) appendText(id, kind, typ, delta string, r *Result) {
+	t := m.ensureTurn()
+	e := t.byID[id]
+	if e == nil || e.kind != kind {
+		e = &codexEntry{kind: kind}
+		t.byID[id] = e
+		t.entries = append(t.entries, e)
+	}
+	if e.finished || delta == "" {
+		return
+	}
+	if e.buf == nil {
+		e.buf = &strings.Builder{}
+		e.buf.WriteString(e.text)
+	}
+	e.buf.WriteString(delta)
+	e.text = e.buf.String()
+	if e.item.IsZero() {
+		e.item = m.newItem(typ)
+		e.item.Set("text", e.text)
+		m.add(r, e.item)
+		return
+	}
+	e.item.Set("text", e.text)
 	m.update(r, e.item, delta)
 }
 

@@ -1,0 +1,299 @@
+package itemmap
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+)
+
+// CodexApp maps what a `codex app-server` writes (JSON-RPC notifications
+// and requests, one a line) onto items. It turns the server's notifications
+// into the events of `codex exec --json` and hands them to a Codex mapper,
+// so both transports show, record and count the same way; the app-server's
+// own extras (text deltas, approval requests) are handled here. Responses
+// to the client's requests are the caller's: Line ignores them. It is not
+// safe for concurrent use.
+type CodexApp struct {
+	m *Codex
+
+	parts     map[string]int    // reasoning summary parts begun, by item id
+	total     json.RawMessage   // the thread's usage so far, as exec reports it
+	approvals map[string]string // request id → codex item id
+}
+
+// NewCodexApp returns a mapper that names new items with newID (nil: random
+// UUIDs). Use one for every process of one thread.
+func NewCodexApp(newID IDFunc) *CodexApp {
+	return &CodexApp{m: NewCodex(newID), parts: make(map[string]int), approvals: make(map[string]string)}
+}
+
+// InTurn reports whether a turn has started and not ended.
+func (a *CodexApp) InTurn() bool { return a.m.InTurn() }
+
+// Finish ends a turn that stopped without turn/completed (the server died)
+// or was interrupted: the message that was streaming is kept as it stood,
+// running tools are cancelled.
+func (a *CodexApp) Finish(interrupted bool, text, detail string) Result {
+	clear(a.parts)
+	return a.m.Finish(interrupted, text, detail)
+}
+
+// Answered records how the host answered an approval request. A declined
+// command or patch shows as denied when codex reports it declined.
+func (a *CodexApp) Answered(requestID string, allowed bool) {
+	delete(a.approvals, requestID)
+}
+
+// exec feeds one exec-mode event to the Codex mapper.
+func (a *CodexApp) exec(ev map[string]any) Result {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return Result{Skipped: true}
+	}
+	return a.m.Line(data)
+}
+
+// Line maps one line from the server.
+func (a *CodexApp) Line(line []byte) Result {
+	if !gjson.ValidBytes(line) {
+		return Result{Skipped: true}
+	}
+	msg := gjson.ParseBytes(line)
+	method := msg.Get("method").String()
+	if method == "" {
+		return Result{} // a response to one of the client's requests
+	}
+	p := msg.Get("params")
+	if id := msg.Get("id"); id.Exists() {
+		return a.request(id.Raw, method, p)
+	}
+	switch method {
+	case "thread/started":
+		return a.exec(map[string]any{"type": "thread.started", "thread_id": p.Get("thread.id").String()})
+	case "turn/started":
+		return a.exec(map[string]any{"type": "turn.started"})
+	case "item/started", "item/completed":
+		return a.item(p.Get("item"), method == "item/completed")
+	case "item/agentMessage/delta":
+		var r Result
+		a.m.appendText(p.Get("itemId").String(), codexMessage, archive.TypeAssistant, p.Get("delta").String(), &r)
+		return r
+	case "item/reasoning/summaryPartAdded":
+		id := p.Get("itemId").String()
+		var r Result
+		if a.parts[id] > 0 {
+			a.m.appendText(id, codexReasoning, archive.TypeThinking, "\n", &r)
+		}
+		a.parts[id]++
+		return r
+	case "item/reasoning/summaryTextDelta":
+		var r Result
+		a.m.appendText(p.Get("itemId").String(), codexReasoning, archive.TypeThinking, p.Get("delta").String(), &r)
+		return r
+	case "thread/tokenUsage/updated":
+		a.total = execTokens(p.Get("tokenUsage.total"))
+		return Result{}
+	case "error":
+		msg := p.Get("error.message").String()
+		if p.Get("willRetry").Bool() {
+			return a.exec(map[string]any{"type": "error", "message": msg})
+		}
+		return Result{}
+	case "turn/completed":
+		return a.turnCompleted(p.Get("turn"))
+	}
+	// Status changes, diffs, rate limits, warnings: nothing to show.
+	return Result{}
+}
+
+func joinParts(parts []string) string {
+	var kept []string
+	for _, s := range parts {
+		if s != "" {
+			kept = append(kept, s)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// execTokens converts app-server token counts to exec's usage fields.
+func execTokens(t gjson.Result) json.RawMessage {
+	u := map[string]any{}
+	for from, to := range map[string]string{"inputTokens": "input_tokens", "cachedInputTokens": "cached_input_tokens",
+		"cacheWriteInputTokens": "cache_write_input_tokens", "outputTokens": "output_tokens", "reasoningOutputTokens": "reasoning_output_tokens"} {
+		if v := t.Get(from); v.Type == gjson.Number {
+			u[to] = json.Number(v.Raw)
+		}
+	}
+	data, _ := json.Marshal(u)
+	return data
+}
+
+// appStatus converts an app-server item status to exec's.
+func appStatus(s string) string {
+	if s == "inProgress" {
+		return "in_progress"
+	}
+	return s
+}
+
+// item converts an app-server item to exec's form.
+func (a *CodexApp) item(it gjson.Result, completed bool) Result {
+	id := it.Get("id").String()
+	ev := map[string]any{"id": id}
+	switch it.Get("type").String() {
+	case "agentMessage":
+		ev["type"] = codexMessage
+		if !completed {
+			return Result{} // its text comes as deltas
+		}
+		ev["text"] = it.Get("text").String()
+	case "reasoning":
+		ev["type"] = codexReasoning
+		if !completed {
+			return Result{}
+		}
+		var parts []string
+		for _, s := range it.Get("summary").Array() {
+			parts = append(parts, s.String())
+		}
+		if len(parts) == 0 {
+			return Result{} // only raw content, which exec does not show either
+		}
+		ev["text"] = joinParts(parts)
+		delete(a.parts, id)
+	case "commandExecution":
+		ev["type"] = codexCommand
+		ev["command"] = it.Get("command").String()
+		ev["aggregated_output"] = it.Get("aggregatedOutput").String()
+		if x := it.Get("exitCode"); x.Type == gjson.Number {
+			ev["exit_code"] = json.Number(x.Raw)
+		}
+		ev["status"] = appStatus(it.Get("status").String())
+	case "fileChange":
+		ev["type"] = codexFiles
+		var changes []any
+		for _, c := range it.Get("changes").Array() {
+			ch := map[string]any{"path": c.Get("path").String(), "kind": c.Get("kind.type").String()}
+			if d := c.Get("diff").String(); d != "" {
+				ch["diff"] = d
+			}
+			changes = append(changes, ch)
+		}
+		ev["changes"] = changes
+		ev["status"] = appStatus(it.Get("status").String())
+	case "mcpToolCall":
+		ev["type"] = codexMCP
+		ev["server"] = it.Get("server").String()
+		ev["tool"] = it.Get("tool").String()
+		if v := it.Get("arguments"); v.Exists() {
+			ev["arguments"] = json.RawMessage(v.Raw)
+		}
+		if v := it.Get("result"); v.Exists() {
+			ev["result"] = json.RawMessage(v.Raw)
+		}
+		if v := it.Get("error"); v.Exists() {
+			ev["error"] = json.RawMessage(v.Raw)
+		}
+		ev["status"] = appStatus(it.Get("status").String())
+	case "webSearch":
+		ev["type"] = codexSearch
+		ev["query"] = it.Get("query").String()
+	default:
+		return Result{} // the user's own message, and kinds not shown
+	}
+	typ := "item.started"
+	if completed {
+		typ = "item.completed"
+	}
+	return a.exec(map[string]any{"type": typ, "item": ev})
+}
+
+// turnCompleted ends the turn as the server reports it.
+func (a *CodexApp) turnCompleted(turn gjson.Result) Result {
+	switch turn.Get("status").String() {
+	case "interrupted":
+		return a.Finish(true, "", "")
+	case "failed":
+		msg := turn.Get("error.message").String()
+		if msg == "" {
+			msg = "Codex reported that the turn failed."
+		}
+		clear(a.parts)
+		return a.exec(map[string]any{"type": "turn.failed", "error": map[string]any{"message": msg}})
+	}
+	clear(a.parts)
+	usage := a.total
+	if usage == nil {
+		usage = json.RawMessage("{}")
+	}
+	return a.exec(map[string]any{"type": "turn.completed", "usage": usage})
+}
+
+// request maps a request from the server: an approval becomes a
+// toolApproval item and an Approval for the host; any other request is
+// handed to the caller to refuse.
+func (a *CodexApp) request(id, method string, p gjson.Result) Result {
+	var r Result
+	itemID := p.Get("itemId").String()
+	if itemID == "" {
+		itemID = p.Get("callId").String()
+	}
+	var name, summary string
+	input := map[string]any{}
+	switch method {
+	case "item/commandExecution/requestApproval", "execCommandApproval":
+		name = codexShellTool
+		cmd := p.Get("command")
+		full := cmd.String()
+		if cmd.IsArray() {
+			var argv []string
+			for _, s := range cmd.Array() {
+				argv = append(argv, s.String())
+			}
+			full = strings.Join(argv, " ")
+		}
+		summary = firstLine(unwrapCommand(full))
+		input["command"] = unwrapCommand(full)
+		if cwd := p.Get("cwd").String(); cwd != "" {
+			input["cwd"] = cwd
+		}
+	case "item/fileChange/requestApproval", "applyPatchApproval":
+		name = codexPatchTool
+		if t := a.m.turn; t != nil {
+			if e := t.byID[itemID]; e != nil && !e.item.IsZero() {
+				summary = e.item.String("summary")
+			}
+		}
+		if g := p.Get("grantRoot").String(); g != "" {
+			input["grantRoot"] = g
+		}
+	default:
+		r.ControlRequests = append(r.ControlRequests, ControlRequest{RequestID: id, Subtype: method})
+		return r
+	}
+	reason := p.Get("reason").String()
+	if reason != "" {
+		input["reason"] = reason
+	}
+	it := a.m.newItem(archive.TypeToolApproval)
+	it.Set("name", name)
+	it.Set("summary", summary)
+	if reason != "" {
+		it.Set("detail", reason)
+	}
+	a.m.add(&r, it)
+	raw, _ := json.Marshal(input)
+	ap := Approval{RequestID: id, ToolUseID: itemID, ToolName: name, Input: raw, ItemID: it.ID()}
+	if t := a.m.turn; t != nil {
+		if e := t.byID[itemID]; e != nil && !e.item.IsZero() {
+			ap.ToolItemID = e.item.ID()
+		}
+	}
+	a.approvals[id] = itemID
+	r.Approvals = append(r.Approvals, ap)
+	return r
+}
