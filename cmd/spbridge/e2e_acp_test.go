@@ -315,3 +315,46 @@ func TestE2EServeSIGTERM(t *testing.T) {
 		t.Errorf("saved: %v, %d items", err, len(p.Conv.Items))
 	}
 }
+
+// TestE2EServeCodex drives a codex session (app-server) through spbridge
+// serve with the official ACP client.
+func TestE2EServeCodex(t *testing.T) {
+	e, srv := newCodexE2E(t,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Considering"), fakeapi.MessageItem("Hello from codex over ACP.")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Second answer.")}})
+	envMap := map[string]string{}
+	for _, kv := range e.env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	work := filepath.Dir(e.pkg)
+	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work, "timeoutMs": 60000,
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "hello"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "again"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	for _, step := range []int{2, 3} {
+		if r := response(t, events, step); r["stopReason"] != "end_turn" {
+			t.Errorf("step %d: %v", step, r)
+		}
+	}
+	kinds, text := updatesOf(events)
+	if !strings.Contains(text, "Hello from codex over ACP.Second answer.") || !strings.Contains(strings.Join(kinds, " "), "agent_thought_chunk") {
+		t.Errorf("updates %v, text %q", kinds, text)
+	}
+	// One thread: the second request carries the first exchange.
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "Hello from codex over ACP.") {
+		t.Errorf("%d requests; the second lacks the history", len(reqs))
+	}
+	c := e.conv()
+	if c.Provider != "codex" || len(c.Items) != 5 {
+		t.Errorf("saved: provider %q, %d items", c.Provider, len(c.Items))
+	}
+}
