@@ -1,0 +1,112 @@
+package codex
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"spbridge/internal/claude"
+	"spbridge/internal/itemmap"
+)
+
+const fakeAppServerEnv = "SPBRIDGE_FAKE_CODEX_APP_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeAppServerEnv) != "" {
+		fakeAppServer()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeAppServer plays `codex app-server`: it answers initialize,
+// thread/start and turn/start, and streams each turn's reply as 1,000
+// agent-message deltas carrying the time they were written, 200 µs apart.
+func fakeAppServer() {
+	out := bufio.NewWriter(os.Stdout)
+	emit := func(v any) {
+		data, _ := json.Marshal(v)
+		out.Write(append(data, '\n'))
+		out.Flush()
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 64<<20)
+	turn := 0
+	for in.Scan() {
+		var m map[string]any
+		if json.Unmarshal(in.Bytes(), &m) != nil {
+			continue
+		}
+		id := m["id"]
+		switch m["method"] {
+		case "initialize":
+			emit(map[string]any{"id": id, "result": map[string]any{"userAgent": "fake"}})
+		case "thread/start":
+			emit(map[string]any{"id": id, "result": map[string]any{"thread": map[string]any{"id": "thread-1"}}})
+		case "turn/start":
+			turn++
+			tid := fmt.Sprint("turn-", turn)
+			emit(map[string]any{"id": id, "result": map[string]any{"turn": map[string]any{"id": tid}}})
+			emit(map[string]any{"method": "turn/started", "params": map[string]any{"turn": map[string]any{"id": tid}}})
+			emit(map[string]any{"method": "item/started", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": ""}}})
+			for i := 0; i < 1000; i++ {
+				emit(map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"itemId": "msg", "delta": fmt.Sprintf("%d ", time.Now().UnixNano())}})
+				time.Sleep(200 * time.Microsecond)
+			}
+			emit(map[string]any{"method": "item/completed", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": "done"}}})
+			emit(map[string]any{"method": "turn/completed", "params": map[string]any{"turn": map[string]any{"id": tid, "status": "completed"}}})
+		}
+	}
+}
+
+type latencyHost struct {
+	mu    sync.Mutex
+	delay []time.Duration
+}
+
+func (h *latencyHost) Change(c itemmap.Change) {
+	now := time.Now().UnixNano()
+	if ns, err := strconv.ParseInt(strings.TrimSpace(c.Delta), 10, 64); err == nil {
+		h.mu.Lock()
+		h.delay = append(h.delay, time.Duration(now-ns))
+		h.mu.Unlock()
+	}
+}
+
+func (h *latencyHost) Approve(context.Context, itemmap.Approval) claude.Decision {
+	return claude.Decision{}
+}
+
+// BenchmarkLineToItemLatency measures, on the app-server transport, the
+// delay from a line the (fake) codex writes to the item change the caller
+// of Turn sees, over 1,000 deltas a turn; it reports p50 and p99 in µs.
+func BenchmarkLineToItemLatency(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	be := New(Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: b.TempDir(), Grace: 200 * time.Millisecond})
+	defer be.Close()
+	h := &latencyHost{}
+	for b.Loop() {
+		if end := be.Turn(context.Background(), claude.Message{Text: "go"}, h); end.Status != itemmap.TurnCompleted {
+			b.Fatalf("turn %s", end.Status)
+		}
+	}
+	slices.Sort(h.delay)
+	if len(h.delay) == 0 {
+		b.Fatal("no deltas seen")
+	}
+	q := func(p float64) float64 { return float64(h.delay[int(p*float64(len(h.delay)-1))].Microseconds()) }
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(float64(len(h.delay))/float64(b.N), "lines/op")
+}
