@@ -222,3 +222,17 @@ func TestE2ECodexInterrupt(t *testing.T) {
 		e.fail("exit %d, items %q", e.code, got)
 	}
 }
+
+// TestE2ECodexEstimatedCost: codex reports no cost; on a model in the
+// bundled price table the cost is estimated.
+func TestE2ECodexEstimatedCost(t *testing.T) {
+	transports(t, func(t *testing.T, transport string) {
+		e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Priced.")},
+			Usage: fakeapi.ResponsesUsage{InputTokens: 1000, OutputTokens: 100, TotalTokens: 1100}})
+		e.run(nil, "--backend", "codex", "--codex-transport", transport, "--model", "gpt-5", "price this")
+		c := e.conv()
+		if e.code != 0 || c.Model != "gpt-5" || c.EstimatedCost.Kind != archive.CostEstimated || c.EstimatedCost.Dollars != "0.00225" {
+			e.fail("model %q cost %+v usage %+v", c.Model, c.EstimatedCost, c.Usage)
+		}
+	})
+}

@@ -74,6 +74,7 @@ func (b *Backend) appStart(h claude.Host) error {
 	if id := res.Get("thread.id").String(); id != "" {
 		b.mu.Lock()
 		b.thread = id
+		b.model = res.Get("model").String()
 		b.mu.Unlock()
 	}
 	return nil

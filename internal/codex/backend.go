@@ -84,6 +84,21 @@ type Backend struct {
 	skipped     int
 	lastTail    string
 	lastExit    string
+	model       string // the model the thread runs on, as codex said
+}
+
+// withModel names the model a turn ran on, for the price table: what the
+// app-server said the thread runs on, else the model asked for.
+func (b *Backend) withModel(end *itemmap.TurnEnd) *itemmap.TurnEnd {
+	if end != nil && end.Model == "" {
+		b.mu.Lock()
+		end.Model = b.model
+		if end.Model == "" {
+			end.Model = b.opts.Model
+		}
+		b.mu.Unlock()
+	}
+	return end
 }
 
 // New returns a backend; nothing starts until the first Turn.
@@ -170,6 +185,7 @@ func (b *Backend) Thread() string {
 func (b *Backend) SetModel(model string) {
 	b.mu.Lock()
 	b.opts.Model = model
+	b.model = "" // the next turn runs on the new one
 	b.mu.Unlock()
 }
 
@@ -305,7 +321,7 @@ func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *
 		return failBeforeStart(b.opts.NewID, h, NotFoundText, err.Error())
 	}
 	if b.opts.Transport == TransportAppServer {
-		return b.appTurn(ctx, msg, h, interruptCh)
+		return b.withModel(b.appTurn(ctx, msg, h, interruptCh))
 	}
 	dir, images, err := writeImages(msg.Images)
 	if err != nil {
@@ -328,7 +344,7 @@ func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *
 	// codex reads the prompt to the end of stdin: an open stdin hangs it.
 	p.Write([]byte(msg.Text))
 	p.CloseStdin()
-	return b.loop(ctx, p, h, interruptCh)
+	return b.withModel(b.loop(ctx, p, h, interruptCh))
 }
 
 func failBeforeStart(newID itemmap.IDFunc, h claude.Host, text, detail string) *itemmap.TurnEnd {

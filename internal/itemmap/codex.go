@@ -37,8 +37,8 @@ import (
 //     paths, statusText "N files", detail each change.
 //   - mcp_tool_call: a tool item named "server.tool".
 //   - web_search: a webSearch item; todo_list: a directions item, one
-//     "[x] step" or "[ ] step" line a step; an error item: a notice (codex
-//     goes on).
+//     "[x] step" or "[ ] step" line a step; an error item: a failure
+//     item, though codex goes on and the turn may still complete.
 //   - A top-level error event is a notice at once: codex also sends one for
 //     a retry that then succeeds. When turn.failed follows with the same
 //     message, the notice is replaced by the turn's one failure item.
@@ -259,8 +259,9 @@ func (m *Codex) item(it gjson.Result, completed bool, r *Result) {
 		m.show(e, archive.TypeDirections, r, "text", todoText(it.Get("items")))
 		e.finished = completed
 	case codexError:
-		// An error item is not fatal: codex goes on with the turn.
-		m.show(e, archive.TypeNotice, r, "text", it.Get("message").String())
+		// An error item is shown as a failure, though it is not fatal:
+		// codex goes on with the turn, which may still complete.
+		m.show(e, archive.TypeFailure, r, "text", it.Get("message").String())
 		e.finished = completed
 	}
 }

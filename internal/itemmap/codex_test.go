@@ -228,10 +228,10 @@ func TestCodexTopLevelError(t *testing.T) {
 		items:  []string{"notice:Reconnecting... 1/5", "failure:Codex stopped."},
 		detail: "exit status 1\nlast error: Reconnecting... 1/5",
 	}, {
-		name:   "an error item is not fatal",
+		name:   "an error item is a failure that does not end the turn",
 		stream: start + `{"type":"item.completed","item":{"id":"item_0","type":"error","message":"model fell back"}}` + "\n" + `{"type":"turn.completed","usage":{}}`,
 		status: TurnCompleted,
-		items:  []string{"notice:model fell back"},
+		items:  []string{"failure:model fell back"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/prices"
 	"spbridge/internal/restore"
 )
 
@@ -212,7 +213,9 @@ func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) claude.Decis
 
 // Apply brings a turn's end into the conversation: its history, its usage
 // into the total, the last request's usage, the cost, and the provider and
-// model it ran on.
+// model it ran on. The cost is reported while every turn's cost came from
+// the CLI; estimated once a turn's had to come from the price table; unknown
+// once a turn had neither.
 func Apply(conv *archive.Conversation, end *itemmap.TurnEnd, provider string) {
 	if end == nil {
 		return
@@ -224,23 +227,30 @@ func Apply(conv *archive.Conversation, end *itemmap.TurnEnd, provider string) {
 		conv.Usage = conv.Usage.Add(end.Usage)
 		conv.LastRoundUsage = end.LastRound
 	}
-	switch cost := &conv.EstimatedCost; {
+	cost := &conv.EstimatedCost
+	if cost.Kind == "" {
+		cost.Kind = archive.CostUnknown
+	}
+	// A conversation with no usage yet has no cost to speak of: its first
+	// priced turn decides the kind.
+	fresh := !hadUsage && cost.Dollars == ""
+	switch est, estimated := prices.Estimate(end.Model, end.Usage); {
 	case end.CostUSD != "":
-		switch cost.Kind {
-		case archive.CostEstimated:
+		switch {
+		case fresh:
+			cost.Kind, cost.Dollars = archive.CostReported, end.CostUSD
+		case cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated:
 			cost.Dollars = archive.AddNumbers(cost.Dollars, end.CostUSD)
-		case archive.CostReported:
-			cost.Dollars = archive.AddNumbers(cost.Dollars, end.CostUSD)
-		default:
-			if !hadUsage {
-				cost.Kind, cost.Dollars = archive.CostReported, end.CostUSD
-			}
+		}
+	case turnUsage && estimated:
+		switch {
+		case fresh:
+			cost.Kind, cost.Dollars = archive.CostEstimated, est
+		case cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated:
+			cost.Kind, cost.Dollars = archive.CostEstimated, archive.AddNumbers(cost.Dollars, est)
 		}
 	case turnUsage:
 		cost.Kind, cost.Dollars = archive.CostUnknown, ""
-	}
-	if cost := &conv.EstimatedCost; cost.Kind == "" {
-		cost.Kind = archive.CostUnknown
 	}
 	if provider != "" && end.Status != "" {
 		conv.Provider = provider
