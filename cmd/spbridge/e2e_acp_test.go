@@ -291,14 +291,20 @@ func TestE2EServeSIGTERM(t *testing.T) {
 	lines.Buffer(nil, 1<<20)
 	deadline := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer deadline.Stop()
+	var seen []string
+	streaming := false
 	for lines.Scan() {
+		seen = append(seen, lines.Text())
 		if strings.Contains(lines.Text(), "agent_message_chunk") {
+			streaming = true
 			break
 		}
 	}
 	kids := childrenOf(cmd.Process.Pid)
-	if len(kids) == 0 {
-		t.Fatal("spbridge serve runs no CLI")
+	if !streaming || len(kids) == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no streaming turn (children %v, scan error %v)\nstdout:\n%s\nstderr:\n%s", kids, lines.Err(), strings.Join(seen, "\n"), stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	go io.Copy(io.Discard, stdout)
