@@ -684,7 +684,13 @@ func TestCrashFailsOnlyItsSession(t *testing.T) {
 	if res["stopReason"] != "end_turn" || meta["status"] != "failed" {
 		t.Errorf("crashed turn: %v", res)
 	}
-	if chunks := updates(seen, "agent_message_chunk"); len(chunks) == 0 || !strings.HasPrefix(chunks[len(chunks)-1]["content"].(map[string]any)["text"].(string), "Error: Claude Code exited") {
+	var ofA []map[string]any
+	for _, m := range seen {
+		if p, _ := m["params"].(map[string]any); p != nil && p["sessionId"] == a["sessionId"] {
+			ofA = append(ofA, m)
+		}
+	}
+	if chunks := updates(ofA, "agent_message_chunk"); len(chunks) == 0 || !strings.HasPrefix(chunks[len(chunks)-1]["content"].(map[string]any)["text"].(string), "Error: Claude Code exited") {
 		t.Errorf("the failure was not shown: %v", chunks)
 	}
 	c.backend(1).finish <- struct{}{}
