@@ -118,15 +118,7 @@ func (b *Backend) Version() string {
 	if err != nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = b.opts.Env
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	b.version, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	b.version = cliproc.Version(path, b.opts.Env)
 	return b.version
 }
 
@@ -368,6 +360,13 @@ func (b *Backend) Turn(ctx context.Context, msg Message, h Host) *itemmap.TurnEn
 
 // failBeforeStart reports a turn that failed before the CLI took it.
 func failBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap.TurnEnd {
+	return FailBeforeStart(newID, h, text, detail)
+}
+
+// FailBeforeStart reports a turn that failed before the CLI took it: one
+// failure item (text, and detail when it says more) and a failed TurnEnd
+// with nothing else. Such a turn establishes no CLI session.
+func FailBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap.TurnEnd {
 	it := archive.NewItem(archive.TypeFailure)
 	if newID != nil {
 		it.Set("id", newID())

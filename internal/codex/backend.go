@@ -155,15 +155,7 @@ func (b *Backend) Version() string {
 	if err != nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = b.env()
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	b.version, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	b.version = cliproc.Version(path, b.env())
 	return b.version
 }
 
@@ -348,16 +340,7 @@ func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *
 }
 
 func failBeforeStart(newID itemmap.IDFunc, h claude.Host, text, detail string) *itemmap.TurnEnd {
-	it := archive.NewItem(archive.TypeFailure)
-	if newID != nil {
-		it.Set("id", newID())
-	}
-	it.Set("text", text)
-	if detail != "" && detail != text {
-		it.Set("detail", detail)
-	}
-	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
-	return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+	return claude.FailBeforeStart(newID, h, text, detail)
 }
 
 func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h claude.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
