@@ -1,0 +1,69 @@
+package codex
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/claude"
+	"spbridge/internal/itemmap"
+)
+
+func TestExecArgs(t *testing.T) {
+	b := New(Options{Transport: TransportExec})
+	want := []string{"-c", `sandbox_mode="workspace-write"`, "exec", "--json", "--skip-git-repo-check", "-"}
+	if got := b.args(nil); !reflect.DeepEqual(got, want) {
+		t.Errorf("first turn: %q", got)
+	}
+	b.thread, b.opts.Model = "th-1", "gpt-5"
+	want = []string{"-c", `sandbox_mode="workspace-write"`, "exec", "resume", "--json", "-m", "gpt-5", "-i", "/a.png", "--skip-git-repo-check", "th-1", "-"}
+	if got := b.args([]string{"/a.png"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("later turn: %q", got)
+	}
+}
+
+type items struct{ list []archive.Item }
+
+func (h *items) Change(c itemmap.Change) {
+	if c.Op == itemmap.OpAdd {
+		h.list = append(h.list, c.Item)
+	}
+}
+
+func (h *items) Approve(context.Context, itemmap.Approval) claude.Decision { return claude.Decision{} }
+
+func TestMissingProgram(t *testing.T) {
+	for _, tr := range []string{TransportExec, TransportAppServer} {
+		b := New(Options{Program: filepath.Join(t.TempDir(), "no-codex"), Transport: tr})
+		h := &items{}
+		end := b.Turn(context.Background(), claude.Message{Text: "x"}, h)
+		if end.Status != itemmap.TurnFailed || len(h.list) != 1 || h.list[0].String("text") != NotFoundText || b.Started() {
+			t.Errorf("%s: %+v %v", tr, end, h.list)
+		}
+	}
+}
+
+// TestAppServerTurns runs two turns on one (fake) app-server process.
+func TestAppServerTurns(t *testing.T) {
+	exe, _ := os.Executable()
+	b := New(Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: t.TempDir(), Grace: 200 * time.Millisecond})
+	defer b.Close()
+	for i := 0; i < 2; i++ {
+		h := &items{}
+		end := b.Turn(context.Background(), claude.Message{Text: "go"}, h)
+		if end.Status != itemmap.TurnCompleted || len(h.list) != 1 || h.list[0].String("text") != "done" {
+			t.Fatalf("turn %d: %+v, %d items", i, end, len(h.list))
+		}
+		if !strings.HasSuffix(end.History[0].Content[0].String("text"), "done") {
+			t.Errorf("history %+v", end.History)
+		}
+	}
+	if b.Thread() != "thread-1" || !b.Started() {
+		t.Errorf("thread %q", b.Thread())
+	}
+}
