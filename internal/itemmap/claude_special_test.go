@@ -91,3 +91,32 @@ func TestClaudeSpecialTools(t *testing.T) {
 		t.Errorf("history %q", calls)
 	}
 }
+
+// TestClaudeInterruptDuringTool is Claude Code stopped by an interrupt while
+// a tool ran: the tool is cancelled, not failed, and the turn interrupted.
+func TestClaudeInterruptDuringTool(t *testing.T) {
+	stream := `{"type":"system","subtype":"init","session_id":"s1","model":"m1"}
+{"type":"assistant","message":{"id":"msg_1","role":"assistant","model":"m1","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"sleep 30"}}]},"parent_tool_use_id":null}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"[Request interrupted by user for tool use]","is_error":true}]},"parent_tool_use_id":null}
+{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"parent_tool_use_id":null}
+{"type":"result","subtype":"error_during_execution","is_error":true,"terminal_reason":"aborted_tools","session_id":"s1","total_cost_usd":0.01}`
+	m := NewClaude(SequentialIDs())
+	p := &panel{}
+	var end *TurnEnd
+	for _, line := range strings.Split(stream, "\n") {
+		r := m.Line([]byte(line))
+		p.apply(t, r)
+		if r.End != nil {
+			end = r.End
+		}
+	}
+	if end == nil || end.Status != TurnInterrupted {
+		t.Fatalf("end %+v", end)
+	}
+	if got := p.items[0]; got.String("status") != archive.StatusCancelled || got.String("statusText") != "cancelled" {
+		t.Errorf("tool %v", got.Map())
+	}
+	if last := p.items[len(p.items)-1]; last.String("text") != "Interrupted." {
+		t.Errorf("last item %v", last.Map())
+	}
+}

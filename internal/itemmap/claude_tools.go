@@ -88,6 +88,10 @@ func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured
 		tool.item.Set("results", searchResults(structured, out))
 		tool.done = true
 		m.update(r, tool.item, "")
+	case isErr && strings.HasPrefix(out, "[Request interrupted by user"):
+		// An interrupt during the tool: Claude Code stopped it.
+		t.aborted = true
+		m.finishTool(tool, archive.StatusCancelled, "cancelled", out, r)
 	case t.denyIDs[tool.id]:
 		m.finishTool(tool, archive.StatusDenied, "denied", out, r)
 	case isErr && strings.HasPrefix(out, "The user doesn't want to proceed"):
