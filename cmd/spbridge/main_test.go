@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeTTYEnv) != "" {
 		os.Exit(fakeTTYCLI(os.Args[1:]))
 	}
+	if os.Getenv(fakeAskEnv) != "" {
+		os.Exit(fakeAskingClaude())
+	}
 	testscript.Main(m, map[string]func(){
 		"spbridge": func() {
 			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

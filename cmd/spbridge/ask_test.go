@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/creack/pty"
+
+	"spbridge/internal/archive"
+)
+
+const fakeAskEnv = "SPBRIDGE_FAKE_ASKING_CLAUDE"
+
+// fakeAskingClaude plays claude in stream-json mode for one message: it
+// asks permission for a Bash command and reports the answer.
+func fakeAskingClaude() int {
+	emit := func(v any) { data, _ := json.Marshal(v); os.Stdout.Write(append(data, '\n')) }
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var m map[string]any
+		if json.Unmarshal(in.Bytes(), &m) != nil || m["type"] != "user" {
+			continue
+		}
+		emit(map[string]any{"type": "system", "subtype": "init", "session_id": "ask-1", "model": "fake"})
+		emit(map[string]any{"type": "assistant", "message": map[string]any{"id": "m1", "role": "assistant", "model": "fake", "content": []any{
+			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "rm -rf build"}}}}})
+		emit(map[string]any{"type": "control_request", "request_id": "perm-1", "request": map[string]any{"subtype": "can_use_tool", "tool_name": "Bash",
+			"tool_use_id": "toolu_1", "input": map[string]any{"command": "rm -rf build"}}})
+		behavior := ""
+		for in.Scan() {
+			var c map[string]any
+			if json.Unmarshal(in.Bytes(), &c) == nil && c["type"] == "control_response" {
+				resp := c["response"].(map[string]any)
+				if resp["request_id"] == "perm-1" {
+					behavior = resp["response"].(map[string]any)["behavior"].(string)
+					break
+				}
+			}
+		}
+		res := map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "removed", "is_error": false}
+		if behavior != "allow" {
+			res = map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "denied", "is_error": true}
+		}
+		emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{res}}})
+		emit(map[string]any{"type": "assistant", "message": map[string]any{"id": "m2", "role": "assistant", "model": "fake", "content": []any{
+			map[string]any{"type": "text", "text": "answer was " + behavior}}}})
+		emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "session_id": "ask-1", "total_cost_usd": 0.001})
+		return 0
+	}
+	return 0
+}
+
+// TestRunAsksOnTerminal: spbridge run at a terminal asks before a tool
+// runs, and the answer reaches the CLI.
+func TestRunAsksOnTerminal(t *testing.T) {
+	for _, answer := range []string{"y", "n"} {
+		t.Run(answer, func(t *testing.T) {
+			exe, _ := os.Executable()
+			pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+			os.Mkdir(pkg, 0o755)
+			cmd := exec.Command(spbridgeBin(t), "run", pkg, "clean up")
+			cmd.Env = append(os.Environ(), fakeAskEnv+"=1", "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+			master, err := pty.Start(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer master.Close()
+			var out bytes.Buffer
+			readUntil(t, master, &out, "[y/N]")
+			if !strings.Contains(out.String(), `Allow Bash? {"command":"rm -rf build"}`) {
+				t.Errorf("the question: %q", out.String())
+			}
+			master.Write([]byte(answer + "\r"))
+			want := map[string]string{"y": "answer was allow", "n": "answer was deny"}[answer]
+			readUntil(t, master, &out, want)
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("exit %d: %q", code, out.String())
+			}
+			p, _ := archive.Open(pkg, archive.KindDocument, true)
+			status := map[string]string{"y": archive.StatusSucceeded, "n": archive.StatusDenied}[answer]
+			var got []string
+			for _, it := range p.Conv.Items {
+				got = append(got, fmt.Sprint(it.Type(), ":", it.String("status")))
+			}
+			if !strings.Contains(strings.Join(got, " "), "tool:"+status) {
+				t.Errorf("items %q, want the tool %s", got, status)
+			}
+		})
+	}
+}
