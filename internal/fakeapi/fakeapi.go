@@ -5,7 +5,9 @@
 // when ANTHROPIC_BASE_URL points at it. Each request that carries the
 // conversation takes the next scripted Reply and gets it as a stream of
 // server-sent events, or as one JSON message when it does not ask to stream.
-// Every request is recorded, in order, for the test to inspect.
+// NewOpenAI fakes the OpenAI Responses API the same way for the Codex CLI
+// (its configuration comes from OpenAIServer.CodexEnv). Every request is
+// recorded, in order, for the test to inspect.
 package fakeapi
 
 import (
