@@ -95,11 +95,19 @@ type Usage struct {
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 }
 
-// Server is a running fake API. Its methods are safe for concurrent use.
+// Server is a running fake Anthropic Messages API. Its methods are safe for
+// concurrent use.
 type Server struct {
 	// URL is the base URL to give the CLI, such as "http://127.0.0.1:41234".
 	URL string
 
+	base[Reply]
+}
+
+// base is what both fakes share: the listener, the script of replies, the
+// record of requests, and a Close that ends slow streams and waits for every
+// handler.
+type base[R any] struct {
 	srv      *http.Server
 	served   chan struct{} // closed when Serve has returned
 	done     chan struct{} // closed by Close, to end slow streams
@@ -107,9 +115,86 @@ type Server struct {
 	close    sync.Once
 
 	mu       sync.Mutex
-	script   []Reply
+	script   []R
 	requests []Request
 	ids      int
+}
+
+// start listens on 127.0.0.1 and a port the system chooses and serves
+// handler there, with replies as the script; it returns the server's URL.
+func (b *base[R]) start(replies []R, handler http.HandlerFunc) (string, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("fakeapi: listen: %w", err)
+	}
+	b.served = make(chan struct{})
+	b.done = make(chan struct{})
+	b.script = append([]R(nil), replies...)
+	b.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(b.served)
+		_ = b.srv.Serve(ln) // http.ErrServerClosed once Close runs
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the server: it ends streams still being sent, waits for every
+// handler to return and closes all connections. It is safe to call more than
+// once.
+func (b *base[R]) Close() {
+	b.close.Do(func() {
+		close(b.done)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := b.srv.Shutdown(ctx); err != nil {
+			_ = b.srv.Close()
+		}
+		<-b.served
+		b.handlers.Wait()
+	})
+}
+
+// Requests returns every request received so far, in the order they
+// arrived. The caller may modify the result.
+func (b *base[R]) Requests() []Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Request, len(b.requests))
+	for i, r := range b.requests {
+		r.Header = r.Header.Clone()
+		r.Body = bytes.Clone(r.Body)
+		out[i] = r
+	}
+	return out
+}
+
+// Push appends replies to the script.
+func (b *base[R]) Push(replies ...R) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.script = append(b.script, replies...)
+}
+
+// record reads a request's body (up to maxBody+1 bytes) and records the
+// request; it returns the body, a new request id, and the read's error.
+func (b *base[R]) record(r *http.Request) ([]byte, string, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.requests = append(b.requests, Request{
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Query:  r.URL.RawQuery,
+		Header: r.Header.Clone(),
+		Body:   body,
+	})
+	return body, b.nextID(), err
+}
+
+// nextID returns a new number for an id. The caller holds b.mu.
+func (b *base[R]) nextID() string {
+	b.ids++
+	return fmt.Sprintf("%04d", b.ids)
 }
 
 // maxBody bounds a request body; Claude Code's requests are tens of KiB, more
@@ -131,62 +216,13 @@ const maxBody = 64 << 20
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set) answers 200. Any other
 // request gets a 404 error. Every request is recorded.
 func NewAnthropic(replies ...Reply) (*Server, error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	s := &Server{}
+	url, err := s.start(replies, s.serve)
 	if err != nil {
-		return nil, fmt.Errorf("fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{
-		URL:    "http://" + ln.Addr().String(),
-		served: make(chan struct{}),
-		done:   make(chan struct{}),
-		script: append([]Reply(nil), replies...),
-	}
-	s.srv = &http.Server{
-		Handler:           http.HandlerFunc(s.serve),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() {
-		defer close(s.served)
-		_ = s.srv.Serve(ln) // http.ErrServerClosed once Close runs
-	}()
+	s.URL = url
 	return s, nil
-}
-
-// Close stops the server: it ends streams still being sent, waits for every
-// handler to return and closes all connections. It is safe to call more than
-// once.
-func (s *Server) Close() {
-	s.close.Do(func() {
-		close(s.done)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.srv.Shutdown(ctx); err != nil {
-			_ = s.srv.Close()
-		}
-		<-s.served
-		s.handlers.Wait()
-	})
-}
-
-// Requests returns every request received so far, in the order they
-// arrived. The caller may modify the result.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Request, len(s.requests))
-	for i, r := range s.requests {
-		r.Header = r.Header.Clone()
-		r.Body = bytes.Clone(r.Body)
-		out[i] = r
-	}
-	return out
-}
-
-// Push appends replies to the script.
-func (s *Server) Push(replies ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = append(s.script, replies...)
 }
 
 // serve records a request and answers it.
@@ -194,18 +230,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.handlers.Add(1)
 	defer s.handlers.Done()
 
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.RawQuery,
-		Header: r.Header.Clone(),
-		Body:   body,
-	})
-	id := s.nextID()
-	s.mu.Unlock()
-
+	body, id, err := s.record(r)
 	w.Header().Set("request-id", "req_fake_"+id)
 	switch {
 	case err != nil:
@@ -221,13 +246,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, "not_found_error", "no such route: "+r.Method+" "+r.URL.Path)
 	}
-}
-
-// nextID returns a new id for a message, a tool use or a request. The caller
-// holds s.mu.
-func (s *Server) nextID() string {
-	s.ids++
-	return fmt.Sprintf("%04d", s.ids)
 }
 
 // messagesRequest holds the fields of a /v1/messages request the server

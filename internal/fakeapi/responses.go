@@ -5,16 +5,11 @@ package fakeapi
 // OpenAIServer.CodexEnv).
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -153,16 +148,7 @@ type OpenAIServer struct {
 	// base_url is URL + "/v1".
 	URL string
 
-	srv      *http.Server
-	served   chan struct{} // closed when Serve has returned
-	done     chan struct{} // closed by Close, to end slow streams
-	handlers sync.WaitGroup
-	close    sync.Once
-
-	mu       sync.Mutex
-	script   []ResponsesReply
-	requests []Request
-	ids      int
+	base[ResponsesReply]
 }
 
 // NewOpenAI starts a fake OpenAI Responses API on 127.0.0.1 and a port the
@@ -178,62 +164,13 @@ type OpenAIServer struct {
 // the tool's output. Any other request gets a 404 error. Every request is
 // recorded.
 func NewOpenAI(replies ...ResponsesReply) (*OpenAIServer, error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	s := &OpenAIServer{}
+	url, err := s.start(replies, s.serve)
 	if err != nil {
-		return nil, fmt.Errorf("fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &OpenAIServer{
-		URL:    "http://" + ln.Addr().String(),
-		served: make(chan struct{}),
-		done:   make(chan struct{}),
-		script: append([]ResponsesReply(nil), replies...),
-	}
-	s.srv = &http.Server{
-		Handler:           http.HandlerFunc(s.serve),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() {
-		defer close(s.served)
-		_ = s.srv.Serve(ln) // http.ErrServerClosed once Close runs
-	}()
+	s.URL = url
 	return s, nil
-}
-
-// Close stops the server: it ends streams still being sent, waits for every
-// handler to return and closes all connections. It is safe to call more than
-// once.
-func (s *OpenAIServer) Close() {
-	s.close.Do(func() {
-		close(s.done)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.srv.Shutdown(ctx); err != nil {
-			_ = s.srv.Close()
-		}
-		<-s.served
-		s.handlers.Wait()
-	})
-}
-
-// Requests returns every request received so far, in the order they
-// arrived. The caller may modify the result.
-func (s *OpenAIServer) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Request, len(s.requests))
-	for i, r := range s.requests {
-		r.Header = r.Header.Clone()
-		r.Body = bytes.Clone(r.Body)
-		out[i] = r
-	}
-	return out
-}
-
-// Push appends replies to the script.
-func (s *OpenAIServer) Push(replies ...ResponsesReply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = append(s.script, replies...)
 }
 
 // serve records a request and answers it.
@@ -241,18 +178,7 @@ func (s *OpenAIServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.handlers.Add(1)
 	defer s.handlers.Done()
 
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.RawQuery,
-		Header: r.Header.Clone(),
-		Body:   body,
-	})
-	id := s.nextID()
-	s.mu.Unlock()
-
+	body, id, err := s.record(r)
 	// Codex puts x-request-id into its error messages.
 	w.Header().Set("x-request-id", "req_fake_"+id)
 	switch {
@@ -267,12 +193,6 @@ func (s *OpenAIServer) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no such route: "+r.Method+" "+r.URL.Path)
 	}
-}
-
-// nextID returns a new number for an id. The caller holds s.mu.
-func (s *OpenAIServer) nextID() string {
-	s.ids++
-	return fmt.Sprintf("%04d", s.ids)
 }
 
 // responsesRequest holds the fields of a /v1/responses request the server
