@@ -120,3 +120,38 @@ func TestClaudeInterruptDuringTool(t *testing.T) {
 		t.Errorf("last item %v", last.Map())
 	}
 }
+
+// TestClaudeStreamedToolInput: with partial messages a tool's input streams
+// as input_json_delta; the history keeps the exact bytes the model produced.
+func TestClaudeStreamedToolInput(t *testing.T) {
+	stream := `{"type":"system","subtype":"init","session_id":"s1","model":"m1"}
+{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":7,"output_tokens":1}}}}
+{"type":"stream_event","api_message_id":"msg_1","event":{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}}}
+{"type":"stream_event","api_message_id":"msg_1","event":{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"ec"}}}
+{"type":"stream_event","api_message_id":"msg_1","event":{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ho hi\"}"}}}
+{"type":"assistant","message":{"id":"msg_1","role":"assistant","model":"m1","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo hi"}}]},"parent_tool_use_id":null}
+{"type":"stream_event","api_message_id":"msg_1","event":{"type":"content_block_stop","index":0}}
+{"type":"stream_event","api_message_id":"msg_1","event":{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":12}}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"hi","is_error":false}]},"parent_tool_use_id":null,"tool_use_result":{"stdout":"hi","stderr":"","interrupted":false}}
+{"type":"result","subtype":"success","is_error":false,"session_id":"s1","total_cost_usd":0.01}`
+	m := NewClaude(SequentialIDs())
+	p := &panel{}
+	var end *TurnEnd
+	for _, line := range strings.Split(stream, "\n") {
+		r := m.Line([]byte(line))
+		p.apply(t, r)
+		if r.End != nil {
+			end = r.End
+		}
+	}
+	if len(p.items) != 1 || p.items[0].String("summary") != "echo hi" || p.items[0].String("status") != archive.StatusSucceeded {
+		t.Fatalf("items %v", p.items)
+	}
+	call := end.History[0].Content[0]
+	if call.Type() != archive.BlockToolCall || call.String("arguments") != `{"command": "echo hi"}` {
+		t.Errorf("toolCall %v, want the streamed bytes", call.Map())
+	}
+	if end.LastRound.Input != "7" || end.LastRound.Output != "12" {
+		t.Errorf("last round %+v", end.LastRound)
+	}
+}
