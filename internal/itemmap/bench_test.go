@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// benchStream concatenates every recorded claude stream until it is at least
-// size bytes long.
-func benchStream(b *testing.B, size int) (stream []byte, lines int) {
+// benchStream concatenates the files until the result is at least size
+// bytes long.
+func benchStream(b *testing.B, files []string, size int) (stream []byte, lines int) {
 	b.Helper()
 	var one []byte
-	for _, f := range claudeStreams(b) {
+	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			b.Fatal(err)
@@ -28,25 +28,29 @@ func benchStream(b *testing.B, size int) (stream []byte, lines int) {
 	return stream, bytes.Count(stream, []byte("\n"))
 }
 
-// BenchmarkClaudeMapper maps a stream of at least 100 MB built from the
-// recorded streams, line by line, as the supervisor feeds it. It reports
-// MB/s, allocations per line, and the heap after the run (which must not
-// grow with the stream's length).
-func BenchmarkClaudeMapper(b *testing.B) {
-	stream, lines := benchStream(b, 100<<20)
+// benchMapper maps a stream of at least 100 MB built from files, line by
+// line, as the supervisor feeds it, with a new mapper each round. It
+// reports MB/s, allocations per line, and the heap after the run (which
+// must not grow with the stream's length).
+func benchMapper(b *testing.B, files []string, newMapper func() interface {
+	Line([]byte) Result
+	Finish(bool, string, string) Result
+}) {
+	stream, lines := benchStream(b, files, 100<<20)
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	var ms, before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
 	for b.Loop() {
-		m := NewClaude(SequentialIDs())
+		m := newMapper()
 		rest := stream
 		for len(rest) > 0 {
 			i := bytes.IndexByte(rest, '\n')
 			m.Line(rest[:i])
 			rest = rest[i+1:]
 		}
+		m.Finish(false, "end", "")
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&ms)
@@ -55,4 +59,15 @@ func BenchmarkClaudeMapper(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(lines), "lines/op")
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heapMB-after")
+}
+
+// BenchmarkClaudeMapper maps a stream of at least 100 MB built from the
+// recorded claude streams.
+func BenchmarkClaudeMapper(b *testing.B) {
+	benchMapper(b, claudeStreams(b), func() interface {
+		Line([]byte) Result
+		Finish(bool, string, string) Result
+	} {
+		return NewClaude(SequentialIDs())
+	})
 }

@@ -455,20 +455,7 @@ func notLoggedIn(ev gjson.Result) bool {
 
 // fail adds the turn's failure item, or updates it when there is one.
 func (m *Claude) fail(t *claudeTurn, text, detail string, r *Result) {
-	if t.failure != nil {
-		if detail != "" && t.failure.String("detail") == "" {
-			t.failure.Set("detail", detail)
-			m.update(r, *t.failure, "")
-		}
-		return
-	}
-	it := m.newItem(archive.TypeFailure)
-	it.Set("text", text)
-	if detail != "" {
-		it.Set("detail", detail)
-	}
-	t.failure = &it
-	m.add(r, it)
+	setFailure(m.newID, &t.failure, text, detail, r)
 }
 
 func (m *Claude) user(ev gjson.Result, r *Result) {

@@ -432,20 +432,7 @@ func joinNonEmpty(sep string, parts ...string) string {
 // fail adds the turn's failure item, or fills in its detail when there is
 // one already.
 func (m *Codex) fail(t *codexTurn, text, detail string, r *Result) {
-	if t.failure != nil {
-		if detail != "" && t.failure.String("detail") == "" {
-			t.failure.Set("detail", detail)
-			m.update(r, *t.failure, "")
-		}
-		return
-	}
-	it := m.newItem(archive.TypeFailure)
-	it.Set("text", text)
-	if detail != "" {
-		it.Set("detail", detail)
-	}
-	t.failure = &it
-	m.add(r, it)
+	setFailure(m.newID, &t.failure, text, detail, r)
 }
 
 // Finish ends a turn whose stream stopped without turn.completed or

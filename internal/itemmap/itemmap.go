@@ -179,3 +179,22 @@ func plural(n int, word string) string {
 	}
 	return strconv.Itoa(n) + " " + word + "s"
 }
+
+// setFailure adds a turn's failure item to r, or, when the turn has one
+// already (*failure), fills in its detail if it had none: a turn shows one
+// failure.
+func setFailure(newID IDFunc, failure **archive.Item, text, detail string, r *Result) {
+	if f := *failure; f != nil {
+		if detail != "" && f.String("detail") == "" {
+			f.Set("detail", detail)
+			r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: *f})
+		}
+		return
+	}
+	it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeFailure, "text": text})
+	if detail != "" {
+		it.Set("detail", detail)
+	}
+	*failure = &it
+	r.Changes = append(r.Changes, Change{Op: OpAdd, Item: it})
+}
