@@ -365,7 +365,8 @@ func failBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap
 
 // FailBeforeStart reports a turn that failed before the CLI took it: one
 // failure item (text, and detail when it says more) and a failed TurnEnd
-// with nothing else. Such a turn establishes no CLI session.
+// with nothing else, marked NotStarted. Such a turn establishes no CLI
+// session.
 func FailBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap.TurnEnd {
 	it := archive.NewItem(archive.TypeFailure)
 	if newID != nil {
@@ -376,7 +377,7 @@ func FailBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap
 		it.Set("detail", detail)
 	}
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
-	return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+	return &itemmap.TurnEnd{Status: itemmap.TurnFailed, NotStarted: true}
 }
 
 // reap closes a process that ended or must end, keeping the session id so

@@ -76,6 +76,11 @@ type TurnEnd struct {
 	Model     string
 	SessionID string
 	History   []archive.Message
+	// NotStarted is set when the turn failed before the CLI took the
+	// message (the program missing, its folder missing, the CLI failing
+	// before its first event): nothing happened that the document should
+	// keep.
+	NotStarted bool
 }
 
 // Result is what one line of a stream produced.
