@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestEncodeCanonical(t *testing.T) {
@@ -21,8 +23,7 @@ func TestEncodeCanonical(t *testing.T) {
 		{`"a\/b"`, `"a/b"`},
 		{`"\u00e9\u2028😀"`, "\"é\u2028😀\""},
 		{`"\ud83d\ude00"`, `"😀"`},
-		{`"\ud83d"`, "\"\uFFFD\""},
-		{`"\ud83dx"`, "\"\uFFFDx\""},
+		{`"\uFFFD\uffff"`, "\"\uFFFD\uffff\""},
 		{`"\u0001\n\t\r\b\f\"\\\u007f"`, "\"\\u0001\\n\\t\\r\\b\\f\\\"\\\\\x7f\""},
 		{`1.50`, `1.50`},
 		{`-0`, `-0`},
@@ -51,17 +52,44 @@ func TestEncodeCanonical(t *testing.T) {
 	}
 }
 
-func TestDecodeInvalidUTF8(t *testing.T) {
-	v, err := Decode([]byte("\"a\xffb\""))
-	if err != nil {
-		t.Fatal(err)
+// TestDecodeRefusesInvalidText checks that text which is not UTF-8, and
+// escapes of lone UTF-16 surrogates, are errors rather than replaced, and
+// that the encoder never writes invalid UTF-8.
+func TestDecodeRefusesInvalidText(t *testing.T) {
+	bad := []string{
+		"\"a\xffb\"",                // a byte that starts no character (fast path)
+		"\"a\\n\xffb\"",             // the same after an escape (slow path)
+		"\"x\xc3\"",                 // a character cut short
+		"\"\xed\xa0\x80\"",          // a surrogate encoded as UTF-8
+		"\"\xc0\xaf\"",              // an overlong encoding
+		"{\"k\xff\":1}",             // in a key
+		`"\ud800"`,                  // a lone high surrogate
+		`"\udc00"`,                  // a lone low surrogate
+		`"\ud83dx"`,                 // a high surrogate and no low one
+		`"\ud83d\u0041"`,            // a high surrogate and no low one
+		`"\ud83d\ud83d"`,            // two high surrogates
+		`{"items":["ok","\uDBFF"]}`, // deep inside
 	}
-	if v != "a\uFFFDb" {
-		t.Errorf("Decode(invalid UTF-8) = %q, want %q", v, "a\uFFFDb")
+	for _, in := range bad {
+		v, err := Decode([]byte(in))
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("Decode(%q) = %q, %v, want a *SyntaxError", in, v, err)
+		}
 	}
-	got := AppendString(nil, "x\xc3")
-	if string(got) != "\"x\uFFFD\"" {
-		t.Errorf("AppendString(invalid UTF-8) = %q", got)
+	for in, want := range map[string]string{
+		"x\xc3":               "\"x\uFFFD\"",
+		"\xed\xa0\x80y":       "\"\uFFFD\uFFFD\uFFFDy\"",
+		"ok \u00e9\U0001F600": "\"ok é😀\"",
+	} {
+		got := AppendString(nil, in)
+		if string(got) != want || !utf8.Valid(got) {
+			t.Errorf("AppendString(%q) = %q, want %q", in, got, want)
+		}
+	}
+	enc, err := Encode(map[string]any{"k\xff": []any{"v\xfe"}})
+	if err != nil || !utf8.Valid(enc) {
+		t.Errorf("Encode of invalid UTF-8 = %q, %v, want valid UTF-8", enc, err)
 	}
 }
 
@@ -134,9 +162,12 @@ func TestEncodeCompact(t *testing.T) {
 // agree on validity and, after encoding, on the value.
 func checkAgainstStdlib(t *testing.T, data []byte) {
 	v, err := Decode(data)
-	stdValid := json.Valid(data)
+	// encoding/json accepts text that is not UTF-8 and lone surrogate escapes
+	// (it replaces them); Decode must refuse exactly those.
+	stdValid := json.Valid(data) && utf8.Valid(data) && !hasLoneSurrogate(data)
 	if (err == nil) != stdValid {
-		t.Fatalf("Decode(%q) error = %v, but json.Valid = %v", data, err, stdValid)
+		t.Fatalf("Decode(%q) error = %v, but json.Valid = %v, utf8.Valid = %v, lone surrogate = %v",
+			data, err, json.Valid(data), utf8.Valid(data), hasLoneSurrogate(data))
 	}
 	if err != nil {
 		return
@@ -144,6 +175,12 @@ func checkAgainstStdlib(t *testing.T, data []byte) {
 	enc, err := Encode(v)
 	if err != nil {
 		t.Fatalf("Encode after Decode(%q): %v", data, err)
+	}
+	if !utf8.Valid(enc) {
+		t.Fatalf("Encode(Decode(%q)) = %q, not UTF-8", data, enc)
+	}
+	if compact, err := EncodeCompact(v); err != nil || !utf8.Valid(compact) {
+		t.Fatalf("EncodeCompact(Decode(%q)) = %q, %v, not UTF-8", data, compact, err)
 	}
 	v2, err := Decode(enc)
 	if err != nil {
@@ -169,10 +206,48 @@ func checkAgainstStdlib(t *testing.T, data []byte) {
 	}
 }
 
+// hasLoneSurrogate reports whether JSON text holds a \u escape of a UTF-16
+// surrogate that is not a high one directly followed by a low one.
+func hasLoneSurrogate(data []byte) bool {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case inString && c == '\\':
+			r, ok := hex(i)
+			if !ok {
+				i++ // a two-character escape
+				continue
+			}
+			switch {
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return true
+			case r >= 0xD800 && r <= 0xDBFF:
+				lo, ok := hex(i + 6)
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return true
+				}
+				i += 6
+			}
+			i += 5
+		}
+	}
+	return false
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[1,2.5e-3,"x"]`, `{"a":{"b":[null,true,false]}}`, `"\ud800\udc00"`, `"\u00e9\/"`,
 		`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"hi"}]}`, "\"\xff\"", `-0.0E+0`,
+		`"\ud800"`, `"\udc00\ud800"`, `["\\ud800"]`, "\"\xed\xa0\x80\"", `{"\ud83d\ude00":"\ud83d"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -29,9 +29,11 @@ func (e *SyntaxError) Error() string {
 }
 
 // Decode parses one JSON value, surrounded by optional whitespace, into a
-// value tree. Numbers keep their text as json.Number. Invalid UTF-8 in a
-// string and lone surrogate escapes become U+FFFD; a key that occurs twice
-// keeps its last value.
+// value tree. Numbers keep their text as json.Number. A key that occurs twice
+// keeps its last value. Text that is not UTF-8 and a \u escape of a lone
+// UTF-16 surrogate are errors (*SyntaxError), never replaced: JSON is UTF-8
+// (RFC 8259 §8.1), and a replacement would change what was written without a
+// word, so that encoding the value again would not give back its bytes.
 func Decode(data []byte) (any, error) {
 	d := decoder{data: data}
 	d.skipSpace()
@@ -235,8 +237,8 @@ func (d *decoder) str() (string, error) {
 		c := d.data[d.pos]
 		if c == '"' {
 			s := d.data[start:d.pos]
-			d.pos++
 			if utf8.Valid(s) {
+				d.pos++
 				return string(s), nil
 			}
 			d.pos = start
@@ -286,8 +288,8 @@ func (d *decoder) slowStr() (string, error) {
 					return "", d.errorf("invalid \\u escape")
 				}
 				if utf16.IsSurrogate(r) {
+					at := d.pos - 6
 					r2 := rune(utf8.RuneError)
-					save := d.pos
 					if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
 						d.pos += 2
 						if lo, ok := d.hex4(); ok {
@@ -295,11 +297,10 @@ func (d *decoder) slowStr() (string, error) {
 						}
 					}
 					if r2 == utf8.RuneError {
-						d.pos = save
-						r = utf8.RuneError
-					} else {
-						r = r2
+						d.pos = at
+						return "", d.errorf("lone UTF-16 surrogate %s", d.data[at:at+6])
 					}
+					r = r2
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
@@ -312,10 +313,9 @@ func (d *decoder) slowStr() (string, error) {
 		default:
 			r, size := utf8.DecodeRune(d.data[d.pos:])
 			if r == utf8.RuneError && size == 1 {
-				buf = utf8.AppendRune(buf, utf8.RuneError)
-			} else {
-				buf = append(buf, d.data[d.pos:d.pos+size]...)
+				return "", d.errorf("invalid UTF-8 in a string")
 			}
+			buf = append(buf, d.data[d.pos:d.pos+size]...)
 			d.pos += size
 		}
 	}
