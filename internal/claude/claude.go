@@ -504,12 +504,6 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 				b.skipped++
 				b.mu.Unlock()
 			}
-			if r.Skipped && len(line.Data) > 0 && line.Data[0] == '{' {
-				// Not JSON where JSON was due: say so, and go on.
-				it := archive.NewItem(archive.TypeNotice)
-				it.Set("text", fmt.Sprintf("Skipped a line of %d bytes from Claude Code that is not valid JSON.", len(line.Data)))
-				h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
-			}
 			if end := emit(r); end != nil {
 				if interrupted && end.Status == itemmap.TurnFailed {
 					end.Status = itemmap.TurnInterrupted

@@ -104,11 +104,12 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 }
 
 // Line maps one stdout line. A line that is not a JSON object, or an event
-// the mapper does not know, gives a Result with Skipped set.
+// the mapper does not know, gives a Result with Skipped set; a line nested
+// deeper than MaxDepth, or one that starts as an object but is not valid
+// JSON, also gives a notice that says so.
 func (m *Claude) Line(line []byte) Result {
-	var r Result
-	if !gjson.ValidBytes(line) {
-		r.Skipped = true
+	r, ok := readLine(m.newID, "Claude Code", line)
+	if !ok {
 		return r
 	}
 	ev := gjson.ParseBytes(line)

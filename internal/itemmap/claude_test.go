@@ -251,6 +251,9 @@ func FuzzClaude(f *testing.F) {
 		}
 	}
 	f.Add([]byte(specialStream))
+	for _, line := range deepLines() {
+		f.Add(line)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := NewClaude(SequentialIDs())
 		for _, line := range bytes.Split(data, []byte("\n")) {

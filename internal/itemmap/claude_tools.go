@@ -245,7 +245,7 @@ func searchResults(structured gjson.Result, out string) []any {
 		}
 	}
 	walk(structured)
-	if len(results) == 0 && gjson.Valid(out) {
+	if len(results) == 0 && validJSON(out) {
 		walk(gjson.Parse(out))
 	}
 	return results

@@ -137,14 +137,20 @@ func (m *Codex) InTurn() bool { return m.turn != nil }
 
 // Line maps one stdout line. A line that is not a JSON object, an event the
 // mapper does not know, or an item of a type it does not know gives a
-// Result with Skipped set.
+// Result with Skipped set; a line nested deeper than MaxDepth, or one that
+// starts as an object but is not valid JSON, also gives a notice that says
+// so.
 func (m *Codex) Line(line []byte) Result {
-	var r Result
-	if !gjson.ValidBytes(line) {
-		r.Skipped = true
+	r, ok := readLine(m.newID, "codex", line)
+	if !ok {
 		return r
 	}
-	ev := gjson.ParseBytes(line)
+	return m.event(gjson.ParseBytes(line))
+}
+
+// event maps one event, parsed from valid JSON.
+func (m *Codex) event(ev gjson.Result) Result {
+	var r Result
 	if !ev.IsObject() {
 		r.Skipped = true
 		return r
@@ -408,7 +414,7 @@ func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
 // error's JSON body shows its inner message, with the body as the detail.
 func codexErrorText(msg string) (text, detail string) {
 	s := strings.TrimSpace(msg)
-	if strings.HasPrefix(s, "{") && gjson.Valid(s) {
+	if strings.HasPrefix(s, "{") && validJSON(s) {
 		body := gjson.Parse(s)
 		for _, path := range []string{"error.message", "message", "detail"} {
 			if inner := body.Get(path); inner.Type == gjson.String && inner.String() != "" {

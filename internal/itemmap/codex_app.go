@@ -53,13 +53,18 @@ func (a *CodexApp) exec(ev map[string]any) Result {
 	if err != nil {
 		return Result{Skipped: true}
 	}
-	return a.m.Line(data)
+	// Valid JSON, made of a line that was checked: no second check, whose
+	// depth limit the wrapping could cross.
+	return a.m.event(gjson.ParseBytes(data))
 }
 
-// Line maps one line from the server.
+// Line maps one line from the server. A line nested deeper than MaxDepth,
+// or one that starts as an object but is not valid JSON, is skipped with a
+// notice that says so.
 func (a *CodexApp) Line(line []byte) Result {
-	if !gjson.ValidBytes(line) {
-		return Result{Skipped: true}
+	r, ok := readLine(a.m.newID, "codex", line)
+	if !ok {
+		return r
 	}
 	msg := gjson.ParseBytes(line)
 	method := msg.Get("method").String()

@@ -104,6 +104,9 @@ func FuzzCodexApp(f *testing.F) {
 		stream, _ := appServerSession(&testing.T{}, file)
 		f.Add(stream)
 	}
+	for _, line := range deepLines() {
+		f.Add(line)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := NewCodexApp(SequentialIDs())
 		for _, line := range bytes.Split(data, []byte("\n")) {

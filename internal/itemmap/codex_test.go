@@ -518,6 +518,9 @@ func FuzzCodex(f *testing.F) {
 {"type":"item.completed","item":{"id":"item_3","type":"file_change","changes":[{"path":"p","kind":{"type":"update","move_path":"q"}}],"status":"completed"}}
 {"type":"error","message":"x"}
 {"type":"turn.failed","error":{"message":"x"}}`))
+	for _, line := range deepLines() {
+		f.Add(line)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := NewCodex(SequentialIDs())
 		for _, line := range bytes.Split(data, []byte("\n")) {
