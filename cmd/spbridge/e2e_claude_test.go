@@ -20,7 +20,7 @@ import (
 	"spbridge/internal/restore"
 )
 
-func restoreText(items []archive.Item) string { return restore.Prefix(items) }
+func restoreText(c *archive.Conversation) string { return restore.Prefix(c.Items, c.History) }
 
 var (
 	buildOnce sync.Once
@@ -377,7 +377,7 @@ func TestE2EClaudeRestore(t *testing.T) {
 	if e.code != 0 {
 		e.fail("first run: exit %d", e.code)
 	}
-	saved := e.conv().Items
+	saved := e.conv()
 	e.stdout, e.stderr = syncBuffer{}, syncBuffer{}
 	e.run(nil, "what did I say?", "and now?")
 	if e.code != 0 {

@@ -24,7 +24,7 @@ func runTranscript(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	text := transcript.Text(p.Conv.Items)
+	text := transcript.Text(p.Conv.Items, p.Conv.History)
 	if text == "" {
 		return nil
 	}

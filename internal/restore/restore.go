@@ -11,11 +11,13 @@ import (
 // Heading opens the prefix.
 const Heading = "# Conversation so far\n"
 
-// Prefix returns the prefix for a conversation whose items are items: the
-// heading, the last transcript.TailLength characters of their transcript and
-// a blank line; "" when the transcript is empty.
-func Prefix(items []archive.Item) string {
-	text := transcript.Text(items)
+// Prefix returns the prefix for a conversation whose items are items and
+// history is history: the heading, the last transcript.TailLength characters
+// of their transcript (an image dropped from the saved conversation reads as
+// archive.ImageOmittedText, one kept as [image]) and a blank line; "" when
+// the transcript is empty.
+func Prefix(items []archive.Item, history []archive.Message) string {
+	text := transcript.Text(items, history)
 	if text == "" {
 		return ""
 	}
@@ -37,12 +39,13 @@ func Restored(items []archive.Item) *State {
 }
 
 // Message returns what the CLI is sent for a turn on backend whose usual
-// message is usual, given the conversation's items before the turn. The
+// message is usual, given the conversation's items and history before the
+// turn (the history tells which of the users' images were omitted). The
 // prefix is added while it is owed; switching to another backend than the
 // one a session was established with owes it again, told about every item
 // so far. The result goes to the CLI only: never into the items, the history
 // or a log.
-func (s *State) Message(backend string, items []archive.Item, usual string) string {
+func (s *State) Message(backend string, items []archive.Item, history []archive.Message, usual string) string {
 	if s.established != "" && s.established != backend {
 		// Like a reopen: the new CLI knows nothing of this conversation.
 		s.earlier, s.pending, s.established = items, len(items) > 0, ""
@@ -50,7 +53,7 @@ func (s *State) Message(backend string, items []archive.Item, usual string) stri
 	if !s.pending {
 		return usual
 	}
-	prefix := Prefix(s.earlier)
+	prefix := Prefix(s.earlier, history)
 	if prefix == "" {
 		return usual
 	}

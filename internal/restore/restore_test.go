@@ -20,49 +20,72 @@ func TestRestoredTurns(t *testing.T) {
 	saved := items("user", "hi", "assistant", "hello")
 	s := Restored(saved)
 	want := "# Conversation so far\nUser: hi\n\nAssistant: hello\n\nnext please"
-	if got := s.Message("claude", saved, "next please"); got != want {
+	if got := s.Message("claude", saved, nil, "next please"); got != want {
 		t.Fatalf("first turn = %q, want %q", got, want)
 	}
 	// The turn failed before the CLI took it: the prefix is still owed.
 	now := append(saved, items("user", "next please", "failure", "claude not found")...)
-	if got := s.Message("claude", now, "again"); !strings.HasPrefix(got, Heading+"User: hi\n\nAssistant: hello\n\n") || !strings.HasSuffix(got, "\n\nagain") {
+	if got := s.Message("claude", now, nil, "again"); !strings.HasPrefix(got, Heading+"User: hi\n\nAssistant: hello\n\n") || !strings.HasSuffix(got, "\n\nagain") {
 		t.Errorf("after a failed start = %q", got)
 	}
 	s.Established("claude")
-	if got := s.Message("claude", now, "third"); got != "third" {
+	if got := s.Message("claude", now, nil, "third"); got != "third" {
 		t.Errorf("after the session = %q", got)
 	}
 	// Another backend is a reopen: told about everything so far.
-	got := s.Message("codex", now, "fourth")
+	got := s.Message("codex", now, nil, "fourth")
 	if !strings.HasPrefix(got, Heading) || !strings.Contains(got, "Failure: claude not found") || !strings.HasSuffix(got, "\n\nfourth") {
 		t.Errorf("after a switch = %q", got)
 	}
 	s.Established("codex")
-	if got := s.Message("codex", now, "fifth"); got != "fifth" {
+	if got := s.Message("codex", now, nil, "fifth"); got != "fifth" {
 		t.Errorf("after the codex session = %q", got)
 	}
 }
 
 func TestNoPrefix(t *testing.T) {
 	var s State // not restored
-	if got := s.Message("claude", items("user", "a"), "b"); got != "b" {
+	if got := s.Message("claude", items("user", "a"), nil, "b"); got != "b" {
 		t.Errorf("not restored = %q", got)
 	}
 	// Restored, but nothing in it has a transcript.
 	r := Restored(items("notice", "could not read", "thinking", "hmm"))
-	if got := r.Message("claude", nil, "b"); got != "b" {
+	if got := r.Message("claude", nil, nil, "b"); got != "b" {
 		t.Errorf("empty transcript = %q", got)
 	}
-	if got := Restored(nil).Message("claude", nil, "b"); got != "b" {
+	if got := Restored(nil).Message("claude", nil, nil, "b"); got != "b" {
 		t.Errorf("no items = %q", got)
 	}
 }
 
 func TestPrefixTail(t *testing.T) {
 	long := strings.Repeat("x", 30000)
-	p := Prefix(items("user", long+"MARK"))
+	p := Prefix(items("user", long+"MARK"), nil)
 	body := strings.TrimSuffix(strings.TrimPrefix(p, Heading), "\n\n")
 	if len(body) != transcript.TailLength || !strings.HasSuffix(body, "MARK") {
 		t.Errorf("prefix body is %d characters ending %q", len(body), body[len(body)-4:])
+	}
+}
+
+// TestOmittedImage: after a reopen, an image the saved conversation dropped
+// is told as the placeholder, one it kept as [image].
+func TestOmittedImage(t *testing.T) {
+	img, err := archive.NewImageBlock("image/png", []byte("png bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	omitted := archive.BlockFromMap(map[string]any{"type": archive.BlockImageOmitted, "mimeType": "image/png"})
+	user := func(text string, blocks ...archive.Block) archive.Message {
+		return archive.Message{Role: "user", Content: append([]archive.Block{archive.NewTextBlock(text)}, blocks...)}
+	}
+	withImage := func(id, text string) archive.Item {
+		return archive.ItemFromMap(map[string]any{"id": id, "type": "user", "text": text, "hasImage": true})
+	}
+	saved := []archive.Item{withImage("1", "look"), withImage("2", "and this")}
+	history := []archive.Message{user("look", omitted), {Role: "assistant", Content: []archive.Block{archive.NewTextBlock("ok")}}, user("and this", img)}
+	s := Restored(saved)
+	want := Heading + "User: look " + archive.ImageOmittedText + "\n\nUser: and this [image]\n\nnext"
+	if got := s.Message("claude", saved, history, "next"); got != want {
+		t.Errorf("Message =\n%q\nwant\n%q", got, want)
 	}
 }

@@ -7,9 +7,12 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"spbridge/internal/archive"
@@ -72,6 +75,12 @@ type TurnResult struct {
 	AuditErr error
 }
 
+// ErrNotStarted is matched by the error of a turn that never started: the
+// CLI missing or not runnable, its working folder missing, or the CLI
+// failing before it took the message. Such a turn leaves the conversation
+// as it was.
+var ErrNotStarted = errors.New("the turn did not start")
+
 // Send runs one turn: text (and images) from the user. The user's item is
 // added first and reported to h like every other change; the conversation is
 // updated as the turn goes. After a restore the CLI receives the "#
@@ -79,6 +88,19 @@ type TurnResult struct {
 // audit log only ever hold text itself. It returns when the turn ended
 // (completed, failed or interrupted), with its audit record written. Saving
 // is the caller's (Pkg.Save).
+//
+// A turn that never started (itemmap.TurnEnd.NotStarted, or a working
+// folder or program that cannot be used, found before the CLI is asked)
+// changes nothing: the conversation's items are put back as they were, h is
+// sent an OpRemove of the user's item, no history, usage or audit record is
+// added, an unreadable agent folder stays preserved (Pkg.BeginTurn is only
+// called once the CLI took the message), and Send returns an error that
+// matches ErrNotStarted and carries the failure's text. The failure item the
+// backend already announced stays with h, which may show it (it says why
+// nothing happened; an ACP client cannot withdraw a message chunk anyway),
+// but it is not part of the conversation and is never saved. A turn that
+// reached the CLI but never reported its end is a failed turn with a failure
+// item saying so; the user's message is kept.
 func (s *Session) Send(ctx context.Context, text string, images []Image, h Host) (*TurnResult, error) {
 	conv := s.Pkg.Conv
 	userMsg := archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(text)}}
@@ -89,11 +111,14 @@ func (s *Session) Send(ctx context.Context, text string, images []Image, h Host)
 		}
 		userMsg.Content = append(userMsg.Content, b)
 	}
+	if err := s.preflight(); err != nil {
+		return nil, err
+	}
 	cliText := text
 	if s.Restore != nil {
-		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, text)
+		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, conv.History, text)
 	}
-	s.Pkg.BeginTurn()
+	before := slices.Clone(conv.Items)
 	first := len(conv.Items)
 	user := archive.NewItem(archive.TypeUser)
 	user.Set("text", text)
@@ -103,7 +128,25 @@ func (s *Session) Send(ctx context.Context, text string, images []Image, h Host)
 	conv.Items = append(conv.Items, user)
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
-	end := s.Backend.Turn(ctx, claude.Message{Text: cliText, Images: images}, &applier{conv: conv, host: h})
+	ap := &applier{conv: conv, host: h}
+	end := s.Backend.Turn(ctx, claude.Message{Text: cliText, Images: images}, ap)
+	if end != nil && end.NotStarted {
+		msg := failureText(conv.Items[min(first, len(conv.Items)):])
+		conv.Items = before
+		h.Change(itemmap.Change{Op: itemmap.OpRemove, Item: user})
+		if msg == "" {
+			msg = s.Backend.Name() + " did not take the message"
+		}
+		return nil, fmt.Errorf("%w: %s", ErrNotStarted, msg)
+	}
+	// The CLI took the message: the turn replaces an unreadable conversation.
+	s.Pkg.BeginTurn()
+	if end == nil {
+		it := archive.NewItem(archive.TypeFailure)
+		it.Set("text", "The turn ended without "+s.Backend.Name()+" reporting its end; what arrived is kept.")
+		ap.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+		end = &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+	}
 	if s.Backend.Started() {
 		if s.Restore == nil {
 			s.Restore = &restore.State{}
@@ -117,6 +160,65 @@ func (s *Session) Send(ctx context.Context, text string, images []Image, h Host)
 		res.AuditErr = s.audit(text, userMsg, conv.Items[min(first, len(conv.Items)):], end)
 	}
 	return res, nil
+}
+
+// preflight refuses a turn that cannot start, before anything changes: a
+// working folder that is not there, or a program named by the backend's
+// environment variable that cannot be run (the backend would only say the
+// CLI is not installed).
+func (s *Session) preflight() error {
+	if s.Cwd != "" {
+		fi, err := os.Stat(s.Cwd)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%w: the working folder %s does not exist", ErrNotStarted, s.Cwd)
+		case err != nil:
+			return fmt.Errorf("%w: the working folder: %v", ErrNotStarted, err)
+		case !fi.IsDir():
+			return fmt.Errorf("%w: the working folder %s is not a folder", ErrNotStarted, s.Cwd)
+		}
+	}
+	name := "SPBRIDGE_" + strings.ToUpper(s.Backend.Name())
+	if v := os.Getenv(name); v != "" {
+		if _, err := s.Backend.Program(); err != nil {
+			return fmt.Errorf("%w: %s is set to %q, which cannot be run (%v); set it to the path of %s or unset it",
+				ErrNotStarted, name, v, err, s.Backend.Name())
+		}
+	}
+	return nil
+}
+
+// maxDetail bounds how much of a failure's detail a not-started turn's
+// error carries.
+const maxDetail = 2048
+
+// failureText is the text (and the detail, when it says more) of the
+// failure items among items, for the error of a turn that never started.
+func failureText(items []archive.Item) string {
+	var parts []string
+	for _, it := range items {
+		if it.Type() != archive.TypeFailure {
+			continue
+		}
+		t := it.String("text")
+		switch d := strings.TrimSpace(it.String("detail")); {
+		case d == "" || strings.Contains(t, d):
+		case len(d) <= 200 && !strings.Contains(d, "\n"):
+			t += " (" + d + ")"
+		default:
+			// A stderr tail: its last lines say the most.
+			if len(d) > maxDetail {
+				d = d[len(d)-maxDetail:]
+				if i := strings.IndexByte(d, '\n'); i >= 0 {
+					d = d[i+1:]
+				}
+				d = strings.ToValidUTF8(d, "")
+			}
+			t += ":\n" + d
+		}
+		parts = append(parts, t)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // audit appends the turn's record to the conversation's audit log.

@@ -1,9 +1,12 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +22,8 @@ import (
 type fakeBackend struct {
 	name     string
 	sent     []string
-	failOnce bool
+	failOnce bool // the next turn fails before the CLI takes it
+	noEnd    bool // turns end without a TurnEnd
 	started  bool
 }
 
@@ -28,10 +32,10 @@ func (f *fakeBackend) Turn(_ context.Context, msg claude.Message, h claude.Host)
 	f.sent = append(f.sent, msg.Text)
 	if f.failOnce {
 		f.failOnce = false
-		it := archive.NewItem(archive.TypeFailure)
-		it.Set("text", "not installed")
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
-		return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+		return claude.FailBeforeStart(nil, h, "not installed", "")
+	}
+	if f.noEnd {
+		return nil
 	}
 	f.started = true
 	it := archive.NewItem(archive.TypeAssistant)
@@ -76,8 +80,12 @@ func TestRestoredSession(t *testing.T) {
 	state := t.TempDir()
 	be := &fakeBackend{name: "claude", failOnce: true}
 	s = &Session{Pkg: p, Backend: be, Provider: "claude-code", Restore: restore.Restored(p.Conv.Items), AuditDir: state}
-	for _, msg := range []string{"second", "third", "fourth"} {
-		if _, err := s.Send(context.Background(), msg, nil, nopHost{}); err != nil {
+	for i, msg := range []string{"second", "third", "fourth"} {
+		_, err := s.Send(context.Background(), msg, nil, nopHost{})
+		if i == 0 && !errors.Is(err, ErrNotStarted) {
+			t.Fatalf("a turn that failed before the CLI took it: %v, want ErrNotStarted", err)
+		}
+		if i > 0 && err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,12 +114,12 @@ func TestRestoredSession(t *testing.T) {
 			t.Errorf("the prefix is in the %s", name)
 		}
 	}
-	if r, err := audit.Verify(path); err != nil || !r.OK() || r.Records != 4 {
+	if r, err := audit.Verify(path); err != nil || !r.OK() || r.Records != 3 {
 		t.Errorf("audit: %+v, %v", r, err)
 	}
 	recs, _ := audit.Read(path)
-	if recs[0]["user"] != "second" || recs[0]["status"] != itemmap.TurnFailed || recs[3]["backend"] != "codex" {
-		t.Errorf("audit records: %v / %v", recs[0], recs[3])
+	if recs[0]["user"] != "third" || recs[0]["status"] != itemmap.TurnCompleted || recs[2]["backend"] != "codex" {
+		t.Errorf("audit records: %v / %v", recs[0], recs[2])
 	}
 	// Usage and cost add up; the provider follows the backend.
 	c := p.Conv
@@ -162,5 +170,133 @@ func TestApplyCost(t *testing.T) {
 		if c.EstimatedCost.Kind != tt.kind || string(c.EstimatedCost.Dollars) != tt.total {
 			t.Errorf("%s: cost %+v, want %s %s", tt.name, c.EstimatedCost, tt.kind, tt.total)
 		}
+	}
+}
+
+// recHost records the changes it is told about.
+type recHost struct{ changes []itemmap.Change }
+
+func (h *recHost) Change(c itemmap.Change) { h.changes = append(h.changes, c) }
+func (h *recHost) Approve(context.Context, itemmap.Approval) claude.Decision {
+	return claude.Decision{}
+}
+
+// detailBackend fails every turn before the CLI takes it, with a detail.
+type detailBackend struct{ fakeBackend }
+
+func (f *detailBackend) Turn(_ context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
+	f.sent = append(f.sent, msg.Text)
+	return claude.FailBeforeStart(nil, h, "Claude Code exited before the turn ended.", "line 1\nerror: unknown option --bogus")
+}
+
+// TestNotStartedChangesNothing: a turn that failed before the CLI took the
+// message leaves a newer-format agent folder byte-identical, adds nothing to
+// the conversation or the audit log, withdraws the user's item from the host
+// and says why.
+func TestNotStartedChangesNothing(t *testing.T) {
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	agent := filepath.Join(pkg, "agent")
+	os.MkdirAll(agent, 0o755)
+	v2 := []byte(`{"formatVersion" : 2, "items": [], "newField": {"x": 1}}`)
+	os.WriteFile(filepath.Join(agent, "conversation.json"), v2, 0o644)
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil || p.Unreadable == "" {
+		t.Fatalf("open: %v, unreadable %q", err, p.Unreadable)
+	}
+	before := slices.Clone(p.Conv.Items)
+	state := t.TempDir()
+	be := &detailBackend{fakeBackend{name: "claude"}}
+	s := &Session{Pkg: p, Backend: be, AuditDir: state, Cwd: pkg}
+	h := &recHost{}
+	res, err := s.Send(context.Background(), "hello", nil, h)
+	if !errors.Is(err, ErrNotStarted) || res != nil {
+		t.Fatalf("Send = %v, %v; want ErrNotStarted", res, err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "Claude Code exited before the turn ended.") || !strings.Contains(msg, "unknown option --bogus") {
+		t.Errorf("the error does not say why: %q", msg)
+	}
+	if len(be.sent) != 1 {
+		t.Fatalf("the backend was asked %d times", len(be.sent))
+	}
+	if !slices.Equal(p.Conv.Items, before) || len(p.Conv.History) != 0 {
+		t.Errorf("the conversation changed: %d items (want %d), %d history messages", len(p.Conv.Items), len(before), len(p.Conv.History))
+	}
+	var ops []string
+	for _, c := range h.changes {
+		ops = append(ops, c.Op.String()+" "+c.Item.Type())
+	}
+	if want := []string{"add user", "add failure", "remove user"}; !slices.Equal(ops, want) {
+		t.Errorf("the host was told %q, want %q", ops, want)
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("the state folder holds %d entries: a turn that never started was audited", len(entries))
+	}
+	if _, err := p.Save(true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(agent, "conversation.json")); !bytes.Equal(got, v2) {
+		t.Errorf("the newer-format conversation was replaced:\n%s", got)
+	}
+}
+
+// TestNotStartedPreflight: a working folder that is not there, or a
+// program variable that names nothing runnable, stops the turn before the
+// backend is asked, and the error names the cause.
+func TestNotStartedPreflight(t *testing.T) {
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(pkg, 0o755)
+	p, _ := archive.Open(pkg, archive.KindDocument, true)
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	fake := &fakeBackend{name: "claude"}
+	s := &Session{Pkg: p, Backend: fake, Cwd: missing}
+	h := &recHost{}
+	_, err := s.Send(context.Background(), "hello", nil, h)
+	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "the working folder "+missing+" does not exist") {
+		t.Errorf("missing cwd: %v", err)
+	}
+	if len(fake.sent) != 0 || len(h.changes) != 0 || len(p.Conv.Items) != 0 {
+		t.Errorf("missing cwd: backend asked %d times, host told %d changes, %d items", len(fake.sent), len(h.changes), len(p.Conv.Items))
+	}
+
+	t.Setenv("SPBRIDGE_CLAUDE", filepath.Join(missing, "claude"))
+	s = &Session{Pkg: p, Backend: claude.New(claude.Options{}), Cwd: pkg}
+	_, err = s.Send(context.Background(), "hello", nil, h)
+	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "SPBRIDGE_CLAUDE is set to ") {
+		t.Errorf("bad SPBRIDGE_CLAUDE: %v", err)
+	}
+	if len(h.changes) != 0 || len(p.Conv.Items) != 0 {
+		t.Errorf("bad SPBRIDGE_CLAUDE: host told %d changes, %d items", len(h.changes), len(p.Conv.Items))
+	}
+}
+
+// TestNoTurnEnd: a backend that returns no TurnEnd gives a failed turn with
+// a failure item; the user's message is kept and audited.
+func TestNoTurnEnd(t *testing.T) {
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(pkg, 0o755)
+	p, _ := archive.Open(pkg, archive.KindDocument, true)
+	state := t.TempDir()
+	s := &Session{Pkg: p, Backend: &fakeBackend{name: "claude", noEnd: true}, AuditDir: state}
+	h := &recHost{}
+	res, err := s.Send(context.Background(), "hello", nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.End == nil || res.End.Status != itemmap.TurnFailed {
+		t.Fatalf("end = %+v, want failed", res.End)
+	}
+	items := p.Conv.Items
+	if len(items) != 2 || items[0].Type() != archive.TypeUser || items[1].Type() != archive.TypeFailure || items[1].String("text") == "" {
+		t.Errorf("items = %v", items)
+	}
+	if len(p.Conv.History) != 1 || p.Conv.History[0].Role != "user" {
+		t.Errorf("history = %v", p.Conv.History)
+	}
+	if n := len(h.changes); n != 2 || h.changes[1].Item.Type() != archive.TypeFailure {
+		t.Errorf("the host was told %d changes", n)
+	}
+	path, _ := audit.Path(state, p.Conv.Identity())
+	if recs, err := audit.Read(path); err != nil || len(recs) != 1 || recs[0]["status"] != itemmap.TurnFailed {
+		t.Errorf("audit: %v, %v", recs, err)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // Text is transcriptText(items): the conversation as plain text, one block
 // per item in order, blocks joined by one blank line:
 //
-//	user        User: <text>  (and " [image]" when hasImage)
+//	user        User: <text>  (and " [image]" when hasImage; each image the
+//	            history holds as imageOmitted is archive.ImageOmittedText)
 //	assistant   Assistant: <text>
 //	tool        Tool <name>: <summary> (<statusText>), an empty part and its
 //	            punctuation left out
@@ -23,12 +24,22 @@ import (
 //	webSearch   Web search: <query>
 //
 // thinking, notice, toolApproval and the host's own types are left out.
-func Text(items []archive.Item) string {
+// history is the conversation's history (nil when unknown): a user item's
+// images are told apart there, since the item only says it had some.
+func Text(items []archive.Item, history []archive.Message) string {
+	images := userImages(items, history)
 	var b strings.Builder
-	for _, it := range items {
+	for i, it := range items {
 		block, ok := itemText(it)
 		if !ok {
 			continue
+		}
+		if it.Type() == archive.TypeUser && it.Bool("hasImage") {
+			if s, ok := images[i]; ok {
+				block += s
+			} else {
+				block += " [image]"
+			}
 		}
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
@@ -38,14 +49,93 @@ func Text(items []archive.Item) string {
 	return b.String()
 }
 
+// userImages returns, by item index, how the images of each user item with
+// hasImage read in the transcript, as far as the history tells: " [image]"
+// when it kept one, and the omitted-image placeholder for each it holds as
+// imageOmitted. A user item is matched with the next user message of the
+// history whose text is the item's (or ends with it, as a host that adds
+// context before the message writes it); an item with no match is left out.
+func userImages(items []archive.Item, history []archive.Message) map[int]string {
+	if len(history) == 0 {
+		return nil
+	}
+	// The text of each user message, read once.
+	var users []userMsg
+	for _, m := range history {
+		if m.Role != "user" {
+			continue
+		}
+		var t strings.Builder
+		for _, b := range m.Content {
+			if b.Type() == archive.BlockText {
+				t.WriteString(b.String("text"))
+			}
+		}
+		users = append(users, userMsg{t.String(), m})
+	}
+	var out map[int]string
+	next := 0 // the first user message not matched yet
+	for i, it := range items {
+		if it.Type() != archive.TypeUser {
+			continue
+		}
+		j := matchUser(users[next:], it.String("text"))
+		if j < 0 {
+			continue
+		}
+		msg := users[next+j].msg
+		next += j + 1
+		if !it.Bool("hasImage") {
+			continue
+		}
+		var s string
+		kept := false
+		for _, b := range msg.Content {
+			switch b.Type() {
+			case archive.BlockImage:
+				if !kept {
+					s += " [image]"
+					kept = true
+				}
+			case archive.BlockImageOmitted:
+				s += " " + archive.ImageOmittedText
+			}
+		}
+		if s == "" {
+			continue
+		}
+		if out == nil {
+			out = make(map[int]string)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+type userMsg struct {
+	text string
+	msg  archive.Message
+}
+
+// matchUser returns the index of the first of users whose text is text,
+// else of the first whose text ends with it, else -1.
+func matchUser(users []userMsg, text string) int {
+	suffix := -1
+	for j, u := range users {
+		switch {
+		case u.text == text:
+			return j
+		case suffix < 0 && text != "" && strings.HasSuffix(u.text, text):
+			suffix = j
+		}
+	}
+	return suffix
+}
+
 func itemText(it archive.Item) (string, bool) {
 	switch it.Type() {
 	case archive.TypeUser:
-		s := "User: " + it.String("text")
-		if it.Bool("hasImage") {
-			s += " [image]"
-		}
-		return s, true
+		return "User: " + it.String("text"), true
 	case archive.TypeAssistant:
 		return "Assistant: " + it.String("text"), true
 	case archive.TypeTool:

@@ -31,11 +31,61 @@ func TestText(t *testing.T) {
 	}
 	want := "User: Make a card [image]\n\nTool Bash: ls (exit 0)\n\nTool Read: a.txt\n\nTool Glob (3 files)\n\nTool Task\n\n" +
 		"Questions: Which? When?\n\nPlan: 1. a\n\nWeb search: go flock\n\nFailure: API Error\n\nAssistant: Made a card.\n\nUser: plain"
-	if got := Text(items); got != want {
+	if got := Text(items, nil); got != want {
 		t.Errorf("Text =\n%q\nwant\n%q", got, want)
 	}
-	if got := Text(nil); got != "" {
+	if got := Text(nil, nil); got != "" {
 		t.Errorf("Text(nil) = %q", got)
+	}
+}
+
+// TestTextImages: the history tells a kept image from one the saved
+// conversation dropped, for each user item that had images.
+func TestTextImages(t *testing.T) {
+	img, err := archive.NewImageBlock("image/png", []byte("png bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	omitted := archive.BlockFromMap(map[string]any{"type": archive.BlockImageOmitted, "mimeType": "image/png"})
+	msg := func(role, text string, blocks ...archive.Block) archive.Message {
+		return archive.Message{Role: role, Content: append([]archive.Block{archive.NewTextBlock(text)}, blocks...)}
+	}
+	user := func(id, text string, image bool) archive.Item {
+		f := map[string]any{"id": id, "type": "user", "text": text}
+		if image {
+			f["hasImage"] = true
+		}
+		return item(f)
+	}
+	o := archive.ImageOmittedText
+	tests := []struct {
+		name    string
+		items   []archive.Item
+		history []archive.Message
+		want    string
+	}{
+		{"kept", []archive.Item{user("1", "a", true)}, []archive.Message{msg("user", "a", img)}, "User: a [image]"},
+		{"omitted", []archive.Item{user("1", "a", true)}, []archive.Message{msg("user", "a", omitted)}, "User: a " + o},
+		{"two omitted, one kept", []archive.Item{user("1", "a", true)}, []archive.Message{msg("user", "a", omitted, img, omitted)}, "User: a " + o + " [image] " + o},
+		{"no history", []archive.Item{user("1", "a", true)}, nil, "User: a [image]"},
+		{"no match", []archive.Item{user("1", "a", true)}, []archive.Message{msg("user", "b", omitted)}, "User: a [image]"},
+		{"in order, same text twice",
+			[]archive.Item{user("1", "a", true), user("2", "a", true)},
+			[]archive.Message{msg("user", "a", img), msg("assistant", "ok"), msg("user", "a", omitted)},
+			"User: a [image]\n\nUser: a " + o},
+		{"a message without image between",
+			[]archive.Item{user("1", "x", false), user("2", "y", true)},
+			[]archive.Message{msg("user", "x"), msg("user", "y", omitted)},
+			"User: x\n\nUser: y " + o},
+		{"the host's context before the text, and a user message without an item",
+			[]archive.Item{user("1", "Make a card", true), user("2", "next", true)},
+			[]archive.Message{msg("user", "# This turn\n\nMake a card", img), msg("user", "Here is the image", omitted), msg("user", "next", omitted)},
+			"User: Make a card [image]\n\nUser: next " + o},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.items, tt.history); got != tt.want {
+			t.Errorf("%s: Text = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 
