@@ -1,29 +1,39 @@
 // Package pkglock takes the advisory lock that lets one spbridge process at a
-// time write a document package.
+// time write a document package, and names the holder to whoever is refused.
 //
-// The lock is an exclusive flock(2) on the package folder itself, so taking it
-// leaves no file behind in the package. The kernel drops it when the holding
-// process exits, however it exits, so a crash never leaves a stale lock.
+// The lock itself is the operating system's: on Unix an exclusive flock(2) on
+// the package folder (so nothing is written into the package, and the kernel
+// drops the lock when the holder exits, however it exits); on Windows an
+// exclusive LockFileEx on a lock file in the state folder. The holder is named
+// by a record it writes in the state folder (locks/<key>.json, keyed by the
+// package's real path): its pid and command line. The holder removes its
+// record on release; a record left by a process that is gone is stale and
+// ignored, and the next holder replaces it.
 package pkglock
 
 import (
-	"bufio"
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"spbridge/internal/statedir"
 )
 
 // ErrLocked is matched (through errors.Is) by the error Acquire returns when
 // another holder has the package's lock.
 var ErrLocked = errors.New("package is in use")
+
+// errWouldBlock is what an OS lock returns when another holder has it.
+var errWouldBlock = errors.New("lock held")
 
 // maxCommandLen bounds HeldError.Command in bytes, not counting the trailing
 // "..." that marks a cut.
@@ -32,63 +42,79 @@ const maxCommandLen = 200
 // Lock is a held lock on a package folder. Release it with Unlock. A Lock that
 // is dropped without Unlock stays held until the process exits.
 type Lock struct {
-	mu   sync.Mutex
-	fd   int // -1 once released
-	path string
+	mu     sync.Mutex
+	os     osLock // nil once released
+	path   string
+	record string // the holder record this lock wrote, "" when none
 }
 
-// Acquire takes an exclusive, non-blocking flock(2) on the package folder dir
-// itself (opened O_RDONLY|O_DIRECTORY|O_CLOEXEC), so no file is left in the
-// package.
+// Acquire takes the exclusive lock on the package folder dir without
+// waiting.
 //
 // When the lock is already held, by another process or through another
-// Acquire in this one (flock locks belong to open file descriptions, not to
-// processes), Acquire returns a *HeldError naming the holder; errors.Is(err,
-// ErrLocked) reports true for it. Any other failure, such as dir missing or
-// not being a folder, returns an error that does not match ErrLocked.
+// Acquire in this one, Acquire returns a *HeldError naming the holder;
+// errors.Is(err, ErrLocked) reports true for it. Any other failure, such as
+// dir missing or not being a folder, returns an error that does not match
+// ErrLocked. The holder record is written in the state folder
+// (statedir.Dir); when there is none, the lock is taken all the same and a
+// refused process is told only that another process holds it.
 func Acquire(dir string) (*Lock, error) {
-	fd, err := openDir(dir)
+	key, real, err := packageKey(dir)
 	if err != nil {
 		return nil, fmt.Errorf("lock package %s: %w", dir, err)
 	}
-	err = ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
-	if err == nil {
-		return &Lock{fd: fd, path: dir}, nil
-	}
-	defer unix.Close(fd)
-	if errors.Is(err, unix.EWOULDBLOCK) {
+	locks := locksDir()
+	l, err := lockOS(dir, locks, key)
+	if errors.Is(err, errWouldBlock) {
 		held := &HeldError{Path: dir}
-		held.PID, held.Command = findHolder(fd)
+		if locks != "" {
+			if r, ok := readRecord(filepath.Join(locks, key+".json")); ok && r.PID > 0 && processAlive(r.PID) {
+				held.PID, held.Command = r.PID, r.Command
+			}
+		}
 		return nil, held
 	}
-	return nil, fmt.Errorf("lock package %s: %w", dir, err)
+	if err != nil {
+		return nil, fmt.Errorf("lock package %s: %w", dir, err)
+	}
+	lock := &Lock{os: l, path: dir}
+	if locks != "" {
+		path := filepath.Join(locks, key+".json")
+		if writeRecord(locks, path, record{PID: os.Getpid(), Command: ownCommand(), Package: real, Since: time.Now().UTC().Format(time.RFC3339)}) == nil {
+			lock.record = path
+		}
+	}
+	return lock, nil
 }
 
-// Unlock releases the lock and closes the folder. It is safe to call more than
-// once, and from several goroutines; calls after the first return nil.
+// Unlock removes the holder record, then releases the lock. It is safe to
+// call more than once, and from several goroutines; calls after the first
+// return nil.
 func (l *Lock) Unlock() error {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.fd < 0 {
+	if l.os == nil {
 		return nil
 	}
-	fd := l.fd
-	l.fd = -1
-	// Closing the only descriptor of the open file description releases the
-	// lock anyway; the explicit LOCK_UN also covers a descriptor that was
-	// somehow duplicated.
-	uerr := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_UN) })
-	cerr := unix.Close(fd)
-	if uerr != nil {
-		return fmt.Errorf("unlock package %s: %w", l.path, uerr)
+	if l.record != "" {
+		// Only the holder writes the record, so while the lock is held it
+		// is still ours.
+		_ = os.Remove(l.record)
 	}
-	if cerr != nil {
-		return fmt.Errorf("unlock package %s: %w", l.path, cerr)
+	err := l.os.unlock()
+	l.os = nil
+	if err != nil {
+		return fmt.Errorf("unlock package %s: %w", l.path, err)
 	}
 	return nil
+}
+
+// osLock is the operating system's lock, held until unlock.
+type osLock interface {
+	unlock() error
 }
 
 // HeldError reports who holds a package's lock. Its fields describe the holder
@@ -116,98 +142,109 @@ func (e *HeldError) Error() string {
 // Is reports whether target is ErrLocked.
 func (e *HeldError) Is(target error) bool { return target == ErrLocked }
 
-// openDir opens dir as a folder for locking. A path that exists but is not a
-// folder yields ENOTDIR.
-func openDir(dir string) (int, error) {
-	var fd int
-	err := ignoringEINTR(func() error {
-		var err error
-		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		return err
-	})
-	return fd, err
+// record is what a holder writes about itself.
+type record struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	Package string `json:"package"`
+	Since   string `json:"since"`
 }
 
-// ignoringEINTR calls fn until it returns something other than EINTR.
-func ignoringEINTR(fn func() error) error {
-	for {
-		if err := fn(); !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
+// maxRecord bounds what is read of a record file.
+const maxRecord = 64 << 10
 
-// findHolder returns the pid and command line of the process holding the
-// flock on the file open as fd, or 0 and "" when they cannot be found.
-func findHolder(fd int) (pid int, command string) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, ""
-	}
-	f, err := os.Open("/proc/locks")
+// locksDir is the folder of holder records, or "" when there is no state
+// folder.
+func locksDir() string {
+	d, err := statedir.Dir()
 	if err != nil {
-		return 0, ""
+		return ""
+	}
+	return filepath.Join(d, "locks")
+}
+
+// packageKey checks that dir is a folder and returns the key of its record,
+// from its real path (links resolved, absolute; on Windows and macOS, whose
+// usual file systems ignore case, folded to lower case), and that path.
+func packageKey(dir string) (key, real string, err error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", "", err
+	}
+	if !fi.IsDir() {
+		return "", "", errNotDir
+	}
+	real, err = filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", "", err
+	}
+	k := real
+	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" {
+		k = strings.ToLower(k)
+	}
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:16]), real, nil
+}
+
+func readRecord(path string) (record, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return record{}, false
 	}
 	defer f.Close()
-	dev := uint64(st.Dev) // Dev is uint32 on some platforms.
-	pid = flockHolder(f, unix.Major(dev), unix.Minor(dev), uint64(st.Ino))
-	if pid <= 0 {
-		return 0, ""
+	data := make([]byte, maxRecord)
+	n, _ := f.Read(data)
+	var r record
+	if json.Unmarshal(data[:n], &r) != nil {
+		return record{}, false
 	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return r, true
+}
+
+// writeRecord replaces the record at path (in dir) through a temporary file,
+// so a reader sees the old record or the new one. A stale record is simply
+// replaced.
+func writeRecord(dir, path string, r record) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	data, err := json.Marshal(r)
 	if err != nil {
-		return pid, ""
+		return err
 	}
-	return pid, formatCmdline(cmdline)
+	f, err := os.CreateTemp(dir, ".record-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+	}
+	return werr
 }
 
-// flockHolder scans r, in the format of /proc/locks, for the granted FLOCK
-// WRITE lock on the inode ino of device major:minor, and returns its pid, or 0
-// when there is none. Lines of waiters (marked "->"), other lock kinds and
-// malformed lines are skipped.
-//
-// A line looks like "1: FLOCK  ADVISORY  WRITE 12345 fd:01:5678901 0 EOF",
-// where the device numbers are hexadecimal and the inode is decimal.
-func flockHolder(r io.Reader, major, minor uint32, ino uint64) int {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || !strings.HasSuffix(f[0], ":") || f[1] == "->" {
-			continue
-		}
-		if f[1] != "FLOCK" || f[3] != "WRITE" {
-			continue
-		}
-		id := strings.Split(f[5], ":")
-		if len(id) != 3 {
-			continue
-		}
-		maj, err1 := strconv.ParseUint(id[0], 16, 32)
-		mnr, err2 := strconv.ParseUint(id[1], 16, 32)
-		in, err3 := strconv.ParseUint(id[2], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			continue
-		}
-		if uint32(maj) != major || uint32(mnr) != minor || in != ino {
-			continue
-		}
-		// The pid is 0 or -1 when the holder is outside our pid namespace.
-		pid, err := strconv.Atoi(f[4])
-		if err != nil || pid <= 0 {
-			return 0
-		}
-		return pid
-	}
-	return 0
-}
+// ownCommand is this process's command line, as a holder record names it.
+func ownCommand() string { return formatCommand(os.Args) }
 
-// formatCmdline turns the contents of /proc/PID/cmdline (NUL-terminated
-// arguments) into the arguments joined with spaces, cut on a character
-// boundary to at most maxCommandLen bytes followed by "..." when longer.
-func formatCmdline(b []byte) string {
-	b = bytes.TrimRight(b, "\x00")
-	s := strings.ReplaceAll(string(b), "\x00", " ")
-	s = strings.ToValidUTF8(s, "\uFFFD")
+// formatCommand joins args with spaces, cut on a character boundary to at
+// most maxCommandLen bytes followed by "..." when longer.
+func formatCommand(args []string) string {
+	s := strings.ToValidUTF8(strings.Join(args, " "), "\uFFFD")
 	if len(s) <= maxCommandLen {
 		return s
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"spbridge/internal/statedir"
 )
 
 // helperEnv names the environment variable that turns the test binary into a
@@ -25,7 +25,17 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(runHelper(dir))
 	}
-	os.Exit(m.Run())
+	// Holder records go to a state folder of the tests' own (inherited by
+	// the helper processes).
+	state, err := os.MkdirTemp("", "pkglock-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(statedir.EnvVar, state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // runHelper takes the lock on dir, prints "locked", and holds the lock until
@@ -223,9 +233,9 @@ func TestAcquireBadPath(t *testing.T) {
 		path string
 		want error
 	}{
-		{"regular file", file, unix.ENOTDIR},
+		{"regular file", file, errNotDir},
 		{"missing", filepath.Join(dir, "missing.silverpoint"), fs.ErrNotExist},
-		{"under a file", filepath.Join(file, "agent"), unix.ENOTDIR},
+		{"under a file", filepath.Join(file, "agent"), errNotDir},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,61 +257,91 @@ func TestAcquireBadPath(t *testing.T) {
 	}
 }
 
-func TestFlockHolder(t *testing.T) {
-	const locks = `1: POSIX  ADVISORY  WRITE 111 fd:01:5678901 0 EOF
-1: -> FLOCK  ADVISORY  WRITE 222 fd:01:5678901 0 EOF
-2: FLOCK  ADVISORY  READ 333 fd:01:42 0 EOF
-3: OFDLCK ADVISORY  WRITE -1 fd:01:77 0 EOF
-4: FLOCK  ADVISORY  WRITE 444 103:1a:5678901 0 EOF
-5: FLOCK  ADVISORY  WRITE 12345 fd:01:5678901 0 EOF
-6: FLOCK  ADVISORY  WRITE 0 fd:01:99 0 EOF
-garbage
-7: FLOCK  ADVISORY  WRITE 555 zz:01:5678901 0 EOF
-8: LEASE  ACTIVE    READ 666 fd:01:88 0 EOF
-`
+func TestFormatCommand(t *testing.T) {
 	tests := []struct {
-		name         string
-		major, minor uint32
-		ino          uint64
-		want         int
+		name string
+		in   []string
+		want string
 	}{
-		{"holder after posix and waiter lines", 0xfd, 0x01, 5678901, 12345},
-		{"other device", 0x103, 0x1a, 5678901, 444},
-		{"read lock only", 0xfd, 0x01, 42, 0},
-		{"ofd lock only", 0xfd, 0x01, 77, 0},
-		{"lease only", 0xfd, 0x01, 88, 0},
-		{"pid outside namespace", 0xfd, 0x01, 99, 0},
-		{"unknown inode", 0xfd, 0x01, 1, 0},
-		{"unknown device", 0xfd, 0x02, 5678901, 0},
+		{"empty", nil, ""},
+		{"args", []string{"spbridge", "serve", "--port", "8080"}, "spbridge serve --port 8080"},
+		{"long", []string{strings.Repeat("a", 150), strings.Repeat("é", 100)}, strings.Repeat("a", 150) + " " + strings.Repeat("é", 24) + "..."},
+		{"invalid utf-8", []string{"a\xffb"}, "a\uFFFDb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := flockHolder(strings.NewReader(locks), tt.major, tt.minor, tt.ino)
-			if got != tt.want {
-				t.Errorf("flockHolder(%x:%x:%d) = %d, want %d", tt.major, tt.minor, tt.ino, got, tt.want)
+			if got := formatCommand(tt.in); got != tt.want {
+				t.Errorf("formatCommand(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestFormatCmdline(t *testing.T) {
-	long := strings.Repeat("a", 150) + "\x00" + strings.Repeat("é", 100) + "\x00"
-	tests := []struct {
-		name string
-		in   string
-		want string
-	}{
-		{"empty", "", ""},
-		{"args", "spbridge\x00serve\x00--port\x008080\x00", "spbridge serve --port 8080"},
-		{"no trailing nul", "spbridge", "spbridge"},
-		{"long", long, strings.Repeat("a", 150) + " " + strings.Repeat("é", 24) + "..."},
+// TestRecord checks the holder record: written in the state folder while the
+// lock is held, keyed by the package's real path (a link to the package
+// finds it), removed at Unlock.
+func TestRecord(t *testing.T) {
+	state := os.Getenv(statedir.EnvVar)
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link.silverpoint")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skip("no symbolic links here:", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := formatCmdline([]byte(tt.in)); got != tt.want {
-				t.Errorf("formatCmdline(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
+	l := mustAcquire(t, dir)
+	records, _ := filepath.Glob(filepath.Join(state, "locks", "*.json"))
+	if len(records) != 1 {
+		t.Fatalf("records while locked = %q, want one", records)
+	}
+	r, ok := readRecord(records[0])
+	if !ok || r.PID != os.Getpid() || r.Package == "" {
+		t.Errorf("record = %+v, %v; want our pid and the package", r, ok)
+	}
+	_, err := Acquire(link)
+	if held := heldError(t, err, link); held.PID != os.Getpid() {
+		t.Errorf("through a link: HeldError.PID = %d, want %d", held.PID, os.Getpid())
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if records, _ := filepath.Glob(filepath.Join(state, "locks", "*.json")); len(records) != 0 {
+		t.Errorf("records after Unlock = %q, want none", records)
+	}
+}
+
+// TestStaleRecord checks that a record left by a process that is gone names
+// nobody, and that the next holder replaces it.
+func TestStaleRecord(t *testing.T) {
+	state := os.Getenv(statedir.EnvVar)
+	dir := t.TempDir()
+	key, real, err := packageKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pid that is not running: a child that has been reaped.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := cmd.Process.Pid
+	locks := filepath.Join(state, "locks")
+	path := filepath.Join(locks, key+".json")
+	if err := writeRecord(locks, path, record{PID: dead, Command: "spbridge serve", Package: real}); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, dir)
+	if r, ok := readRecord(path); !ok || r.PID != os.Getpid() {
+		t.Errorf("record after Acquire = %+v, want ours (the stale one replaced)", r)
+	}
+	// Held, but by a process whose record is stale: unknown holder.
+	if err := writeRecord(locks, path, record{PID: dead, Command: "spbridge serve", Package: real}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(dir)
+	if held := heldError(t, err, dir); held.PID != 0 || held.Command != "" {
+		t.Errorf("HeldError with a stale record = %+v, want no pid and no command", held)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
 	}
 }
 

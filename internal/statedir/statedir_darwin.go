@@ -1,0 +1,6 @@
+package statedir
+
+// defaultDir is ~/Library/Application Support/spbridge.
+func defaultDir() (string, error) {
+	return homeJoin("Library", "Application Support", "spbridge")
+}
