@@ -35,17 +35,51 @@ func rpcErrorf(code int, format string, args ...any) *RPCError {
 	return &RPCError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// message is any JSON-RPC message as read.
+// message is any JSON-RPC message as read. Result and Error are kept raw so
+// that a response is told apart by the members it has, whatever they hold.
 type message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method,omitempty"`
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *RPCError       `json:"error,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
 }
 
-func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+// isRequest reports whether the message expects a response: it has an id,
+// null included (a notification is a request without one).
+func (m *message) isRequest() bool { return len(m.ID) > 0 }
+
+// isResponse reports whether the message answers a request (ours or not):
+// no method, and a result or an error.
+func (m *message) isResponse() bool {
+	return m.Method == "" && (len(m.Result) > 0 || len(m.Error) > 0)
+}
+
+// validID reports whether the id is one JSON-RPC allows: a string, a
+// number or null.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	switch c := id[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	}
+	return string(id) == "null"
+}
+
+// rpcError is the response's error, or nil when it has none.
+func (m *message) rpcError() *RPCError {
+	if len(m.Error) == 0 || string(m.Error) == "null" {
+		return nil
+	}
+	var e RPCError
+	if json.Unmarshal(m.Error, &e) != nil {
+		return &RPCError{Code: CodeInternalError, Message: "the client answered with an error that could not be read"}
+	}
+	return &e
+}
 
 // writer serializes messages onto the output, one line each.
 type writer struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -61,18 +62,31 @@ var authMethods = []any{
 }
 
 // Server is one ACP connection. Create it with NewServer and run Serve.
+//
+// Messages are read on one goroutine. Those that name a session go to that
+// session's queue and are handled in the order they arrived by the
+// session's own worker; a prompt's turn runs on a goroutine of its own, so
+// a long turn holds up neither other sessions nor its own session's
+// cancel, save or queue. Every goroutine that does a session's work
+// recovers from a panic: the session ends with a failure item and is saved,
+// the others go on.
 type Server struct {
 	cfg Config
 	w   *writer
 
 	mu       sync.Mutex
-	sessions map[string]*acpSession
+	sessions map[string]*acpSession // open or opening, by id
+	stopping bool                   // shutdown began: no session opens
 
 	nextID  atomic.Int64
 	pmu     sync.Mutex
 	pending map[int64]chan *message // our requests to the client, by id
 
-	wg sync.WaitGroup // request handlers
+	wg sync.WaitGroup // handlers, session workers, turns and interrupts
+
+	// allowPackage, when set, vets each package path a session would open
+	// (the fuzz test keeps sessions inside its own folder).
+	allowPackage func(path string) bool
 }
 
 // NewServer returns a server writing to out.
@@ -83,9 +97,9 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	return &Server{cfg: cfg, w: &writer{out: out}, sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message)}
 }
 
-// Serve reads messages from in until it ends or ctx is done, handling each
-// request on its own goroutine so a long prompt never holds up the others.
-// Then it shuts down: running turns are interrupted, every session's CLI is
+// Serve reads messages from in until it ends or ctx is done. Then it shuts
+// down: queued prompts are cancelled, running turns are interrupted, what
+// is already queued for each session is handled, every session's CLI is
 // ended, every conversation that changed is saved, and every package lock
 // is released. It returns the first error of that shutdown.
 func (s *Server) Serve(ctx context.Context, in io.Reader) error {
@@ -129,52 +143,164 @@ loop:
 	return err
 }
 
+// recovered logs a panic's value and stack; it returns the panic's text.
+func (s *Server) recovered(where string, r any) string {
+	s.cfg.Log.Printf("panic in %s: %v\n%s", where, r, debug.Stack())
+	return fmt.Sprint(r)
+}
+
+// handleLine reads one line and routes the message it holds. It never
+// blocks on a session's work.
 func (s *Server) handleLine(ctx context.Context, line []byte) {
-	if len(trimSpace(line)) == 0 {
+	defer func() {
+		if r := recover(); r != nil {
+			s.recovered("reading a message", r)
+		}
+	}()
+	line = trimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	if !json.Valid(line) {
+		s.w.fail(nil, rpcErrorf(CodeParseError, "parse error: the line is not JSON"))
+		return
+	}
+	if line[0] != '{' {
+		// A batch (an array) or a lone value: spbridge takes one request a
+		// line, and answers once.
+		s.w.fail(nil, rpcErrorf(CodeInvalidRequest, "invalid request: one JSON-RPC object a line (batches are not supported)"))
 		return
 	}
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
-		s.w.fail(nil, rpcErrorf(CodeParseError, "parse error: %v", err))
+		var idOnly struct {
+			ID json.RawMessage `json:"id"`
+		}
+		json.Unmarshal(line, &idOnly)
+		if !validID(idOnly.ID) {
+			idOnly.ID = nil
+		}
+		s.w.fail(idOnly.ID, rpcErrorf(CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
 	switch {
+	case m.isResponse():
+		// An answer to one of our requests; one that matches none (a
+		// client's reply to a notification, an unknown id) is dropped:
+		// a response is never answered.
+		s.answer(&m)
+	case !validID(m.ID):
+		s.w.fail(nil, rpcErrorf(CodeInvalidRequest, "invalid request: id must be a string, a number or null"))
 	case m.JSONRPC != "2.0":
 		s.w.fail(m.ID, rpcErrorf(CodeInvalidRequest, "invalid request: jsonrpc must be \"2.0\""))
-	case m.Method == "" && m.hasID():
-		s.answer(&m)
 	case m.Method == "":
 		s.w.fail(m.ID, rpcErrorf(CodeInvalidRequest, "invalid request: no method"))
-	case m.hasID():
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			result, err := s.call(ctx, m.Method, m.Params)
-			if err != nil {
-				var rerr *RPCError
-				if !errors.As(err, &rerr) {
-					rerr = rpcErrorf(CodeInternalError, "%v", err)
-				}
-				s.w.fail(m.ID, rerr)
-				return
-			}
-			if f, ok := result.(followUp); ok {
-				s.w.result(m.ID, f.result)
-				f.then()
-				return
-			}
-			s.w.result(m.ID, result)
-		}()
 	default:
-		s.notification(m.Method, m.Params)
+		s.dispatch(ctx, &m)
 	}
 }
 
-// followUp is a result with work to start once it was written: a queued
-// message's turn begins after the prompt before it was answered.
-type followUp struct {
-	result any
-	then   func()
+// reply answers a request (a notification gets nothing).
+func (s *Server) reply(m *message, result any, err error) {
+	if !m.isRequest() {
+		return
+	}
+	if err != nil {
+		var rerr *RPCError
+		if !errors.As(err, &rerr) {
+			rerr = rpcErrorf(CodeInternalError, "%v", err)
+		}
+		s.w.fail(m.ID, rerr)
+		return
+	}
+	s.w.result(m.ID, result)
+}
+
+// sessionMethods are handled by the session they name, in order.
+var sessionMethods = map[string]func(*acpSession, *job) (any, error){
+	"session/prompt":                (*acpSession).prompt,
+	"session/set_config_option":     (*acpSession).setConfigOption,
+	"_spbridge/rate":                (*acpSession).rate,
+	"_spbridge/queue":               (*acpSession).queueMessage,
+	"_spbridge/save":                (*acpSession).save,
+	"_spbridge/newConversation":     (*acpSession).newConversation,
+	"_spbridge/setKeepConversation": (*acpSession).setKeep,
+}
+
+// dispatch routes a request or notification.
+func (s *Server) dispatch(ctx context.Context, m *message) {
+	switch m.Method {
+	case "initialize":
+		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
+	case "authenticate":
+		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })
+	case "session/new":
+		s.open(m, false)
+	case "session/load":
+		s.open(m, true)
+	case "session/cancel":
+		s.cancel(m)
+	default:
+		handle, ok := sessionMethods[m.Method]
+		if !ok {
+			// An unknown notification is ignored, as JSON-RPC asks.
+			s.reply(m, nil, rpcErrorf(CodeMethodNotFound, "method not found: %s", m.Method))
+			return
+		}
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := decode(m.Params, &p); err != nil {
+			s.reply(m, nil, err)
+			return
+		}
+		ss, err := s.session(p.SessionID)
+		if err != nil {
+			s.reply(m, nil, err)
+			return
+		}
+		j := &job{m: m, run: handle}
+		if m.Method == "session/prompt" {
+			j.ctx, j.cancel = context.WithCancel(context.Background())
+		}
+		if !ss.enqueue(j) {
+			s.reply(m, nil, rpcErrorf(CodeNotFound, "session %q has ended", p.SessionID))
+		}
+	}
+}
+
+// goReply runs a request that belongs to no session on its own goroutine.
+func (s *Server) goReply(m *message, f func() (any, error)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				s.reply(m, nil, rpcErrorf(CodeInternalError, "internal error: %s", s.recovered(m.Method, r)))
+			}
+		}()
+		result, err := f()
+		s.reply(m, result, err)
+	}()
+}
+
+// cancel handles session/cancel at once, ahead of the session's queue: it
+// cancels the prompts that arrived before it, started or not.
+func (s *Server) cancel(m *message) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := decode(m.Params, &p); err != nil {
+		s.reply(m, nil, err)
+		return
+	}
+	ss, err := s.session(p.SessionID)
+	if err != nil {
+		s.reply(m, nil, err)
+		return
+	}
+	ss.cancelPrompts()
+	s.reply(m, nil, nil)
 }
 
 func trimSpace(b []byte) []byte {
@@ -187,7 +313,8 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
-// answer delivers a client's response to one of our requests.
+// answer delivers a client's response to one of our requests; any other
+// response is dropped.
 func (s *Server) answer(m *message) {
 	var id int64
 	if err := json.Unmarshal(m.ID, &id); err != nil {
@@ -219,8 +346,8 @@ func (s *Server) request(ctx context.Context, method string, params any) (*messa
 	}
 	select {
 	case m := <-ch:
-		if m.Error != nil {
-			return nil, m.Error
+		if e := m.rpcError(); e != nil {
+			return nil, e
 		}
 		return m, nil
 	case <-ctx.Done():
@@ -237,52 +364,6 @@ func decode(params json.RawMessage, v any) error {
 		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
 	return nil
-}
-
-// call runs one request.
-func (s *Server) call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	switch method {
-	case "initialize":
-		return s.initialize(params)
-	case "authenticate":
-		return s.authenticate(ctx, params)
-	case "session/new":
-		return s.newSession(ctx, params, false)
-	case "session/load":
-		return s.newSession(ctx, params, true)
-	case "session/prompt":
-		return s.prompt(ctx, params)
-	case "session/set_config_option":
-		return s.setConfigOption(params)
-	case "_spbridge/rate":
-		return s.rate(params)
-	case "_spbridge/queue":
-		return s.queue(ctx, params)
-	case "_spbridge/save":
-		return s.save(params)
-	case "_spbridge/newConversation":
-		return s.newConversation(params)
-	case "_spbridge/setKeepConversation":
-		return s.setKeep(params)
-	}
-	return nil, rpcErrorf(CodeMethodNotFound, "method not found: %s", method)
-}
-
-// notification handles a notification; unknown ones are ignored, as
-// JSON-RPC asks.
-func (s *Server) notification(method string, params json.RawMessage) {
-	if method != "session/cancel" {
-		return
-	}
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	if ss, err := s.session(p.SessionID); err == nil {
-		ss.cancel()
-	}
 }
 
 func (s *Server) initialize(params json.RawMessage) (any, error) {
@@ -307,7 +388,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	}, nil
 }
 
-// session returns the open session with this id.
+// session returns the session with this id, open or still opening.
 func (s *Server) session(id string) (*acpSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -318,20 +399,29 @@ func (s *Server) session(id string) (*acpSession, error) {
 	return ss, nil
 }
 
-// shutdown ends every session: interrupts running turns, waits for the
-// handlers, saves what changed, ends the CLIs and releases the locks.
+// forget removes a session that ended from the server.
+func (s *Server) forget(ss *acpSession) {
+	s.mu.Lock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	s.mu.Unlock()
+}
+
+// shutdown ends every session: cancels queued prompts and interrupts
+// running turns, lets each session's worker handle what is already queued,
+// waits for every goroutine, then saves what changed, ends the CLIs and
+// releases the locks.
 func (s *Server) shutdown() error {
 	s.mu.Lock()
+	s.stopping = true
 	all := make([]*acpSession, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		all = append(all, ss)
 	}
 	s.mu.Unlock()
 	for _, ss := range all {
-		ss.mu.Lock()
-		ss.stopping = true
-		ss.mu.Unlock()
-		ss.cancel()
+		ss.stop()
 	}
 	s.wg.Wait()
 	var errs []error

@@ -22,28 +22,73 @@ import (
 // providers are the archive's provider names by backend.
 var providers = map[string]string{"claude": "claude-code", "codex": "codex"}
 
-// acpSession is one ACP session: one open package and its CLI.
+// acpSession is one ACP session: one package and its CLI, from the
+// session/new or session/load that opens it to its close.
+//
+// Two locks: qmu guards the message queue and the running turn (what the
+// reading goroutine touches, so a cancel never waits for a save); mu
+// guards the conversation and the session's state. mu is taken before qmu.
 type acpSession struct {
-	srv     *Server
-	id      string
-	backend string
+	srv *Server
+	id  string
+
+	qmu      sync.Mutex
+	qcond    *sync.Cond // signalled when a job is queued or the queue ends
+	jobs     []*job     // waiting, in arrival order
+	working  *job       // the job the worker runs
+	ended    bool       // the queue takes no more jobs
+	stopping bool       // the server shuts down or the session failed: no turn starts
+	failure  string     // why the session failed (a panic), "" when it did not
+	turn     *turn      // the running turn, or nil
 
 	mu          sync.Mutex
-	keep        bool
-	pkg         *archive.Package
-	lock        *pkglock.Lock
-	conv        *session.Session
-	model       string
-	running     bool
-	turnCancel  context.CancelFunc
-	queue       []queuedPrompt
-	dirty       bool // changed since the last save
-	saveAfter   bool // a save asked for while a turn ran
-	allowAlways map[string]bool
+	opened      bool // pkg, lock and conv are set
 	closed      bool
-	stopping    bool // the server is shutting down: no new turn starts
+	backend     string
+	keep        bool
+	pkg         *archive.Package // the package acp saves
+	lock        *pkglock.Lock
+	conv        *session.Session // its Pkg is a view of pkg for the turns
+	model       string
+	waiting     []queuedPrompt // messages queued with _spbridge/queue
+	dirty       bool           // changed since the last save
+	allowAlways map[string]bool
 	cwd         string
+	// While a turn runs, the conversation as it stands: base holds every
+	// field but the items as they were when the turn began, live the items
+	// (the turn's own as clones made as each change was applied). A save
+	// during the turn writes these; savedInTurn makes the turn's end save
+	// again.
+	base        archive.Conversation
+	live        []archive.Item
+	savedInTurn bool
 }
+
+// job is one message for a session, handled by its worker.
+type job struct {
+	m   *message
+	run func(*acpSession, *job) (any, error)
+	// ctx of a prompt: cancelled by session/cancel (or shutdown) whether
+	// its turn has started or not.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// answeredLater is a handler's result when the answer is written elsewhere
+// (a prompt's, when its turn ends).
+type answeredLater struct{}
+
+// turn is a running turn.
+type turn struct {
+	ctx     context.Context // cancelled by session/cancel or shutdown
+	cancel  context.CancelFunc
+	backend session.Backend // the backend it runs on, for Interrupt
+	done    chan struct{}   // closed by finish when it ended
+	once    sync.Once
+}
+
+// finish marks the turn ended.
+func (t *turn) finish() { t.once.Do(func() { close(t.done) }) }
 
 type queuedPrompt struct {
 	text   string
@@ -59,7 +104,21 @@ type spbridgeMeta struct {
 	KeepConversation *bool  `json:"keepConversation"`
 }
 
-func (s *Server) newSession(ctx context.Context, params json.RawMessage, load bool) (any, error) {
+// openParams are a session/new or session/load request, checked.
+type openParams struct {
+	load    bool
+	id      string // the package's absolute path
+	fresh   bool   // a package of the session's own, made at open
+	kind    archive.Kind
+	keep    bool
+	backend string
+	model   string
+	cwd     string
+}
+
+// parseOpen checks a session/new or session/load request and names the
+// session it opens, without touching the file system.
+func (s *Server) parseOpen(params json.RawMessage, load bool) (*openParams, error) {
 	var p struct {
 		SessionID  string          `json:"sessionId"`
 		Cwd        string          `json:"cwd"`
@@ -78,14 +137,12 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage, load bo
 	if m.Package == "" && load {
 		m.Package = p.SessionID
 	}
+	op := &openParams{load: load}
 	if m.Package == "" && s.cfg.SessionsDir != "" {
 		// An editor that knows nothing of packages: the session gets one of
 		// its own, and its id (the package's path) loads it later.
-		dir := filepath.Join(s.cfg.SessionsDir, archive.NewID())
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
-		}
-		m.Package = dir
+		m.Package = filepath.Join(s.cfg.SessionsDir, archive.NewID())
+		op.fresh = true
 	}
 	if m.Package == "" {
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
@@ -99,77 +156,286 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage, load bo
 	if _, ok := providers[m.Backend]; !ok {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown backend %q", m.Backend)
 	}
-	kind := archive.KindDocument
+	op.kind = archive.KindDocument
 	if m.Kind != "" {
 		k, err := archive.ParseKind(m.Kind)
 		if err != nil {
 			return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 		}
-		kind = k
+		op.kind = k
 	}
-	keep := m.KeepConversation == nil || *m.KeepConversation
+	op.keep = m.KeepConversation == nil || *m.KeepConversation
 	pkgPath, err := filepath.Abs(m.Package)
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: package: %v", err)
 	}
-	cwd := p.Cwd
-	if cwd == "" {
-		cwd = filepath.Dir(pkgPath)
+	if s.allowPackage != nil && !s.allowPackage(pkgPath) {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: package %s is not allowed here", pkgPath)
 	}
-	if !filepath.IsAbs(cwd) {
+	op.cwd = p.Cwd
+	if op.cwd == "" {
+		op.cwd = filepath.Dir(pkgPath)
+	}
+	if !filepath.IsAbs(op.cwd) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
-	id := pkgPath
-
-	s.mu.Lock()
-	if _, open := s.sessions[id]; open {
-		s.mu.Unlock()
-		return nil, rpcErrorf(CodeInvalidRequest, "the package %s is already open in this session", pkgPath)
-	}
-	s.sessions[id] = nil // reserved while it opens
-	s.mu.Unlock()
-	ss, err := s.openSession(id, pkgPath, kind, keep, m, cwd)
-	s.mu.Lock()
-	if err != nil {
-		delete(s.sessions, id)
-	} else {
-		s.sessions[id] = ss
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	if load {
-		ss.replay()
-		return map[string]any{"configOptions": ss.configOptions()}, nil
-	}
-	return map[string]any{"sessionId": id, "configOptions": ss.configOptions()}, nil
+	op.id, op.backend, op.model = pkgPath, m.Backend, m.Model
+	return op, nil
 }
 
-func (s *Server) openSession(id, pkgPath string, kind archive.Kind, keep bool, m *spbridgeMeta, cwd string) (*acpSession, error) {
-	lock, err := pkglock.Acquire(pkgPath)
+// open handles session/new and session/load: the session is known by its
+// id at once, so what a client pipelines after it waits in its queue, and
+// its worker opens the package first.
+func (s *Server) open(m *message, load bool) {
+	op, err := s.parseOpen(m.Params, load)
+	if err != nil {
+		s.reply(m, nil, err)
+		return
+	}
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "spbridge is shutting down"))
+		return
+	}
+	if _, open := s.sessions[op.id]; open {
+		s.mu.Unlock()
+		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the package %s is already open in this session", op.id))
+		return
+	}
+	ss := &acpSession{srv: s, id: op.id, allowAlways: make(map[string]bool)}
+	ss.qcond = sync.NewCond(&ss.qmu)
+	s.sessions[op.id] = ss
+	s.wg.Add(1)
+	s.mu.Unlock()
+	ss.enqueue(&job{m: m, run: func(ss *acpSession, _ *job) (any, error) { return ss.open(op) }})
+	go ss.work()
+}
+
+// open opens the package and its CLI (the first job of a session's
+// worker). When it fails the session ends, and what was queued behind it
+// is answered as for an unknown session.
+func (ss *acpSession) open(op *openParams) (result any, err error) {
+	defer func() {
+		if err != nil {
+			ss.abandon(fmt.Sprintf("session %q could not be opened: %v", ss.id, err))
+		}
+	}()
+	if op.fresh {
+		if err := os.MkdirAll(op.id, 0o700); err != nil {
+			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
+		}
+	}
+	lock, err := pkglock.Acquire(op.id)
 	if errors.Is(err, pkglock.ErrLocked) {
 		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
 	}
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
-	pkg, err := archive.Open(pkgPath, kind, keep)
+	locked := true
+	defer func() {
+		if locked {
+			lock.Unlock()
+		}
+	}()
+	pkg, err := archive.Open(op.id, op.kind, op.keep)
 	if err != nil {
-		lock.Unlock()
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
-	be, err := s.cfg.NewBackend(m.Backend, BackendOptions{Cwd: cwd, Model: m.Model})
+	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model})
 	if err != nil {
-		lock.Unlock()
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
-	conv := &session.Session{Pkg: pkg, Backend: be, Provider: providers[m.Backend], AuditDir: s.cfg.AuditDir, Cwd: cwd}
+	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: providers[op.backend], AuditDir: ss.srv.cfg.AuditDir, Cwd: op.cwd}
 	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
 		conv.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}
-	return &acpSession{srv: s, id: id, backend: m.Backend, keep: keep, pkg: pkg, lock: lock, conv: conv,
-		model: m.Model, allowAlways: make(map[string]bool), cwd: cwd}, nil
+	ss.mu.Lock()
+	ss.opened, ss.backend, ss.keep, ss.pkg, ss.lock, ss.conv = true, op.backend, op.keep, pkg, lock, conv
+	ss.model, ss.cwd = op.model, op.cwd
+	ss.mu.Unlock()
+	locked = false
+	if op.load {
+		ss.replay()
+		return map[string]any{"configOptions": ss.configOptions()}, nil
+	}
+	return map[string]any{"sessionId": ss.id, "configOptions": ss.configOptions()}, nil
+}
+
+// turnView is the package as the turns see it: the same folder and
+// conversation, but a Package value of its own, so that what the turn
+// goroutine reads of it (session.Send reads Pkg.Conv and marks the turn
+// begun) never meets a save of the conversation as it stands, which acp
+// makes on pkg while the turn runs. acp marks pkg's turn begun itself.
+func turnView(pkg *archive.Package) *archive.Package {
+	return &archive.Package{Dir: pkg.Dir, Kind: pkg.Kind, Conv: pkg.Conv}
+}
+
+// enqueue adds a job to the session's queue; false when the session has
+// ended.
+func (ss *acpSession) enqueue(j *job) bool {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	if ss.ended {
+		return false
+	}
+	if ss.stopping && j.cancel != nil {
+		j.cancel() // a prompt that comes during shutdown does not run
+	}
+	ss.jobs = append(ss.jobs, j)
+	ss.qcond.Signal()
+	return true
+}
+
+// work handles the session's messages one at a time, in the order they
+// arrived, until the queue ends.
+func (ss *acpSession) work() {
+	defer ss.srv.wg.Done()
+	for {
+		ss.qmu.Lock()
+		for len(ss.jobs) == 0 && !ss.ended {
+			ss.qcond.Wait()
+		}
+		if len(ss.jobs) == 0 {
+			ss.qmu.Unlock()
+			return
+		}
+		j := ss.jobs[0]
+		ss.jobs = ss.jobs[1:]
+		ss.working = j
+		ss.qmu.Unlock()
+		ss.runJob(j)
+		ss.qmu.Lock()
+		ss.working = nil
+		ss.qmu.Unlock()
+	}
+}
+
+// runJob handles one message; a panic in it ends the session.
+func (ss *acpSession) runJob(j *job) {
+	defer func() {
+		if r := recover(); r != nil {
+			why := ss.srv.recovered(j.m.Method+" of session "+ss.id, r)
+			ss.srv.reply(j.m, nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why))
+			ss.fail(why)
+		}
+	}()
+	result, err := j.run(ss, j)
+	if _, later := result.(answeredLater); later && err == nil {
+		return
+	}
+	ss.srv.reply(j.m, result, err)
+}
+
+// cancelPrompts cancels every prompt that arrived so far: the running turn
+// is interrupted, the ones not started yet will answer cancelled.
+func (ss *acpSession) cancelPrompts() {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	for _, j := range ss.jobs {
+		if j.cancel != nil {
+			j.cancel()
+		}
+	}
+	if j := ss.working; j != nil && j.cancel != nil {
+		j.cancel()
+	}
+	if t := ss.turn; t != nil {
+		ss.interrupt(t)
+	}
+}
+
+// interrupt cancels a running turn and asks its CLI to stop, on a
+// goroutine of its own so that a CLI slow to take it holds up nothing.
+// qmu is held.
+func (ss *acpSession) interrupt(t *turn) {
+	t.cancel()
+	ss.srv.wg.Add(1)
+	go func() {
+		defer ss.srv.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				ss.srv.recovered("interrupt of session "+ss.id, r)
+			}
+		}()
+		t.backend.Interrupt()
+	}()
+}
+
+// stop is the server's shutdown for this session: prompts not started are
+// cancelled, the running turn is interrupted, no turn starts, and the
+// worker ends once it handled what is queued.
+func (ss *acpSession) stop() {
+	ss.qmu.Lock()
+	ss.stopping = true
+	ss.ended = true
+	ss.qcond.Broadcast()
+	ss.qmu.Unlock()
+	ss.cancelPrompts()
+}
+
+// abandon ends a session that could not open: it is forgotten, and what was
+// queued behind the open is answered as for an unknown session.
+func (ss *acpSession) abandon(why string) {
+	ss.srv.forget(ss)
+	ss.qmu.Lock()
+	ss.ended, ss.stopping = true, true
+	jobs := ss.jobs
+	ss.jobs = nil
+	ss.qcond.Broadcast()
+	ss.qmu.Unlock()
+	for _, j := range jobs {
+		if j.cancel != nil {
+			j.cancel()
+		}
+		ss.srv.reply(j.m, nil, rpcErrorf(CodeNotFound, "%s", why))
+	}
+}
+
+// fail ends the session after a panic in its work: nothing more is taken
+// or started, and once no turn runs the conversation gets a failure item,
+// is saved, and the CLI and the lock are released. The other sessions go
+// on.
+func (ss *acpSession) fail(why string) {
+	ss.abandon(fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
+	ss.qmu.Lock()
+	if ss.failure == "" {
+		ss.failure = why
+	}
+	t := ss.turn
+	if t != nil {
+		ss.interrupt(t)
+	}
+	ss.qmu.Unlock()
+	if t == nil {
+		ss.endFailed()
+	}
+	// Otherwise the turn's goroutine ends the session when the turn ends.
+}
+
+// endFailed closes a failed session with a failure item that says why.
+func (ss *acpSession) endFailed() {
+	ss.qmu.Lock()
+	why := ss.failure
+	ss.qmu.Unlock()
+	ss.mu.Lock()
+	var f archive.Item
+	if ss.opened && !ss.closed {
+		f = archive.NewItem(archive.TypeFailure)
+		f.Set("text", "spbridge hit an internal error and ended this session; open it again to go on.")
+		f.Set("detail", why)
+		ss.pkg.Conv.Items = append(ss.pkg.Conv.Items, f)
+		ss.dirty = true
+	}
+	ss.mu.Unlock()
+	if !f.IsZero() {
+		ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": f.Map(), "op": "add"})
+		ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(f))})
+	}
+	if err := ss.close(); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)
+	}
 }
 
 // modelSetter is a backend whose model can change between turns.
@@ -204,17 +470,12 @@ func (ss *acpSession) configOptions() []any {
 		"currentValue": current, "options": opts}}
 }
 
-func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
+func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	var p struct {
-		SessionID string `json:"sessionId"`
-		ConfigID  string `json:"configId"`
-		Value     any    `json:"value"`
+		ConfigID string `json:"configId"`
+		Value    any    `json:"value"`
 	}
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	ss, err := s.session(p.SessionID)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	value, ok := p.Value.(string)
@@ -227,8 +488,9 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		ss.model = ""
 	}
 	model := ss.model
+	be := ss.conv.Backend
 	ss.mu.Unlock()
-	if ms, ok := ss.conv.Backend.(modelSetter); ok {
+	if ms, ok := be.(modelSetter); ok {
 		ms.SetModel(model)
 	}
 	return map[string]any{"configOptions": ss.configOptions()}, nil
@@ -285,188 +547,309 @@ func promptContent(raw json.RawMessage) (string, []session.Image, error) {
 	return text, images, nil
 }
 
-func (s *Server) prompt(ctx context.Context, params json.RawMessage) (any, error) {
+// CodeNotStarted is the error of a prompt whose turn never started (the
+// CLI missing, its folder missing, the CLI failing before it took the
+// message): the conversation was left as it was.
+const CodeNotStarted = -32003
+
+func (ss *acpSession) prompt(j *job) (any, error) {
 	var p struct {
-		SessionID string          `json:"sessionId"`
-		Prompt    json.RawMessage `json:"prompt"`
+		Prompt json.RawMessage `json:"prompt"`
 	}
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	ss, err := s.session(p.SessionID)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	text, images, err := promptContent(p.Prompt)
 	if err != nil {
 		return nil, err
 	}
-	turnCtx, err := ss.begin()
-	if err != nil {
+	if j.ctx.Err() != nil {
+		return cancelledResponse(), nil
+	}
+	ss.qmu.Lock()
+	running := ss.turn
+	ss.qmu.Unlock()
+	if running != nil {
+		if running.ctx.Err() == nil {
+			return nil, &RPCError{Code: CodeBusy, Message: "a prompt is already running in this session; send this one with _spbridge/queue or wait"}
+		}
+		// The turn before was cancelled and is ending: this prompt is the
+		// next.
+		select {
+		case <-running.done:
+		case <-j.ctx.Done():
+			return cancelledResponse(), nil
+		}
+	}
+	if err := ss.startTurn(j, queuedPrompt{text, images}); err != nil {
 		return nil, err
 	}
-	end, next := ss.runTurn(turnCtx, text, images)
-	return followUp{result: stopResponse(end), then: next}, nil
+	return answeredLater{}, nil
+}
+
+// cancelledResponse answers a prompt cancelled before its turn began.
+func cancelledResponse() map[string]any {
+	return map[string]any{"stopReason": "cancelled", "_meta": map[string]any{"spbridge": map[string]any{"status": itemmap.TurnInterrupted}}}
 }
 
 // stopResponse maps how a turn ended to ACP: a failed turn has no stop
 // reason of its own, so it ends its turn with the exact state in _meta (the
-// failure item itself went out as _spbridge/item).
-func stopResponse(end *itemmap.TurnEnd) map[string]any {
+// failure item itself went out as _spbridge/item). A turn the client
+// cancelled that did not complete is cancelled, however the CLI ended it.
+func stopResponse(end *itemmap.TurnEnd, cancelled bool) map[string]any {
 	reason := "end_turn"
-	if end.Status == itemmap.TurnInterrupted {
+	if end.Status == itemmap.TurnInterrupted || (cancelled && end.Status != itemmap.TurnCompleted) {
 		reason = "cancelled"
 	}
 	return map[string]any{"stopReason": reason, "_meta": map[string]any{"spbridge": map[string]any{"status": end.Status}}}
 }
 
-// begin marks a turn running; a second one at once is refused.
-func (ss *acpSession) begin() (context.Context, error) {
+// startTurn starts a turn on a goroutine of its own; j is the prompt it
+// answers (nil for a queued message that starts with nothing running).
+func (ss *acpSession) startTurn(j *job, q queuedPrompt) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
 	if ss.closed || ss.stopping {
-		return nil, rpcErrorf(CodeNotFound, "session %q is closed", ss.id)
+		return rpcErrorf(CodeNotFound, "session %q is closing", ss.id)
 	}
-	if ss.running {
-		return nil, &RPCError{Code: CodeBusy, Message: "a prompt is already running in this session; send this one with _spbridge/queue or wait"}
+	if ss.turn != nil {
+		return &RPCError{Code: CodeBusy, Message: "a prompt is already running in this session; send this one with _spbridge/queue or wait"}
 	}
-	ss.running = true
-	ctx, cancel := context.WithCancel(context.Background())
-	ss.turnCancel = cancel
-	return ctx, nil
+	parent := context.Background()
+	if j != nil {
+		parent = j.ctx
+	}
+	t := ss.beginTurn(parent)
+	ss.srv.wg.Add(1)
+	go ss.runTurns(t, j, q)
+	return nil
+}
+
+// beginTurn makes t the running turn and takes the conversation as it
+// stands for saves during it. mu and qmu are held.
+func (ss *acpSession) beginTurn(parent context.Context) *turn {
+	ctx, cancel := context.WithCancel(parent)
+	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.Backend, done: make(chan struct{})}
+	ss.turn = t
+	ss.base = *ss.pkg.Conv
+	ss.live = slices.Clone(ss.pkg.Conv.Items)
+	ss.savedInTurn = false
+	return t
+}
+
+// runTurns runs a turn, answers its prompt, and goes on with the messages
+// queued meanwhile, one turn each, until none is left.
+func (ss *acpSession) runTurns(t *turn, j *job, q queuedPrompt) {
+	defer ss.srv.wg.Done()
+	for {
+		var m *message
+		if j != nil {
+			m = j.m
+		}
+		next, ok := ss.runTurn(t, m, q)
+		if !ok {
+			return
+		}
+		t, j, q = next.t, nil, next.q
+	}
+}
+
+type nextTurn struct {
+	t *turn
+	q queuedPrompt
 }
 
 // runTurn runs one turn and what it leaves behind: the edited notice, a
-// deferred save, the queue (handed back as unsent when the turn was
-// interrupted). It returns how the turn ended and what starts the next
-// queued message, to call once the turn's prompt was answered.
-func (ss *acpSession) runTurn(ctx context.Context, text string, images []session.Image) (*itemmap.TurnEnd, func()) {
-	ss.edited()
-	res, err := ss.conv.Send(ctx, text, images, &acpHost{ss: ss})
-	end := &itemmap.TurnEnd{Status: itemmap.TurnFailed}
-	if err == nil {
+// save when the conversation was saved during the turn, the queue (handed
+// back as unsent when the turn was cancelled). It answers m, and returns
+// the next queued message's turn, already begun, when there is one. A panic
+// in the turn ends the session.
+func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTurn, more bool) {
+	h := &acpHost{ss: ss, t: t}
+	var answer any
+	var answerErr error
+	defer func() {
+		why := h.panic()
+		if r := recover(); r != nil {
+			why = ss.srv.recovered("the turn of session "+ss.id, r)
+		}
+		if why != "" {
+			ss.qmu.Lock()
+			if ss.failure == "" {
+				ss.failure = why
+			}
+			ss.qmu.Unlock()
+			answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
+			more = false
+		}
+		if !more {
+			ss.qmu.Lock()
+			ss.turn = nil
+			failed := ss.failure != ""
+			ss.qmu.Unlock()
+			t.finish()
+			ss.mu.Lock()
+			ss.live = nil
+			ss.mu.Unlock()
+			if failed {
+				ss.abandon(fmt.Sprintf("session %q ended after an internal error", ss.id))
+				ss.endFailed()
+			}
+		}
+		if m != nil {
+			ss.srv.reply(m, answer, answerErr)
+		}
+	}()
+	if t.ctx.Err() != nil {
+		// Cancelled before it began: nothing was sent.
+		answer = cancelledResponse()
+		return ss.endTurn(t, nil, false)
+	}
+	res, err := ss.conv.Send(t.ctx, q.text, q.images, h)
+	notStarted := err != nil || res == nil || res.End == nil || res.End.NotStarted
+	var end *itemmap.TurnEnd
+	switch {
+	case t.ctx.Err() != nil && notStarted:
+		answer = cancelledResponse()
+	case notStarted:
+		cause := h.failureText()
+		if cause == "" && err != nil {
+			cause = err.Error()
+		}
+		if cause == "" {
+			cause = "the CLI did not take the message"
+		}
+		ss.srv.cfg.Log.Printf("session %s: the turn did not start: %s", ss.id, cause)
+		answerErr = rpcErrorf(CodeNotStarted, "the turn did not start: %s", cause)
+	default:
 		end = res.End
 		if res.AuditErr != nil {
 			ss.srv.cfg.Log.Printf("session %s: %v", ss.id, res.AuditErr)
 		}
-	} else {
-		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)
+		answer = stopResponse(end, t.ctx.Err() != nil)
 	}
+	return ss.endTurn(t, end, !notStarted)
+}
+
+// endTurn brings a turn's end into the session: end is nil when the turn
+// did not start (nothing changed but what a save during it wrote). It
+// begins the next queued message's turn when the turn completed.
+func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (nextTurn, bool) {
 	ss.mu.Lock()
-	ss.dirty = true
-	ss.running = false
-	ss.turnCancel = nil
-	var next *queuedPrompt
-	if end.Status == itemmap.TurnInterrupted {
-		// An interrupted turn hands its queue back to the composer.
-		for _, q := range ss.queue {
-			ss.pkg.Conv.Unsent = append(ss.pkg.Conv.Unsent, q.text)
-		}
-		ss.queue = nil
-		ss.pkg.Conv.Queued = nil
-	} else if len(ss.queue) > 0 && !ss.closed {
-		next = &ss.queue[0]
-		ss.queue = ss.queue[1:]
-		if len(ss.pkg.Conv.Queued) > 0 {
-			ss.pkg.Conv.Queued = ss.pkg.Conv.Queued[1:]
-		}
+	defer ss.mu.Unlock()
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	conv := ss.pkg.Conv
+	changed := started || ss.savedInTurn
+	if started {
+		ss.pkg.BeginTurn()
 	}
-	if ss.saveAfter {
-		ss.saveAfter = false
+	var next *nextTurn
+	switch {
+	case len(ss.waiting) == 0:
+	case t.ctx.Err() != nil || ss.stopping || ss.closed || ss.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted):
+		// A cancelled turn hands its queue back to the composer.
+		for _, q := range ss.waiting {
+			conv.Unsent = append(conv.Unsent, q.text)
+		}
+		ss.waiting = nil
+		conv.Queued = nil
+		changed = true
+	default:
+		next = &nextTurn{q: ss.waiting[0]}
+		ss.waiting = ss.waiting[1:]
+		if len(conv.Queued) > 0 {
+			conv.Queued = conv.Queued[1:]
+		}
+		changed = true
+	}
+	if changed {
+		ss.dirty = true
+	}
+	if ss.savedInTurn && !ss.closed {
+		// A save during the turn wrote it as it stood: write how it ended.
 		if _, err := ss.pkg.Save(ss.keep); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
 		} else {
 			ss.dirty = false
 		}
 	}
-	ss.mu.Unlock()
-	ss.edited()
-	return end, func() {
-		if next != nil {
-			ss.startQueued(*next)
-		}
+	if changed && ss.keep {
+		defer ss.edited()
 	}
-}
-
-// startQueued runs a queued message as the next turn, in the background.
-func (ss *acpSession) startQueued(q queuedPrompt) {
-	ctx, err := ss.begin()
-	if err != nil {
-		return
+	if next == nil {
+		return nextTurn{}, false
 	}
-	ss.srv.wg.Add(1)
-	go func() {
-		defer ss.srv.wg.Done()
-		_, next := ss.runTurn(ctx, q.text, q.images)
-		next()
-	}()
+	t.finish()
+	next.t = ss.beginTurn(context.Background())
+	return *next, true
 }
 
 // edited tells the client the conversation changed, when it is kept in the
 // document.
 func (ss *acpSession) edited() {
-	ss.mu.Lock()
-	keep := ss.keep
-	ss.mu.Unlock()
-	if keep {
-		ss.srv.w.notify("_spbridge/edited", map[string]any{"sessionId": ss.id})
-	}
-}
-
-// cancel interrupts the running turn, if any.
-func (ss *acpSession) cancel() {
-	ss.mu.Lock()
-	cancel := ss.turnCancel
-	ss.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		ss.conv.Interrupt()
-	}
+	ss.srv.w.notify("_spbridge/edited", map[string]any{"sessionId": ss.id})
 }
 
 // close saves a changed conversation, ends the CLI and releases the lock.
+// A panic in any step is logged and the next steps still run.
 func (ss *acpSession) close() error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.closed {
+	if !ss.opened || ss.closed {
 		return nil
 	}
 	ss.closed = true
 	var errs []error
 	if ss.dirty {
-		if _, err := ss.pkg.Save(ss.keep); err != nil {
-			errs = append(errs, fmt.Errorf("save %s: %w", ss.id, err))
-		}
+		errs = append(errs, ss.safely("save", func() error {
+			if _, err := ss.pkg.Save(ss.keep); err != nil {
+				return fmt.Errorf("save %s: %w", ss.id, err)
+			}
+			return nil
+		}))
 	}
-	errs = append(errs, ss.conv.Close(), ss.lock.Unlock())
+	errs = append(errs, ss.safely("close the CLI", ss.conv.Close), ss.safely("unlock", ss.lock.Unlock))
 	return errors.Join(errs...)
 }
 
-func (s *Server) sessionParam(params json.RawMessage, v any) (*acpSession, error) {
-	if err := decode(params, v); err != nil {
-		return nil, err
-	}
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	json.Unmarshal(params, &p)
-	return s.session(p.SessionID)
+// safely runs f, turning a panic into an error.
+func (ss *acpSession) safely(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s of session %s: panic: %s", what, ss.id, ss.srv.recovered(what+" of session "+ss.id, r))
+		}
+	}()
+	return f()
 }
 
-func (s *Server) rate(params json.RawMessage) (any, error) {
+// ready locks mu for a handler, or fails when the session has closed.
+func (ss *acpSession) ready() error {
+	ss.mu.Lock()
+	if ss.closed || !ss.opened {
+		ss.mu.Unlock()
+		return rpcErrorf(CodeNotFound, "session %q has ended", ss.id)
+	}
+	return nil
+}
+
+func (ss *acpSession) rate(j *job) (any, error) {
 	var p struct {
 		ItemID  string   `json:"itemId"`
 		Rating  string   `json:"rating"`
 		Reasons []string `json:"reasons"`
 	}
-	ss, err := s.sessionParam(params, &p)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if p.ItemID == "" || (p.Rating != "good" && p.Rating != "bad") {
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: itemId and a rating of "good" or "bad" are required`)
 	}
-	ss.mu.Lock()
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
 	conv := ss.pkg.Conv
 	if conv.Feedback == nil {
 		conv.Feedback = make(map[string]archive.Feedback)
@@ -477,57 +860,93 @@ func (s *Server) rate(params json.RawMessage) (any, error) {
 	}
 	conv.Feedback[p.ItemID] = archive.Feedback{Rating: p.Rating, Reasons: reasons}
 	ss.dirty = true
+	keep := ss.keep
 	ss.mu.Unlock()
-	ss.edited()
+	if keep {
+		ss.edited()
+	}
 	return struct{}{}, nil
 }
 
-func (s *Server) queue(ctx context.Context, params json.RawMessage) (any, error) {
+func (ss *acpSession) queueMessage(j *job) (any, error) {
 	var p struct {
 		Prompt json.RawMessage `json:"prompt"`
 	}
-	ss, err := s.sessionParam(params, &p)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	text, images, err := promptContent(p.Prompt)
 	if err != nil {
 		return nil, err
 	}
-	ss.mu.Lock()
-	if ss.running {
-		ss.queue = append(ss.queue, queuedPrompt{text, images})
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
+	ss.qmu.Lock()
+	running := ss.turn != nil
+	ss.qmu.Unlock()
+	if running {
+		ss.waiting = append(ss.waiting, queuedPrompt{text, images})
 		ss.pkg.Conv.Queued = append(ss.pkg.Conv.Queued, text)
 		ss.dirty = true
+		keep := ss.keep
 		ss.mu.Unlock()
-		ss.edited()
+		if keep {
+			ss.edited()
+		}
 		return map[string]any{"queued": true}, nil
 	}
 	ss.mu.Unlock()
 	// Nothing runs: the message is the next turn now.
-	ss.startQueued(queuedPrompt{text, images})
+	if err := ss.startTurn(nil, queuedPrompt{text, images}); err != nil {
+		return nil, err
+	}
 	return map[string]any{"queued": false}, nil
 }
 
-func (s *Server) save(params json.RawMessage) (any, error) {
+// save writes the conversation into the package. While a turn runs it
+// writes the conversation as it stands (the turn's end saves again).
+func (ss *acpSession) save(j *job) (any, error) {
 	var p struct{}
-	ss, err := s.sessionParam(params, &p)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.running {
-		// The turn is changing the conversation: save when it ends.
-		ss.saveAfter = true
-		return map[string]any{"deferred": true, "written": []string{}, "removed": []string{}}, nil
+	if err := ss.ready(); err != nil {
+		return nil, err
 	}
-	r, err := ss.pkg.Save(ss.keep)
+	defer ss.mu.Unlock()
+	r, err := ss.saveLocked()
 	if err != nil {
 		return nil, rpcErrorf(CodeInternalError, "save: %v", err)
 	}
-	ss.dirty = false
-	return map[string]any{"deferred": false, "written": nonNil(r.Written), "removed": nonNil(r.Removed)}, nil
+	return map[string]any{"written": nonNil(r.Written), "removed": nonNil(r.Removed)}, nil
+}
+
+// saveLocked saves; mu is held.
+func (ss *acpSession) saveLocked() (*archive.SaveReport, error) {
+	if ss.live == nil {
+		r, err := ss.pkg.Save(ss.keep)
+		if err == nil {
+			ss.dirty = false
+		}
+		return r, err
+	}
+	// A turn runs: its goroutine changes the conversation's items and, at
+	// its end, history and usage, so the save writes the fields as the
+	// turn began, the items as the changes so far left them (clones owned
+	// here), and what acp itself keeps (ratings, cards, queue) as they are.
+	cur := ss.pkg.Conv
+	snap := ss.base
+	snap.Items = slices.Clone(ss.live)
+	snap.Feedback, snap.ApprovalCards, snap.SkillCards, snap.LintRuleCards = cur.Feedback, cur.ApprovalCards, cur.SkillCards, cur.LintRuleCards
+	snap.ResolvedCards, snap.Queued, snap.Unsent, snap.SentFacts, snap.Extra = cur.ResolvedCards, cur.Queued, cur.Unsent, cur.SentFacts, cur.Extra
+	ss.pkg.Conv = &snap
+	defer func() { ss.pkg.Conv = cur }()
+	r, err := ss.pkg.Save(ss.keep)
+	if err == nil {
+		ss.savedInTurn = true
+	}
+	return r, err
 }
 
 func nonNil(s []string) []string {
@@ -537,21 +956,25 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func (s *Server) newConversation(params json.RawMessage) (any, error) {
+func (ss *acpSession) newConversation(j *job) (any, error) {
 	var p struct{}
-	ss, err := s.sessionParam(params, &p)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
-	ss.mu.Lock()
-	if ss.running {
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
+	ss.qmu.Lock()
+	running := ss.turn != nil
+	ss.qmu.Unlock()
+	if running {
 		ss.mu.Unlock()
 		return nil, &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
 	}
 	// The CLI's session belongs to the old conversation: a new CLI starts
 	// with the next prompt.
 	ss.conv.Close()
-	be, err := s.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model})
+	be, err := ss.srv.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model})
 	if err != nil {
 		ss.mu.Unlock()
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
@@ -561,26 +984,31 @@ func (s *Server) newConversation(params json.RawMessage) (any, error) {
 		ss.mu.Unlock()
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
 	}
+	ss.conv.Pkg = turnView(ss.pkg)
 	ss.conv.Restore = nil
-	ss.queue = nil
+	ss.waiting = nil
 	ss.dirty = false
+	keep := ss.keep
 	ss.mu.Unlock()
-	ss.edited()
+	if keep {
+		ss.edited()
+	}
 	return struct{}{}, nil
 }
 
-func (s *Server) setKeep(params json.RawMessage) (any, error) {
+func (ss *acpSession) setKeep(j *job) (any, error) {
 	var p struct {
 		Keep *bool `json:"keep"`
 	}
-	ss, err := s.sessionParam(params, &p)
-	if err != nil {
+	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if p.Keep == nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: keep (a boolean) is required")
 	}
-	ss.mu.Lock()
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
 	ss.keep = *p.Keep
 	ss.dirty = true // the next save writes or removes agent/
 	ss.mu.Unlock()

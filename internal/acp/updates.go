@@ -3,6 +3,8 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,24 +15,107 @@ import (
 
 // acpHost turns a session's item changes into ACP session/update
 // notifications and _spbridge/item notifications, and its permission
-// requests into session/request_permission requests to the client.
+// requests into session/request_permission requests to the client. It is
+// one turn's: it also keeps the session's copy of the items as they stand
+// (for a save during the turn), and a panic in it ends the session once
+// the turn ends.
 type acpHost struct {
-	ss   *acpSession
-	mu   sync.Mutex
-	sent map[string]int // item id → bytes of its text sent as chunks
+	ss *acpSession
+	t  *turn
+
+	mu       sync.Mutex
+	sent     map[string]int // item id → bytes of its text sent as chunks
+	edited   bool           // _spbridge/edited went out for this turn
+	failure  string         // the text of the turn's last failure item
+	panicked string         // a panic in a callback, "" when none
 }
 
+// recovered is called by the callbacks with what they recovered from a
+// panic: it is logged, kept for the turn's end, and the turn is cancelled.
+func (h *acpHost) recovered(where string, r any) {
+	why := h.ss.srv.recovered(where+" of session "+h.ss.id, r)
+	h.mu.Lock()
+	if h.panicked == "" {
+		h.panicked = why
+	}
+	h.mu.Unlock()
+	h.ss.qmu.Lock()
+	if h.ss.turn == h.t {
+		h.ss.interrupt(h.t)
+	}
+	h.ss.qmu.Unlock()
+}
+
+// panic returns the text of a panic in a callback, or "".
+func (h *acpHost) panic() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.panicked
+}
+
+// failureText is the text of the turn's last failure item.
+func (h *acpHost) failureText() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failure
+}
+
+// Change is called on the turn's goroutine right after the change was
+// applied to the conversation.
 func (h *acpHost) Change(c itemmap.Change) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.recovered("an item change", r)
+		}
+	}()
 	ss := h.ss
+	it := c.Item
+	var clone archive.Item
+	if c.Op != itemmap.OpRemove {
+		// Made here, where nothing changes the item, for saves elsewhere.
+		clone = it.Clone()
+	}
+	ss.mu.Lock()
+	if ss.live != nil {
+		i := slices.IndexFunc(ss.live, func(x archive.Item) bool { return x.ID() == it.ID() })
+		switch {
+		case c.Op == itemmap.OpRemove:
+			if i >= 0 {
+				ss.live = slices.Delete(ss.live, i, i+1)
+			}
+		case i >= 0:
+			ss.live[i] = clone
+		default:
+			ss.live = append(ss.live, clone)
+		}
+	}
+	keep := ss.keep
+	ss.mu.Unlock()
 	w := ss.srv.w
-	w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": c.Item.Map(), "op": c.Op.String()})
+	w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": it.Map(), "op": c.Op.String()})
 	if c.Op == itemmap.OpRemove {
 		return
 	}
-	it := c.Item
 	switch it.Type() {
 	case archive.TypeUser:
 		// The client sent it: ACP does not echo the prompt.
+		return
+	case archive.TypeFailure:
+		h.mu.Lock()
+		h.failure = it.String("text")
+		h.mu.Unlock()
+	default:
+		// The CLI is at work: the conversation changed. (A failure alone
+		// may be a turn that never started, which changes nothing.)
+		h.mu.Lock()
+		first := !h.edited
+		h.edited = true
+		h.mu.Unlock()
+		if first && keep {
+			ss.edited()
+		}
+	}
+	switch it.Type() {
 	case archive.TypeAssistant, archive.TypeThinking:
 		kind := "agent_message_chunk"
 		if it.Type() == archive.TypeThinking {
@@ -70,12 +155,28 @@ func (h *acpHost) newText(it archive.Item) string {
 	return text[done:]
 }
 
-func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) claude.Decision {
+// Approval card states, as approvalCards keeps them by the toolApproval
+// item's id: {"state": …}.
+const (
+	CardAllowed       = "allowed"       // allowed once
+	CardAllowedAlways = "allowedAlways" // allowed, and the tool from now on in this session
+	CardRejected      = "rejected"
+	CardCancelled     = "cancelled" // the editor cancelled the request
+)
+
+func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d claude.Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.recovered("a permission request", r)
+			d = claude.Decision{Message: "spbridge could not ask the editor."}
+		}
+	}()
 	ss := h.ss
 	ss.mu.Lock()
 	always := ss.allowAlways[a.ToolName]
 	ss.mu.Unlock()
 	if always {
+		ss.card(a.ItemID, CardAllowed)
 		return claude.Decision{Allow: true}
 	}
 	id := a.ToolItemID
@@ -109,18 +210,52 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) claude.Decisi
 		} `json:"outcome"`
 	}
 	if json.Unmarshal(m.Result, &r) != nil || r.Outcome.Outcome != "selected" {
+		ss.card(a.ItemID, CardCancelled)
 		return claude.Decision{Message: "The user cancelled the request."}
 	}
 	switch r.Outcome.OptionID {
 	case "allow_once":
+		ss.card(a.ItemID, CardAllowed)
 		return claude.Decision{Allow: true}
 	case "allow_always":
 		ss.mu.Lock()
 		ss.allowAlways[a.ToolName] = true
 		ss.mu.Unlock()
+		ss.card(a.ItemID, CardAllowedAlways)
 		return claude.Decision{Allow: true}
 	}
+	ss.card(a.ItemID, CardRejected)
 	return claude.Decision{Message: "The user rejected this from the editor."}
+}
+
+// card records how a toolApproval was answered in the conversation's
+// approvalCards, tells the client (the item again, with its card) and marks
+// the conversation edited.
+func (ss *acpSession) card(itemID, state string) {
+	if itemID == "" {
+		return
+	}
+	card := map[string]any{"state": state}
+	ss.mu.Lock()
+	conv := ss.pkg.Conv
+	if conv.ApprovalCards == nil {
+		conv.ApprovalCards = make(map[string]any)
+	}
+	conv.ApprovalCards[itemID] = card
+	ss.dirty = true
+	keep := ss.keep
+	var item archive.Item
+	if i := slices.IndexFunc(ss.live, func(x archive.Item) bool { return x.ID() == itemID }); i >= 0 {
+		item = ss.live[i]
+	}
+	itemMap := item.Map() // a clone of the turn's, never changed
+	ss.mu.Unlock()
+	if itemMap != nil {
+		ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": itemMap, "op": "update", "card": card})
+	}
+	if keep {
+		ss.edited()
+	}
 }
 
 // summaryOf is a short account of a tool's input for a permission title.
@@ -266,10 +401,15 @@ func plainText(it archive.Item) string {
 func (ss *acpSession) replay() {
 	ss.mu.Lock()
 	items := append([]archive.Item(nil), ss.pkg.Conv.Items...)
+	cards := maps.Clone(ss.pkg.Conv.ApprovalCards)
 	ss.mu.Unlock()
 	w := ss.srv.w
 	for _, it := range items {
-		w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": it.Map(), "op": "add"})
+		params := map[string]any{"sessionId": ss.id, "item": it.Map(), "op": "add"}
+		if card, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
+			params["card"] = card
+		}
+		w.notify("_spbridge/item", params)
 		switch it.Type() {
 		case archive.TypeUser:
 			ss.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": textBlock(it.String("text"))})
