@@ -42,6 +42,13 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			// $SPBRIDGE_BINDIR holds spbridge alone: PATH=$SPBRIDGE_BINDIR
+			// runs it where no claude or codex can be found.
+			path := env.Getenv("PATH")
+			env.Setenv("SPBRIDGE_BINDIR", strings.SplitN(path, string(filepath.ListSeparator), 2)[0])
+			return nil
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"cmpnl": cmdCmpNL,
 			"exits": cmdExits,

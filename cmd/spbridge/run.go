@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,7 +47,9 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"package's conversation, show the items as they arrive, and save the\n"+
 			"conversation at the end, also after a failure or an interrupt. Several\n"+
 			"MESSAGEs are sent one turn after another in the same CLI session, stopping\n"+
-			"at the first turn that does not complete; images go with the first. Ctrl-C\n"+
+			"at the first turn that does not complete; images go with the first. A turn\n"+
+			"that never started (the CLI missing, --cwd missing, the CLI failing before it\n"+
+			"took the message) changes nothing in the package and exits 1. Ctrl-C\n"+
 			"interrupts the turn and keeps what arrived. Permission requests are asked on\n"+
 			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
@@ -88,6 +92,11 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		atts = append(atts, img)
 	}
 	dir := *cwd
+	if dir != "" {
+		if err := checkDir(dir); err != nil {
+			return fmt.Errorf("--cwd %s: %w", dir, err)
+		}
+	}
 	if dir == "" {
 		abs, err := filepath.Abs(pkg)
 		if err != nil {
@@ -129,6 +138,13 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			res, sendErr := s.Send(ctx, text, atts, h)
 			h.stopStatus()
 			if sendErr != nil {
+				// A turn that never started changed nothing; the turns
+				// before it are saved.
+				if i > 0 {
+					if _, err := p.Save(*keep); err != nil {
+						return errors.Join(sendErr, fmt.Errorf("save %s: %w", pkg, err))
+					}
+				}
 				return sendErr
 			}
 			if res.AuditErr != nil {
@@ -149,6 +165,20 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		}
 		return nil
 	})
+}
+
+// checkDir reports why dir cannot be a working folder.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("the folder does not exist")
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return errors.New("not a folder")
+	}
+	return nil
 }
 
 // backendFlags are the command-line settings a backend is made with.
