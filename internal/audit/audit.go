@@ -1,6 +1,7 @@
 // Package audit keeps the tamper-evident record of every turn: one
 // append-only JSON-lines file per conversation in the user's state folder,
-// each record carrying its own SHA-256 and that of the record before it.
+// each record carrying its HMAC-SHA-256 under a per-user key and the tag of
+// the record before it, with every log's head kept in a signed index.
 package audit
 
 import (
@@ -15,6 +16,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"time"
 
 	"spbridge/internal/canonjson"
 )
@@ -50,24 +53,94 @@ func Path(stateDir, identity string) (string, error) {
 	return filepath.Join(stateDir, "audit", identity+".jsonl"), nil
 }
 
-// zeroHash is the "previous" hash of the first record.
+// zeroHash is the "previous" tag of the first record.
 var zeroHash = string(bytes.Repeat([]byte("0"), 64))
 
 // Fields a record always has, set by Append.
 const (
-	FieldSeq    = "seq"
-	FieldPrev   = "prev"
+	FieldSeq  = "seq"
+	FieldPrev = "prev"
+	// FieldHMAC is the record's HMAC-SHA-256 under the user's audit key.
+	FieldHMAC = "hmac"
+	// FieldSHA256 is the plain SHA-256 that records written by earlier
+	// versions carry instead of an hmac; Append no longer writes it.
 	FieldSHA256 = "sha256"
 )
 
+// stateOf returns the state folder and the identity of the log at path
+// (stateDir/audit/identity.jsonl, as Path makes it).
+func stateOf(path string) (stateDir, identity string) {
+	return filepath.Dir(filepath.Dir(path)), strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+// recordDomain keeps a record's tag from standing for anything else, and
+// binds it to its log: a record moved to another log does not verify.
+func recordDomain(identity string) string { return "spbridge audit record\x00" + identity }
+
+// recordMAC is the record's hmac: HMAC-SHA-256 under key of its canonical
+// one-line encoding without its hmac and sha256 fields, bound to the log's
+// identity.
+func recordMAC(key []byte, identity string, record map[string]any) (string, error) {
+	r := make(map[string]any, len(record))
+	for k, v := range record {
+		if k != FieldSHA256 && k != FieldHMAC {
+			r[k] = v
+		}
+	}
+	data, err := canonjson.EncodeCompact(r)
+	if err != nil {
+		return "", err
+	}
+	return mac(key, recordDomain(identity), data), nil
+}
+
+// tagOf is a record's tag: its hmac, or the sha256 of an older record.
+func tagOf(rec map[string]any) string {
+	if t, ok := rec[FieldHMAC].(string); ok {
+		return t
+	}
+	t, _ := rec[FieldSHA256].(string)
+	return t
+}
+
 // Append adds record (a JSON object of the kinds canonjson encodes) to the
-// log at path, creating it (0600, folders 0700) when needed. It sets the
-// record's seq (1, 2, …), prev (the previous record's sha256) and sha256
-// (of the record's canonical one-line encoding without sha256), writes it as
-// one line with O_APPEND and syncs it, then records the new head beside the
-// log so that removing the last records is caught too. A torn last line left
-// by a crash is cut off first, and the record says how many bytes it had.
+// log at path (as Path names it), creating it (0600, folders 0700) when
+// needed. It sets the record's seq (1, 2, …), prev (the previous record's
+// tag) and hmac (HMAC-SHA-256 under the user's audit key, made on first use
+// in the state folder, of the record's canonical one-line encoding without
+// hmac, bound to the log's identity), writes it as one line with O_APPEND
+// and syncs it, then records the new head beside the log and in the
+// state folder's index, so that removing the last records, or the whole log
+// with its head, is caught too. A torn last line left by a crash is cut off
+// first, and the record says how many bytes it had. A log shorter than the
+// index counted (deleted or cut) is noted in the index for good, so that
+// appending to it does not hide the loss. Appends of every process are
+// serialised by a lock in the state folder.
 func Append(path string, record map[string]any) error {
+	stateDir, identity := stateOf(path)
+	return withLock(stateDir, func() error { return appendLocked(stateDir, identity, path, record) })
+}
+
+func appendLocked(stateDir, identity, path string, record map[string]any) error {
+	_, keyErr := os.Stat(filepath.Join(stateDir, KeyFile))
+	key, err := loadKey(stateDir, true)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	ix, err := readIndex(stateDir, key)
+	switch {
+	case errors.Is(err, ErrIndexMissing) && keyErr != nil:
+		ix = &index{logs: map[string]*entry{}} // the first use: key and index are new
+	case errors.Is(err, ErrIndexMissing):
+		ix = &index{logs: map[string]*entry{}, restarted: now + ": the index was missing"}
+	case err != nil:
+		// Kept for whoever looks into it; a new index starts, marked.
+		bad := filepath.Join(stateDir, IndexFile+".bad-"+strings.ReplaceAll(now, ":", ""))
+		os.Rename(filepath.Join(stateDir, IndexFile), bad)
+		ix = &index{logs: map[string]*entry{}, restarted: now + ": the index did not match the key; it was kept as " + filepath.Base(bad)}
+	}
+
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
@@ -88,21 +161,30 @@ func Append(path string, record map[string]any) error {
 	}
 	seq, prev := int64(1), zeroHash
 	if last != nil {
-		n, err := last[FieldSeq].(json.Number).Int64()
-		h, ok := last[FieldSHA256].(string)
-		if err != nil || !ok {
-			return fmt.Errorf("audit log %s: the last record has no seq or sha256", path)
+		n, h := number(last[FieldSeq]), tagOf(last)
+		if n <= 0 || h == "" {
+			return fmt.Errorf("audit log %s: the last record has no seq or tag", path)
 		}
 		seq, prev = n+1, h
+	}
+	e := ix.logs[identity]
+	if e == nil {
+		e = &entry{}
+		ix.logs[identity] = e
+	}
+	if e.records > seq-1 {
+		e.lost = append(e.lost, map[string]any{"time": now, "indexed": json.Number(strconv.FormatInt(e.records, 10)),
+			"found": json.Number(strconv.FormatInt(seq-1, 10)), "last": e.last})
+		e.keyedFrom = 0
 	}
 	record[FieldSeq] = json.Number(strconv.FormatInt(seq, 10))
 	record[FieldPrev] = prev
 	delete(record, FieldSHA256)
-	sum, err := hashRecord(record)
+	tag, err := recordMAC(key, identity, record)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	record[FieldSHA256] = sum
+	record[FieldHMAC] = tag
 	line, err := canonjson.EncodeCompact(record)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -113,7 +195,29 @@ func Append(path string, record map[string]any) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
-	return writeHead(path, seq, sum)
+	if err := writeHead(path, seq, tag); err != nil {
+		return err
+	}
+	e.records, e.last = seq, tag
+	if e.keyedFrom == 0 || e.keyedFrom > seq {
+		e.keyedFrom = seq
+	}
+	if err := ix.write(stateDir, key); err != nil {
+		return fmt.Errorf("audit index: %w", err)
+	}
+	return nil
+}
+
+// readAtMost reads r to its end, refusing more than limit bytes.
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, nil
 }
 
 // hashRecord is the SHA-256 of the record's canonical one-line encoding
@@ -189,27 +293,13 @@ func lastNewline(f *os.File, before int64) (int64, error) {
 // headPath is where the log's head (its record count and last hash) is kept.
 func headPath(path string) string { return path[:len(path)-len(filepath.Ext(path))] + ".head" }
 
-func writeHead(path string, seq int64, sum string) error {
-	data, err := canonjson.EncodeCompact(map[string]any{"records": seq, "sha256": sum})
+func writeHead(path string, seq int64, tag string) error {
+	data, err := canonjson.EncodeCompact(map[string]any{"records": seq, "last": tag})
 	if err != nil {
 		return err
 	}
-	head := headPath(path)
-	tmp := head + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := writeAtomic(headPath(path), data); err != nil {
 		return fmt.Errorf("audit head: %w", err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("audit head: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("audit head: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("audit head: %w", err)
-	}
-	return os.Rename(tmp, head)
+	return nil
 }

@@ -111,12 +111,16 @@ func TestTornLastLine(t *testing.T) {
 
 func TestHeadBehindIsNotTampering(t *testing.T) {
 	path := newLog(t, 2)
+	state, _ := stateOf(path)
 	head, _ := os.ReadFile(headPath(path))
+	index, _ := os.ReadFile(filepath.Join(state, IndexFile))
 	if err := Append(path, map[string]any{"user": "third"}); err != nil {
 		t.Fatal(err)
 	}
-	// A crash after the log was synced, before the head was written.
+	// A crash after the log was synced, before the head and the index were
+	// written.
 	os.WriteFile(headPath(path), head, 0o600)
+	os.WriteFile(filepath.Join(state, IndexFile), index, 0o600)
 	r, err := Verify(path)
 	if err != nil || !r.OK() || !r.HeadBehind || r.Records != 3 {
 		t.Errorf("Verify = %+v, %v", r, err)

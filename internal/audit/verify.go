@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"spbridge/internal/canonjson"
 )
@@ -14,47 +15,108 @@ import (
 // Report is what Verify found.
 type Report struct {
 	Records int // whole records whose chain holds
+	// Keyed and Unkeyed count the records checked with the key (hmac) and
+	// those an earlier spbridge wrote with a plain SHA-256, which anyone
+	// who edits them can recompute.
+	Keyed, Unkeyed int
 	// Bad is the 1-based line of the first record that breaks the chain
 	// (edited, removed, reordered or inserted), 0 when none; Problem says
 	// what is wrong with it.
 	Bad     int
 	Problem string
+	// Missing is set when the log is gone but the index counted its
+	// records: it was deleted (with its head). Problem says more.
+	Missing bool
+	// Pruned is when spbridge state prune removed the log, "" otherwise.
+	Pruned string
+	// Indexed is set when the state folder's index knows the log.
+	Indexed bool
+	// IndexProblem says what is wrong with the index (missing while the key
+	// is there, or not matching the key): evidence that someone removed or
+	// edited it. "" when none.
+	IndexProblem string
+	// Notes are facts the reader should weigh that are not tampering with
+	// this log (the index restarted, the key missing for an unkeyed log).
+	Notes []string
 	// Torn is set when the log ends in an incomplete line, as a crash in the
 	// middle of a write leaves it: not tampering.
 	Torn bool
-	// HeadBehind is set when the log has whole records the head does not
-	// count yet, as a crash between the two writes leaves it.
+	// HeadBehind is set when the log has whole records the head (or the
+	// index) does not count yet, as a crash between the writes leaves it.
 	HeadBehind bool
 }
 
-// OK reports whether the chain holds.
-func (r *Report) OK() bool { return r.Bad == 0 }
+// OK reports whether the chain holds and nothing shows tampering.
+func (r *Report) OK() bool { return r.Bad == 0 && !r.Missing && r.IndexProblem == "" }
 
-// ErrNoLog is matched by the error of a conversation without an audit log.
+// ErrNoLog is matched by the error of a conversation without an audit log
+// that the index does not know either (no turn was audited: none ran, or
+// they ran with --no-audit, or before the index existed).
 var ErrNoLog = errors.New("no audit log")
 
-// Verify checks the log at path: every record's sha256 matches its content,
-// its seq counts up from 1 and its prev is the sha256 of the record before
-// it, and the head kept beside the log matches its last record, so that an
-// edit of any record (the last included), a removal, a reordering or an
-// insertion is caught.
+// Verify checks the log at path (as Path names it): every record's hmac
+// (under the key in the state folder; a plain sha256 for a record an
+// earlier spbridge wrote) matches its content, its seq counts up from 1 and
+// its prev is the tag of the record before it, no unkeyed record follows a
+// keyed one, and the head kept in the index (or beside a log the index does
+// not know) matches its last record. So an edit of any record (the last
+// included), a removal, a reordering or an insertion is caught, even when
+// the plain hashes were recomputed; and a log deleted with its head reads
+// as Missing. It cannot catch someone who holds the key, nor a log deleted
+// together with the key and the index.
 func Verify(path string) (*Report, error) {
+	stateDir, identity := stateOf(path)
+	r := &Report{}
+	key, keyErr := loadKey(stateDir, false)
+	var ix *index
+	if keyErr == nil {
+		var err error
+		ix, err = readIndex(stateDir, key)
+		if err != nil {
+			r.IndexProblem = err.Error()
+			if errors.Is(err, ErrIndexMissing) {
+				r.IndexProblem = "the index " + filepath.Join(stateDir, IndexFile) + " is missing while the key is there (deleted)"
+			}
+		} else if ix.restarted != "" {
+			r.Notes = append(r.Notes, "the index was started again ("+ix.restarted+"): a log deleted before then would not read as missing")
+		}
+	} else if !errors.Is(keyErr, ErrNoKey) {
+		return nil, keyErr
+	}
+	var e *entry
+	if ix != nil {
+		e = ix.logs[identity]
+	}
+	r.Indexed = e != nil
+
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case e != nil && e.records == 0 && e.pruned != "":
+			r.Pruned = e.pruned
+			return r, nil
+		case e != nil:
+			r.Missing = true
+			r.Problem = fmt.Sprintf("log missing: the index counts %d records, but the log is gone (deleted, with its head)", e.records)
+			return r, nil
+		case r.IndexProblem != "":
+			// The index that could tell is itself missing or edited.
+			r.Missing = true
+			r.Problem = "no log, and the index that would tell whether one was written cannot be trusted"
+			return r, nil
+		}
 		return nil, fmt.Errorf("%w: %s", ErrNoLog, path)
 	}
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{}
 	lines := bytes.Split(data, []byte("\n"))
-	if len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	} else {
+	if len(lines[len(lines)-1]) != 0 {
 		r.Torn = true
-		lines = lines[:len(lines)-1]
 	}
+	lines = lines[:len(lines)-1]
 	prev := zeroHash
+	var firstKeyed int64
 	for i, line := range lines {
 		n := i + 1
 		bad := func(format string, args ...any) (*Report, error) {
@@ -66,10 +128,31 @@ func Verify(path string) (*Report, error) {
 		if err != nil || !ok {
 			return bad("not a JSON object")
 		}
-		sum, _ := rec[FieldSHA256].(string)
-		want, err := hashRecord(rec)
-		if err != nil || sum != want {
-			return bad("its content does not match its sha256 (edited)")
+		if tag, keyed := rec[FieldHMAC].(string); keyed {
+			if key == nil {
+				return bad("a keyed record, but the key %s is missing (deleted?): it cannot be checked", filepath.Join(stateDir, KeyFile))
+			}
+			want, err := recordMAC(key, identity, rec)
+			if err != nil || tag != want {
+				return bad("its content does not match its hmac (edited, or the key was replaced)")
+			}
+			if firstKeyed == 0 {
+				firstKeyed = int64(n)
+			}
+			r.Keyed++
+		} else {
+			if firstKeyed != 0 {
+				return bad("an unkeyed record after keyed ones (rewritten without the key)")
+			}
+			if e != nil && e.keyedFrom > 0 && int64(n) >= e.keyedFrom {
+				return bad("unkeyed, but the index says the log is keyed from record %d (rewritten without the key)", e.keyedFrom)
+			}
+			sum, _ := rec[FieldSHA256].(string)
+			want, err := hashRecord(rec)
+			if err != nil || sum != want {
+				return bad("its content does not match its sha256 (edited)")
+			}
+			r.Unkeyed++
 		}
 		seq, err := rec[FieldSeq].(json.Number).Int64()
 		if err != nil || seq != int64(n) {
@@ -78,8 +161,36 @@ func Verify(path string) (*Report, error) {
 		if p, _ := rec[FieldPrev].(string); p != prev {
 			return bad("it does not follow the record before it (removed, reordered or inserted records)")
 		}
-		prev = sum
+		prev = tagOf(rec)
 		r.Records = n
+	}
+	n := int64(r.Records)
+	if e != nil {
+		if e.pruned != "" {
+			r.Notes = append(r.Notes, "an earlier log of this conversation was pruned on "+e.pruned)
+		}
+		switch {
+		case len(e.lost) > 0:
+			l, _ := e.lost[0].(map[string]any)
+			r.Bad = int(number(l["found"])) + 1
+			r.Problem = fmt.Sprintf("records were lost: on %v the index counted %v records but the log held %v (deleted or cut)", l["time"], l["indexed"], l["found"])
+		case e.keyedFrom > 0 && firstKeyed == 0 && e.keyedFrom <= n:
+			r.Bad, r.Problem = int(e.keyedFrom), fmt.Sprintf("unkeyed, but the index says the log is keyed from record %d (rewritten without the key)", e.keyedFrom)
+		case e.records > n:
+			r.Bad, r.Problem = r.Records+1, fmt.Sprintf("missing: the log ends at record %d, the index counts %d (removed records)", n, e.records)
+		case e.records == n && e.last != prev:
+			r.Bad, r.Problem = r.Records, "it is not the last record the index names (edited or replaced)"
+		case e.records < n:
+			r.HeadBehind = true
+		}
+		return r, nil
+	}
+	if r.Keyed > 0 && ix != nil {
+		r.Bad, r.Problem = r.Records, "a keyed log the index does not know (its entry was removed)"
+		return r, nil
+	}
+	if keyErr != nil && r.Keyed == 0 {
+		r.Notes = append(r.Notes, "no audit key in "+stateDir+": this log was written by an earlier spbridge")
 	}
 	head, err := readHead(path)
 	switch {
@@ -89,11 +200,11 @@ func Verify(path string) (*Report, error) {
 		}
 	case err != nil:
 		r.Bad, r.Problem = r.Records, "the head kept beside the log cannot be read: "+err.Error()
-	case head.records > int64(r.Records):
+	case head.records > n:
 		r.Bad, r.Problem = r.Records+1, fmt.Sprintf("missing: the log ends at record %d, the head counts %d (removed records)", r.Records, head.records)
-	case head.records == int64(r.Records) && head.sha256 != prev:
+	case head.records == n && head.last != prev:
 		r.Bad, r.Problem = r.Records, "it is not the last record the head names (edited or replaced)"
-	case head.records < int64(r.Records):
+	case head.records < n:
 		r.HeadBehind = true
 	}
 	return r, nil
@@ -101,7 +212,7 @@ func Verify(path string) (*Report, error) {
 
 type headInfo struct {
 	records int64
-	sha256  string
+	last    string
 }
 
 func readHead(path string) (headInfo, error) {
@@ -119,8 +230,11 @@ func readHead(path string) (headInfo, error) {
 	if err != nil {
 		return headInfo{}, errors.New("no record count")
 	}
-	sum, _ := m["sha256"].(string)
-	return headInfo{records: count, sha256: sum}, nil
+	last, ok := m["last"].(string)
+	if !ok {
+		last, _ = m["sha256"].(string) // as earlier versions wrote it
+	}
+	return headInfo{records: count, last: last}, nil
 }
 
 // Read returns the log's whole records in order (a torn last line is left
