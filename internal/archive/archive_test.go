@@ -533,20 +533,16 @@ func TestUnreadablePreserved(t *testing.T) {
 		{"wrong shape", func(t *testing.T, pkg, _ string) {
 			writeAgentFile(t, pkg, "conversation.json", []byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":["x"]}]}`))
 		}},
-		{"agent is a link out of the package", func(t *testing.T, pkg, outside string) {
-			writeAgentFile(t, outside, "conversation.json", []byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"secret"}]}`))
-			if err := os.Symlink(filepath.Join(outside, "agent"), filepath.Join(pkg, "agent")); err != nil {
+		{"agent is a file", func(t *testing.T, pkg, _ string) {
+			if err := os.WriteFile(filepath.Join(pkg, "agent"), []byte("the host's"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"conversation.json is a link", func(t *testing.T, pkg, outside string) {
-			writeAgentFile(t, outside, "conversation.json", []byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"secret"}]}`))
-			if err := os.MkdirAll(filepath.Join(pkg, "agent"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(filepath.Join(outside, "agent", "conversation.json"), filepath.Join(pkg, "agent", "conversation.json")); err != nil {
-				t.Fatal(err)
-			}
+		{"invalid UTF-8", func(t *testing.T, pkg, _ string) {
+			writeAgentFile(t, pkg, "conversation.json", []byte("{\"formatVersion\":1,\"items\":[{\"id\":\"A\",\"type\":\"user\",\"text\":\"caf\xe9\"}]}"))
+		}},
+		{"lone surrogate", func(t *testing.T, pkg, _ string) {
+			writeAgentFile(t, pkg, "conversation.json", []byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"\ud800"}]}`))
 		}},
 	}
 	for _, tt := range tests {
@@ -716,12 +712,17 @@ func TestRefusesBadNamesAndLinks(t *testing.T) {
 			t.Errorf("block %d = %v, want imageOmitted", i, b.Map())
 		}
 	}
-	mustSave(t, p)
+	// The link in images/ is refused, not removed.
+	link := filepath.Join(pkg, "agent", "images", hash+".png")
+	var le *LinkError
+	if _, err := p.Save(true); !errors.As(err, &le) || le.Path != link {
+		t.Errorf("Save = %v, want a *LinkError naming %s", err, link)
+	}
 	if data, _ := os.ReadFile(filepath.Join(outside, "secret.png")); !bytes.Equal(data, secret) {
 		t.Error("the file outside the package changed")
 	}
-	if _, err := os.Lstat(filepath.Join(pkg, "agent", "images")); !errors.Is(err, fs.ErrNotExist) {
-		t.Error("the link in images/ was not removed")
+	if fi, err := os.Lstat(link); err != nil || !isLink(fi) {
+		t.Errorf("the link in images/ did not stay: %v", err)
 	}
 
 	if _, err := NewImageBlock("image/tiff", []byte("x")); !errors.Is(err, ErrImageType) {

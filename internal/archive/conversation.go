@@ -40,10 +40,16 @@ type Conversation struct {
 	msgCache []msgEncoding // the history's last encoding, message by message
 }
 
-// IsEmpty reports whether the conversation has nothing worth saving: no item,
-// no history and no queued or handed-back message.
+// IsEmpty reports whether the conversation holds nothing at all: no item, no
+// history, no card state, rating, queued or handed-back message, turn facts
+// or top-level field spbridge does not model. The model, provider, usage and
+// cost only describe a conversation and do not count on their own.
 func (c *Conversation) IsEmpty() bool {
-	return len(c.Items) == 0 && len(c.History) == 0 && len(c.Queued) == 0 && len(c.Unsent) == 0
+	return len(c.Items) == 0 && len(c.History) == 0 &&
+		len(c.Queued) == 0 && len(c.Unsent) == 0 && len(c.SentFacts) == 0 &&
+		len(c.Feedback) == 0 && len(c.ResolvedCards) == 0 &&
+		len(c.SkillCards) == 0 && len(c.LintRuleCards) == 0 && len(c.ApprovalCards) == 0 &&
+		len(c.Extra) == 0
 }
 
 // Identity is the id of the conversation's first item, or "" when it has

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 )
 
@@ -91,28 +89,29 @@ func Open(dir string, kind Kind, keep bool) (*Package, error) {
 	return p, nil
 }
 
-func (p *Package) agentPath(elem ...string) string {
-	return filepath.Join(append([]string{p.Dir, AgentDir}, elem...)...)
-}
-
 func (p *Package) load() {
-	fi, err := os.Lstat(p.agentPath())
+	// Paths in notices are named inside the package.
+	pkg, err := openDir(p.Dir, "")
+	if err != nil {
+		p.unreadable(err.Error())
+		return
+	}
+	defer pkg.close()
+	agent, err := pkg.sub(AgentDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		return
+	case errors.Is(err, errNotFolder):
+		p.unreadable("agent is not a folder")
 		return
 	case err != nil:
 		p.unreadable(err.Error())
 		return
-	case fi.Mode()&fs.ModeSymlink != 0:
-		p.unreadable("agent is a symbolic link")
-		return
-	case !fi.IsDir():
-		p.unreadable("agent is not a folder")
-		return
 	}
-	data, st, err := readRegular(p.agentPath(ConversationFile))
+	defer agent.close()
+	data, st, err := agent.readFile(ConversationFile, MaxConversationSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return // a folder left without a conversation: empty, removed at the next save
+		return // a folder left without a conversation: empty, cleaned at the next save
 	}
 	if err != nil {
 		p.unreadable(err.Error())
@@ -123,15 +122,22 @@ func (p *Package) load() {
 		p.unreadable(describeLoadError(err))
 		return
 	}
-	p.restoreImages(conv)
+	// Without a real images folder (none, or a link) every image reads as
+	// omitted.
+	images, err := agent.sub(ImagesDir)
+	if err == nil {
+		defer images.close()
+	}
+	p.restoreImages(conv, images)
 	p.Conv = conv
 	p.lastJSON, p.jsonStamp, p.jsonKnown = data, st, true
 }
 
-// restoreImages reads every image the history references; one whose file is
-// missing, not a regular file, or whose bytes do not match its name becomes
+// restoreImages reads every image the history references from the images
+// folder (nil when there is none); one whose file is missing, not a regular
+// file, larger than ImageCap, or whose bytes do not match its name becomes
 // imageOmitted.
-func (p *Package) restoreImages(conv *Conversation) {
+func (p *Package) restoreImages(conv *Conversation, images *dir) {
 	loaded := make(map[string][]byte)
 	for i := range conv.History {
 		content := conv.History[i].Content
@@ -141,10 +147,10 @@ func (p *Package) restoreImages(conv *Conversation) {
 			}
 			name := imageFileName(b)
 			data, ok := loaded[name]
-			if !ok && name != "" {
+			if !ok && name != "" && images != nil {
 				var st stamp
 				var err error
-				data, st, err = readRegular(p.agentPath(ImagesDir, name))
+				data, st, err = images.readFile(name, ImageCap)
 				if err != nil || hashHex(data) != b.String("sha256") {
 					data = nil
 				} else {
@@ -182,74 +188,151 @@ func (p *Package) Preserved() bool { return p.preserved }
 func (p *Package) BeginTurn() { p.preserved = false }
 
 // NewConversation starts a new conversation: the items, history and
-// everything else are cleared and a document's agent folder is removed.
+// everything else are cleared and a document's agent folder is removed. A
+// link where spbridge's files belong fails it with a *LinkError; then
+// nothing changes, on disk or in memory.
 func (p *Package) NewConversation() (*SaveReport, error) {
+	r := &SaveReport{}
+	if p.Kind == KindDocument {
+		if err := p.removeAgent(r); err != nil {
+			return r, err
+		}
+	}
 	p.Conv = &Conversation{}
 	p.Unreadable, p.preserved = "", false
-	r := &SaveReport{}
-	if p.Kind != KindDocument {
-		return r, nil
-	}
-	return r, p.removeAgent(r)
+	return r, nil
 }
 
 // Save writes the conversation into the package as the host's save of the
 // document does; keep is the "Keep the agent conversation in the document"
 // switch, read at every save. A template or design-system package is never
-// given an agent folder. With keep off, or an empty conversation, the agent
-// folder is removed. A preserved unreadable folder is left untouched.
-// Otherwise the images that fit the cap are stored (an existing file is never
-// rewritten), conversation.json is replaced atomically when its bytes change,
-// and files no longer referenced are removed. An unchanged conversation
-// writes no file.
+// given an agent folder. With keep off the agent folder is removed. A
+// preserved unreadable folder is left untouched. An empty conversation
+// removes the agent folder when it holds only what spbridge writes, and
+// otherwise only the images and temporary files (see removeOwn). Otherwise
+// the images that fit the cap are stored (an existing file is never
+// rewritten), conversation.json is replaced atomically when its bytes
+// change, and files no longer referenced are removed. An unchanged
+// conversation writes no file.
+//
+// Save follows no link: a symbolic link at agent, agent/conversation.json,
+// agent/images or inside agent/images fails the save with a *LinkError
+// before anything is changed, and the link is left alone.
 func (p *Package) Save(keep bool) (*SaveReport, error) {
 	r := &SaveReport{}
 	if p.Kind != KindDocument {
 		return r, nil
 	}
-	if !keep || (!p.preserved && p.Conv.IsEmpty()) {
+	if !keep {
 		p.preserved = false
 		return r, p.removeAgent(r)
 	}
 	if p.preserved {
 		return r, nil
 	}
+	if p.Conv.IsEmpty() {
+		return r, p.removeOwn(r)
+	}
 	omit, keepImages := capImages(p.Conv.History)
 	data, err := p.Conv.encode(omit, len(p.lastJSON))
 	if err != nil {
 		return r, fmt.Errorf("encode conversation: %w", err)
 	}
-	agent := p.agentPath()
-	created, err := ensureDir(agent)
+	t, err := p.openTree()
 	if err != nil {
+		return r, fmt.Errorf("save conversation: %w", err)
+	}
+	defer t.close()
+	t.agent.close()
+	var created bool
+	if t.agent, created, err = t.pkg.ensureSub(AgentDir); err != nil {
 		return r, fmt.Errorf("save conversation: %w", err)
 	}
 	if created {
 		r.Written = append(r.Written, AgentDir+"/")
 	}
-	if err := p.saveImages(keepImages, r); err != nil {
+	if err := p.saveImages(t, keepImages, r); err != nil {
 		return r, err
 	}
-	if err := p.saveJSON(data, r); err != nil {
+	if err := p.saveJSON(t.agent, data, r); err != nil {
 		return r, err
 	}
-	if err := p.removeStray(keepImages, r); err != nil {
+	if err := p.removeStray(t, keepImages, r); err != nil {
 		return r, err
 	}
 	if created {
-		if err := syncDir(p.Dir); err != nil {
+		if err := t.pkg.sync(); err != nil {
 			return r, fmt.Errorf("save conversation: %w", err)
 		}
 	}
 	return r, nil
 }
 
-func (p *Package) saveImages(keep map[string]Block, r *SaveReport) error {
+// agentTree is a package's agent folder opened for a change.
+type agentTree struct {
+	pkg    *dir
+	agent  *dir // nil when the package has no agent folder
+	images *dir // nil when the agent folder has no images folder
+}
+
+func (t *agentTree) close() {
+	t.images.close()
+	t.agent.close()
+	t.pkg.close()
+}
+
+// openTree opens the package's agent folder for a change, after checking
+// that no link stands where spbridge's own files belong: agent,
+// agent/conversation.json, agent/images and each entry of agent/images. It
+// changes nothing. An agent or images that is a file leaves agent or images
+// nil.
+func (p *Package) openTree() (_ *agentTree, err error) {
+	pkg, err := openDir(p.Dir, p.Dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &agentTree{pkg: pkg}
+	defer func() {
+		if err != nil {
+			t.close()
+		}
+	}()
+	t.agent, err = pkg.sub(AgentDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotFolder):
+		return t, nil
+	case err != nil:
+		return nil, err
+	}
+	if fi, err := t.agent.lstat(ConversationFile); err == nil && isLink(fi) {
+		return nil, &LinkError{Path: t.agent.rel(ConversationFile)}
+	}
+	t.images, err = t.agent.sub(ImagesDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotFolder):
+		return t, nil
+	case err != nil:
+		return nil, err
+	}
+	entries, err := t.images.entries()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			return nil, &LinkError{Path: t.images.rel(e.Name())}
+		}
+	}
+	return t, nil
+}
+
+func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport) error {
 	if len(keep) == 0 {
 		return nil
 	}
-	dir := p.agentPath(ImagesDir)
-	created, err := ensureDir(dir)
+	t.images.close()
+	images, created, err := t.agent.ensureSub(ImagesDir)
+	t.images = images
 	if err != nil {
 		return fmt.Errorf("save images: %w", err)
 	}
@@ -260,105 +343,125 @@ func (p *Package) saveImages(keep map[string]Block, r *SaveReport) error {
 	slices.Sort(names)
 	wrote := created
 	for _, name := range names {
-		path := filepath.Join(dir, name)
-		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		if fi, err := images.lstat(name); err == nil && fi.Mode().IsRegular() {
 			if fi.Mode().Perm() != fileMode {
-				if err := os.Chmod(path, fileMode); err != nil {
+				if err := images.root.Chmod(name, fileMode); err != nil {
 					return fmt.Errorf("save image %s: %w", name, err)
 				}
 			}
 			if known, ok := p.images[name]; ok && known == stampOf(fi) {
 				continue
 			}
-			if data, st, err := readRegular(path); err == nil && hashHex(data) == keep[name].String("sha256") {
+			want := keep[name]
+			if data, st, err := images.readFile(name, int64(len(want.data))); err == nil && hashHex(data) == want.String("sha256") {
 				p.images[name] = st
 				continue
 			}
 		}
-		if err := writeFileAtomic(dir, name, keep[name].data); err != nil {
+		if err := images.writeFileAtomic(name, keep[name].data); err != nil {
 			return fmt.Errorf("save image %s: %w", name, err)
 		}
 		r.Written = append(r.Written, AgentDir+"/"+ImagesDir+"/"+name)
-		if st, ok := lstatStamp(path); ok {
+		if st, ok := images.lstamp(name); ok {
 			p.images[name] = st
 		}
 		wrote = true
 	}
 	if wrote {
-		if err := syncDir(dir); err != nil {
+		if err := images.sync(); err != nil {
 			return fmt.Errorf("save images: %w", err)
 		}
 		if created {
-			return syncDir(p.agentPath())
+			return t.agent.sync()
 		}
 	}
 	return nil
 }
 
-func (p *Package) saveJSON(data []byte, r *SaveReport) error {
-	path := p.agentPath(ConversationFile)
-	fi, err := os.Lstat(path)
+func (p *Package) saveJSON(agent *dir, data []byte, r *SaveReport) error {
+	fi, err := agent.lstat(ConversationFile)
 	if err == nil && fi.Mode().IsRegular() {
 		st := stampOf(fi)
 		same := p.jsonKnown && st == p.jsonStamp && bytes.Equal(p.lastJSON, data)
-		if !same {
-			if disk, st2, err := readRegular(path); err == nil && bytes.Equal(disk, data) {
+		if !same && fi.Size() == int64(len(data)) {
+			if disk, st2, err := agent.readFile(ConversationFile, int64(len(data))); err == nil && bytes.Equal(disk, data) {
 				same, st = true, st2
 			}
 		}
 		if same {
 			p.lastJSON, p.jsonStamp, p.jsonKnown = data, st, true
 			if fi.Mode().Perm() != fileMode {
-				return os.Chmod(path, fileMode)
+				return agent.root.Chmod(ConversationFile, fileMode)
 			}
 			return nil
 		}
 	}
-	if err := writeFileAtomic(p.agentPath(), ConversationFile, data); err != nil {
+	if err := agent.writeFileAtomic(ConversationFile, data); err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
-	if err := syncDir(p.agentPath()); err != nil {
+	if err := agent.sync(); err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
 	r.Written = append(r.Written, AgentDir+"/"+ConversationFile)
 	p.lastJSON, p.jsonKnown = data, true
-	p.jsonStamp, _ = lstatStamp(path)
+	p.jsonStamp, _ = agent.lstamp(ConversationFile)
 	return nil
 }
 
 // removeStray removes image files no longer referenced (and anything else in
-// the images folder) and temporary files a crashed save left behind.
-func (p *Package) removeStray(keep map[string]Block, r *SaveReport) error {
-	agent := p.agentPath()
-	entries, err := os.ReadDir(agent)
+// the images folder but a link) and temporary files a crashed save left
+// behind.
+func (p *Package) removeStray(t *agentTree, keep map[string]Block, r *SaveReport) error {
+	agent := t.agent
+	entries, err := agent.entries()
 	if err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
 	removed := false
 	for _, e := range entries {
-		if isTemp(e.Name()) {
-			if err := os.Remove(filepath.Join(agent, e.Name())); err == nil {
+		if isTemp(e.Name()) && e.Type().IsRegular() {
+			if err := agent.root.Remove(e.Name()); err == nil {
 				removed = true
 			}
 		}
 	}
-	dir := p.agentPath(ImagesDir)
-	entries, err = os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		// Not a folder (a link or a file): nothing of ours is inside.
-		if len(keep) == 0 {
-			if err := os.Remove(dir); err == nil {
+	if t.images == nil {
+		// A file where the images folder belongs holds nothing of ours.
+		if fi, err := agent.lstat(ImagesDir); err == nil && len(keep) == 0 && fi.Mode().IsRegular() {
+			if err := agent.root.Remove(ImagesDir); err == nil {
 				r.Removed = append(r.Removed, AgentDir+"/"+ImagesDir)
+				removed = true
 			}
 		}
-		return nil
+	} else if err := p.removeStrayImages(t, keep, r); err != nil {
+		return err
+	} else if len(keep) == 0 {
+		removed = true
 	}
-	imgRemoved := false
+	if removed {
+		return agent.sync()
+	}
+	return nil
+}
+
+// removeStrayImages empties the images folder of everything not in keep,
+// and removes the folder when keep is empty. A link is left alone.
+func (p *Package) removeStrayImages(t *agentTree, keep map[string]Block, r *SaveReport) error {
+	images := t.images
+	entries, err := images.entries()
+	if err != nil {
+		return fmt.Errorf("remove unreferenced image: %w", err)
+	}
+	imgRemoved, linkLeft := false, false
 	for _, e := range entries {
 		if _, ok := keep[e.Name()]; ok {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		if e.Type()&fs.ModeSymlink != 0 {
+			linkLeft = true // put there after openTree looked: not ours to remove
+			continue
+		}
+		if err := images.root.RemoveAll(e.Name()); err != nil {
 			return fmt.Errorf("remove unreferenced image: %w", err)
 		}
 		delete(p.images, e.Name())
@@ -367,45 +470,166 @@ func (p *Package) removeStray(keep map[string]Block, r *SaveReport) error {
 		}
 		imgRemoved = true
 	}
-	if err == nil && len(keep) == 0 {
-		if err := os.Remove(dir); err != nil {
+	if len(keep) == 0 && !linkLeft {
+		t.images.close()
+		t.images = nil
+		if err := t.agent.root.Remove(ImagesDir); err != nil {
 			return fmt.Errorf("remove images folder: %w", err)
 		}
 		r.Removed = append(r.Removed, AgentDir+"/"+ImagesDir+"/")
-		removed = true
-	} else if imgRemoved {
-		if err := syncDir(dir); err != nil {
-			return err
-		}
+		return nil
 	}
-	if removed {
-		return syncDir(agent)
+	if imgRemoved {
+		return images.sync()
 	}
 	return nil
 }
 
-// removeAgent removes the agent folder: conversation.json first, so that a
-// crash midway leaves no conversation rather than one missing its images.
-func (p *Package) removeAgent(r *SaveReport) error {
-	agent := p.agentPath()
-	fi, err := os.Lstat(agent)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// removeOwn is the save of an empty conversation. When the agent folder
+// holds nothing but what spbridge writes (conversation.json, stored images,
+// temporary files), it is removed whole. When it also holds anything else,
+// the host keeps files of its own there: the folder and conversation.json
+// are kept as they are, and only the stored images (which an empty
+// conversation no longer references) and temporary files are removed.
+func (p *Package) removeOwn(r *SaveReport) error {
+	t, err := p.openTree()
+	if err != nil {
+		return fmt.Errorf("save conversation: %w", err)
 	}
+	defer t.close()
+	if t.agent == nil {
+		return nil // none, or a file that is not ours
+	}
+	agent := t.agent
+	agentEntries, err := agent.entries()
+	if err != nil {
+		return fmt.Errorf("save conversation: %w", err)
+	}
+	var imageEntries []fs.DirEntry
+	if t.images != nil {
+		if imageEntries, err = t.images.entries(); err != nil {
+			return fmt.Errorf("save conversation: %w", err)
+		}
+	}
+	foreign := false
+	for _, e := range agentEntries {
+		switch name := e.Name(); {
+		case name == ConversationFile && e.Type().IsRegular():
+		case name == ImagesDir && t.images != nil:
+		case isTemp(name) && e.Type().IsRegular():
+		default:
+			foreign = true
+		}
+	}
+	for _, e := range imageEntries {
+		if !ownImageEntry(e) {
+			foreign = true
+		}
+	}
+
+	var gone []string
+	if !foreign {
+		// First, so that a crash midway leaves no conversation rather than one
+		// missing its images.
+		if err := agent.root.Remove(ConversationFile); err == nil {
+			if err := agent.sync(); err != nil {
+				return fmt.Errorf("remove conversation: %w", err)
+			}
+			gone = append(gone, AgentDir+"/"+ConversationFile)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove conversation: %w", err)
+		}
+		p.lastJSON, p.jsonKnown = nil, false
+	}
+	if t.images != nil {
+		removed := false
+		for _, e := range imageEntries {
+			name := e.Name()
+			if !ownImageEntry(e) {
+				continue
+			}
+			if err := t.images.root.Remove(name); err != nil {
+				return fmt.Errorf("remove image: %w", err)
+			}
+			delete(p.images, name)
+			if !isTemp(name) {
+				gone = append(gone, AgentDir+"/"+ImagesDir+"/"+name)
+			}
+			removed = true
+		}
+		if removed {
+			if err := t.images.sync(); err != nil {
+				return fmt.Errorf("remove images: %w", err)
+			}
+		}
+		t.images.close()
+		t.images = nil
+		if agent.root.Remove(ImagesDir) == nil {
+			gone = append(gone, AgentDir+"/"+ImagesDir+"/")
+		}
+	}
+	for _, e := range agentEntries {
+		if isTemp(e.Name()) && e.Type().IsRegular() {
+			agent.root.Remove(e.Name())
+		}
+	}
+	if err := agent.sync(); err != nil {
+		return fmt.Errorf("remove conversation: %w", err)
+	}
+	t.agent.close()
+	t.agent = nil
+	if !foreign {
+		if err := t.pkg.root.Remove(AgentDir); err != nil {
+			return fmt.Errorf("remove conversation: %w", err)
+		}
+		gone = []string{AgentDir + "/"}
+		if err := t.pkg.sync(); err != nil {
+			return fmt.Errorf("remove conversation: %w", err)
+		}
+	}
+	r.Removed = append(r.Removed, gone...)
+	return nil
+}
+
+// ownImageEntry reports whether an entry of the images folder is one
+// spbridge writes: a stored image or a temporary file.
+func ownImageEntry(e fs.DirEntry) bool {
+	_, isImage := parseImageFileName(e.Name())
+	return e.Type().IsRegular() && (isImage || isTemp(e.Name()))
+}
+
+// removeAgent removes the agent folder and all it holds, as keep off and New
+// Conversation do: conversation.json first, so that a crash midway leaves no
+// conversation rather than one missing its images. A link where spbridge's
+// files belong is refused as in Save.
+func (p *Package) removeAgent(r *SaveReport) error {
+	t, err := p.openTree()
 	if err != nil {
 		return fmt.Errorf("remove conversation: %w", err)
 	}
-	if fi.IsDir() {
-		if err := os.Remove(p.agentPath(ConversationFile)); err == nil {
-			if err := syncDir(agent); err != nil {
+	defer t.close()
+	if _, err := t.pkg.lstat(AgentDir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if t.agent != nil {
+		if fi, err := t.agent.lstat(ConversationFile); err == nil && fi.Mode().IsRegular() {
+			if err := t.agent.root.Remove(ConversationFile); err != nil {
+				return fmt.Errorf("remove conversation: %w", err)
+			}
+			if err := t.agent.sync(); err != nil {
 				return fmt.Errorf("remove conversation: %w", err)
 			}
 		}
 	}
-	if err := os.RemoveAll(agent); err != nil {
+	t.images.close()
+	t.agent.close()
+	t.images, t.agent = nil, nil
+	// RemoveAll removes a link inside (a host's, not at spbridge's places)
+	// as a link, never what it points to.
+	if err := t.pkg.root.RemoveAll(AgentDir); err != nil {
 		return fmt.Errorf("remove conversation: %w", err)
 	}
-	if err := syncDir(p.Dir); err != nil {
+	if err := t.pkg.sync(); err != nil {
 		return fmt.Errorf("remove conversation: %w", err)
 	}
 	r.Removed = append(r.Removed, AgentDir+"/")
