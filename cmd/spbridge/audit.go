@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -60,12 +61,23 @@ func auditLogPath(f *flagSet, id string) (string, error) {
 	return audit.Path(dir, id)
 }
 
+// auditProves is what a verified audit log shows, and what it cannot.
+const auditProves = "A keyed log that verifies shows that no record was edited, removed, reordered\n" +
+	"or inserted, and that the log was not deleted, by anyone who does not hold the\n" +
+	"key ($SPBRIDGE_STATE_DIR/audit.key). It shows nothing against someone who holds\n" +
+	"the key (they can sign records anew), nor against someone who deletes the key,\n" +
+	"the index and the log together. Unkeyed records (a plain SHA-256 chain written\n" +
+	"by an earlier spbridge) show only that they agree with one another: anyone who\n" +
+	"edits them can recompute the hashes."
+
 func runAuditVerify(_ context.Context, st stdio, args []string) error {
 	f := newFlagSet("audit verify", "PKG | --id ID",
 		"Check the audit log of the conversation in PKG: exit 0 and print the count\n"+
 			"of records when every record is as written and in its place; exit 1 naming\n"+
-			"the first record that was edited, removed, reordered or inserted. A torn last\n"+
-			"line (a write cut short by a crash) is reported, not counted as tampering.")
+			"the first record that was edited, removed, reordered or inserted, a log that\n"+
+			"is missing although the index counted its records, or an index that was\n"+
+			"edited or removed. A torn last line (a write cut short by a crash) is\n"+
+			"reported, not counted as tampering.\n\n"+auditProves)
 	id := f.String("id", "", "the conversation's identity (the id of its first item) instead of PKG")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
@@ -75,18 +87,48 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 		return err
 	}
 	r, err := audit.Verify(path)
+	if errors.Is(err, audit.ErrNoLog) {
+		return fmt.Errorf("%w (no turn of this conversation was audited: none ran, they ran with --no-audit, or the index was started after the log was deleted)", err)
+	}
 	if err != nil {
 		return err
 	}
-	if !r.OK() {
-		return fmt.Errorf("audit log %s: record %d: %s", path, r.Bad, r.Problem)
+	for _, n := range r.Notes {
+		fmt.Fprintf(st.err, "spbridge: note: %s\n", n)
 	}
-	fmt.Fprintf(st.out, "ok: %d records\n", r.Records)
+	var problems []error
+	if r.IndexProblem != "" {
+		problems = append(problems, fmt.Errorf("audit index: %s", r.IndexProblem))
+	}
+	switch {
+	case r.Missing:
+		problems = append(problems, fmt.Errorf("audit log %s: %s", path, r.Problem))
+	case r.Bad != 0:
+		problems = append(problems, fmt.Errorf("audit log %s: record %d: %s", path, r.Bad, r.Problem))
+	}
+	if len(problems) > 0 {
+		return errors.Join(problems...)
+	}
+	if r.Pruned != "" {
+		fmt.Fprintf(st.out, "pruned: the log was removed by spbridge state prune on %s\n", r.Pruned)
+		return nil
+	}
+	switch {
+	case r.Unkeyed == 0:
+		fmt.Fprintf(st.out, "ok: %d records, keyed (HMAC-SHA-256)\n", r.Records)
+	case r.Keyed == 0:
+		fmt.Fprintf(st.out, "ok: %d records, unkeyed (a plain SHA-256 chain from an earlier spbridge: anyone who edits it can recompute it)\n", r.Records)
+	default:
+		fmt.Fprintf(st.out, "ok: %d records: %d unkeyed (a plain SHA-256 chain from an earlier spbridge: anyone who edits them can recompute it), then %d keyed (HMAC-SHA-256)\n", r.Records, r.Unkeyed, r.Keyed)
+	}
 	if r.Torn {
 		fmt.Fprintln(st.out, "the last line is torn: a write was cut short (a crash); the next turn's record replaces it")
 	}
 	if r.HeadBehind {
-		fmt.Fprintln(st.out, "the head kept beside the log is behind by a record: a crash came between the two writes")
+		fmt.Fprintln(st.out, "the index (or the head kept beside the log) is behind by a record: a crash came between the writes")
+	}
+	if r.Keyed > 0 {
+		fmt.Fprintln(st.out, "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together")
 	}
 	return nil
 }

@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"spbridge/internal/audit"
+	"spbridge/internal/canonjson"
+	"spbridge/internal/pkglock"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
@@ -30,7 +36,7 @@ func TestAuditCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, out, _ := runCmd(t, "audit", "verify", "--id", id); code != 0 || out != "ok: 2 records\n" {
+	if code, out, _ := runCmd(t, "audit", "verify", "--id", id); code != 0 || !strings.HasPrefix(out, "ok: 2 records, keyed (HMAC-SHA-256)\n") || !strings.Contains(out, "who holds the key") {
 		t.Errorf("verify = %d %q", code, out)
 	}
 	code, out, _ := runCmd(t, "audit", "show", "--id", id)
@@ -51,6 +57,119 @@ func TestAuditCommands(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "audit", "verify"); code != 2 {
 		t.Errorf("no package: exit %d", code)
+	}
+}
+
+// TestAuditVerifyStates: an unkeyed log from an earlier spbridge, a keyed
+// one, one deleted with its head, and one never written each read as what
+// they are.
+func TestAuditVerifyStates(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", state)
+
+	// An earlier spbridge's log: a plain SHA-256 chain and its head.
+	legacy, _ := audit.Path(state, "LEGACY")
+	os.MkdirAll(filepath.Dir(legacy), 0o700)
+	var log []byte
+	prev := strings.Repeat("0", 64)
+	for i, text := range []string{"one", "two"} {
+		rec := map[string]any{"user": text, "seq": i + 1, "prev": prev}
+		line, _ := canonjson.EncodeCompact(rec)
+		sum := sha256.Sum256(line)
+		prev = hex.EncodeToString(sum[:])
+		rec["sha256"] = prev
+		line, _ = canonjson.EncodeCompact(rec)
+		log = append(append(log, line...), '\n')
+	}
+	os.WriteFile(legacy, log, 0o600)
+	os.WriteFile(strings.TrimSuffix(legacy, ".jsonl")+".head", []byte(`{"records":2,"sha256":"`+prev+`"}`), 0o600)
+	if code, out, errOut := runCmd(t, "audit", "verify", "--id", "LEGACY"); code != 0 || !strings.HasPrefix(out, "ok: 2 records, unkeyed (a plain SHA-256 chain from an earlier spbridge") {
+		t.Errorf("legacy: %d %q %q", code, out, errOut)
+	}
+
+	keyed, _ := audit.Path(state, "KEYED")
+	for range 2 {
+		if err := audit.Append(keyed, map[string]any{"user": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, _ := runCmd(t, "audit", "verify", "--id", "KEYED"); code != 0 || !strings.HasPrefix(out, "ok: 2 records, keyed") {
+		t.Errorf("keyed: %d %q", code, out)
+	}
+	os.Remove(keyed)
+	os.Remove(strings.TrimSuffix(keyed, ".jsonl") + ".head")
+	if code, _, errOut := runCmd(t, "audit", "verify", "--id", "KEYED"); code != 1 || !strings.Contains(errOut, "log missing: the index counts 2 records") {
+		t.Errorf("deleted with its head: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "audit", "verify", "--id", "NEVER"); code != 1 || !strings.Contains(errOut, "no audit log") || !strings.Contains(errOut, "--no-audit") {
+		t.Errorf("never written: %d %q", code, errOut)
+	}
+}
+
+// TestStatePrune: old audit logs and old editor sessions go (a dry run
+// only says so); recent ones and a session in use stay; a pruned log
+// verifies as pruned.
+func TestStatePrune(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", state)
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	for _, id := range []string{"OLD", "NEW"} {
+		path, _ := audit.Path(state, id)
+		if err := audit.Append(path, map[string]any{"user": id}); err != nil {
+			t.Fatal(err)
+		}
+		if id == "OLD" {
+			os.Chtimes(path, old, old)
+		}
+	}
+	sessions := filepath.Join(state, "sessions")
+	for _, name := range []string{"S-OLD", "S-NEW", "S-BUSY"} {
+		dir := filepath.Join(sessions, name)
+		os.MkdirAll(filepath.Join(dir, "agent"), 0o700)
+		os.WriteFile(filepath.Join(dir, "agent", "conversation.json"), []byte("{}"), 0o600)
+		if name != "S-NEW" {
+			for _, p := range []string{filepath.Join(dir, "agent", "conversation.json"), filepath.Join(dir, "agent"), dir} {
+				os.Chtimes(p, old, old)
+			}
+		}
+	}
+	busy, err := pkglock.Acquire(filepath.Join(sessions, "S-BUSY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Unlock()
+
+	code, out, errOut := runCmd(t, "state", "prune", "--older-than", "30d", "--dry-run")
+	want := "would remove audit/OLD.jsonl\nwould remove sessions/S-OLD\n"
+	if code != 0 || out != want || !strings.Contains(errOut, "kept sessions/S-BUSY") {
+		t.Errorf("dry run: %d %q %q, want %q", code, out, errOut, want)
+	}
+	if _, err := os.Stat(filepath.Join(sessions, "S-OLD")); err != nil {
+		t.Errorf("the dry run removed a session: %v", err)
+	}
+	code, out, _ = runCmd(t, "state", "prune", "--older-than", "720h")
+	if want := "removed audit/OLD.jsonl\nremoved sessions/S-OLD\n"; code != 0 || out != want {
+		t.Errorf("prune: %d %q, want %q", code, out, want)
+	}
+	for _, name := range []string{"S-NEW", "S-BUSY"} {
+		if _, err := os.Stat(filepath.Join(sessions, name)); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
+	}
+	if code, out, _ := runCmd(t, "audit", "verify", "--id", "OLD"); code != 0 || !strings.HasPrefix(out, "pruned: ") {
+		t.Errorf("verify of a pruned log: %d %q", code, out)
+	}
+	if code, out, _ := runCmd(t, "audit", "verify", "--id", "NEW"); code != 0 || !strings.HasPrefix(out, "ok: 1 records") {
+		t.Errorf("verify of the kept log: %d %q", code, out)
+	}
+	if code, out, _ := runCmd(t, "state", "prune", "--older-than", "30d"); code != 0 || out != "nothing to remove\n" {
+		t.Errorf("again: %d %q", code, out)
+	}
+	for _, bad := range []string{"", "0d", "-1h", "30x", "1.5d"} {
+		args := []string{"state", "prune", "--older-than", bad}
+		if code, _, _ := runCmd(t, args...); code != 2 {
+			t.Errorf("--older-than %q: exit %d, want 2", bad, code)
+		}
 	}
 }
 

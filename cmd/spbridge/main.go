@@ -56,6 +56,7 @@ func topCommands() []command {
 		{"save", "save a package's conversation in canonical format 1", runSave},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
 		{"audit", "verify or show a conversation's audit log", runAudit},
+		{"state", "prune old audit logs and editor sessions from the state folder", runState},
 		{"login", "log in to claude or codex through a pseudo-terminal", runLogin},
 		{"auth", "check whether claude and codex are logged in", runAuth},
 		{"fsck", "check a package's saved conversation", runFsck},

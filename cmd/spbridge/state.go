@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"spbridge/internal/audit"
+	"spbridge/internal/pkglock"
+)
+
+// stateCommands are the subcommands of "spbridge state".
+var stateCommands = []command{
+	{"prune", "remove audit logs and editor sessions older than a duration", runStatePrune},
+}
+
+func runState(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("state", "COMMAND [ARGS] [FLAGS]",
+		"Look after spbridge's state folder ($SPBRIDGE_STATE_DIR, default\n"+
+			"$XDG_STATE_HOME/spbridge, else ~/.local/state/spbridge): the audit logs, their\n"+
+			"key and index, and the packages of editor sessions that name none.")
+	f.commands = stateCommands
+	f.SetInterspersed(false)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if f.NArg() == 0 {
+		f.printUsage(st.err)
+		return &usageError{cmd: f.cmd}
+	}
+	return dispatch(ctx, st, f)
+}
+
+func runStatePrune(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("state prune", "--older-than DURATION [--dry-run]",
+		"Remove the audit logs that have not changed for DURATION (marked in the\n"+
+			"index, so that audit verify reports them as pruned, not missing), and the\n"+
+			"packages under sessions/ of editor sessions that named no package of their\n"+
+			"own and have not changed for DURATION (a session open in a running spbridge\n"+
+			"is left alone). Prints each thing removed. DURATION is a Go duration (72h,\n"+
+			"90m) or a number of days (30d).")
+	older := f.String("older-than", "", "remove what has not changed for this `DURATION` (e.g. 30d, 720h)")
+	dryRun := f.Bool("dry-run", false, "print what would be removed, remove nothing")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if err := f.noArgs(); err != nil {
+		return err
+	}
+	if *older == "" {
+		return usagef(f.cmd, "state prune needs --older-than DURATION")
+	}
+	age, err := parseAge(*older)
+	if err != nil {
+		return usagef(f.cmd, "--older-than: %v", err)
+	}
+	state, err := audit.StateDir()
+	if err != nil {
+		return err
+	}
+	cutoff := time.Now().Add(-age)
+	verb := "removed"
+	if *dryRun {
+		verb = "would remove"
+	}
+	logs, err := audit.Prune(state, cutoff, *dryRun)
+	for _, p := range logs {
+		fmt.Fprintf(st.out, "%s %s\n", verb, relTo(state, p))
+	}
+	if err != nil {
+		return err
+	}
+	sessions, err := pruneSessions(filepath.Join(state, "sessions"), cutoff, *dryRun, func(dir string, err error) {
+		fmt.Fprintf(st.err, "spbridge: kept %s: %v\n", relTo(state, dir), err)
+	})
+	for _, p := range sessions {
+		fmt.Fprintf(st.out, "%s %s\n", verb, relTo(state, p))
+	}
+	if err != nil {
+		return err
+	}
+	if len(logs)+len(sessions) == 0 {
+		fmt.Fprintln(st.out, "nothing to remove")
+	}
+	return nil
+}
+
+// parseAge reads a duration: Go's form (72h, 90m) or whole days (30d).
+func parseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, err
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration", s)
+	}
+	return d, nil
+}
+
+// pruneSessions removes the session packages under dir in which nothing
+// changed since cutoff and that no running spbridge holds, and returns
+// them. kept is told of each one left because it could not be taken.
+func pruneSessions(dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, de := range entries {
+		if !de.IsDir() {
+			continue // a link or a file: not a session package spbridge made
+		}
+		pkg := filepath.Join(dir, de.Name())
+		newest, err := newestChange(pkg)
+		if err != nil {
+			kept(pkg, err)
+			continue
+		}
+		if !newest.Before(cutoff) {
+			continue
+		}
+		lock, err := pkglock.Acquire(pkg)
+		if err != nil {
+			kept(pkg, err)
+			continue
+		}
+		if !dryRun {
+			err = os.RemoveAll(pkg)
+		}
+		lock.Unlock()
+		if err != nil {
+			return removed, fmt.Errorf("remove %s: %w", pkg, err)
+		}
+		removed = append(removed, pkg)
+	}
+	return removed, nil
+}
+
+// newestChange is the latest modification time of dir and everything in it
+// (links are not followed).
+func newestChange(dir string) (time.Time, error) {
+	var newest time.Time
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
+		return nil
+	})
+	return newest, err
+}
+
+// relTo names path relative to base when it lies inside it.
+func relTo(base, path string) string {
+	if r, err := filepath.Rel(base, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
