@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"spbridge/internal/canonjson"
 )
@@ -859,14 +861,24 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"formatVersion":1,"items":[{"id":"A","type":"tool","status":"running"}]}`))
+	f.Add([]byte("{\"formatVersion\":1,\"items\":[{\"id\":\"A\",\"type\":\"user\",\"text\":\"caf\xe9\"}]}"))
+	f.Add([]byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"\ud83d\ude00 \udc00"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conv, err := Decode(data)
 		if err != nil {
 			return
 		}
+		// Text that is not UTF-8, or a lone surrogate escape, is unreadable:
+		// never repaired.
+		if !utf8.Valid(data) || hasLoneSurrogate(data) {
+			t.Fatalf("Decode(%q) succeeded on text that is not UTF-8 or has a lone surrogate", data)
+		}
 		once, err := conv.Encode()
 		if err != nil {
 			t.Fatalf("Encode after Decode: %v", err)
+		}
+		if !utf8.Valid(once) {
+			t.Fatalf("Encode wrote text that is not UTF-8: %q", once)
 		}
 		conv2, err := Decode(once)
 		if err != nil {
@@ -877,6 +889,74 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("encoding not stable:\n%s\n%s", once, twice)
 		}
 	})
+}
+
+// hasLoneSurrogate reports whether JSON text holds a \u escape of a UTF-16
+// surrogate that is not a high one directly followed by a low one.
+func hasLoneSurrogate(data []byte) bool {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case inString && c == '\\':
+			r, ok := hex(i)
+			if !ok {
+				i++ // a two-character escape
+				continue
+			}
+			switch {
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return true
+			case r >= 0xD800 && r <= 0xDBFF:
+				lo, ok := hex(i + 6)
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return true
+				}
+				i += 6
+			}
+			i += 5
+		}
+	}
+	return false
+}
+
+// TestDecodeRefusesInvalidText checks that a conversation.json holding text
+// that is not UTF-8, or a lone surrogate escape, opens as unreadable with
+// the one notice and is kept byte-identical, never repaired.
+func TestDecodeRefusesInvalidText(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"invalid UTF-8":            []byte("{\"formatVersion\":1,\"items\":[{\"id\":\"A\",\"type\":\"user\",\"text\":\"caf\xe9\"}]}"),
+		"invalid UTF-8 in a key":   []byte("{\"formatVersion\":1,\"items\":[],\"host\xff\":1}"),
+		"a surrogate as UTF-8":     []byte("{\"formatVersion\":1,\"items\":[{\"id\":\"A\",\"type\":\"user\",\"text\":\"\xed\xa0\x80\"}]}"),
+		"a lone high surrogate":    []byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"\ud800"}]}`),
+		"a lone low surrogate":     []byte(`{"formatVersion":1,"items":[{"id":"A","type":"assistant","text":"x\udfff"}]}`),
+		"a high surrogate, no low": []byte(`{"formatVersion":1,"history":[{"role":"user","content":[{"type":"text","text":"\ud83d\u0041"}]}]}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var se *canonjson.SyntaxError
+			if _, err := Decode(data); !errors.As(err, &se) {
+				t.Errorf("Decode = %v, want a *canonjson.SyntaxError", err)
+			}
+			pkg := newPackage(t)
+			writeAgentFile(t, pkg, "conversation.json", data)
+			before := snapshot(t, pkg)
+			p := mustOpen(t, pkg)
+			if !p.Preserved() || len(p.Conv.Items) != 1 || !strings.HasPrefix(p.Conv.Items[0].String("text"), UnreadableNotice) {
+				t.Fatalf("opened with items %v, want the one notice", p.Conv.Items)
+			}
+			if r := mustSave(t, p); r.Changed() || !reflect.DeepEqual(snapshot(t, pkg), before) {
+				t.Errorf("save changed the package: %+v", r)
+			}
+		})
+	}
 }
 
 // TestEncodingCacheFollowsChanges checks that the cached encodings of items
