@@ -20,7 +20,9 @@ import (
 )
 
 // fakeBackend plays a turn by the message it gets: "slow" streams until
-// interrupted, "ask" asks for a permission first, anything else replies
+// interrupted, "ask" asks for a permission first, "quiet" writes nothing
+// and ends failed when interrupted, "notstarted" fails before the CLI took
+// the message, "panic" panics after its first chunk, anything else replies
 // "Hello" in two chunks with one tool call.
 type fakeBackend struct {
 	mu      sync.Mutex
@@ -29,10 +31,13 @@ type fakeBackend struct {
 	closed  bool
 	intr    chan struct{}
 	finish  chan struct{} // ends a slow turn as completed
+	began   chan string   // each turn's message as it begins
+
+	panicInterrupt, panicClose bool
 }
 
 func newFake() *fakeBackend {
-	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1)}
+	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1), began: make(chan string, 1000)}
 }
 
 func (f *fakeBackend) Name() string { return "claude" }
@@ -49,8 +54,27 @@ func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Hos
 	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
 		text = text[i+2:]
 	}
+	select {
+	case f.began <- text:
+	default:
+	}
 	a := archive.NewItem(archive.TypeAssistant)
 	switch {
+	case strings.HasPrefix(text, "panic"):
+		a.Set("text", "about to fail")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		panic("the fake backend panics")
+	case strings.HasPrefix(text, "quiet"):
+		select {
+		case <-ctx.Done():
+		case <-f.intr:
+		}
+		return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+	case strings.HasPrefix(text, "notstarted"):
+		fl := archive.NewItem(archive.TypeFailure)
+		fl.Set("text", "Claude Code is not installed (no claude on PATH).")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: fl})
+		return &itemmap.TurnEnd{Status: itemmap.TurnFailed, NotStarted: true}
 	case strings.HasPrefix(text, "crash"):
 		f := archive.NewItem(archive.TypeFailure)
 		f.Set("text", "Claude Code exited before the turn ended (exit status 3).")
@@ -82,7 +106,11 @@ func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Hos
 		tool.Set("status", archive.StatusRunning)
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: tool})
 		for i := 0; i < 2; i++ {
-			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("r", i), ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf x"}`), ToolItemID: tool.ID(), ItemID: "approval"})
+			ap := archive.NewItem(archive.TypeToolApproval)
+			ap.Set("name", "Bash")
+			ap.Set("summary", "rm -rf x")
+			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: ap})
+			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("r", i), ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf x"}`), ToolItemID: tool.ID(), ItemID: ap.ID()})
 			a.Set("text", a.String("text")+fmt.Sprintf("allow=%v ", d.Allow))
 		}
 		tool.Set("status", archive.StatusSucceeded)
@@ -105,12 +133,28 @@ func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Hos
 	return &itemmap.TurnEnd{Status: itemmap.TurnCompleted, Model: "fake", History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock(a.String("text"))}}}}
 }
 func (f *fakeBackend) Interrupt() {
+	if f.panicInterrupt {
+		panic("the fake backend's interrupt panics")
+	}
 	select {
 	case f.intr <- struct{}{}:
 	default:
 	}
 }
-func (f *fakeBackend) Close() error             { f.mu.Lock(); f.closed = true; f.mu.Unlock(); return nil }
+func (f *fakeBackend) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	if f.panicClose {
+		panic("the fake backend's close panics")
+	}
+	return nil
+}
+func (f *fakeBackend) SetModel(m string) {
+	if m == "panic" {
+		panic("the fake backend's SetModel panics")
+	}
+}
 func (f *fakeBackend) Started() bool            { f.mu.Lock(); defer f.mu.Unlock(); return f.started }
 func (f *fakeBackend) Program() (string, error) { return "/bin/fake", nil }
 func (f *fakeBackend) Version() string          { return "1" }
@@ -141,7 +185,11 @@ type client struct {
 
 func startServer(t *testing.T) *client { return startServerWith(t, Config{}) }
 
-func startServerWith(t *testing.T, cfg Config) *client {
+func startServerWith(t *testing.T, cfg Config) *client { return startServerHook(t, cfg, nil) }
+
+// startServerHook starts a server whose backends are fakes; hook, when set,
+// sees each one before it is returned (it may block, panic or change it).
+func startServerHook(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -152,6 +200,9 @@ func startServerWith(t *testing.T, cfg Config) *client {
 			return nil, fmt.Errorf("no %s", name)
 		}
 		b := newFake()
+		if hook != nil {
+			hook(b)
+		}
 		c.mu.Lock()
 		c.backends = append(c.backends, b)
 		c.mu.Unlock()

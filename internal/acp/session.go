@@ -634,7 +634,7 @@ func (ss *acpSession) beginTurn(parent context.Context) *turn {
 	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.Backend, done: make(chan struct{})}
 	ss.turn = t
 	ss.base = *ss.pkg.Conv
-	ss.live = slices.Clone(ss.pkg.Conv.Items)
+	ss.live = append(make([]archive.Item, 0, len(ss.pkg.Conv.Items)+1), ss.pkg.Conv.Items...) // never nil: a turn runs
 	ss.savedInTurn = false
 	return t
 }
@@ -714,15 +714,19 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 	case t.ctx.Err() != nil && notStarted:
 		answer = cancelledResponse()
 	case notStarted:
-		cause := h.failureText()
-		if cause == "" && err != nil {
-			cause = err.Error()
+		var msg string
+		switch {
+		case errors.Is(err, session.ErrNotStarted):
+			msg = err.Error() // names the cause
+		case err != nil:
+			msg = fmt.Sprintf("%v: %v", session.ErrNotStarted, err)
+		case h.failureText() != "":
+			msg = fmt.Sprintf("%v: %s", session.ErrNotStarted, h.failureText())
+		default:
+			msg = fmt.Sprintf("%v: the CLI did not take the message", session.ErrNotStarted)
 		}
-		if cause == "" {
-			cause = "the CLI did not take the message"
-		}
-		ss.srv.cfg.Log.Printf("session %s: the turn did not start: %s", ss.id, cause)
-		answerErr = rpcErrorf(CodeNotStarted, "the turn did not start: %s", cause)
+		ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg)
+		answerErr = &RPCError{Code: CodeNotStarted, Message: msg}
 	default:
 		end = res.End
 		if res.AuditErr != nil {
