@@ -208,14 +208,10 @@ func TestE2ECodexApproval(t *testing.T) {
 func TestE2ECodexInterrupt(t *testing.T) {
 	long := strings.Repeat("streaming slowly ", 200)
 	e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(long)}, ChunkDelay: 50 * time.Millisecond})
-	e.run(func(cmd *exec.Cmd) {
-		for i := 0; i < 400; i++ {
-			time.Sleep(50 * time.Millisecond)
-			if strings.Contains(e.stdoutSnapshot(), "streaming") {
-				break
-			}
+	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {
+		if e.stdout.waitFor("streaming", ended) {
+			cmd.Process.Signal(syscall.SIGINT)
 		}
-		cmd.Process.Signal(syscall.SIGINT)
 	}, "--backend", "codex", "--codex-transport", "app-server", "talk")
 	got := e.items()
 	if e.code != exitInterrupted || len(got) < 3 || !strings.HasPrefix(got[1], "assistant: streaming") || got[len(got)-1] != "notice: Interrupted." {
