@@ -608,10 +608,10 @@ func TestSessionsRunConcurrently(t *testing.T) {
 		ids = append(ids, res["sessionId"].(string))
 	}
 	var pids []float64
-	for _, id := range ids {
+	for i, id := range ids {
 		pids = append(pids, c.call("session/prompt", map[string]any{"sessionId": id, "prompt": []any{textBlock("slow")}}))
+		<-c.backend(i).began
 	}
-	time.Sleep(50 * time.Millisecond)
 	for _, id := range ids {
 		c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": id}})
 	}

@@ -135,6 +135,9 @@ func (s *Server) parseOpen(params json.RawMessage, load bool) (*openParams, erro
 		m = &spbridgeMeta{}
 	}
 	if m.Package == "" && load {
+		if p.SessionID == "" {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId is required")
+		}
 		m.Package = p.SessionID
 	}
 	op := &openParams{load: load}
