@@ -196,14 +196,38 @@ func (d *dir) readFile(name string, limit int64) ([]byte, stamp, error) {
 	if ffi.Size() > limit {
 		return nil, stamp{}, &TooLargeError{Path: d.rel(name), Size: ffi.Size(), Limit: limit}
 	}
-	data := make([]byte, ffi.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, stamp{}, fmt.Errorf("%s changed while read", d.rel(name))
-		}
+	data, err := readAtMost(f, ffi.Size(), limit)
+	switch {
+	case err != nil:
 		return nil, stamp{}, err
+	case int64(len(data)) > limit:
+		return nil, stamp{}, &TooLargeError{Path: d.rel(name), Size: int64(len(data)), Limit: limit}
+	case int64(len(data)) != ffi.Size():
+		return nil, stamp{}, fmt.Errorf("%s changed while read", d.rel(name))
 	}
 	return data, stampOf(ffi), nil
+}
+
+// readAtMost reads r to its end but never more than limit+1 bytes, into a
+// buffer sized for the size r claims (at most limit) and one byte more, so
+// that a reader that holds what it claims is read without a copy, and one
+// that holds more is cut off past limit.
+func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
+	lr := io.LimitReader(r, limit+1)
+	data := make([]byte, 0, min(size, limit)+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // more than it claimed
+		}
+		n, err := lr.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // writeFileAtomic writes data to name inside d through a temporary file in

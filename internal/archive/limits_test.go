@@ -348,3 +348,30 @@ func TestCheckLeftovers(t *testing.T) {
 		}
 	})
 }
+
+// endless is a reader that never ends, as a file that keeps growing.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestReadAtMostStopsPastTheLimit checks that a reader holding more than it
+// claims is read no further than one byte past the limit.
+func TestReadAtMostStopsPastTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	var data []byte
+	var err error
+	n := allocated(func() { data, err = readAtMost(endless{}, 10, limit) })
+	if err != nil || len(data) != limit+1 {
+		t.Errorf("readAtMost(endless) = %d bytes, %v, want %d", len(data), err, limit+1)
+	}
+	if n > 8*limit {
+		t.Errorf("readAtMost(endless) allocated %d bytes", n)
+	}
+	data, err = readAtMost(strings.NewReader("exactly"), 7, limit)
+	if err != nil || string(data) != "exactly" || cap(data) != 8 {
+		t.Errorf("readAtMost(7 bytes) = %q (cap %d), %v", data, cap(data), err)
+	}
+}
