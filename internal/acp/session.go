@@ -485,7 +485,9 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	if p.ConfigID != "model" || !ok || value == "" {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the only option is \"model\", a string value")
 	}
-	ss.mu.Lock()
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
 	ss.model = value
 	if value == "default" {
 		ss.model = ""
@@ -744,6 +746,16 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 // did not start (nothing changed but what a save during it wrote). It
 // begins the next queued message's turn when the turn completed.
 func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (nextTurn, bool) {
+	next, more, edited := ss.endTurnLocked(t, end, started)
+	if edited {
+		ss.edited()
+	}
+	return next, more
+}
+
+// endTurnLocked is endTurn's work under the locks; it reports whether the
+// conversation changed.
+func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.qmu.Lock()
@@ -784,14 +796,14 @@ func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (next
 		}
 	}
 	if changed && ss.keep {
-		defer ss.edited()
+		notify = true
 	}
 	if next == nil {
-		return nextTurn{}, false
+		return nextTurn{}, false, notify
 	}
 	t.finish()
 	next.t = ss.beginTurn(context.Background())
-	return *next, true
+	return *next, true, notify
 }
 
 // edited tells the client the conversation changed, when it is kept in the
