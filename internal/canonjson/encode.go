@@ -37,7 +37,9 @@ func AppendAt(buf []byte, v any, depth int) ([]byte, error) {
 
 // Raw is text already in canonical form for the depth it is placed at (see
 // AppendAt); Encode writes it unchanged. It lets a caller reuse the encoding
-// of a part that did not change.
+// of a part that did not change. It must come from AppendAt, whose output,
+// like Encode's, is always UTF-8 (a Go string that is not is written with
+// U+FFFD in place of its invalid bytes).
 type Raw []byte
 
 // EncodeCompact writes v on one line with sorted keys and no spaces, for
