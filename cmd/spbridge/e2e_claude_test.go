@@ -456,7 +456,7 @@ func TestE2EClaudeRestore(t *testing.T) {
 	cmd := exec.Command(spbridgeBin(t), "audit", "verify", e.pkg)
 	cmd.Env = e.env
 	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "ok: 3 records" {
+	if err != nil || !strings.HasPrefix(string(out), "ok: 3 records, keyed (HMAC-SHA-256)\n") {
 		t.Errorf("audit verify: %v\n%s", err, out)
 	}
 }
