@@ -66,8 +66,9 @@ type acpSession struct {
 
 // job is one message for a session, handled by its worker.
 type job struct {
-	m   *message
-	run func(*acpSession, *job) (any, error)
+	m       *message
+	run     func(*acpSession, *job) (any, error)
+	opening bool // session/new or session/load
 	// ctx of a prompt: cancelled by session/cancel (or shutdown) whether
 	// its turn has started or not.
 	ctx    context.Context
@@ -211,19 +212,13 @@ func (s *Server) open(m *message, load bool) {
 	s.sessions[op.id] = ss
 	s.wg.Add(1)
 	s.mu.Unlock()
-	ss.enqueue(&job{m: m, run: func(ss *acpSession, _ *job) (any, error) { return ss.open(op) }})
+	ss.enqueue(&job{m: m, opening: true, run: func(ss *acpSession, _ *job) (any, error) { return ss.open(op) }})
 	go ss.work()
 }
 
 // open opens the package and its CLI (the first job of a session's
-// worker). When it fails the session ends, and what was queued behind it
-// is answered as for an unknown session.
-func (ss *acpSession) open(op *openParams) (result any, err error) {
-	defer func() {
-		if err != nil {
-			ss.abandon(fmt.Sprintf("session %q could not be opened: %v", ss.id, err))
-		}
-	}()
+// worker). When it fails the session ends (see runJob).
+func (ss *acpSession) open(op *openParams) (any, error) {
 	if op.fresh {
 		if err := os.MkdirAll(op.id, 0o700); err != nil {
 			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
@@ -315,20 +310,29 @@ func (ss *acpSession) work() {
 	}
 }
 
-// runJob handles one message; a panic in it ends the session.
+// runJob handles one message. A panic in it ends the session; an open that
+// fails ends it too. Either way the session is done with (saved, closed,
+// forgotten) before the message is answered, and what was queued behind
+// it is answered after it, as for an unknown session.
 func (ss *acpSession) runJob(j *job) {
 	defer func() {
 		if r := recover(); r != nil {
 			why := ss.srv.recovered(j.m.Method+" of session "+ss.id, r)
+			jobs := ss.fail(why)
 			ss.srv.reply(j.m, nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why))
-			ss.fail(why)
+			ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
 		}
 	}()
 	result, err := j.run(ss, j)
 	if _, later := result.(answeredLater); later && err == nil {
 		return
 	}
+	var jobs []*job
+	if j.opening && err != nil {
+		jobs = ss.abandon()
+	}
 	ss.srv.reply(j.m, result, err)
+	ss.endJobs(jobs, fmt.Sprintf("session %q could not be opened: %v", ss.id, err))
 }
 
 // cancelPrompts cancels every prompt that arrived so far: the running turn
@@ -378,9 +382,10 @@ func (ss *acpSession) stop() {
 	ss.cancelPrompts()
 }
 
-// abandon ends a session that could not open: it is forgotten, and what was
-// queued behind the open is answered as for an unknown session.
-func (ss *acpSession) abandon(why string) {
+// abandon ends a session's queue: the session is forgotten, takes nothing
+// more and starts no turn. It returns the jobs that were waiting, for
+// endJobs.
+func (ss *acpSession) abandon() []*job {
 	ss.srv.forget(ss)
 	ss.qmu.Lock()
 	ss.ended, ss.stopping = true, true
@@ -388,6 +393,11 @@ func (ss *acpSession) abandon(why string) {
 	ss.jobs = nil
 	ss.qcond.Broadcast()
 	ss.qmu.Unlock()
+	return jobs
+}
+
+// endJobs answers jobs of an ended session as for an unknown session.
+func (ss *acpSession) endJobs(jobs []*job, why string) {
 	for _, j := range jobs {
 		if j.cancel != nil {
 			j.cancel()
@@ -399,9 +409,9 @@ func (ss *acpSession) abandon(why string) {
 // fail ends the session after a panic in its work: nothing more is taken
 // or started, and once no turn runs the conversation gets a failure item,
 // is saved, and the CLI and the lock are released. The other sessions go
-// on.
-func (ss *acpSession) fail(why string) {
-	ss.abandon(fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
+// on. It returns the jobs that were waiting, for endJobs.
+func (ss *acpSession) fail(why string) []*job {
+	jobs := ss.abandon()
 	ss.qmu.Lock()
 	if ss.failure == "" {
 		ss.failure = why
@@ -415,6 +425,7 @@ func (ss *acpSession) fail(why string) {
 		ss.endFailed()
 	}
 	// Otherwise the turn's goroutine ends the session when the turn ends.
+	return jobs
 }
 
 // endFailed closes a failed session with a failure item that says why.
@@ -675,6 +686,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 	h := &acpHost{ss: ss, t: t}
 	var answer any
 	var answerErr error
+	var jobs []*job // queued behind a failure
 	defer func() {
 		why := h.panic()
 		if r := recover(); r != nil {
@@ -699,13 +711,14 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			ss.live = nil
 			ss.mu.Unlock()
 			if failed {
-				ss.abandon(fmt.Sprintf("session %q ended after an internal error", ss.id))
+				jobs = ss.abandon()
 				ss.endFailed()
 			}
 		}
 		if m != nil {
 			ss.srv.reply(m, answer, answerErr)
 		}
+		ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
 	}()
 	if t.ctx.Err() != nil {
 		// Cancelled before it began: nothing was sent.
