@@ -105,6 +105,16 @@ type Proc struct {
 	stderrTail []byte // snapshot taken when done is closed
 
 	closeOnce sync.Once
+
+	wmu     sync.Mutex
+	wq      []writeReq // writes queued for stdin, oldest first
+	writing bool       // a goroutine is writing the queue
+}
+
+// writeReq is one queued write and where its outcome goes.
+type writeReq struct {
+	b    []byte
+	done chan error
 }
 
 // Start starts the program described by cfg in a new process group, with
@@ -317,12 +327,55 @@ func (p *Proc) Pid() int { return p.pid }
 // stops receiving stalls the program once the pipe is full.
 func (p *Proc) Lines() <-chan Line { return p.lines }
 
-// Write writes b to the program's stdin. It blocks until all of b is written
-// (the pipe holds 64 KiB; beyond that the program must read). Concurrent
-// Writes do not interleave. After CloseStdin, Close or the program's exit it
-// returns an error matching ErrStdinClosed; when the program closed its stdin
-// first, an error matching syscall.EPIPE.
-func (p *Proc) Write(b []byte) error {
+// Write writes b to the program's stdin, after everything sent before it,
+// and blocks until all of b is written (the pipe holds 64 KiB; beyond that
+// the program must read): only CloseStdin, Close or the program's exit end a
+// write the program does not read. Writes and Sends do not interleave. After
+// CloseStdin, Close or the program's exit it returns an error matching
+// ErrStdinClosed; when the program closed its stdin first, an error matching
+// syscall.EPIPE.
+func (p *Proc) Write(b []byte) error { return <-p.Send(b) }
+
+// Send queues b to be written to the program's stdin after everything sent
+// or written before it, and returns at once, so that a caller is never
+// held by a program that does not read its input. The returned channel
+// (buffered) receives the write's outcome, as Write returns it, once all of
+// b is written or the write failed. The caller must not change b until
+// then. A write the program does not read ends only when stdin is closed
+// (CloseStdin, Close, or the program's exit), which fails it and every
+// write queued after it.
+func (p *Proc) Send(b []byte) <-chan error {
+	done := make(chan error, 1)
+	p.wmu.Lock()
+	p.wq = append(p.wq, writeReq{b, done})
+	start := !p.writing
+	p.writing = true
+	p.wmu.Unlock()
+	if start {
+		go p.drainWrites()
+	}
+	return done
+}
+
+// drainWrites writes the queue in order and ends when it is empty; Send
+// starts it again for the next write.
+func (p *Proc) drainWrites() {
+	for {
+		p.wmu.Lock()
+		if len(p.wq) == 0 {
+			p.writing = false
+			p.wmu.Unlock()
+			return
+		}
+		req := p.wq[0]
+		p.wq[0] = writeReq{}
+		p.wq = p.wq[1:]
+		p.wmu.Unlock()
+		req.done <- p.write(req.b)
+	}
+}
+
+func (p *Proc) write(b []byte) error {
 	_, err := p.stdin.Write(b)
 	if errors.Is(err, os.ErrClosed) {
 		return ErrStdinClosed

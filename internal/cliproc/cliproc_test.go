@@ -79,7 +79,7 @@ func runHelper(mode string, args []string) int {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		fmt.Println("ready")
 		hang()
-	case "hang":
+	case "hang": // never reads stdin
 		fmt.Println("ready")
 		hang()
 	case "grandchild":
@@ -389,7 +389,7 @@ func TestExitCode(t *testing.T) {
 	if err := p.Err(); !errors.As(err, &ee) || ee.Code != 3 || ee.Signal != 0 {
 		t.Fatalf("Err() = %#v, want *ExitError{Code: 3}", err)
 	}
-	if got, want := ee.Error(), "exit status 3: last words"; got != want {
+	if got, want := ee.Error(), "exit status 3"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	if err := p.Close(time.Second); !errors.As(err, &ee) {

@@ -3,9 +3,7 @@ package cliproc
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"syscall"
-	"unicode/utf8"
 )
 
 var (
@@ -19,9 +17,6 @@ var (
 	// process group), so reading them was cut short.
 	ErrWaitDelay = errors.New("output still open after exit")
 )
-
-// maxMessageLine bounds, in bytes, the stderr line that ExitError.Error quotes.
-const maxMessageLine = 300
 
 // StartError reports a program that could not be started. A program that is
 // not found gives an Err that errors.Is matches to exec.ErrNotFound (a name
@@ -44,35 +39,12 @@ type ExitError struct {
 	Stderr []byte         // the tail of its stderr (at most Config.StderrTail bytes)
 }
 
-// Error returns "exit status 3" or "killed by signal 9 (killed)", followed by
-// the last non-empty line of stderr when there is one.
+// Error returns "exit status 3" or "killed by signal 9 (killed)". It does
+// not quote stderr, which may hold what the program was told or its
+// credentials: Stderr is there for whoever shows it with care.
 func (e *ExitError) Error() string {
-	var msg string
 	if e.Signal != 0 {
-		msg = fmt.Sprintf("killed by signal %d (%v)", int(e.Signal), e.Signal)
-	} else {
-		msg = fmt.Sprintf("exit status %d", e.Code)
+		return fmt.Sprintf("killed by signal %d (%v)", int(e.Signal), e.Signal)
 	}
-	if line := lastLine(e.Stderr); line != "" {
-		msg += ": " + line
-	}
-	return msg
-}
-
-// lastLine returns the last non-blank line of b, trimmed, made valid UTF-8 and
-// cut to about maxMessageLine bytes.
-func lastLine(b []byte) string {
-	s := strings.TrimRight(string(b), " \t\r\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD")
-	if len(s) > maxMessageLine {
-		cut := maxMessageLine
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
+	return fmt.Sprintf("exit status %d", e.Code)
 }

@@ -143,19 +143,3 @@ func TestTailBuffer(t *testing.T) {
 		}
 	}
 }
-
-func TestLastLine(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", ""},
-		{"\n\n", ""},
-		{"one\ntwo\n\n", "two"},
-		{"only", "only"},
-		{"x\r\n  Error: boom \r\n", "Error: boom"},
-		{"bad \xff byte", "bad \uFFFD byte"},
-		{strings.Repeat("é", 200), strings.Repeat("é", 150) + "..."},
-	} {
-		if got := lastLine([]byte(tc.in)); got != tc.want {
-			t.Errorf("lastLine(%.40q) = %.40q, want %.40q", tc.in, got, tc.want)
-		}
-	}
-}
