@@ -77,7 +77,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 	ss.mu.Lock()
 	if ss.live != nil {
-		i := slices.IndexFunc(ss.live, func(x archive.Item) bool { return x.ID() == it.ID() })
+		i := lastIndex(ss.live, it.ID())
 		switch {
 		case c.Op == itemmap.OpRemove:
 			if i >= 0 {
@@ -137,6 +137,17 @@ func (h *acpHost) Change(c itemmap.Change) {
 			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(it))})
 		}
 	}
+}
+
+// lastIndex is the index of the item with this id, searched from the end
+// (a turn changes its own items, the last ones), or -1.
+func lastIndex(items []archive.Item, id string) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].ID() == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // newText returns the part of a streaming item's text not sent yet.
@@ -245,7 +256,7 @@ func (ss *acpSession) card(itemID, state string) {
 	ss.dirty = true
 	keep := ss.keep
 	var item archive.Item
-	if i := slices.IndexFunc(ss.live, func(x archive.Item) bool { return x.ID() == itemID }); i >= 0 {
+	if i := lastIndex(ss.live, itemID); i >= 0 {
 		item = ss.live[i]
 	}
 	itemMap := item.Map() // a clone of the turn's, never changed
