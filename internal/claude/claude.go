@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -103,6 +102,7 @@ type Backend struct {
 	skipped     int    // stdout lines that were not events, over every turn
 	lastTail    string // stderr tail of the last process that ended
 	lastExit    string // how the last process that ended, ended
+	echoes      Echoes // prefixed messages sent, to cut out of stderr
 }
 
 // Name is the backend's name as the command line and the audit log say it.
@@ -130,7 +130,7 @@ func (b *Backend) StderrTail() string {
 	last := b.lastTail
 	b.mu.Unlock()
 	if p != nil {
-		return tail(p)
+		return b.tail(p)
 	}
 	return last
 }
@@ -234,19 +234,28 @@ func (b *Backend) start() error {
 		}
 		return err
 	}
+	b.mu.Lock()
 	b.proc = p
+	b.mu.Unlock()
 	b.mapper = itemmap.NewClaude(b.opts.NewID)
 	// The SDKs open with initialize; the CLI answers with its capabilities.
-	return b.write(map[string]any{"type": "control_request", "request_id": "spbridge-init",
+	post(p, map[string]any{"type": "control_request", "request_id": "spbridge-init",
 		"request": map[string]any{"subtype": "initialize"}})
+	return nil
 }
 
-func (b *Backend) write(v any) error {
+// post queues v as a line for p's stdin and returns at once, with the
+// channel that receives the write's outcome: a CLI that stops reading its
+// input never holds the turn, whose idle timeout, interrupt and Close still
+// work (Close ends the write).
+func post(p *cliproc.Proc, v any) <-chan error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return err
+		ch := make(chan error, 1)
+		ch <- err
+		return ch
 	}
-	return b.proc.Write(append(data, '\n'))
+	return p.Send(append(data, '\n'))
 }
 
 // userMessage is the stream-json line that carries msg.
@@ -284,9 +293,8 @@ func (b *Backend) SetModel(model string) {
 	p := b.proc
 	b.mu.Unlock()
 	if p != nil {
-		data, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": "spbridge-model",
+		post(p, map[string]any{"type": "control_request", "request_id": "spbridge-model",
 			"request": map[string]any{"subtype": "set_model", "model": model}})
-		p.Write(append(data, '\n'))
 	}
 }
 
@@ -320,14 +328,18 @@ func (b *Backend) Close() error {
 const NotFoundText = "Claude Code (claude) was not found. Install it with `npm install -g @anthropic-ai/claude-code`, or set SPBRIDGE_CLAUDE to its path."
 
 // Turn sends msg and runs the turn to its end, reporting item changes and
-// permission requests to h. It always returns a TurnEnd: a failure (the CLI
-// missing, crashing, hanging past the idle timeout, an API error) is a
-// failed turn with a failure item, and an interrupt gives an interrupted
-// turn; every item so far is kept. Cancelling ctx interrupts the turn.
+// permission requests to h. It always returns a non-nil TurnEnd: a failure
+// (the CLI missing, crashing, hanging past the idle timeout, not reading
+// its input, an API error) is a failed turn with a failure item, and an
+// interrupt gives an interrupted turn; every item so far is kept. A turn
+// the CLI never took (it could not start, did not read the message, or
+// printed nothing of it) is marked NotStarted. Cancelling ctx interrupts
+// the turn.
 func (b *Backend) Turn(ctx context.Context, msg Message, h Host) *itemmap.TurnEnd {
 	interruptCh := make(chan struct{}, 1)
 	b.mu.Lock()
 	b.interruptCh = interruptCh
+	b.echoes.Add(msg.Text)
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -335,27 +347,83 @@ func (b *Backend) Turn(ctx context.Context, msg Message, h Host) *itemmap.TurnEn
 		b.mu.Unlock()
 	}()
 
-	if b.proc == nil {
-		if err := b.start(); err != nil {
-			text := "Claude Code could not be started: " + err.Error()
-			if errors.Is(err, ErrNotFound) {
-				text = NotFoundText
+	data, err := json.Marshal(userMessage(msg))
+	if err != nil {
+		return failBeforeStart(b.opts.NewID, h, "The message could not be encoded: "+err.Error(), "")
+	}
+	data = append(data, '\n')
+	for attempt := 0; ; attempt++ {
+		b.mu.Lock()
+		p := b.proc
+		b.mu.Unlock()
+		if p == nil {
+			if err := b.start(); err != nil {
+				text := "Claude Code could not be started: " + err.Error()
+				if errors.Is(err, ErrNotFound) {
+					text = NotFoundText
+				}
+				return failBeforeStart(b.opts.NewID, h, text, err.Error())
 			}
-			return failBeforeStart(b.opts.NewID, h, text, err.Error())
+			b.mu.Lock()
+			p = b.proc
+			b.mu.Unlock()
+		}
+		end, err := b.sendMessage(ctx, p, data, h, interruptCh)
+		switch {
+		case end != nil:
+			return end
+		case err == nil:
+			return b.loop(ctx, p, h, interruptCh)
+		}
+		b.mu.Lock()
+		closed := b.proc != p
+		b.mu.Unlock()
+		b.reap(p)
+		detail := b.tail(p)
+		if closed {
+			// Close stopped the CLI while the message was written.
+			return failBeforeStart(b.opts.NewID, h, "Claude Code was stopped before it took the message.", detail)
+		}
+		// The process died between turns: start again, resuming, once.
+		if attempt > 0 {
+			return failBeforeStart(b.opts.NewID, h, "Claude Code did not take the message: "+err.Error()+".", detail)
 		}
 	}
-	if err := b.write(userMessage(msg)); err != nil {
-		// The process died between turns: start again, resuming.
-		b.reap()
-		if err := b.start(); err != nil {
-			return failBeforeStart(b.opts.NewID, h, "Claude Code could not be started: "+err.Error(), "")
-		}
-		if err := b.write(userMessage(msg)); err != nil {
-			b.reap()
-			return failBeforeStart(b.opts.NewID, h, "Claude Code did not take the message: "+err.Error(), "")
-		}
+}
+
+// sendMessage writes the message line to p and waits until it is written:
+// it returns the write's error, or, when the CLI did not read it within the
+// idle timeout or the turn was interrupted meanwhile, the turn's end (the
+// process is then stopped: it holds part of a line).
+func (b *Backend) sendMessage(ctx context.Context, p *cliproc.Proc, data []byte, h Host, interruptCh <-chan struct{}) (*itemmap.TurnEnd, error) {
+	sent := p.Send(data)
+	idle := time.NewTimer(b.opts.IdleTimeout)
+	defer idle.Stop()
+	select {
+	case err := <-sent:
+		return nil, err
+	case <-idle.C:
+		b.reap(p) // closes stdin: the write ends
+		detail := b.tail(p)
+		return failBeforeStart(b.opts.NewID, h, fmt.Sprintf("Claude Code did not read the message for %v; it was stopped.", b.opts.IdleTimeout), detail), nil
+	case <-interruptCh:
+	case <-ctx.Done():
 	}
-	return b.loop(ctx, h, interruptCh)
+	b.reap(p)
+	return interruptedBeforeStart(b.opts.NewID, h), nil
+}
+
+// interruptedBeforeStart reports a turn interrupted before the CLI took
+// it: an "Interrupted." notice and an interrupted TurnEnd marked
+// NotStarted.
+func interruptedBeforeStart(newID itemmap.IDFunc, h Host) *itemmap.TurnEnd {
+	it := archive.NewItem(archive.TypeNotice)
+	if newID != nil {
+		it.Set("id", newID())
+	}
+	it.Set("text", "Interrupted.")
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+	return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, NotStarted: true}
 }
 
 // failBeforeStart reports a turn that failed before the CLI took it.
@@ -366,37 +434,37 @@ func failBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap
 // FailBeforeStart reports a turn that failed before the CLI took it: one
 // failure item (text, and detail when it says more) and a failed TurnEnd
 // with nothing else, marked NotStarted. Such a turn establishes no CLI
-// session.
+// session. The detail is masked (cliproc.MaskCredentials): it may quote
+// the CLI's stderr.
 func FailBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap.TurnEnd {
 	it := archive.NewItem(archive.TypeFailure)
 	if newID != nil {
 		it.Set("id", newID())
 	}
 	it.Set("text", text)
-	if detail != "" && detail != text {
+	if detail = cliproc.MaskCredentials(detail); detail != "" && detail != text {
 		it.Set("detail", detail)
 	}
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
 	return &itemmap.TurnEnd{Status: itemmap.TurnFailed, NotStarted: true}
 }
 
-// reap closes a process that ended or must end, keeping the session id so
-// the next start resumes it.
-func (b *Backend) reap() {
+// reap closes p, a process that ended or must end, keeping the session id
+// so the next start resumes it.
+func (b *Backend) reap(p *cliproc.Proc) {
 	b.mu.Lock()
-	p := b.proc
-	b.proc = nil
-	b.mu.Unlock()
-	if p == nil {
-		return
+	if b.proc == p {
+		b.proc = nil
 	}
+	b.mu.Unlock()
 	err := p.Close(b.opts.Grace)
 	exit := "exit status 0"
 	if err != nil {
 		exit = err.Error()
 	}
+	t := b.tail(p)
 	b.mu.Lock()
-	b.lastTail, b.lastExit = tail(p), exit
+	b.lastTail, b.lastExit = t, exit
 	b.mu.Unlock()
 }
 
@@ -405,9 +473,9 @@ type answer struct {
 	decision  Decision
 }
 
-// loop reads the CLI's output until the turn ends.
-func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
-	p, m := b.proc, b.mapper
+// loop reads the output of p, which took the message, until the turn ends.
+func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
+	m := b.mapper
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	answers := make(chan answer)
@@ -442,11 +510,11 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 		cancel() // withdraws the questions to the host
 		for id := range waiting {
 			m.Answered(id, false)
-			b.respond(id, Decision{Message: "The turn was interrupted."})
+			respond(p, id, Decision{Message: "The turn was interrupted."})
 		}
 		clear(waiting)
 		pending = 0
-		b.write(map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
+		post(p, map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
 			"request": map[string]any{"subtype": "interrupt"}})
 		escalate = time.After(b.opts.Grace)
 	}
@@ -461,13 +529,13 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 			b.mu.Unlock()
 		}
 		for _, cr := range r.ControlRequests {
-			b.write(map[string]any{"type": "control_response", "response": map[string]any{
+			post(p, map[string]any{"type": "control_response", "response": map[string]any{
 				"subtype": "error", "request_id": cr.RequestID, "error": "spbridge does not support " + cr.Subtype}})
 		}
 		for _, a := range r.Approvals {
 			if interrupted {
 				m.Answered(a.RequestID, false)
-				b.respond(a.RequestID, Decision{Message: "The turn was interrupted."})
+				respond(p, a.RequestID, Decision{Message: "The turn was interrupted."})
 				continue
 			}
 			pending++
@@ -489,7 +557,7 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 		select {
 		case line, ok := <-p.Lines():
 			if !ok {
-				return b.exited(h, interrupted)
+				return b.exited(p, h, interrupted)
 			}
 			resetIdle()
 			if line.Oversize > 0 {
@@ -517,7 +585,7 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 			delete(waiting, a.requestID)
 			pending--
 			m.Answered(a.requestID, a.decision.Allow)
-			b.respond(a.requestID, a.decision)
+			respond(p, a.requestID, a.decision)
 			resetIdle()
 		case <-interruptCh:
 			startInterrupt()
@@ -538,17 +606,21 @@ func (b *Backend) loop(ctx context.Context, h Host, interruptCh <-chan struct{})
 			if pending > 0 {
 				continue
 			}
-			go p.Close(b.opts.Grace)
-			r := m.Finish(false, fmt.Sprintf("Claude Code printed nothing for %v; it was stopped.", b.opts.IdleTimeout), tail(p))
-			b.reap()
-			emit(r)
+			text := fmt.Sprintf("Claude Code printed nothing for %v; it was stopped.", b.opts.IdleTimeout)
+			b.reap(p)
+			detail := b.tail(p)
+			r := m.Finish(false, text, detail)
+			if emit(r) == nil {
+				// Not a word of the turn: the CLI never started it.
+				return failBeforeStart(b.opts.NewID, h, text, detail)
+			}
 			return r.End
 		}
 	}
 }
 
 // respond answers a permission request.
-func (b *Backend) respond(requestID string, d Decision) {
+func respond(p *cliproc.Proc, requestID string, d Decision) {
 	resp := map[string]any{"behavior": "deny", "message": d.Message}
 	if d.Allow {
 		resp = map[string]any{"behavior": "allow"}
@@ -558,34 +630,42 @@ func (b *Backend) respond(requestID string, d Decision) {
 	} else if d.Message == "" {
 		resp["message"] = "Denied from spbridge."
 	}
-	b.write(map[string]any{"type": "control_response", "response": map[string]any{
+	post(p, map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": requestID, "response": resp}})
 }
 
-// exited ends a turn whose CLI stopped writing: it exited, crashed or was
-// stopped.
-func (b *Backend) exited(h Host, interrupted bool) *itemmap.TurnEnd {
-	p, m := b.proc, b.mapper
+// exited ends a turn whose CLI, p, stopped writing: it exited, crashed or
+// was stopped. The failure's text says how it ended; its stderr goes in the
+// detail only.
+func (b *Backend) exited(p *cliproc.Proc, h Host, interrupted bool) *itemmap.TurnEnd {
+	m := b.mapper
 	<-p.Done()
 	text := "Claude Code exited before the turn ended"
 	if err := p.Err(); err != nil {
 		text += " (" + err.Error() + ")"
 	}
 	text += "."
-	r := m.Finish(interrupted, text, tail(p))
-	b.reap()
+	b.reap(p)
+	detail := b.tail(p)
+	r := m.Finish(interrupted, text, detail)
 	for _, c := range r.Changes {
 		h.Change(c)
 	}
 	if r.End == nil {
 		// The CLI ended between turns' output: the turn never started.
-		return failBeforeStart(b.opts.NewID, h, text, tail(p))
+		return failBeforeStart(b.opts.NewID, h, text, detail)
 	}
 	return r.End
 }
 
-func tail(p *cliproc.Proc) string {
-	return strings.ToValidUTF8(strings.TrimSpace(string(p.StderrTail())), "\uFFFD")
+// tail is the end of p's stderr as it may be shown and stored: valid
+// UTF-8, with the prefixed messages it was sent cut out and credentials
+// masked.
+func (b *Backend) tail(p *cliproc.Proc) string {
+	b.mu.Lock()
+	echoes := b.echoes
+	b.mu.Unlock()
+	return echoes.Clean(string(p.StderrTail()))
 }
 
 func maxLine(n int) int {

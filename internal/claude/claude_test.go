@@ -48,6 +48,9 @@ func fakeClaude(mode string) {
 	if mode == "ignore-signals" {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 	}
+	if mode == "deaf" {
+		select {} // never reads stdin, never prints
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	lines := make(chan map[string]any)
@@ -74,6 +77,13 @@ func fakeClaude(mode string) {
 		}
 		turn++
 		text := userText(v)
+		switch mode {
+		case "silent": // reads every message, prints nothing
+			continue
+		case "leak": // echoes the message and a key on stderr, then dies
+			fmt.Fprintf(os.Stderr, "debug: got %q\nANTHROPIC_API_KEY=sk-ant-api03-secretsecretsecret\nAuthorization: Bearer abcdefghijklmnop\n", text)
+			os.Exit(3)
+		}
 		emit(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": "fake-model"})
 		msgID := fmt.Sprintf("msg_%d", turn)
 		switch {
