@@ -20,23 +20,15 @@ import (
 	"time"
 
 	"spbridge/internal/canonjson"
+	"spbridge/internal/statedir"
 )
 
-// StateDir returns spbridge's state folder: $SPBRIDGE_STATE_DIR, else
-// $XDG_STATE_HOME/spbridge, else ~/.local/state/spbridge.
-func StateDir() (string, error) {
-	if d := os.Getenv("SPBRIDGE_STATE_DIR"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "spbridge"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find the state folder: %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "spbridge"), nil
-}
+// StateDir returns spbridge's state folder (statedir.Dir):
+// $SPBRIDGE_STATE_DIR, else the operating system's per-user state folder
+// ($XDG_STATE_HOME/spbridge or ~/.local/state/spbridge on Linux,
+// ~/Library/Application Support/spbridge on macOS, %LocalAppData%\spbridge
+// on Windows).
+func StateDir() (string, error) { return statedir.Dir() }
 
 // ErrIdentity is matched by the error of an identity that cannot name a log
 // file.
