@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
@@ -252,10 +252,7 @@ func readImage(path string) (session.Image, error) {
 	return session.Image{MimeType: mime, Data: data}, nil
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // shellHost shows a turn in a terminal or as JSON lines, and answers
 // permission requests.
