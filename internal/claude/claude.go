@@ -410,13 +410,13 @@ func (b *Backend) sendMessage(ctx context.Context, p *cliproc.Proc, data []byte,
 	case <-ctx.Done():
 	}
 	b.reap(p)
-	return interruptedBeforeStart(b.opts.NewID, h), nil
+	return InterruptedBeforeStart(b.opts.NewID, h), nil
 }
 
-// interruptedBeforeStart reports a turn interrupted before the CLI took
+// InterruptedBeforeStart reports a turn interrupted before the CLI took
 // it: an "Interrupted." notice and an interrupted TurnEnd marked
 // NotStarted.
-func interruptedBeforeStart(newID itemmap.IDFunc, h Host) *itemmap.TurnEnd {
+func InterruptedBeforeStart(newID itemmap.IDFunc, h Host) *itemmap.TurnEnd {
 	it := archive.NewItem(archive.TypeNotice)
 	if newID != nil {
 		it.Set("id", newID())

@@ -479,7 +479,9 @@ func (p *Proc) StderrTail() []byte {
 }
 
 // Close ends the program and returns Err (so an *ExitError when Close had to
-// signal it). It closes stdin and waits up to
+// signal it). It first kills what the program started that left its
+// process group, while the program still runs and they can be found
+// (KillEscaped). It closes stdin and waits up to
 // grace for the program to exit; then sends SIGINT to the group and waits up
 // to grace; SIGTERM and waits up to grace; then SIGKILL. A program that
 // ignores everything thus ends after about 3×grace. When the program has
@@ -499,6 +501,8 @@ func (p *Proc) Close(grace time.Duration) error {
 }
 
 func (p *Proc) close(grace time.Duration) {
+	// What the program started and detached would outlive it, out of reach.
+	p.KillEscaped(false)
 	p.CloseStdin()
 	if !p.waitExited(grace) {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {

@@ -85,11 +85,15 @@ func runHelper(mode string, args []string) int {
 	case "grandchild":
 		// Start a grandchild ("ignore" mode) sharing stdout, in our group or
 		// (args[1] == "escape") in a group of its own; print its pid; then
-		// exit (args[0] == "exit") or ignore SIGINT and SIGTERM and hang.
+		// exit (args[0] == "exit") or ignore SIGINT and SIGTERM and hang;
+		// args[1] == "session" puts it in a session of its own.
 		gc := helperCmd("ignore")
 		gc.Stdout = os.Stdout
-		if args[1] == "escape" {
+		switch args[1] {
+		case "escape":
 			gc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		case "session":
+			gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
 		if err := gc.Start(); err != nil {
 			panic(err)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,9 +37,14 @@ type appState struct {
 	turnID string
 }
 
+// errInterrupted ends the start of an app-server that the turn's interrupt
+// cut short.
+var errInterrupted = errors.New("interrupted")
+
 // appStart starts `codex app-server`, says hello, and starts the thread, or
-// resumes it when an earlier process of this open had one.
-func (b *Backend) appStart(h claude.Host) error {
+// resumes it when an earlier process of this open had one. An interrupt
+// meanwhile returns errInterrupted.
+func (b *Backend) appStart(ctx context.Context, h claude.Host, interruptCh <-chan struct{}) error {
 	path, err := b.Program()
 	if err != nil {
 		return err
@@ -52,8 +58,11 @@ func (b *Backend) appStart(h claude.Host) error {
 	b.proc = p
 	b.app.proc = p
 	b.mu.Unlock()
-	if _, err := b.appCall(h, "initialize", map[string]any{
-		"clientInfo": map[string]any{"name": "spbridge", "title": "spbridge", "version": "1"}, "capabilities": nil}); err != nil {
+	if _, err := b.appCall(ctx, h, interruptCh, "initialize", map[string]any{
+		"clientInfo": map[string]any{"name": "spbridge", "title": "spbridge", "version": "1"},
+		// The experimental API has thread/backgroundTerminals/clean, the
+		// only way to stop a command codex left running in the background.
+		"capabilities": map[string]any{"experimentalApi": true}}); err != nil {
 		return err
 	}
 	b.appSend(map[string]any{"jsonrpc": "2.0", "method": "initialized"})
@@ -67,7 +76,7 @@ func (b *Backend) appStart(h claude.Host) error {
 		params["threadId"] = b.thread
 		params["excludeTurns"] = true
 	}
-	res, err := b.appCall(h, method, params)
+	res, err := b.appCall(ctx, h, interruptCh, method, params)
 	if err != nil {
 		return err
 	}
@@ -80,38 +89,70 @@ func (b *Backend) appStart(h claude.Host) error {
 	return nil
 }
 
-func (b *Backend) appSend(v any) error {
+// appSend queues v as a line for the server's stdin and returns at once,
+// with the channel that receives the write's outcome: a server that stops
+// reading never holds the turn (its idle timeout, interrupt and Close still
+// work; Close ends the write).
+func (b *Backend) appSend(v any) <-chan error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return err
+		ch := make(chan error, 1)
+		ch <- err
+		return ch
 	}
-	return b.app.proc.Write(append(data, '\n'))
+	return b.app.proc.Send(append(data, '\n'))
 }
 
-// appRequest sends a request and returns its id.
-func (b *Backend) appRequest(method string, params any) (string, error) {
+// appRequest sends a request and returns its id and the channel of its
+// write's outcome.
+func (b *Backend) appRequest(method string, params any) (string, <-chan error) {
 	b.app.nextID++
 	id := strconv.FormatInt(b.app.nextID, 10)
 	return id, b.appSend(map[string]any{"jsonrpc": "2.0", "id": b.app.nextID, "method": method, "params": params})
 }
 
-// appCall sends a request and reads the server's lines until its answer,
-// mapping whatever else arrives meanwhile.
-func (b *Backend) appCall(h claude.Host, method string, params any) (gjson.Result, error) {
-	id, err := b.appRequest(method, params)
-	if err != nil {
-		return gjson.Result{}, err
+// appCallTimeout bounds the wait for the answer to a request of the
+// handshake: the idle timeout, at most a minute.
+func (b *Backend) appCallTimeout() time.Duration { return min(b.opts.IdleTimeout, time.Minute) }
+
+// response returns the JSON-RPC response to request id that line is, if it
+// is one. A line nested too deep to be read is none.
+func response(line []byte, id string) (gjson.Result, bool) {
+	if itemmap.TooDeep(line) {
+		return gjson.Result{}, false
 	}
-	timeout := time.After(time.Minute)
+	msg := gjson.ParseBytes(line)
+	if msg.Get("method").String() != "" || msg.Get("id").Raw != id {
+		return gjson.Result{}, false
+	}
+	return msg, true
+}
+
+// appCall sends a request and reads the server's lines until its answer,
+// mapping whatever else arrives meanwhile. It gives up when the server
+// says nothing for appCallTimeout, and returns errInterrupted on an
+// interrupt.
+func (b *Backend) appCall(ctx context.Context, h claude.Host, interruptCh <-chan struct{}, method string, params any) (gjson.Result, error) {
+	id, sent := b.appRequest(method, params)
+	timeout := time.NewTimer(b.appCallTimeout())
+	defer timeout.Stop()
 	for {
 		select {
+		case err := <-sent:
+			sent = nil
+			if err != nil {
+				return gjson.Result{}, fmt.Errorf("codex app-server did not take %s: %w", method, err)
+			}
 		case line, ok := <-b.app.proc.Lines():
 			if !ok {
 				<-b.app.proc.Done()
 				return gjson.Result{}, fmt.Errorf("codex app-server ended during %s: %v", method, b.app.proc.Err())
 			}
-			msg := gjson.ParseBytes(line.Data)
-			if msg.Get("method").String() == "" && msg.Get("id").Raw == id {
+			if !timeout.Stop() {
+				<-timeout.C
+			}
+			timeout.Reset(b.appCallTimeout())
+			if msg, ok := response(line.Data, id); ok {
 				if e := msg.Get("error"); e.Exists() {
 					return gjson.Result{}, fmt.Errorf("codex app-server: %s: %s", method, e.Get("message").String())
 				}
@@ -120,8 +161,15 @@ func (b *Backend) appCall(h claude.Host, method string, params any) (gjson.Resul
 			for _, c := range b.app.mapper.Line(line.Data).Changes {
 				h.Change(c)
 			}
-		case <-timeout:
-			return gjson.Result{}, fmt.Errorf("codex app-server did not answer %s", method)
+		case <-timeout.C:
+			if sent != nil {
+				return gjson.Result{}, fmt.Errorf("codex app-server did not read %s for %v", method, b.appCallTimeout())
+			}
+			return gjson.Result{}, fmt.Errorf("codex app-server did not answer %s for %v", method, b.appCallTimeout())
+		case <-interruptCh:
+			return gjson.Result{}, errInterrupted
+		case <-ctx.Done():
+			return gjson.Result{}, errInterrupted
 		}
 	}
 }
@@ -144,24 +192,25 @@ type appAnswer struct {
 // appTurn runs a turn on the app-server transport.
 func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
 	if b.app.proc == nil {
-		if err := b.appStart(h); err != nil {
+		if err := b.appStart(ctx, h, interruptCh); err != nil {
 			b.appReap()
+			if errors.Is(err, errInterrupted) {
+				return claude.InterruptedBeforeStart(b.opts.NewID, h)
+			}
 			text := "The Codex CLI could not be started: " + err.Error()
 			if errors.Is(err, ErrNotFound) || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 				text = NotFoundText
 			}
-			return failBeforeStart(b.opts.NewID, h, text, err.Error())
+			return failBeforeStart(b.opts.NewID, h, text, joinLines(err.Error(), b.StderrTail()))
 		}
 	}
 	params := map[string]any{"threadId": b.thread, "input": input(msg)}
 	if b.opts.Model != "" {
 		params["model"] = b.opts.Model
 	}
-	startID, err := b.appRequest("turn/start", params)
-	if err != nil {
-		b.appReap()
-		return failBeforeStart(b.opts.NewID, h, "codex app-server did not take the message: "+err.Error(), "")
-	}
+	// The message is written while the server's lines are read: a server
+	// that does not read it counts toward the idle timeout.
+	startID, startSent := b.appRequest("turn/start", params)
 	p, m := b.app.proc, b.app.mapper
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -185,12 +234,30 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 	interrupted := false
 	var escalate <-chan time.Time
 	ctxDone := ctx.Done()
+	cleanID := ""              // the clean request of an interrupt, until answered
+	var ended *itemmap.TurnEnd // the turn's end, held until cleanID is answered
 	respond := func(id string, d claude.Decision) {
 		decision := "decline"
 		if d.Allow {
 			decision = "accept"
 		}
 		b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": map[string]any{"decision": decision}})
+	}
+	// stopped ends a turn; after an interrupt, the commands codex started
+	// that still run (detached, in sessions of their own) are killed
+	// first: the server's clean answers before they are dead.
+	stopped := func(end *itemmap.TurnEnd) *itemmap.TurnEnd {
+		if interrupted {
+			p.KillEscaped(true)
+		}
+		return end
+	}
+	// notStarted ends a turn the server never began.
+	notStarted := func(text, detail string) *itemmap.TurnEnd {
+		if interrupted {
+			return claude.InterruptedBeforeStart(b.opts.NewID, h)
+		}
+		return failBeforeStart(b.opts.NewID, h, text, detail)
 	}
 	interrupt := func() {
 		if interrupted {
@@ -204,12 +271,20 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 		}
 		clear(waiting)
 		if b.app.turnID != "" {
-			b.appRequest("turn/interrupt", map[string]any{"threadId": b.thread, "turnId": b.app.turnID})
+			cleanID = b.appInterrupt()
 		}
 		escalate = time.After(b.opts.Grace)
 	}
 	for {
 		select {
+		case err := <-startSent:
+			startSent = nil
+			if err != nil {
+				// The server is gone or closed its input: it never took
+				// the message.
+				b.appReap()
+				return notStarted("codex app-server did not take the message ("+err.Error()+").", b.StderrTail())
+			}
 		case line, ok := <-p.Lines():
 			if !ok {
 				<-p.Done()
@@ -218,14 +293,17 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 					text += " (" + err.Error() + ")"
 				}
 				text += "."
-				tailText := tail(p)
 				b.appReap()
-				r := m.Finish(interrupted, text, tailText)
+				detail := b.StderrTail()
+				if ended != nil {
+					return ended // the server ended while its commands were stopped
+				}
+				r := m.Finish(interrupted, text, detail)
 				for _, c := range r.Changes {
 					h.Change(c)
 				}
 				if r.End == nil {
-					return failBeforeStart(b.opts.NewID, h, text, tailText)
+					return notStarted(text, detail)
 				}
 				return r.End
 			}
@@ -236,23 +314,32 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 				h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
 				continue
 			}
-			msgLine := gjson.ParseBytes(line.Data)
-			if msgLine.Get("method").String() == "" && msgLine.Get("id").Raw == startID {
+			if msgLine, ok := response(line.Data, startID); ok {
 				if e := msgLine.Get("error"); e.Exists() {
-					r := m.Finish(false, "codex app-server refused the turn: "+e.Get("message").String(), "")
+					text := "codex app-server refused the turn: " + e.Get("message").String()
+					r := m.Finish(false, text, "")
 					for _, c := range r.Changes {
 						h.Change(c)
 					}
 					if r.End == nil {
-						return failBeforeStart(b.opts.NewID, h, "codex app-server refused the turn: "+e.Get("message").String(), "")
+						return failBeforeStart(b.opts.NewID, h, text, "")
 					}
 					return r.End
 				}
 				b.app.turnID = msgLine.Get("result.turn.id").String()
 				if interrupted {
-					b.appRequest("turn/interrupt", map[string]any{"threadId": b.thread, "turnId": b.app.turnID})
+					cleanID = b.appInterrupt()
 				}
 				continue
+			}
+			if cleanID != "" {
+				if _, ok := response(line.Data, cleanID); ok {
+					cleanID = ""
+					if ended != nil {
+						return stopped(ended)
+					}
+					continue
+				}
 			}
 			r := m.Line(line.Data)
 			if r.Skipped {
@@ -286,7 +373,13 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 			}
 			if r.End != nil {
 				b.app.turnID = ""
-				return r.End
+				if cleanID != "" {
+					// The interrupt's commands may still run: the turn
+					// ends when the server says they are stopped.
+					ended = r.End
+					continue
+				}
+				return stopped(r.End)
 			}
 		case a := <-answers:
 			if !waiting[a.id] {
@@ -303,23 +396,50 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 			interrupt()
 		case <-escalate:
 			escalate = nil
-			go p.Close(b.opts.Grace) // the server did not end the turn: stop it
+			go p.Close(b.opts.Grace) // the server did not end the turn, or stop its commands: stop it
 		case <-idle.C:
 			if len(waiting) > 0 {
 				continue
 			}
-			go p.Close(b.opts.Grace)
-			r := m.Finish(false, fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.opts.IdleTimeout), tail(p))
+			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.opts.IdleTimeout)
+			if startSent != nil {
+				text = fmt.Sprintf("codex app-server did not read the message for %v; it was stopped.", b.opts.IdleTimeout)
+			}
+			b.appReap() // closes stdin: a write the server does not read ends
+			detail := b.StderrTail()
+			r := m.Finish(false, text, detail)
 			for _, c := range r.Changes {
 				h.Change(c)
 			}
-			b.appReap()
 			if r.End == nil {
-				return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+				return failBeforeStart(b.opts.NewID, h, text, detail)
 			}
 			return r.End
 		}
 	}
+}
+
+// appInterrupt asks the server to interrupt the running turn and to stop
+// the commands of the thread that still run: turn/interrupt stops the
+// command the turn waits for, not one codex left running in the background
+// (its yield time passed), which would go on and act after the turn ended.
+// It returns the id of the clean request, whose answer says the commands
+// are stopped.
+func (b *Backend) appInterrupt() string {
+	b.appRequest("turn/interrupt", map[string]any{"threadId": b.thread, "turnId": b.app.turnID})
+	id, _ := b.appRequest("thread/backgroundTerminals/clean", map[string]any{"threadId": b.thread})
+	return id
+}
+
+// joinLines joins the non-empty strings with newlines.
+func joinLines(parts ...string) string {
+	var kept []string
+	for _, s := range parts {
+		if s != "" {
+			kept = append(kept, s)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 // appReap ends the app-server process, keeping the thread for the next one

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -84,7 +83,8 @@ type Backend struct {
 	skipped     int
 	lastTail    string
 	lastExit    string
-	model       string // the model the thread runs on, as codex said
+	model       string        // the model the thread runs on, as codex said
+	echoes      claude.Echoes // prefixed messages sent, to cut out of stderr
 }
 
 // withModel names the model a turn ran on, for the price table: what the
@@ -194,7 +194,7 @@ func (b *Backend) StderrTail() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.proc != nil {
-		return tail(b.proc)
+		return b.echoes.Clean(string(b.proc.StderrTail()))
 	}
 	return b.lastTail
 }
@@ -301,6 +301,7 @@ func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *
 	interruptCh := make(chan struct{}, 1)
 	b.mu.Lock()
 	b.interruptCh = interruptCh
+	b.echoes.Add(msg.Text)
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -333,18 +334,22 @@ func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *
 	b.mu.Lock()
 	b.proc = p
 	b.mu.Unlock()
-	// codex reads the prompt to the end of stdin: an open stdin hangs it.
-	p.Write([]byte(msg.Text))
-	p.CloseStdin()
-	return b.withModel(b.loop(ctx, p, h, interruptCh))
+	// codex reads the prompt to the end of stdin (an open stdin hangs it):
+	// the loop closes stdin once the prompt is written.
+	sent := p.Send([]byte(msg.Text))
+	return b.withModel(b.loop(ctx, p, sent, h, interruptCh))
 }
 
 func failBeforeStart(newID itemmap.IDFunc, h claude.Host, text, detail string) *itemmap.TurnEnd {
 	return claude.FailBeforeStart(newID, h, text, detail)
 }
 
-func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h claude.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
+// loop runs a turn of codex exec, p, until it ends; sent delivers the
+// outcome of writing the prompt. A prompt codex does not read counts
+// toward the idle timeout, and an interrupt or Close ends it.
+func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, h claude.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
 	m := b.mapper
+	taken := false // codex read the whole prompt
 	idle := time.NewTimer(b.opts.IdleTimeout)
 	defer idle.Stop()
 	interrupted := false
@@ -369,11 +374,16 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h claude.Host, inte
 			return
 		}
 		interrupted = true
+		p.KillEscaped(true) // the commands codex detached: SIGINT does not reach them
 		p.Signal(syscall.SIGINT)
 		escalate = time.After(b.opts.Grace)
 	}
 	for {
 		select {
+		case err := <-sent:
+			sent = nil
+			taken = err == nil
+			p.CloseStdin()
 		case line, ok := <-p.Lines():
 			if !ok {
 				return b.ended(p, h, end, interrupted)
@@ -407,14 +417,19 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h claude.Host, inte
 			escalate = nil
 			go p.Close(b.opts.Grace) // SIGINT again, SIGTERM, SIGKILL
 		case <-idle.C:
-			go p.Close(b.opts.Grace)
-			r := m.Finish(false, fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.opts.IdleTimeout), tail(p))
+			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.opts.IdleTimeout)
+			if !taken {
+				text = fmt.Sprintf("codex did not read the message for %v; it was stopped.", b.opts.IdleTimeout)
+			}
+			b.reap(p) // closes stdin: a write codex does not read ends
+			detail := b.tail(p)
+			r := m.Finish(false, text, detail)
 			emit(r)
-			b.reap(p)
 			if r.End != nil {
 				return r.End
 			}
-			return &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+			// Not a word of the turn: codex never started it.
+			return failBeforeStart(b.opts.NewID, h, text, detail)
 		}
 	}
 }
@@ -432,14 +447,18 @@ func (b *Backend) ended(p *cliproc.Proc, h claude.Host, end *itemmap.TurnEnd, in
 		text += " (" + err.Error() + ")"
 	}
 	text += "."
-	r := b.mapper.Finish(interrupted, text, tail(p))
+	detail := b.tail(p)
+	r := b.mapper.Finish(interrupted, text, detail)
 	for _, c := range r.Changes {
 		h.Change(c)
 	}
-	if r.End == nil {
-		return failBeforeStart(b.opts.NewID, h, text, tail(p))
+	switch {
+	case r.End != nil:
+		return r.End
+	case interrupted:
+		return claude.InterruptedBeforeStart(b.opts.NewID, h)
 	}
-	return r.End
+	return failBeforeStart(b.opts.NewID, h, text, detail)
 }
 
 func (b *Backend) reap(p *cliproc.Proc) {
@@ -448,14 +467,21 @@ func (b *Backend) reap(p *cliproc.Proc) {
 	if err != nil {
 		exit = err.Error()
 	}
+	t := b.tail(p)
 	b.mu.Lock()
 	if b.proc == p {
 		b.proc = nil
 	}
-	b.lastTail, b.lastExit = tail(p), exit
+	b.lastTail, b.lastExit = t, exit
 	b.mu.Unlock()
 }
 
-func tail(p *cliproc.Proc) string {
-	return strings.ToValidUTF8(strings.TrimSpace(string(p.StderrTail())), "\uFFFD")
+// tail is the end of p's stderr as it may be shown and stored: valid
+// UTF-8, with the prefixed messages it was sent cut out and credentials
+// masked.
+func (b *Backend) tail(p *cliproc.Proc) string {
+	b.mu.Lock()
+	echoes := b.echoes
+	b.mu.Unlock()
+	return echoes.Clean(string(p.StderrTail()))
 }

@@ -1,0 +1,151 @@
+package codex
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/claude"
+	"spbridge/internal/fakeapi"
+	"spbridge/internal/itemmap"
+)
+
+// realCodex is a Backend on the real codex against a fake Responses API
+// with these replies, in a throwaway folder.
+func realCodex(t *testing.T, transport string, replies ...fakeapi.ResponsesReply) (*Backend, *fakeapi.OpenAIServer) {
+	t.Helper()
+	path := fakeapi.CodexPath(t)
+	srv, err := fakeapi.NewOpenAI(replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := New(Options{Program: path, Dir: work, Env: srv.CodexEnv(t, root), Transport: transport, Grace: 2 * time.Second,
+		IdleTimeout: time.Minute, NewID: itemmap.SequentialIDs()})
+	t.Cleanup(func() { b.Close() })
+	return b, srv
+}
+
+// cmdlineProcs returns the processes whose command line holds marker.
+func cmdlineProcs(t *testing.T, marker string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		argv, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(argv, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// approver allows every request and records the items.
+type approver struct {
+	mu        sync.Mutex
+	items     []archive.Item
+	streaming chan struct{} // closed when the assistant's text streams
+	once      sync.Once
+}
+
+func (a *approver) Change(c itemmap.Change) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.Op == itemmap.OpAdd {
+		a.items = append(a.items, c.Item)
+	}
+	if c.Item.Type() == archive.TypeAssistant {
+		a.once.Do(func() { close(a.streaming) })
+	}
+	for i, it := range a.items {
+		if it.ID() == c.Item.ID() {
+			a.items[i] = c.Item.Clone()
+		}
+	}
+}
+
+func (a *approver) Approve(context.Context, itemmap.Approval) claude.Decision {
+	return claude.Decision{Allow: true}
+}
+
+// TestE2EInterruptStopsCommand: an interrupt while a command runs (on
+// app-server, one the host approved to run outside the sandbox) stops the
+// command: its processes are gone when the turn has ended, so what it
+// would have done afterwards never happens. Also when codex left it running
+// in the background (its yield time passed) and went on with the turn.
+func TestE2EInterruptStopsCommand(t *testing.T) {
+	for _, tr := range []string{TransportAppServer, TransportExec} {
+		for _, background := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/background=%v", tr, background), func(t *testing.T) {
+				testInterruptStopsCommand(t, tr, background)
+			})
+		}
+	}
+}
+
+func testInterruptStopsCommand(t *testing.T, tr string, background bool) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	args := map[string]any{"cmd": "sleep 30; touch " + marker}
+	if tr == TransportAppServer {
+		args["sandbox_permissions"], args["justification"] = "require_escalated", "Run it outside?"
+	}
+	if background {
+		args["yield_time_ms"] = 250
+	}
+	replies := []fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{{Type: "function_call", Name: "exec_command", Arguments: args}}}}
+	if background {
+		// The command goes on in the background while the model streams
+		// its reply.
+		replies = append(replies, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(strings.Repeat("waiting ", 400))},
+			ChunkDelay: 20 * time.Millisecond})
+	}
+	replies = append(replies, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
+	b, _ := realCodex(t, tr, replies...)
+	b.opts.Dir = dir
+	h := &approver{streaming: make(chan struct{})}
+	done := make(chan *itemmap.TurnEnd)
+	go func() { done <- b.Turn(context.Background(), claude.Message{Text: "run it"}, h) }()
+	if background {
+		<-h.streaming
+		if len(cmdlineProcs(t, marker)) == 0 {
+			t.Fatal("the command is not running in the background")
+		}
+	} else {
+		for len(cmdlineProcs(t, marker)) == 0 {
+			time.Sleep(10 * time.Millisecond) // waiting for the command to start, not timing it
+		}
+	}
+	b.Interrupt()
+	end := <-done
+	if pids := cmdlineProcs(t, marker); len(pids) > 0 {
+		t.Errorf("the command still runs: %v", pids)
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL) // the test's own command, left over
+		}
+	}
+	if end.Status != itemmap.TurnInterrupted {
+		t.Errorf("status %s", end.Status)
+	}
+}
