@@ -19,12 +19,6 @@ func supervisorAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
 	return &c
 }
 
-// TagVar is the environment variable through which, on macOS, the supervisor
-// recognises the CLI's descendants at the end: the CLI gets it with a value
-// unique to its supervisor, and whatever it starts inherits it unless it
-// rebuilds its environment.
-const TagVar = "SPBRIDGE_SUPERVISOR_TAG"
-
 // walkInterval is how often the process table is walked while the CLI runs.
 const walkInterval = 100 * time.Millisecond
 

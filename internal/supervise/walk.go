@@ -2,6 +2,12 @@ package supervise
 
 import "bytes"
 
+// TagVar is the environment variable through which, on macOS, the supervisor
+// recognises the CLI's descendants at the end: the CLI gets it with a value
+// unique to its supervisor, and whatever it starts inherits it unless it
+// rebuilds its environment.
+const TagVar = "SPBRIDGE_SUPERVISOR_TAG"
+
 // descendants returns the pids below root in a parent → children map,
 // breadth first. A cycle (impossible in a consistent table, but the table is
 // read while it changes) is not followed twice.

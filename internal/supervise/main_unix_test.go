@@ -1,0 +1,169 @@
+//go:build unix
+
+package supervise
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperEnv turns the test binary into one of the helpers below; its value
+// is the mode. The test binary is also a supervisor: TestMain calls Main.
+const helperEnv = "SPBRIDGE_SUPERVISE_HELPER"
+
+func TestMain(m *testing.M) {
+	Main()
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode))
+	}
+	// A race-enabled binary sleeps a second before it exits, by default;
+	// the helpers are such binaries.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	os.Exit(m.Run())
+}
+
+// keep holds the middle helper's lifeline: a lifeline that is garbage
+// collected is closed by its finalizer.
+var keep *Lifeline
+
+func runHelper(mode string) int {
+	switch mode {
+	case "true":
+		return 0
+	case "cli":
+		return fakeCLI()
+	case "hang": // nohup-like: ignore SIGHUP, say "up", hang
+		signal.Ignore(syscall.SIGHUP)
+		os.Stdout.WriteString("up\n")
+		hang()
+	case "detach": // the middle of a double fork: start a "hang", exit at once
+		c := helper("hang")
+		c.Stdout = os.Stdout
+		if err := c.Start(); err != nil {
+			panic(err)
+		}
+		return 0
+	case "bridge": // play spbridge: a supervised "cli" on our stdin and stdout; wait for SIGKILL
+		cmd, life, err := Command(exe(), cliCommand(os.Stdin, os.Stdout))
+		if err != nil {
+			panic(err)
+		}
+		if err := cmd.Start(); err != nil {
+			panic(err)
+		}
+		if _, err := life.Started(cmd.Process); err != nil {
+			panic(err)
+		}
+		keep = life
+		hang()
+	case "fds": // print the device and inode of fds 0 and 1, exit 5
+		for fd := range 2 {
+			var st syscall.Stat_t
+			if err := syscall.Fstat(fd, &st); err != nil {
+				panic(err)
+			}
+			fmt.Printf("%d:%d\n", st.Dev, st.Ino)
+		}
+		return 5
+	case "term": // die by SIGTERM
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		hang()
+	case "env": // print the environment
+		for _, kv := range os.Environ() {
+			fmt.Println(kv)
+		}
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
+	return 2
+}
+
+// fakeCLI starts three processes that stay: one in its process group, one
+// in a new session through a double fork (its parent exits at once), one in
+// a process group of its own; all ignore SIGHUP. Once all three are up it
+// prints "ready", then reads stdin: "exit N" makes it print "bye" and exit
+// with status N; end of file, exit 3.
+func fakeCLI() int {
+	r, w, err := os.Pipe()
+	if err != nil {
+		panic(err)
+	}
+	inGroup := helper("hang")
+	detached := helper("detach")
+	detached.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	ownGroup := helper("hang")
+	ownGroup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	for _, c := range []*exec.Cmd{inGroup, detached, ownGroup} {
+		c.Stdout = w
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			panic(err)
+		}
+	}
+	w.Close()
+	if err := detached.Wait(); err != nil {
+		panic(err)
+	}
+	br := bufio.NewReader(r)
+	for range 3 {
+		if l, err := br.ReadString('\n'); l != "up\n" {
+			panic(fmt.Sprintf("read %q, %v; want up", l, err))
+		}
+	}
+	os.Stdout.WriteString("ready\n")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if n, ok := cutInt(in.Text(), "exit "); ok {
+			os.Stdout.WriteString("bye\n")
+			return n
+		}
+	}
+	return 3
+}
+
+func cutInt(s, prefix string) (int, bool) {
+	if len(s) <= len(prefix) || s[:len(prefix)] != prefix {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[len(prefix):])
+	return n, err == nil
+}
+
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func exe() string {
+	p, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// helper returns a command running the test binary as helper mode, with
+// this process's environment (a marker in it included).
+func helper(mode string) *exec.Cmd {
+	c := exec.Command(exe())
+	c.Env = append(withoutVar(os.Environ(), helperEnv), helperEnv+"="+mode)
+	return c
+}
+
+// cliCommand is the fake CLI as cliproc would describe it: in a new process
+// group, with the given stdin and stdout.
+func cliCommand(stdin, stdout *os.File) *exec.Cmd {
+	c := helper("cli")
+	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, os.Stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return c
+}
