@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 		fakeAppServer()
 		os.Exit(0)
 	}
+	if mode := os.Getenv(fakeCodexEnv); mode != "" {
+		os.Exit(fakeCodex(mode))
+	}
 	os.Exit(m.Run())
 }
 
