@@ -87,8 +87,10 @@ type Backend struct {
 	echoes      claude.Echoes // prefixed messages sent, to cut out of stderr
 }
 
-// withModel names the model a turn ran on, for the price table: what the
-// app-server said the thread runs on, else the model asked for.
+// withModel names the model a turn ran on, for the price table and the
+// record: what the app-server said the thread runs on, else the model asked
+// for, else the one codex's configuration names (what codex exec runs when
+// not told one; it does not say).
 func (b *Backend) withModel(end *itemmap.TurnEnd) *itemmap.TurnEnd {
 	if end != nil && end.Model == "" {
 		b.mu.Lock()
@@ -97,6 +99,9 @@ func (b *Backend) withModel(end *itemmap.TurnEnd) *itemmap.TurnEnd {
 			end.Model = b.opts.Model
 		}
 		b.mu.Unlock()
+		if end.Model == "" {
+			end.Model = configModel(b.env())
+		}
 	}
 	return end
 }

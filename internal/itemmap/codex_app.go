@@ -21,6 +21,7 @@ type CodexApp struct {
 
 	parts     map[string]int    // reasoning summary parts begun, by item id
 	total     json.RawMessage   // the thread's usage so far, as exec reports it
+	last      json.RawMessage   // the turn's last API request's usage, in exec's fields
 	approvals map[string]string // request id → codex item id
 }
 
@@ -79,6 +80,7 @@ func (a *CodexApp) Line(line []byte) Result {
 	case "thread/started":
 		return a.exec(map[string]any{"type": "thread.started", "thread_id": p.Get("thread.id").String()})
 	case "turn/started":
+		a.last = nil
 		return a.exec(map[string]any{"type": "turn.started"})
 	case "item/started", "item/completed":
 		return a.item(p.Get("item"), method == "item/completed")
@@ -100,6 +102,7 @@ func (a *CodexApp) Line(line []byte) Result {
 		return r
 	case "thread/tokenUsage/updated":
 		a.total = execTokens(p.Get("tokenUsage.total"))
+		a.last = execTokens(p.Get("tokenUsage.last"))
 		return Result{}
 	case "error":
 		msg := p.Get("error.message").String()
@@ -235,7 +238,13 @@ func (a *CodexApp) turnCompleted(turn gjson.Result) Result {
 	if usage == nil {
 		usage = json.RawMessage("{}")
 	}
-	return a.exec(map[string]any{"type": "turn.completed", "usage": usage})
+	r := a.exec(map[string]any{"type": "turn.completed", "usage": usage})
+	if r.End != nil && a.last != nil {
+		// The last request's own usage, which exec mode does not report.
+		r.End.LastRound = readCodexTokens(gjson.ParseBytes(a.last)).usage()
+	}
+	a.last = nil
+	return r
 }
 
 // request maps a request from the server: an approval becomes a
