@@ -64,6 +64,12 @@ func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Hos
 		a.Set("text", "about to fail")
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 		panic("the fake backend panics")
+	case strings.HasPrefix(text, "stubborn"):
+		// A CLI that does not stop when asked: only finish ends it.
+		a.Set("text", "working")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		<-f.finish
+		return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
 	case strings.HasPrefix(text, "quiet"):
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/pkglock"
@@ -572,5 +573,45 @@ func TestTurnNotStarted(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(agent); len(entries) != 1 {
 		t.Errorf("agent/ holds %d entries", len(entries))
+	}
+}
+
+// TestShutdownSavesARunningTurn: when the input ends, a turn's conversation
+// as it stands is saved before spbridge waits for the turn to stop.
+func TestShutdownSavesARunningTurn(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	c.request("session/new", newSessionParams(pkg))
+	c.call("session/prompt", promptParams(pkg, "stubborn"))
+	c.until(func(m map[string]any) bool { return m["method"] == "session/update" })
+	released := false
+	t.Cleanup(func() { // runs before the server's: a failed test ends too
+		if !released {
+			c.backend(0).finish <- struct{}{}
+		}
+	})
+	c.in.Close()
+	// The turn does not stop; its conversation reaches the disk anyway.
+	waitFor(t, func() bool {
+		p, err := archive.Open(pkg, archive.KindDocument, true)
+		return err == nil && len(p.Conv.Items) == 2 && p.Conv.Items[1].String("text") == "working"
+	})
+	released = true
+	c.backend(0).finish <- struct{}{}
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond, an event outside the protocol (a file written), up
+// to a limit that only a hang reaches.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("the condition never held")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -423,6 +423,11 @@ func (s *Server) shutdown() error {
 	for _, ss := range all {
 		ss.stop()
 	}
+	// A turn may take a while to stop (or never, with a CLI that hangs):
+	// what it did so far is on disk before anything waits for it.
+	for _, ss := range all {
+		ss.saveRunning()
+	}
 	s.wg.Wait()
 	var errs []error
 	for _, ss := range all {

@@ -954,6 +954,19 @@ func (ss *acpSession) save(j *job) (any, error) {
 	return map[string]any{"written": nonNil(r.Written), "removed": nonNil(r.Removed)}, nil
 }
 
+// saveRunning saves the conversation as it stands when a turn runs (the
+// turn's end saves again).
+func (ss *acpSession) saveRunning() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.opened || ss.closed || ss.live == nil {
+		return
+	}
+	if err := ss.safely("save", func() error { _, err := ss.saveLocked(); return err }); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
+	}
+}
+
 // saveLocked saves; mu is held.
 func (ss *acpSession) saveLocked() (*archive.SaveReport, error) {
 	if ss.live == nil {
