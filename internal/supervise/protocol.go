@@ -15,9 +15,6 @@ import (
 // arguments are the CLI's path, then the CLI's argv (argv[0] first).
 const modeVersion = "1"
 
-// lifelineFD is the supervisor's file descriptor of its end of the lifeline.
-const lifelineFD = 3
-
 func encodeMode(extra int) string { return modeVersion + ":" + strconv.Itoa(extra) }
 
 // decodeMode returns the number of extra files a mode value announces.

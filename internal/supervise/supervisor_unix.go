@@ -10,6 +10,10 @@ import (
 	"syscall"
 )
 
+// lifelineFD is the supervisor's file descriptor of its end of the lifeline
+// (the first of the command's ExtraFiles).
+const lifelineFD = 3
+
 // reaper is what the supervisor needs of the OS to find and end the CLI's
 // descendants. Linux has a subreaper (reap_linux.go), macOS walks the
 // process table (reap_darwin.go), other systems reach only the CLI.
