@@ -26,7 +26,12 @@
 //	cmd.Wait()
 package supervise
 
-import "strings"
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+)
 
 // EnvVar is the environment variable that puts a binary that calls Main into
 // supervisor mode. Command sets it for the supervisor; the supervisor removes
@@ -44,6 +49,25 @@ const (
 	// the error.
 	ExitNoStart = 127
 )
+
+// ErrNoMain is returned by Executable in a binary that has not called Main.
+var ErrNoMain = errors.New("supervise: this program did not call supervise.Main, so it cannot be a supervisor")
+
+// mainCalled is set by Main when it returns (the binary is not a supervisor
+// now, but can be one).
+var mainCalled atomic.Bool
+
+// Executable returns the path of this program's binary, for Command's exe,
+// once Main has been called in this process, and ErrNoMain before: a binary
+// that never calls Main (a test binary whose TestMain does not) would not act
+// as a supervisor but run as itself. A caller that gets ErrNoMain should run
+// the CLI without supervision.
+func Executable() (string, error) {
+	if !mainCalled.Load() {
+		return "", ErrNoMain
+	}
+	return os.Executable()
+}
 
 // withoutVar returns env without the entries that set name.
 func withoutVar(env []string, name string) []string {

@@ -357,6 +357,14 @@ func TestStartError(t *testing.T) {
 	}
 }
 
+// TestExecutable: TestMain called Main, so this binary can supervise.
+func TestExecutable(t *testing.T) {
+	p, err := Executable()
+	if err != nil || p != exe() {
+		t.Errorf("Executable() = %q, %v, want %q, nil", p, err, exe())
+	}
+}
+
 // TestNotALifeline: a supervisor started without a lifeline refuses.
 func TestNotALifeline(t *testing.T) {
 	c := exec.Command(exe(), "/bin/true", "true")
@@ -370,9 +378,13 @@ func TestNotALifeline(t *testing.T) {
 }
 
 // BenchmarkStart measures starting and reaping a trivial CLI directly and
-// through a supervisor (this test binary's, which is larger and slower to
-// start than spbridge's).
+// through a supervisor: this test binary, or the binary named by
+// $SPBRIDGE_SUPERVISE_BENCH_EXE (a built spbridge).
 func BenchmarkStart(b *testing.B) {
+	sup := exe()
+	if p := os.Getenv("SPBRIDGE_SUPERVISE_BENCH_EXE"); p != "" {
+		sup = p
+	}
 	cli := func() *exec.Cmd {
 		if p, err := exec.LookPath("true"); err == nil {
 			return exec.Command(p)
@@ -388,7 +400,7 @@ func BenchmarkStart(b *testing.B) {
 	})
 	b.Run("supervised", func(b *testing.B) {
 		for b.Loop() {
-			cmd, life, err := Command(exe(), cli())
+			cmd, life, err := Command(sup, cli())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -21,8 +21,9 @@ type Lifeline struct {
 	path string
 }
 
-// Main does nothing on Windows, where no supervisor process is needed.
-func Main() {}
+// Main does nothing on Windows, where no supervisor process is needed, but
+// let Executable answer.
+func Main() { mainCalled.Store(true) }
 
 // Command returns a command that runs the CLI described by cli in a process
 // group of its own (CREATE_NEW_PROCESS_GROUP, for Interrupt), and a Lifeline

@@ -63,6 +63,7 @@ type reaper interface {
 func Main() {
 	v, ok := os.LookupEnv(EnvVar)
 	if !ok {
+		mainCalled.Store(true)
 		return
 	}
 	os.Exit(supervise(v, os.Args[1:]))
