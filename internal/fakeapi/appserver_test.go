@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,9 +218,16 @@ func (a *appServer) call(method string, params any) (map[string]any, []map[strin
 // initialized notification.
 func (a *appServer) initialize() map[string]any {
 	a.t.Helper()
+	return a.initializeWith(nil)
+}
+
+// initializeWith does the handshake with capabilities in initialize (nil:
+// none).
+func (a *appServer) initializeWith(capabilities map[string]any) map[string]any {
+	a.t.Helper()
 	res, _ := a.call("initialize", map[string]any{
 		"clientInfo":   map[string]any{"name": "spbridge_test", "title": "spbridge test", "version": "0.0.1"},
-		"capabilities": nil,
+		"capabilities": capabilities,
 	})
 	a.send(map[string]any{"method": "initialized"})
 	return res
@@ -229,7 +237,16 @@ func (a *appServer) initialize() map[string]any {
 // (workspace-write sandbox, on-request approvals) and returns its id.
 func (a *appServer) startThread() string {
 	a.t.Helper()
-	res, _ := a.call("thread/start", map[string]any{"cwd": a.work, "approvalPolicy": "on-request", "sandbox": "workspace-write"})
+	return a.startThreadWith(nil)
+}
+
+// startThreadWith starts a thread as startThread does, with extra params
+// added to thread/start's.
+func (a *appServer) startThreadWith(extra map[string]any) string {
+	a.t.Helper()
+	params := map[string]any{"cwd": a.work, "approvalPolicy": "on-request", "sandbox": "workspace-write"}
+	maps.Copy(params, extra)
+	res, _ := a.call("thread/start", params)
 	thread, _ := res["thread"].(map[string]any)
 	id, _ := thread["id"].(string)
 	if id == "" {
@@ -694,5 +711,114 @@ func TestAppServerUnauthorized(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// oddArguments are exec_command arguments as a model might write them:
+// keys in an unusual order, odd spacing, a newline, an escaped slash and a
+// \u escape, none of which survives a decode and encode.
+const oddArguments = "{ \"yield_time_ms\" :5000,\n  \"cmd\":\"printf 'a  b\\\\n' \\u003e odd.txt; cat odd.txt\",\"workdir\" : \".\\/\" }"
+
+// rawItems returns the items of the rawResponseItem/completed
+// notifications in msgs.
+func rawItems(msgs []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, p := range notifications(msgs, "rawResponseItem/completed") {
+		it, _ := p["item"].(map[string]any)
+		out = append(out, it)
+	}
+	return out
+}
+
+// rawOfType returns the raw items of type typ, by call_id.
+func rawOfType(items []map[string]any, typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, it := range items {
+		if it["type"] == typ {
+			id, _ := it["call_id"].(string)
+			out[id] = it
+		}
+	}
+	return out
+}
+
+func TestAppServerRawEvents(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	patch := "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{MessageItem("Running it."),
+			{Type: "function_call", Name: "exec_command", CallID: "call_odd_bytes", ArgumentsText: oddArguments}}},
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "exec_command", CallID: "call_fails", ArgumentsText: `{"cmd":"echo oops >&2; exit 3"}`}}},
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "exec_command", CallID: "call_sandboxed",
+			ArgumentsText: `{"cmd":"touch ` + filepath.Join(outside, "x") + `"}`}}},
+		ResponsesReply{Items: []OutputItem{{Type: "custom_tool_call", Name: "apply_patch", CallID: "call_patch", Input: patch}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Done.")}},
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "exec_command", CallID: "call_resumed", ArgumentsText: `{"cmd": "ls"}`}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Listed.")}},
+	)
+	dir, work := t.TempDir(), t.TempDir()
+	a := startAppServer(t, srv, dir, work)
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThreadWith(map[string]any{"experimentalRawEvents": true})
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("run things"), "sandboxPolicy": strictSandbox}, nil)
+	a.stop()
+	a.save("raw_events", outside, "/home/dev/capture/outside")
+	if tr.completed["status"] != "completed" {
+		t.Fatalf("turn/completed turn = %v", tr.completed)
+	}
+	raw := rawItems(tr.msgs)
+	calls := rawOfType(raw, "function_call")
+	// The model's arguments, byte for byte, under its own tool name and
+	// call_id.
+	if c := calls["call_odd_bytes"]; c["arguments"] != oddArguments || c["name"] != "exec_command" {
+		t.Errorf("raw call = %v, want the arguments %q", c, oddArguments)
+	}
+	if c := rawOfType(raw, "custom_tool_call")["call_patch"]; c["input"] != patch || c["name"] != "apply_patch" {
+		t.Errorf("raw patch call = %v", c)
+	}
+	// The outputs codex sent back are the ones the next requests carried.
+	bodies := responsesBodies(t, srv)
+	sent := map[string]any{}
+	for _, typ := range []string{"function_call_output", "custom_tool_call_output"} {
+		for _, o := range inputOfType(bodies[4], typ) {
+			sent[fmt.Sprint(o["call_id"])] = o["output"]
+		}
+	}
+	outs := rawOfType(raw, "function_call_output")
+	maps.Copy(outs, rawOfType(raw, "custom_tool_call_output"))
+	for _, id := range []string{"call_odd_bytes", "call_fails", "call_sandboxed", "call_patch"} {
+		if outs[id] == nil || !reflect.DeepEqual(outs[id]["output"], sent[id]) {
+			t.Errorf("raw output of %s = %v, want what the API got: %q", id, outs[id], sent[id])
+		}
+	}
+	if out := fmt.Sprint(outs["call_fails"]["output"]); !strings.Contains(out, "Process exited with code 3") {
+		t.Errorf("failed command's output %q", out)
+	}
+	// Raw items come as well for the turn's context (developer and user
+	// messages), the user's message and the assistant's messages.
+	var roles []string
+	for _, it := range raw {
+		if it["type"] == "message" {
+			roles = append(roles, fmt.Sprint(it["role"]))
+		}
+	}
+	if !containsAll(roles, "developer", "user", "assistant") {
+		t.Errorf("raw message roles %v", roles)
+	}
+
+	// thread/resume takes no such switch (it is ignored): a resumed thread
+	// sends no raw items.
+	b := startAppServer(t, srv, dir, work)
+	b.initializeWith(map[string]any{"experimentalApi": true})
+	b.call("thread/resume", map[string]any{"threadId": thread, "cwd": work, "approvalPolicy": "on-request", "sandbox": "workspace-write",
+		"excludeTurns": true, "experimentalRawEvents": true})
+	tr = b.runTurn(map[string]any{"threadId": thread, "input": textInput("again")}, nil)
+	defer b.save("raw_events_resume")
+	if tr.completed["status"] != "completed" || len(completedItems(tr.msgs, "commandExecution")) != 1 {
+		t.Errorf("resumed turn %v: %v", tr.completed, methods(tr.msgs))
+	}
+	if n := len(rawItems(tr.msgs)); n != 0 {
+		t.Errorf("%d raw items after thread/resume, want none (update the backend and README: resumed threads can keep the model's bytes)", n)
 	}
 }

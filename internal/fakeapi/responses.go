@@ -92,6 +92,11 @@ type OutputItem struct {
 	// as a string; nil means {}.
 	Arguments any
 
+	// ArgumentsText, when not empty, is a function_call's arguments string
+	// sent as it is, byte for byte (in place of Arguments): a model's own
+	// spacing and key order, which marshaling would not keep.
+	ArgumentsText string
+
 	// Input is a custom_tool_call's freeform input.
 	Input string
 }
@@ -322,7 +327,9 @@ func (s *OpenAIServer) response(reply *ResponsesReply, model string) *response {
 			}
 			oi.Name, oi.CallID = it.Name, it.CallID
 			args := "{}"
-			if it.Arguments != nil {
+			if it.ArgumentsText != "" {
+				args = it.ArgumentsText
+			} else if it.Arguments != nil {
 				b, err := json.Marshal(it.Arguments)
 				if err != nil {
 					b, _ = json.Marshal(map[string]string{"fakeapi_error": err.Error()})

@@ -44,14 +44,21 @@ import (
 //     message, the notice is replaced by the turn's one failure item.
 //
 // The history holds the assistant's text and, for each tool, a toolCall
-// named as in the panel ("mcp__server__tool" for MCP tools) whose id is the
-// tool item's id (unique, unlike codex's), and its toolResult: a command's
-// call has the arguments {"command": …} (the unwrapped command) and its
-// result the output, an error when the exit code is not 0; a file change's
-// call has {"changes": […]} as codex reported them. A tool still running
-// when the turn ends gets an error result with its output so far, so that
-// no call is left without a result. Reasoning, web searches (run on the
-// model API's side, without results) and todo lists are not in it.
+// and its toolResult. When the stream carries the model's own tool calls
+// (the app-server's raw response items, see CodexApp), a call is kept as
+// the model produced it: the model's tool name, its call_id as the id, its
+// arguments (or a freeform tool's input) byte for byte, and as the result
+// the output codex sent back to the model, an error when the tool item
+// failed (or, without one, when the output reports a non-zero exit code).
+// Otherwise (codex exec, or a call the raw items do not cover) a call is in
+// a neutral form: named as in the panel ("mcp__server__tool" for MCP tools),
+// its id the tool item's id (unique, unlike codex's); a command's call has
+// the arguments {"command": …} (the unwrapped command) and its result the
+// output, an error when the exit code is not 0; a file change's call has
+// {"changes": […]} as codex reported them. A tool still running when the
+// turn ends gets an error result with its output so far, so that no call is
+// left without a result. Reasoning, web searches (run on the model API's
+// side, without results) and todo lists are not in it.
 type Codex struct {
 	newID       IDFunc
 	thread      string
@@ -89,6 +96,7 @@ var codexItemTypes = map[string]bool{
 
 // codexEntry is one codex item of the turn and the panel item it shows as.
 type codexEntry struct {
+	id       string           // the codex item id (an app-server tool's is the model's call_id)
 	kind     string           // the codex item type
 	item     archive.Item     // zero until shown
 	raw      string           // the codex item as last reported
@@ -107,18 +115,34 @@ const (
 	stepText = iota
 	stepCall
 	stepResult
+	stepRawCall
+	stepRawResult
 )
 
 // codexStep is one history block, in the order the CLI reported it; the
-// blocks are built from the entries' final state when the turn ends.
+// blocks are built from the entries' final state when the turn ends. A
+// raw step's block is the model's own call or its output (rc).
 type codexStep struct {
 	e    *codexEntry
+	rc   *rawCall
 	kind int
+}
+
+// rawCall is a tool call as the model produced it, and the output codex
+// sent back for it, from the app-server's raw response items.
+type rawCall struct {
+	id, name, args string
+	output         string
+	hasCall        bool // the call itself was seen (not only its output)
+	hasOutput      bool
+	callPut        bool // in the history being built
+	resultPut      bool
 }
 
 type codexTurn struct {
 	byID    map[string]*codexEntry // this turn's entries by codex item id
 	entries []*codexEntry          // every entry, in order of first sight
+	raw     map[string]*rawCall    // the model's own tool calls by call_id
 	log     []codexStep
 	failure *archive.Item
 	errItem archive.Item // the notice of the last top-level error
@@ -127,7 +151,7 @@ type codexTurn struct {
 
 func (m *Codex) ensureTurn() *codexTurn {
 	if m.turn == nil {
-		m.turn = &codexTurn{byID: make(map[string]*codexEntry)}
+		m.turn = &codexTurn{byID: make(map[string]*codexEntry), raw: make(map[string]*rawCall)}
 	}
 	return m.turn
 }
@@ -232,7 +256,7 @@ func (m *Codex) item(it gjson.Result, completed bool, r *Result) {
 			r.Skipped = true
 			return
 		}
-		e = &codexEntry{kind: kind}
+		e = &codexEntry{id: id, kind: kind}
 		t.byID[id] = e
 		t.entries = append(t.entries, e)
 	}
@@ -247,7 +271,7 @@ func (m *Codex) item(it gjson.Result, completed bool, r *Result) {
 			e.finished = true
 			if !e.logged {
 				e.logged = true
-				t.log = append(t.log, codexStep{e, stepText})
+				t.log = append(t.log, codexStep{e: e, kind: stepText})
 			}
 		}
 	case codexReasoning:
@@ -305,7 +329,7 @@ func (m *Codex) appendText(id, kind, typ, delta string, r *Result) {
 	t := m.ensureTurn()
 	e := t.byID[id]
 	if e == nil || e.kind != kind {
-		e = &codexEntry{kind: kind}
+		e = &codexEntry{id: id, kind: kind}
 		t.byID[id] = e
 		t.entries = append(t.entries, e)
 	}
@@ -335,7 +359,7 @@ func (m *Codex) startTool(e *codexEntry, name string) {
 		return
 	}
 	e.tool = name
-	m.turn.log = append(m.turn.log, codexStep{e, stepCall})
+	m.turn.log = append(m.turn.log, codexStep{e: e, kind: stepCall})
 }
 
 // endTool records a tool's result in the history log once.
@@ -344,7 +368,7 @@ func (m *Codex) endTool(e *codexEntry, output string, isErr bool) {
 	e.output, e.isErr = output, isErr
 	if e.tool != "" && !e.logged {
 		e.logged = true
-		m.turn.log = append(m.turn.log, codexStep{e, stepResult})
+		m.turn.log = append(m.turn.log, codexStep{e: e, kind: stepResult})
 	}
 }
 
@@ -492,9 +516,43 @@ func (m *Codex) endTurn(status string, r *Result) *TurnEnd {
 	return end
 }
 
+// rawToolCall records a tool call as the model produced it (callID, the
+// tool's name, its arguments or input exactly), in the history's order. A
+// call_id seen before is kept as first seen.
+func (m *Codex) rawToolCall(callID, name, args string) {
+	t := m.ensureTurn()
+	rc := t.raw[callID]
+	if rc == nil {
+		rc = &rawCall{id: callID}
+		t.raw[callID] = rc
+	}
+	if rc.hasCall {
+		return
+	}
+	rc.hasCall, rc.name, rc.args = true, name, args
+	t.log = append(t.log, codexStep{rc: rc, kind: stepRawCall})
+}
+
+// rawToolOutput records the output codex sent back to the model for
+// callID, exactly.
+func (m *Codex) rawToolOutput(callID, output string) {
+	t := m.ensureTurn()
+	rc := t.raw[callID]
+	if rc == nil {
+		rc = &rawCall{id: callID}
+		t.raw[callID] = rc
+	}
+	if rc.hasOutput {
+		return
+	}
+	rc.hasOutput, rc.output = true, output
+	t.log = append(t.log, codexStep{rc: rc, kind: stepRawResult})
+}
+
 // history builds the turn's history messages in the neutral form: the
 // assistant's text and tool calls, then the tools' results, in the order
-// codex reported them.
+// codex reported them. A tool whose call the model's own items cover is
+// put as the model produced it (see Codex).
 func (t *codexTurn) history() []archive.Message {
 	var h []archive.Message
 	put := func(role string, b archive.Block) {
@@ -504,6 +562,47 @@ func (t *codexTurn) history() []archive.Message {
 		}
 		h = append(h, archive.Message{Role: role, Content: []archive.Block{b}})
 	}
+	// The tool items by the call they ran (an app-server tool item's id is
+	// the model's call_id).
+	tools := make(map[string]*codexEntry)
+	for _, e := range t.entries {
+		if e.tool != "" {
+			tools[e.id] = e
+		}
+	}
+	raw := func(e *codexEntry) *rawCall {
+		if rc := t.raw[e.id]; rc != nil && rc.hasCall {
+			return rc
+		}
+		return nil
+	}
+	putCall := func(rc *rawCall) {
+		if !rc.callPut {
+			rc.callPut = true
+			put("assistant", archive.NewToolCallBlock(rc.id, rc.name, rc.args))
+		}
+	}
+	putResult := func(rc *rawCall) {
+		if rc.resultPut || !rc.callPut {
+			return
+		}
+		rc.resultPut = true
+		e := tools[rc.id]
+		switch {
+		case rc.hasOutput:
+			isErr := rawOutputFailed(rc.output)
+			if e != nil && e.finished {
+				isErr = e.isErr
+			}
+			put("tool", archive.NewToolResultBlock(rc.id, rc.name, rc.output, isErr))
+		case e != nil && e.finished:
+			// No output went back to the model (the turn ended first):
+			// what the tool item reported.
+			put("tool", archive.NewToolResultBlock(rc.id, rc.name, e.output, e.isErr))
+		default:
+			put("tool", archive.NewToolResultBlock(rc.id, rc.name, "", true))
+		}
+	}
 	for _, s := range t.log {
 		e := s.e
 		switch s.kind {
@@ -512,12 +611,58 @@ func (t *codexTurn) history() []archive.Message {
 				put("assistant", archive.NewTextBlock(e.text))
 			}
 		case stepCall:
+			if rc := raw(e); rc != nil {
+				putCall(rc)
+				continue
+			}
 			put("assistant", archive.NewToolCallBlock(e.item.ID(), e.tool, e.args))
 		case stepResult:
+			if rc := raw(e); rc != nil {
+				putResult(rc)
+				continue
+			}
 			put("tool", archive.NewToolResultBlock(e.item.ID(), e.tool, e.output, e.isErr))
+		case stepRawCall:
+			putCall(s.rc)
+		case stepRawResult:
+			putResult(s.rc)
+		}
+	}
+	// A call whose output never came (the turn ended first) still gets a
+	// result.
+	for _, s := range t.log {
+		if s.kind == stepRawCall {
+			putResult(s.rc)
 		}
 	}
 	return h
+}
+
+// rawOutputFailed reports whether a tool's output, as codex sent it to the
+// model, says the tool failed: a command's "Process exited with code N" or
+// a patch's "Exit code: N" with N not 0, or a JSON output whose
+// metadata.exit_code is not 0.
+func rawOutputFailed(out string) bool {
+	if strings.HasPrefix(out, "{") {
+		if c := gjson.Get(out, "metadata.exit_code"); c.Type == gjson.Number {
+			return c.Int() != 0
+		}
+		return false
+	}
+	for n, line := range strings.SplitN(out, "\n", 8) {
+		if n == 7 {
+			break
+		}
+		for _, p := range []string{"Process exited with code ", "Exit code: "} {
+			if code, ok := strings.CutPrefix(line, p); ok {
+				return strings.TrimSpace(code) != "0"
+			}
+		}
+		if line == "Output:" {
+			break // what follows is the tool's own output
+		}
+	}
+	return false
 }
 
 // codexTokens is a usage as codex reports it. Codex counts cached input

@@ -13,7 +13,11 @@ import (
 // and requests, one a line) onto items. It turns the server's notifications
 // into the events of `codex exec --json` and hands them to a Codex mapper,
 // so both transports show, record and count the same way; the app-server's
-// own extras (text deltas, approval requests) are handled here. Responses
+// own extras (text deltas, approval requests) are handled here. On a
+// thread started with experimentalRawEvents the server also sends each
+// Responses API item (rawResponseItem/completed): its tool calls and their
+// outputs make the history keep the model's own bytes (see Codex); the
+// items shown stay those of the item notifications. Responses
 // to the client's requests are the caller's: Line ignores them. It is not
 // safe for concurrent use.
 type CodexApp struct {
@@ -112,6 +116,9 @@ func (a *CodexApp) Line(line []byte) Result {
 		return Result{}
 	case "turn/completed":
 		return a.turnCompleted(p.Get("turn"))
+	case "rawResponseItem/completed":
+		a.rawItem(p.Get("item"))
+		return Result{}
 	}
 	// Status changes, diffs, rate limits, warnings: nothing to show.
 	return Result{}
@@ -125,6 +132,36 @@ func joinParts(parts []string) string {
 		}
 	}
 	return strings.Join(kept, "\n")
+}
+
+// rawItem records a raw response item (sent on a thread started with
+// experimentalRawEvents): a tool call as the model produced it, or the
+// output codex sent back to the model for one. Messages, reasoning and the
+// rest are shown from the item notifications, not from these.
+func (a *CodexApp) rawItem(it gjson.Result) {
+	if a.m.turn == nil {
+		return // outside a turn: nothing to add it to
+	}
+	callID := it.Get("call_id").String()
+	if callID == "" {
+		return
+	}
+	switch it.Get("type").String() {
+	case "function_call":
+		a.m.rawToolCall(callID, it.Get("name").String(), it.Get("arguments").String())
+	case "custom_tool_call":
+		a.m.rawToolCall(callID, it.Get("name").String(), it.Get("input").String())
+	case "local_shell_call":
+		// The model's action object is its call.
+		a.m.rawToolCall(callID, "local_shell", it.Get("action").Raw)
+	case "function_call_output", "custom_tool_call_output":
+		out := it.Get("output")
+		text := out.Raw // content items: as codex sent them
+		if out.Type == gjson.String {
+			text = out.String()
+		}
+		a.m.rawToolOutput(callID, text)
+	}
 }
 
 // execTokens converts app-server token counts to exec's usage fields.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"spbridge/internal/canonjson"
 )
 
 // appServerSession reads a recorded app-server session: the server's lines
@@ -114,4 +116,120 @@ func FuzzCodexApp(f *testing.F) {
 		}
 		checkResult(t, m.Finish(false, "end", ""))
 	})
+}
+
+// historyOf returns the turn's history as canonical JSON.
+func historyOf(t *testing.T, p *panel) string {
+	t.Helper()
+	if len(p.turns) != 1 {
+		t.Fatalf("%d turns, want 1", len(p.turns))
+	}
+	out, err := canonjson.Encode(p.turns[0].(map[string]any)["history"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestCodexAppRawHistory: the model's own calls from the raw items make the
+// history; a call without them falls back to the neutral form; a call whose
+// output never came gets the tool item's result.
+func TestCodexAppRawHistory(t *testing.T) {
+	const (
+		started = `{"method":"turn/started","params":{"turn":{"id":"t1"}}}`
+		// A command whose raw call and output both came.
+		rawA   = `{"method":"rawResponseItem/completed","params":{"item":{"type":"function_call","name":"exec_command","arguments":"{ \"cmd\" : \"ls\" }","call_id":"call_a"}}}`
+		startA = `{"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_a","command":"/bin/bash -lc ls","status":"inProgress"}}}`
+		doneA  = `{"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_a","command":"/bin/bash -lc ls","status":"failed","exitCode":2,"aggregatedOutput":"no\n"}}}`
+		outA   = `{"method":"rawResponseItem/completed","params":{"item":{"type":"function_call_output","call_id":"call_a","output":"Process exited with code 2\nOutput:\nno\n"}}}`
+		// A command with no raw items at all (an older codex).
+		startB = `{"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_b","command":"/bin/bash -lc pwd","status":"inProgress"}}}`
+		doneB  = `{"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_b","command":"/bin/bash -lc pwd","status":"completed","exitCode":0,"aggregatedOutput":"/w\n"}}}`
+		// An output whose call never came: not used.
+		outX = `{"method":"rawResponseItem/completed","params":{"item":{"type":"function_call_output","call_id":"call_x","output":"stray"}}}`
+		// A freeform call and a content-item output, with no tool item.
+		rawC = `{"method":"rawResponseItem/completed","params":{"item":{"type":"custom_tool_call","name":"view","input":"a.png","call_id":"call_c"}}}`
+		outC = `{"method":"rawResponseItem/completed","params":{"item":{"type":"custom_tool_call_output","call_id":"call_c","output":[{"type":"input_text","text":"hi"}]}}}`
+		// A command that still runs when the turn is interrupted.
+		rawD   = `{"method":"rawResponseItem/completed","params":{"item":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"sleep 9\"}","call_id":"call_d"}}}`
+		startD = `{"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_d","command":"/bin/bash -lc 'sleep 9'","status":"inProgress"}}}`
+		// A call that never got a tool item nor an output.
+		rawE = `{"method":"rawResponseItem/completed","params":{"item":{"type":"function_call","name":"update_plan","arguments":"{}","call_id":"call_e"}}}`
+		user = `{"method":"rawResponseItem/completed","params":{"item":{"type":"message","role":"user","content":[{"type":"input_text","text":"# Conversation so far"}]}}}`
+	)
+	stream := strings.Join([]string{started, user, rawA, startA, doneA, outA, startB, doneB, outX, rawC, outC, rawD, startD, rawE}, "\n")
+	m := NewCodexApp(SequentialIDs())
+	p := &panel{}
+	for _, line := range strings.Split(stream, "\n") {
+		p.apply(t, m.Line([]byte(line)))
+	}
+	p.apply(t, m.Finish(true, "", ""))
+	got := historyOf(t, p)
+	want := []string{
+		`"arguments" : "{ \"cmd\" : \"ls\" }"`, `"id" : "call_a"`, `"name" : "exec_command"`,
+		`"callID" : "call_a"`, `"content" : "Process exited with code 2\nOutput:\nno\n"`,
+		`"arguments" : "{\"command\":\"pwd\"}"`, `"name" : "shell"`, `"content" : "/w\n"`,
+		`"arguments" : "a.png"`, `"content" : "[{\"type\":\"input_text\",\"text\":\"hi\"}]"`,
+		`"id" : "call_d"`, `"callID" : "call_d"`, `"id" : "call_e"`, `"callID" : "call_e"`,
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("history lacks %s:\n%s", w, got)
+		}
+	}
+	for _, bad := range []string{"stray", "Conversation so far", "call_x"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("history has %q:\n%s", bad, got)
+		}
+	}
+	// Every call has one result, after it; a failed or cancelled tool's
+	// result is an error.
+	var h []map[string]any
+	for _, msg := range p.turns[0].(map[string]any)["history"].([]any) {
+		for _, b := range msg.(map[string]any)["content"].([]any) {
+			h = append(h, b.(map[string]any))
+		}
+	}
+	calls := map[string]int{}
+	results := map[string]bool{}
+	for i, b := range h {
+		switch b["type"] {
+		case "toolCall":
+			calls[b["id"].(string)] = i
+		case "toolResult":
+			id := b["callID"].(string)
+			if j, ok := calls[id]; !ok || j > i || results[id] {
+				t.Errorf("result %d for %s: call at %d, before %v", i, id, j, ok)
+			}
+			results[id] = true
+			wantErr := id == "call_a" || id == "call_d" || id == "call_e"
+			if b["isError"] != wantErr {
+				t.Errorf("result of %s: isError %v, want %v", id, b["isError"], wantErr)
+			}
+		}
+	}
+	if len(calls) != 5 || len(results) != 5 {
+		t.Errorf("%d calls, %d results, want 5 each:\n%s", len(calls), len(results), got)
+	}
+}
+
+func TestRawOutputFailed(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want bool
+	}{
+		{"Chunk ID: a\nWall time: 0 seconds\nProcess exited with code 0\nOutput:\nx\n", false},
+		{"Chunk ID: a\nWall time: 0 seconds\nProcess exited with code 3\nOutput:\n", true},
+		{"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.\n", false},
+		{"Exit code: 1\nOutput:\nfailed\n", true},
+		{"Chunk ID: a\nProcess running with session ID 4\nOutput:\nProcess exited with code 9\n", false},
+		{`{"output":"x","metadata":{"exit_code":1}}`, true},
+		{`{"output":"x","metadata":{"exit_code":0}}`, false},
+		{"plain text", false},
+		{"", false},
+	} {
+		if got := rawOutputFailed(c.out); got != c.want {
+			t.Errorf("rawOutputFailed(%q) = %v, want %v", c.out, got, c.want)
+		}
+	}
 }
