@@ -535,6 +535,18 @@ func TestCloseAbandonsReceiver(t *testing.T) {
 	}
 }
 
+// recvGrandchild reads lines until the helper names its grandchild: the
+// grandchild shares stdout, so its own "ready" may come first.
+func recvGrandchild(t *testing.T, p *Proc) int {
+	t.Helper()
+	for {
+		l := recvLine(t, p)
+		if bytes.HasPrefix(l.Data, []byte("grandchild ")) {
+			return grandchildPid(t, l)
+		}
+	}
+}
+
 func grandchildPid(t *testing.T, l Line) int {
 	t.Helper()
 	s, ok := strings.CutPrefix(string(l.Data), "grandchild ")
@@ -573,7 +585,7 @@ func TestGrandchildAfterLeaderExit(t *testing.T) {
 // grandchild with its leader.
 func TestGrandchildWithHangingLeader(t *testing.T) {
 	p := start(t, helperConfig("grandchild", "hang", "group"))
-	grandchildPid(t, recvLine(t, p))
+	recvGrandchild(t, p)
 	begin := time.Now()
 	p.Close(50 * time.Millisecond)
 	t.Logf("Close took %v", time.Since(begin))
@@ -586,7 +598,7 @@ func TestEscapedGrandchild(t *testing.T) {
 	cfg := helperConfig("grandchild", "exit", "escape")
 	cfg.WaitDelay = 200 * time.Millisecond
 	p := start(t, cfg)
-	gc := grandchildPid(t, recvLine(t, p))
+	gc := recvGrandchild(t, p)
 	defer syscall.Kill(gc, syscall.SIGKILL) // we started it, through the helper
 	begin := time.Now()
 	collect(t, p)

@@ -20,7 +20,7 @@ func TestKillEscaped(t *testing.T) {
 		{"session", false, true},
 	} {
 		p := start(t, helperConfig("grandchild", "hang", tc.how))
-		gc := grandchildPid(t, recvLine(t, p))
+		gc := recvGrandchild(t, p)
 		got := p.KillEscaped(tc.sessionsOnly)
 		if tc.killed != (len(got) == 1 && got[0] == gc) || alive(gc) == tc.killed {
 			t.Errorf("%s, sessionsOnly=%v: KillEscaped = %v (grandchild %d, alive %v)", tc.how, tc.sessionsOnly, got, gc, alive(gc))
