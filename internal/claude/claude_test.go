@@ -49,7 +49,11 @@ func fakeClaude(mode string) {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 	}
 	if mode == "deaf" {
-		select {} // never reads stdin, never prints
+		// Never reads stdin, never prints. (A bare select{} would be
+		// reported as a deadlock by the runtime, ending the process.)
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
