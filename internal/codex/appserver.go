@@ -61,7 +61,8 @@ func (b *Backend) appStart(ctx context.Context, h claude.Host, interruptCh <-cha
 	if _, err := b.appCall(ctx, h, interruptCh, "initialize", map[string]any{
 		"clientInfo": map[string]any{"name": "spbridge", "title": "spbridge", "version": "1"},
 		// The experimental API has thread/backgroundTerminals/clean, the
-		// only way to stop a command codex left running in the background.
+		// only way to stop a command codex left running in the background,
+		// and the raw response items of thread/start.
 		"capabilities": map[string]any{"experimentalApi": true}}); err != nil {
 		return err
 	}
@@ -75,6 +76,12 @@ func (b *Backend) appStart(ctx context.Context, h claude.Host, interruptCh <-cha
 		method = "thread/resume"
 		params["threadId"] = b.thread
 		params["excludeTurns"] = true
+	} else {
+		// The model's own tool calls and the outputs codex sends back, for
+		// the history (rawResponseItem/completed). thread/resume has no
+		// such switch: a resumed thread's history falls back to the
+		// neutral form.
+		params["experimentalRawEvents"] = true
 	}
 	res, err := b.appCall(ctx, h, interruptCh, method, params)
 	if err != nil {
