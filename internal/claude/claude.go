@@ -386,7 +386,13 @@ func (b *Backend) Turn(ctx context.Context, msg Message, h Host) *itemmap.TurnEn
 		}
 		// The process died between turns: start again, resuming, once.
 		if attempt > 0 {
-			return failBeforeStart(b.opts.NewID, h, "Claude Code did not take the message: "+err.Error()+".", detail)
+			// How it ended in the text; what it said (stderr) only in the
+			// detail.
+			text := "Claude Code did not take the message: " + err.Error()
+			if perr := p.Err(); perr != nil {
+				text += " (" + perr.Error() + ")"
+			}
+			return failBeforeStart(b.opts.NewID, h, text+".", detail)
 		}
 	}
 }

@@ -48,6 +48,15 @@ func fakeClaude(mode string) {
 	if mode == "ignore-signals" {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 	}
+	if mode == "exit-after-turn" && slices.Contains(os.Args, "--resume") {
+		mode = "dies-unread" // the restart fails
+	}
+	if mode == "dies-unread" {
+		// Says why on stderr and exits without reading a byte.
+		fmt.Fprintln(os.Stderr, "fake claude: cannot start: bad configuration")
+		fmt.Fprintln(os.Stderr, "ANTHROPIC_API_KEY=sk-ant-api03-secretsecretsecret")
+		os.Exit(2)
+	}
 	if mode == "deaf" {
 		// Never reads stdin, never prints. (A bare select{} would be
 		// reported as a deadlock by the runtime, ending the process.)
@@ -175,6 +184,9 @@ func fakeClaude(mode string) {
 			emit(assistantText(msgID, reply))
 			emit(map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "content_block_stop", "index": 0}})
 			emit(result(session, "success", false, "completed", reply))
+			if mode == "exit-after-turn" {
+				os.Exit(0)
+			}
 		}
 	}
 }

@@ -171,3 +171,63 @@ func TestStderrPrivacy(t *testing.T) {
 		}
 	}
 }
+
+// TestDiesBeforeTakingMessage: a CLI that exits without reading its stdin
+// fails the turn as not started, with what it said on stderr (masked) as
+// the failure's detail.
+func TestDiesBeforeTakingMessage(t *testing.T) {
+	for _, msg := range []Message{{Text: "hello"}, bigMessage} {
+		t.Run(strconv.Itoa(len(msg.Text)), func(t *testing.T) {
+			b := fakeBackend(t, "dies-unread", Options{})
+			rec := &recorder{}
+			end := b.Turn(context.Background(), msg, rec)
+			if end == nil || end.Status != itemmap.TurnFailed || !end.NotStarted {
+				t.Fatalf("end = %+v, want a failed turn not started", end)
+			}
+			if len(rec.items) != 1 {
+				t.Fatalf("items %q, want one failure", rec.texts())
+			}
+			f := rec.items[0]
+			text, detail := f.String("text"), f.String("detail")
+			if !strings.Contains(detail, "fake claude: cannot start: bad configuration") {
+				t.Errorf("failure %q, detail %q: want the CLI's stderr in the detail", text, detail)
+			}
+			if strings.Contains(detail, "secretsecret") || strings.Contains(text, "secretsecret") {
+				t.Errorf("credential not masked: %q", detail)
+			}
+			// The write fails (broken pipe, or stdin closed when the exit
+			// came first); the text says how the CLI ended.
+			if len(msg.Text) > 1<<16 && (!strings.HasPrefix(text, "Claude Code did not take the message: ") || !strings.HasSuffix(text, " (exit status 2).")) {
+				t.Errorf("failure text %q", text)
+			}
+			if strings.Contains(text, "bad configuration") {
+				t.Errorf("stderr in the failure's text: %q", text)
+			}
+		})
+	}
+}
+
+// TestRestartDiesBeforeTakingMessage: a CLI that ended between turns is
+// started again (resuming); when that one exits without reading the
+// message, the failure's detail is its stderr, masked.
+func TestRestartDiesBeforeTakingMessage(t *testing.T) {
+	b := fakeBackend(t, "exit-after-turn", Options{})
+	rec := &recorder{}
+	if end := b.Turn(context.Background(), Message{Text: "hello"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn 1 = %+v", end)
+	}
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	<-p.Done() // it exited after its turn: the next message finds its stdin closed
+	rec = &recorder{}
+	end := b.Turn(context.Background(), bigMessage, rec)
+	if end.Status != itemmap.TurnFailed || !end.NotStarted || len(rec.items) != 1 {
+		t.Fatalf("turn 2 = %+v, items %q", end, rec.texts())
+	}
+	f := rec.items[0]
+	if detail := f.String("detail"); !strings.Contains(detail, "fake claude: cannot start: bad configuration") ||
+		!strings.Contains(detail, "ANTHROPIC_API_KEY=sk-ant-api0****") || strings.Contains(detail, "secretsecret") {
+		t.Errorf("failure %q, detail %q: want the restarted CLI's stderr, masked", f.String("text"), detail)
+	}
+}
