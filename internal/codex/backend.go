@@ -445,6 +445,18 @@ func (b *Backend) ended(p *cliproc.Proc, h claude.Host, end *itemmap.TurnEnd, in
 	<-p.Done()
 	b.reap(p)
 	if end != nil {
+		if interrupted && end.Status == itemmap.TurnCompleted {
+			// codex exec may end a turn it was told to stop as completed
+			// (SIGINT came while it finished its reply); the user stopped
+			// it, and what it printed is kept.
+			end.Status = itemmap.TurnInterrupted
+			it := archive.NewItem(archive.TypeNotice)
+			if b.opts.NewID != nil {
+				it.Set("id", b.opts.NewID())
+			}
+			it.Set("text", "Interrupted.")
+			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+		}
 		return end
 	}
 	text := "codex exited before the turn ended"
