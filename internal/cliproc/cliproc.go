@@ -9,14 +9,24 @@
 // program has exited, has been reaped, and its stdout and stderr have been
 // read to the end; then ExitCode, Err and StderrTail give the outcome.
 //
-// The process group is the unit: signals go to the whole group, and when the
-// program (the group's leader) exits, whatever it left running in its group
-// is killed with SIGKILL before the leader is reaped, while the leader's
-// zombie still pins the group's id, so a signal can never reach an unrelated
-// group that reused the number. Processes that left the group (setsid,
-// setpgid) are outside cliproc's reach.
+// In a binary that called supervise.Main (spbridge does, and so do the tests
+// of the packages that start CLIs), the program runs under a supervisor
+// (internal/supervise): when the program ends, when Close ends it, or when
+// this process dies, even by SIGKILL, every process the program started is
+// killed, including those that left its process group (setsid, nohup …&,
+// double forks). Elsewhere the program is started directly, and only its
+// process group is reached.
 //
-// cliproc is Linux-only: it relies on waitid(WNOWAIT) and on Pdeathsig.
+// The process group is the unit: signals go to the whole group (on Windows,
+// SIGINT is CTRL_BREAK to the group, and any other signal ends the program
+// and its Job Object). Unsupervised on Linux, when the program (the group's
+// leader) exits, whatever it left running in its group is killed with
+// SIGKILL before the leader is reaped, while the leader's zombie still pins
+// the group's id, so a signal can never reach an unrelated group that reused
+// the number.
+//
+// What depends on the OS is behind the system interface: proc_unix.go (with
+// exit_linux.go and exit_other_unix.go) and proc_windows.go.
 package cliproc
 
 import (
@@ -29,7 +39,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"spbridge/internal/supervise"
 )
 
 // Defaults for the zero fields of Config.
@@ -44,6 +54,37 @@ const (
 // are reaped by their new parent (init or a subreaper), which some inits do
 // only every few seconds.
 const groupGoneWait = 5 * time.Second
+
+// lifelineWait bounds how long Close waits for the supervisor to kill the
+// program and everything it started once the lifeline is closed, before it
+// kills the group itself (which would kill the supervisor before it cleaned
+// up: a last resort).
+const lifelineWait = 5 * time.Second
+
+// supervisorExe returns the binary to run the supervisor from, or an error
+// when there is none (supervise.ErrNoMain): the program is then started
+// directly. Tests replace it to try the unsupervised path.
+var supervisorExe = supervise.Executable
+
+// system is what a Proc needs of the OS; sys is this OS's.
+type system interface {
+	// attr returns the SysProcAttr that starts the program in a process
+	// group of its own.
+	attr() *syscall.SysProcAttr
+	// awaitExit waits until the child pid has exited, without reaping it,
+	// and returns true; where the OS cannot do that, it returns false at
+	// once and the caller's Wait waits.
+	awaitExit(pid int) bool
+	// signal sends sig to p's process group; p.mu is held.
+	signal(p *Proc, sig syscall.Signal) error
+	// kill kills p's process group at once, supervisor included; p.mu is
+	// held.
+	kill(p *Proc)
+	// groupGone waits up to limit until process group pgid, whose leader
+	// has been reaped, has no member left, reaping those that are this
+	// process's children; it reports whether the group is gone.
+	groupGone(pgid int, limit time.Duration) bool
+}
 
 // linesBuffer is the capacity of the Lines channel: enough to let the reader
 // run a little ahead of the receiver, small enough that a slow receiver holds
@@ -81,6 +122,7 @@ type Config struct {
 type Proc struct {
 	cmd       *exec.Cmd
 	pid       int
+	life      *supervise.Lifeline // nil when unsupervised; closed with mu held
 	waitDelay time.Duration
 
 	stdin  *os.File // our write end; closed by CloseStdin, Close or exit
@@ -122,13 +164,17 @@ type writeReq struct {
 // Lines) and stderr (into a ring of the last StderrTail bytes) at once, so
 // neither can fill up and stall the program.
 //
-// The program gets Pdeathsig SIGKILL: if this process dies without calling
-// Close, the kernel kills the program (its leader only; members of its group
-// that it started survive such a crash). Go ties Pdeathsig to the OS thread
-// that started the child, not to the process, so Start starts the program
-// from a goroutine locked to its thread, which stays locked (blocked in
-// waitid) until the program has been reaped; a running Proc thus holds one
-// OS thread.
+// Supervised (supervise.Executable answers), the program's parent is the
+// supervisor, which leads the process group, and Pid is the supervisor's.
+// If this process dies without calling Close, the supervisor kills the
+// program and everything it started.
+//
+// Unsupervised on Linux, the program gets Pdeathsig SIGKILL: if this process
+// dies without calling Close, the kernel kills the program (its leader only;
+// members of its group that it started survive such a crash). Go ties
+// Pdeathsig to the OS thread that started the child, not to the process, so
+// Start then starts the program from a goroutine locked to its thread, which
+// stays locked (blocked in waitid) until the program has been reaped.
 //
 // On failure Start returns a *StartError, and nothing is left to close.
 // Otherwise the caller must receive from Lines until it is closed, or call
@@ -179,10 +225,18 @@ func Start(cfg Config) (*Proc, error) {
 	cmd.Dir = cfg.Dir
 	cmd.Env = cfg.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sys.attr()
+	var life *supervise.Lifeline
+	if exe, err := supervisorExe(); err == nil {
+		if cmd, life, err = supervise.Command(exe, cmd); err != nil {
+			closeAll()
+			return nil, &StartError{Path: cfg.Path, Err: err}
+		}
+	}
 
 	p := &Proc{
 		cmd:       cmd,
+		life:      life,
 		waitDelay: cfg.WaitDelay,
 		stdin:     inW,
 		stdout:    outR,
@@ -210,13 +264,33 @@ func Start(cfg Config) (*Proc, error) {
 
 // run starts the program, waits for it to exit, kills what is left of its
 // group, reaps it (the only place that does), and closes exitedCh and done.
-// It runs locked to its OS thread for the program's lifetime, for Pdeathsig.
+// Unsupervised with Pdeathsig, it runs locked to its OS thread for the
+// program's lifetime.
 func (p *Proc) run(started chan<- error) {
-	runtime.LockOSThread()
+	lock := p.life == nil && pdeathsigThread
+	if lock {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if err := p.cmd.Start(); err != nil {
-		runtime.UnlockOSThread()
+		if p.life != nil {
+			p.life.Close()
+		}
 		started <- err
 		return
+	}
+	if p.life != nil {
+		if _, err := p.life.Started(p.cmd.Process); err != nil {
+			// The supervisor exits by itself once the lifeline is closed;
+			// on Windows the program runs outside its Job Object.
+			if runtime.GOOS == "windows" {
+				p.cmd.Process.Kill()
+			}
+			p.life.Close()
+			p.cmd.Wait()
+			started <- err
+			return
+		}
 	}
 	pid := p.cmd.Process.Pid
 	p.pid = pid
@@ -225,27 +299,37 @@ func (p *Proc) run(started chan<- error) {
 	p.readers.Add(2)
 	started <- nil
 
-	// Wait for the exit without reaping: the zombie keeps pid, and so the
-	// group's id, from being reused while the group is killed.
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break // ECHILD cannot happen: only this goroutine reaps pid.
-		}
+	// Wait for the exit without reaping where the OS allows: the zombie
+	// keeps pid, and so the group's id, from being reused while the group is
+	// killed. A supervisor has killed everything the program started before
+	// it exits; this also catches what a supervisor killed by SIGKILL left.
+	//
+	// Where the exit cannot be awaited without reaping, the group's id is
+	// pinned after the reaping only while the group has members: a signal
+	// sent in between, or the kill of an unsupervised group below, would hit
+	// a group that reused the id, which needs the pids to wrap around
+	// within microseconds.
+	pinned := sys.awaitExit(pid)
+	if !pinned {
+		p.cmd.Wait()
 	}
-	syscall.Kill(-pid, syscall.SIGKILL)
-
 	p.mu.Lock()
-	p.cmd.Wait() // the status is in p.cmd.ProcessState
+	if pinned {
+		sys.kill(p)
+		p.cmd.Wait() // the status is in p.cmd.ProcessState
+	} else if p.life == nil {
+		sys.kill(p)
+	}
 	p.state = p.cmd.ProcessState
 	p.reaped = true
 	p.exited = true
+	if p.life != nil {
+		p.life.Close()
+	}
 	deadline := time.Now().Add(p.waitDelay)
 	p.stdout.SetReadDeadline(deadline)
 	p.stderr.SetReadDeadline(deadline)
 	p.mu.Unlock()
-	runtime.UnlockOSThread()
 
 	p.CloseStdin()
 	close(p.exitedCh)
@@ -316,8 +400,9 @@ func (p *Proc) readStderr() {
 	}
 }
 
-// Pid returns the program's process id, which is also its process group id.
-// Once Done is closed the number may belong to another process.
+// Pid returns the process group's id: the supervisor's process id when the
+// program is supervised, else the program's own. Once Done is closed the
+// number may belong to another process.
 func (p *Proc) Pid() int { return p.pid }
 
 // Lines returns the channel that delivers each stdout line as soon as it has
@@ -412,17 +497,22 @@ func (p *Proc) CloseStdin() error {
 
 // Signal sends sig to every process of the program's process group. Once the
 // program has been reaped it sends nothing and returns os.ErrProcessDone,
-// since the group's id may then belong to another group.
+// since the group's id may then belong to another group. SIGKILL to a
+// supervised program closes its lifeline instead, so that the supervisor
+// kills the program and everything it started (the program is then reported
+// killed by SIGKILL); SIGKILL would kill the supervisor before it cleaned
+// up. On Windows, SIGINT is CTRL_BREAK to the group, and any other signal
+// ends the program (and its Job Object).
 func (p *Proc) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.reaped {
 		return os.ErrProcessDone
 	}
-	if err := syscall.Kill(-p.pid, sig); err != nil {
-		return &os.SyscallError{Syscall: "kill", Err: err}
+	if sig == syscall.SIGKILL && p.life != nil {
+		return p.life.Close()
 	}
-	return nil
+	return sys.signal(p, sig)
 }
 
 // Done returns a channel that is closed when the program has exited, has been
@@ -479,18 +569,19 @@ func (p *Proc) StderrTail() []byte {
 }
 
 // Close ends the program and returns Err (so an *ExitError when Close had to
-// signal it). It first kills what the program started that left its
-// process group, while the program still runs and they can be found
-// (KillEscaped). It closes stdin and waits up to
-// grace for the program to exit; then sends SIGINT to the group and waits up
-// to grace; SIGTERM and waits up to grace; then SIGKILL. A program that
-// ignores everything thus ends after about 3×grace. When the program has
-// exited, whatever is left of its group is killed with SIGKILL, and the
-// receiver of Lines gets up to grace to take the remaining lines; the rest
-// are discarded and Lines is closed. Close then waits (up to 5 s) until no
-// process of the group is left, reaping members that became this process's
-// children (when it is a child subreaper or PID 1); members adopted by init
-// are reaped by init.
+// signal it). Unsupervised, it first kills what the program started that
+// left its process group, while the program still runs and they can be
+// found (KillEscaped); supervised, the supervisor does that. It closes stdin
+// and waits up to grace for the program to exit; then sends SIGINT to the
+// group and waits up to grace; SIGTERM and waits up to grace; then SIGKILL
+// (supervised: it closes the lifeline, and the supervisor kills the program
+// and everything it started). A program that ignores everything thus ends
+// after about 3×grace. When the program has exited, whatever is left of its
+// group is killed with SIGKILL, and the receiver of Lines gets up to grace
+// to take the remaining lines; the rest are discarded and Lines is closed.
+// Close then waits (up to 5 s) until no process of the group is left,
+// reaping members that became this process's children (when it is a child
+// subreaper or PID 1); members adopted by init are reaped by init.
 //
 // Close returns after the program has been reaped and the reading goroutines
 // have ended. It is safe to call more than once and concurrently; every call
@@ -501,8 +592,11 @@ func (p *Proc) Close(grace time.Duration) error {
 }
 
 func (p *Proc) close(grace time.Duration) {
-	// What the program started and detached would outlive it, out of reach.
-	p.KillEscaped(false)
+	if p.life == nil {
+		// What the program started and detached would outlive it, out of
+		// reach.
+		p.KillEscaped(false)
+	}
 	p.CloseStdin()
 	if !p.waitExited(grace) {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
@@ -512,8 +606,20 @@ func (p *Proc) close(grace time.Duration) {
 			}
 		}
 		p.Signal(syscall.SIGKILL)
+		if p.life != nil && !p.waitExited(max(grace, lifelineWait)) {
+			p.mu.Lock()
+			if !p.reaped {
+				sys.kill(p)
+			}
+			p.mu.Unlock()
+		}
 		<-p.exitedCh
 	}
+	p.mu.Lock()
+	if p.life != nil {
+		p.life.Close() // ends what a program that exited by itself left
+	}
+	p.mu.Unlock()
 	if !p.waitDone(grace) {
 		p.mu.Lock()
 		p.stopped = true
@@ -524,7 +630,7 @@ func (p *Proc) close(grace time.Duration) {
 		p.mu.Unlock()
 		<-p.done
 	}
-	waitGroupGone(p.pid, groupGoneWait)
+	sys.groupGone(p.pid, groupGoneWait)
 }
 
 func (p *Proc) waitExited(d time.Duration) bool { return waitFor(p.exitedCh, d) }
@@ -543,39 +649,5 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	}
-}
-
-// waitGroupGone waits up to limit until process group pgid, whose leader has
-// been reaped, has no member left, zombies included; it reaps members that
-// are this process's children. It reports whether the group is gone.
-//
-// After the leader's reaping the id could in principle be reused once the
-// group is empty; the probe is signal 0, which is harmless even then.
-func waitGroupGone(pgid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	pause := 50 * time.Microsecond
-	for {
-		// Reap zombies of the group that were reparented to us. wait4(-pgid)
-		// selects only members of this group; its leader is already reaped,
-		// so no other waiter's child is taken.
-		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil || wpid <= 0 {
-				break
-			}
-		}
-		if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 10*time.Millisecond)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package cliproc
 
 import (
@@ -20,13 +22,25 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"spbridge/internal/supervise"
 )
 
 // helperEnv names the environment variable that turns the test binary into
 // the fake CLI; its value is the mode, and the arguments follow.
 const helperEnv = "SPBRIDGE_CLIPROC_HELPER"
 
+// unsupervisedEnv, set, makes a helper start its programs unsupervised.
+const unsupervisedEnv = "SPBRIDGE_CLIPROC_UNSUPERVISED"
+
+// The test binary is also the supervisor: TestMain calls supervise.Main, so
+// Start supervises the programs it starts unless a test says otherwise
+// (unsupervised).
 func TestMain(m *testing.M) {
+	supervise.Main()
+	if os.Getenv(unsupervisedEnv) != "" {
+		supervisorExe = noSupervisor
+	}
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode, os.Args[1:]))
 	}
@@ -122,9 +136,30 @@ func runHelper(mode string, args []string) int {
 		<-p.Lines() // ready
 		fmt.Printf("%d\n", p.Pid())
 		hang()
+	case "parent-gc": // start a "grandchild" through cliproc whose child left its session, print that child's pid, hang
+		p, err := Start(helperConfig("grandchild", "hang", "session"))
+		if err != nil {
+			panic(err)
+		}
+		for l := range p.Lines() {
+			if s, ok := strings.CutPrefix(string(l.Data), "grandchild "); ok {
+				fmt.Println(s)
+				break
+			}
+		}
+		hang()
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	return 2
+}
+
+func noSupervisor() (string, error) { return "", supervise.ErrNoMain }
+
+// unsupervised makes Start run programs without a supervisor until the end
+// of the test.
+func unsupervised(t *testing.T) {
+	supervisorExe = noSupervisor
+	t.Cleanup(func() { supervisorExe = supervise.Executable })
 }
 
 func hang() {
@@ -592,9 +627,31 @@ func TestGrandchildWithHangingLeader(t *testing.T) {
 	checkNothingLeft(t, p.Pid())
 }
 
-// TestEscapedGrandchild: a grandchild that left the group and holds stdout
-// cannot keep Done from closing longer than WaitDelay.
+// TestEscapedGrandchildSupervised: a grandchild that left the group and
+// holds stdout is killed by the supervisor when the program exits, so Done
+// closes without the WaitDelay cut.
+func TestEscapedGrandchildSupervised(t *testing.T) {
+	for _, how := range []string{"escape", "session"} {
+		cfg := helperConfig("grandchild", "exit", how)
+		cfg.WaitDelay = time.Hour
+		p := start(t, cfg)
+		gc := recvGrandchild(t, p)
+		collect(t, p) // ends only when the grandchild is gone
+		waitDone(t, p, 20*time.Second)
+		if err := p.Err(); err != nil {
+			t.Errorf("%s: Err() = %v, want nil", how, err)
+		}
+		if alive(gc) {
+			t.Errorf("%s: the grandchild %d outlived the program", how, gc)
+			syscall.Kill(gc, syscall.SIGKILL)
+		}
+	}
+}
+
+// TestEscapedGrandchild: unsupervised, a grandchild that left the group and
+// holds stdout cannot keep Done from closing longer than WaitDelay.
 func TestEscapedGrandchild(t *testing.T) {
+	unsupervised(t)
 	cfg := helperConfig("grandchild", "exit", "escape")
 	cfg.WaitDelay = 200 * time.Millisecond
 	p := start(t, cfg)
@@ -656,10 +713,11 @@ func subreaperScenario() int {
 	return 0
 }
 
-// TestPdeathsig: when the process that started the program dies without
-// Close, the kernel kills the program.
+// TestPdeathsig: unsupervised, when the process that started the program
+// dies without Close, the kernel kills the program.
 func TestPdeathsig(t *testing.T) {
 	parent := helperCmd("parent")
+	parent.Env = append(parent.Env, unsupervisedEnv+"=1")
 	out, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -768,4 +826,64 @@ func BenchmarkLineLatency(b *testing.B) {
 	lat := latencies(b, b.N)
 	b.ReportMetric(float64(percentile(lat, 0.50).Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(percentile(lat, 0.99).Nanoseconds()), "p99-ns")
+}
+
+// TestParentKilled: supervised, when the process that started the program is
+// killed with SIGKILL, the program's child that left its session dies too.
+func TestParentKilled(t *testing.T) {
+	parent := helperCmd("parent-gc")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		parent.Process.Kill()
+		parent.Wait()
+		t.Fatalf("parent helper: %v", err)
+	}
+	gc, _ := strconv.Atoi(strings.TrimSpace(line))
+	if !alive(gc) {
+		t.Fatalf("grandchild %d not running", gc)
+	}
+	parent.Process.Kill()
+	parent.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for alive(gc) {
+		if time.Now().After(deadline) {
+			syscall.Kill(gc, syscall.SIGKILL)
+			t.Fatalf("grandchild %d still runs 20s after the parent was killed", gc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSupervised: in this test binary, which called supervise.Main, the
+// program runs under a supervisor that leads its group: its parent is Pid.
+func TestSupervised(t *testing.T) {
+	p := start(t, helperConfig("ignore"))
+	recvLine(t, p)
+	if p.life == nil {
+		t.Fatal("the program runs unsupervised")
+	}
+	var kids []int
+	for _, q := range allProcs(t) {
+		if q.ppid == p.Pid() {
+			kids = append(kids, q.pid)
+			if q.pgrp != p.Pid() {
+				t.Errorf("the program %d is in group %d, want the supervisor's %d", q.pid, q.pgrp, p.Pid())
+			}
+		}
+	}
+	if len(kids) != 1 {
+		t.Errorf("the supervisor %d has children %v, want the program", p.Pid(), kids)
+	}
+	var ee *ExitError
+	if err := p.Close(0); !errors.As(err, &ee) || ee.Signal != syscall.SIGKILL {
+		t.Errorf("Close(0) = %v, want killed by SIGKILL", err)
+	}
+	checkNothingLeft(t, p.Pid())
 }
