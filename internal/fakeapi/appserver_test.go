@@ -15,7 +15,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -72,8 +71,7 @@ func startAppServer(t *testing.T, srv *OpenAIServer, dir, work string, args ...s
 	cmd := exec.CommandContext(ctx, bin, append([]string{"app-server"}, args...)...)
 	cmd.Dir = work
 	cmd.Env = srv.CodexEnv(t, dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stderr = &a.stderr
 	var err error
@@ -191,7 +189,7 @@ func (a *appServer) stop() {
 	select {
 	case <-drained:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		_ = killGroup(a.cmd)
 		<-drained
 	}
 	if err := a.cmd.Wait(); err != nil {

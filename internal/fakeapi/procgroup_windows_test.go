@@ -1,0 +1,9 @@
+package fakeapi
+
+import "os/exec"
+
+// ownGroup leaves cmd as it is on Windows: its Cancel kills the process.
+func ownGroup(*exec.Cmd) {}
+
+// killGroup kills cmd's process.
+func killGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }
