@@ -18,20 +18,10 @@ var auditCommands = []command{
 }
 
 func runAudit(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("audit", "COMMAND [ARGS] [FLAGS]",
+	return runGroup(ctx, st, args, "audit",
 		"Read the audit log spbridge keeps of every turn: one append-only file per\n"+
-			"conversation under $SPBRIDGE_STATE_DIR (default $XDG_STATE_HOME/spbridge,\n"+
-			"else ~/.local/state/spbridge), named by the id of its first item.")
-	f.commands = auditCommands
-	f.SetInterspersed(false)
-	if done, err := f.parse(args, st.out); done || err != nil {
-		return err
-	}
-	if f.NArg() == 0 {
-		f.printUsage(st.err)
-		return &usageError{cmd: f.cmd}
-	}
-	return dispatch(ctx, st, f)
+			"conversation in the state folder, named by the id of its first item.\n\n"+
+			stateDirHelp, auditCommands)
 }
 
 // auditLogPath finds the audit log of the conversation in PKG, or of --id.

@@ -14,17 +14,8 @@ var authCommands = []command{
 }
 
 func runAuth(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("auth", "COMMAND [ARGS] [FLAGS]", "Check the CLIs' log-in. To log in, use spbridge login.")
-	f.commands = authCommands
-	f.SetInterspersed(false)
-	if done, err := f.parse(args, st.out); done || err != nil {
-		return err
-	}
-	if f.NArg() == 0 {
-		f.printUsage(st.err)
-		return &usageError{cmd: f.cmd}
-	}
-	return dispatch(ctx, st, f)
+	return runGroup(ctx, st, args, "auth",
+		"Check the CLIs' log-in. To log in, use spbridge login.", authCommands)
 }
 
 // notLoggedIn is the error of auth status when a CLI is not logged in.

@@ -14,17 +14,8 @@ var conversationCommands = []command{
 }
 
 func runConversation(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("conversation", "COMMAND [ARGS] [FLAGS]", "Show, list or start over the conversations saved in document packages.")
-	f.commands = conversationCommands
-	f.SetInterspersed(false)
-	if done, err := f.parse(args, st.out); done || err != nil {
-		return err
-	}
-	if f.NArg() == 0 {
-		f.printUsage(st.err)
-		return &usageError{cmd: f.cmd} // the usage is the message
-	}
-	return dispatch(ctx, st, f)
+	return runGroup(ctx, st, args, "conversation",
+		"Show, list or start over the conversations saved in document packages.", conversationCommands)
 }
 
 // kindFlag is the --kind flag of the commands that open a package.

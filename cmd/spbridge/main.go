@@ -252,3 +252,25 @@ func runHelp(ctx context.Context, st stdio, args []string) error {
 	}
 	return runTop(ctx, st, append(f.Args(), "--help"))
 }
+
+// runGroup runs a command that only holds subcommands (audit, auth,
+// conversation, state): it parses the group's own flags and hands the rest
+// to the subcommand named first.
+func runGroup(ctx context.Context, st stdio, args []string, name, about string, cmds []command) error {
+	f := newFlagSet(name, "COMMAND [ARGS] [FLAGS]", about)
+	f.commands = cmds
+	f.SetInterspersed(false)
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if f.NArg() == 0 {
+		f.printUsage(st.err)
+		return &usageError{cmd: f.cmd}
+	}
+	return dispatch(ctx, st, f)
+}
+
+// stateDirHelp says where the state folder is, for help texts.
+const stateDirHelp = "The state folder is $SPBRIDGE_STATE_DIR when set, else\n" +
+	"$XDG_STATE_HOME/spbridge or ~/.local/state/spbridge (Linux and other Unix),\n" +
+	"~/Library/Application Support/spbridge (macOS), %LocalAppData%\\spbridge (Windows)."

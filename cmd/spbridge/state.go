@@ -21,20 +21,9 @@ var stateCommands = []command{
 }
 
 func runState(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("state", "COMMAND [ARGS] [FLAGS]",
-		"Look after spbridge's state folder ($SPBRIDGE_STATE_DIR, default\n"+
-			"$XDG_STATE_HOME/spbridge, else ~/.local/state/spbridge): the audit logs, their\n"+
-			"key and index, and the packages of editor sessions that name none.")
-	f.commands = stateCommands
-	f.SetInterspersed(false)
-	if done, err := f.parse(args, st.out); done || err != nil {
-		return err
-	}
-	if f.NArg() == 0 {
-		f.printUsage(st.err)
-		return &usageError{cmd: f.cmd}
-	}
-	return dispatch(ctx, st, f)
+	return runGroup(ctx, st, args, "state",
+		"Look after spbridge's state folder: the audit logs, their key and index, and\n"+
+			"the packages of editor sessions that name none.\n\n"+stateDirHelp, stateCommands)
 }
 
 func runStatePrune(_ context.Context, st stdio, args []string) error {
