@@ -16,11 +16,13 @@ import (
 
 	"spbridge/internal/claude"
 	"spbridge/internal/session"
+	"spbridge/internal/supervise"
 )
 
 const fakeClaudeEnv = "SPBRIDGE_ACP_FAKE_CLAUDE"
 
 func TestMain(m *testing.M) {
+	supervise.Main() // the CLIs the tests start run under this binary as supervisor
 	if os.Getenv(fakeClaudeEnv) != "" {
 		fakeClaude()
 		os.Exit(0)

@@ -17,11 +17,13 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/supervise"
 )
 
 const fakeEnv = "SPBRIDGE_FAKE_CLAUDE"
 
 func TestMain(m *testing.M) {
+	supervise.Main() // the CLIs the tests start run under this binary as supervisor
 	if mode := os.Getenv(fakeEnv); mode != "" {
 		fakeClaude(mode)
 		os.Exit(0)

@@ -15,11 +15,13 @@ import (
 
 	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/supervise"
 )
 
 const fakeAppServerEnv = "SPBRIDGE_FAKE_CODEX_APP_SERVER"
 
 func TestMain(m *testing.M) {
+	supervise.Main() // the CLIs the tests start run under this binary as supervisor
 	if os.Getenv(fakeAppServerEnv) != "" {
 		fakeAppServer()
 		os.Exit(0)
