@@ -3,7 +3,6 @@ package fakeapi
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // appServer is a running `codex app-server` that the test talks JSON-RPC
@@ -26,32 +24,12 @@ type appServer struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	out       chan map[string]any // stdout lines, parsed; closed at EOF
-	stderr    lockedBuffer
+	stderr    *os.File
 	dir, work string
-	cancel    context.CancelFunc
 
 	mu     sync.Mutex
 	log    [][]byte // {"dir":"in"|"out","msg":…} lines in the order seen
 	nextID int
-}
-
-// lockedBuffer is a bytes.Buffer that a process may write while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startAppServer starts the real codex app-server with args against srv,
@@ -66,14 +44,12 @@ func startAppServer(t *testing.T, srv *OpenAIServer, dir, work string, args ...s
 	if work == "" {
 		work = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	a := &appServer{t: t, dir: dir, work: work, cancel: cancel, out: make(chan map[string]any, 1000)}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"app-server"}, args...)...)
+	a := &appServer{t: t, dir: dir, work: work, out: make(chan map[string]any, 1000), stderr: stderrFile(t)}
+	cmd := exec.Command(bin, append([]string{"app-server"}, args...)...)
 	cmd.Dir = work
 	cmd.Env = srv.CodexEnv(t, dir)
 	ownGroup(cmd)
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Stderr = &a.stderr
+	cmd.Stderr = a.stderr
 	var err error
 	if a.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -143,20 +119,15 @@ func (a *appServer) request(method string, params any) float64 {
 	return float64(id)
 }
 
-// next returns the next message from the server, failing the test after
-// timeout.
-func (a *appServer) next(timeout time.Duration) map[string]any {
+// next returns the next message from the server (a server that says
+// nothing more is ended by go test's own timeout).
+func (a *appServer) next() map[string]any {
 	a.t.Helper()
-	select {
-	case m, ok := <-a.out:
-		if !ok {
-			a.t.Fatalf("app-server closed stdout; stderr:\n%s", a.stderr.String())
-		}
-		return m
-	case <-time.After(timeout):
-		a.t.Fatalf("no message from app-server within %v; stderr:\n%s", timeout, a.stderr.String())
+	m, ok := <-a.out
+	if !ok {
+		a.t.Fatalf("app-server closed stdout; stderr:\n%s", readStderr(a.t, a.stderr))
 	}
-	return nil
+	return m
 }
 
 // until reads messages until one that match accepts, and returns it with
@@ -165,7 +136,7 @@ func (a *appServer) until(match func(map[string]any) bool) (map[string]any, []ma
 	a.t.Helper()
 	var seen []map[string]any
 	for {
-		m := a.next(30 * time.Second)
+		m := a.next()
 		if match(m) {
 			return m, seen
 		}
@@ -174,28 +145,22 @@ func (a *appServer) until(match func(map[string]any) bool) (map[string]any, []ma
 }
 
 // stop closes stdin, reads what is left of stdout and waits for the server
-// to exit, killing its process group after 10 s.
+// to exit, which it does at the end of its input. After the test failed
+// (the server may be in the middle of a turn) its process group is killed
+// first.
 func (a *appServer) stop() {
 	if a.cmd == nil {
 		return
 	}
-	a.stdin.Close()
-	drained := make(chan struct{})
-	go func() {
-		for range a.out {
-		}
-		close(drained)
-	}()
-	select {
-	case <-drained:
-	case <-time.After(10 * time.Second):
+	if a.t.Failed() {
 		_ = killGroup(a.cmd)
-		<-drained
 	}
-	if err := a.cmd.Wait(); err != nil {
-		a.t.Errorf("app-server: %v; stderr:\n%s", err, a.stderr.String())
+	a.stdin.Close()
+	for range a.out {
 	}
-	a.cancel()
+	if err := a.cmd.Wait(); err != nil && !a.t.Failed() {
+		a.t.Errorf("app-server: %v; stderr:\n%s", err, readStderr(a.t, a.stderr))
+	}
 	a.cmd = nil
 }
 
@@ -274,7 +239,7 @@ func (a *appServer) runTurn(params map[string]any, answer func(req map[string]an
 	tr := &appTurn{}
 	tr.id, _ = res["turn"].(map[string]any)["id"].(string)
 	for {
-		m := a.next(30 * time.Second)
+		m := a.next()
 		tr.msgs = append(tr.msgs, m)
 		if m["id"] != nil && m["method"] != nil {
 			var result any
@@ -571,7 +536,7 @@ func TestAppServerFileChangeApproval(t *testing.T) {
 func TestAppServerInterrupt(t *testing.T) {
 	t.Parallel()
 	srv := startOpenAI(t,
-		ResponsesReply{Items: []OutputItem{MessageItem("This is a long answer that streams slowly, so that the client can interrupt it.")}, ChunkDelay: 300 * time.Millisecond},
+		ResponsesReply{Items: []OutputItem{MessageItem("This is a long answer that streams slowly, so that the client can interrupt it.")}, Hold: true},
 		ResponsesReply{Items: []OutputItem{MessageItem("Still here.")}},
 	)
 	a := startAppServer(t, srv, "", "")

@@ -432,11 +432,7 @@ func TestCloseEndsSlowStream(t *testing.T) {
 		srv.Close()
 		close(closed)
 	}()
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not return while a slow stream was open")
-	}
+	<-closed // a Close that does not return is ended by go test's timeout
 	rest, _ := io.ReadAll(br)
 	if bytes.Contains(rest, []byte("message_stop")) {
 		t.Errorf("the stream went on after Close: %q", rest)
@@ -447,14 +443,12 @@ func TestCloseEndsSlowStream(t *testing.T) {
 	}
 
 	// The server's goroutines are gone; the client's go once their
-	// connections see the close.
+	// connections see the close, which no event reports: the count is
+	// watched until it drops (a leak is ended by go test's timeout, whose
+	// goroutine dump shows it).
 	http.DefaultClient.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+	for runtime.NumGoroutine() > before {
 		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after Close, %d before", n, before)
 	}
 }
 

@@ -2,7 +2,7 @@ package fakeapi
 
 import "os/exec"
 
-// ownGroup leaves cmd as it is on Windows: its Cancel kills the process.
+// ownGroup leaves cmd as it is on Windows: killGroup kills the process.
 func ownGroup(*exec.Cmd) {}
 
 // killGroup kills cmd's process.

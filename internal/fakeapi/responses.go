@@ -41,8 +41,15 @@ type ResponsesReply struct {
 	// response.completed.
 	Failed bool
 
+	// Hold stops the stream after the response's first delta (after
+	// response.created when it has none) and keeps the connection open,
+	// sending nothing more, until the client goes away or the server is
+	// closed: a stream that only an interrupt (or Close) ends, however
+	// slowly the test runs.
+	Hold bool
+
 	// ChunkDelay is the pause before each SSE event after response.created,
-	// to make a slow stream that a test can interrupt.
+	// to make a slow stream.
 	ChunkDelay time.Duration
 
 	// Usage is the token usage that response.completed reports. The zero
@@ -384,7 +391,7 @@ func mustMarshal(v any) json.RawMessage {
 // response.
 func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, reply *ResponsesReply, resp *response) {
 	events := responseEvents(resp)
-	if reply.Drop || reply.Failed {
+	if reply.Drop || reply.Failed || reply.Hold {
 		// Break after the first delta, or after response.created when
 		// there is none.
 		cut := 1
@@ -440,6 +447,12 @@ func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, reply *Res
 	if reply.Drop {
 		// Cut the connection without ending the chunked body.
 		panic(http.ErrAbortHandler)
+	}
+	if reply.Hold {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
 	}
 }
 
