@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end reaping tests: the real claude runs a Bash tool that
+// detaches a process from everything (setsid nohup … &), and nothing of the
+// turn may outlive spbridge, whether it ends normally or is killed with
+// SIGKILL mid-tool. Processes are found by markers in their environment: one
+// given to spbridge (so to claude, its shells and what they start), one the
+// tool sets on the commands it starts.
+
+// goneWait bounds the wait for marked processes to disappear after spbridge
+// is gone: the supervisor kills them at once, but a loaded machine may take
+// a while to schedule it.
+const goneWait = 60 * time.Second
+
+// markedProcs returns "pid argv" for each running process (zombies are dead)
+// whose environment holds one of the KEY=VALUE entries kvs.
+func markedProcs(kvs ...string) []string {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		env, err := os.ReadFile(dir + "/environ")
+		if err != nil {
+			continue // gone, or not ours
+		}
+		marked := false
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			for _, want := range kvs {
+				if string(kv) == want {
+					marked = true
+				}
+			}
+		}
+		if !marked {
+			continue
+		}
+		stat, _ := os.ReadFile(dir + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			continue
+		}
+		argv, _ := os.ReadFile(dir + "/cmdline")
+		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(argv, "\x00"), []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+// waitMarkedGone polls /proc until no process holds one of kvs, up to
+// goneWait, and returns what is left then.
+func waitMarkedGone(kvs ...string) []string {
+	deadline := time.Now().Add(goneWait)
+	for {
+		left := markedProcs(kvs...)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// reapMarkers returns a fresh pair of markers: one for spbridge's
+// environment, one for the tool's commands.
+func reapMarkers(t *testing.T) (bridge, tool string) {
+	id := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	return "SPBRIDGE_E2E_REAP=" + t.Name() + "-" + id, "SPBRIDGE_E2E_TOOL=" + t.Name() + "-" + id
+}
+
+// TestE2EReapDetachedAfterRun: a tool's detached process is gone when
+// spbridge run has ended, and so is everything else the turn started.
+func TestE2EReapDetachedAfterRun(t *testing.T) {
+	bridge, tool := reapMarkers(t)
+	e := newE2E(t, bashRound(tool+" setsid nohup sleep 600 >/dev/null 2>&1 & echo detached")...)
+	e.env = append(e.env, bridge)
+	seen := make(chan struct{})
+	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {
+		// Watch for the detached sleep, to know the tool ran as meant.
+		for {
+			select {
+			case <-ended:
+				return
+			default:
+			}
+			for _, p := range markedProcs(tool) {
+				if strings.Contains(p, "sleep 600") {
+					close(seen)
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}, "--allow-tool", "Bash", "detach something")
+	ran := false
+	for _, it := range e.items() {
+		ran = ran || strings.HasPrefix(it, "tool: Bash ") && strings.HasSuffix(it, " succeeded")
+	}
+	if e.code != 0 || !ran {
+		e.fail("the turn did not run the tool: items %q", e.items())
+	}
+	select {
+	case <-seen:
+	default:
+		t.Log("the detached sleep was not seen while the run lasted (it may have been short)")
+	}
+	if left := markedProcs(bridge, tool); len(left) > 0 {
+		t.Errorf("right after spbridge run ended, left: %q", left)
+		if left := waitMarkedGone(bridge, tool); len(left) > 0 {
+			t.Errorf("%v after spbridge run ended, still left: %q", goneWait, left)
+			killMarked(bridge, tool)
+		}
+	}
+}
+
+// TestE2EReapDetachedAfterSIGKILL: spbridge run killed with SIGKILL while
+// the tool runs (a foreground sleep, and one detached from everything):
+// nothing of the turn is left afterwards.
+func TestE2EReapDetachedAfterSIGKILL(t *testing.T) {
+	bridge, tool := reapMarkers(t)
+	e := newE2E(t, bashRound(tool+" setsid nohup sleep 600 >/dev/null 2>&1 & "+tool+" sleep 601")...)
+	e.env = append(e.env, bridge)
+	killed := false
+	var before []string
+	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {
+		// SIGKILL once both sleeps run.
+		for {
+			select {
+			case <-ended:
+				return
+			default:
+			}
+			procs := markedProcs(tool)
+			if strings.Contains(strings.Join(procs, "\n"), "sleep 600") && strings.Contains(strings.Join(procs, "\n"), "sleep 601") {
+				before = markedProcs(bridge, tool)
+				killed = cmd.Process.Signal(syscall.SIGKILL) == nil
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}, "--allow-tool", "Bash", "run something long")
+	if !killed {
+		e.fail("spbridge ended before the tool ran: items %q", e.items())
+		killMarked(bridge, tool)
+		return
+	}
+	t.Logf("killed spbridge with SIGKILL while these ran: %q", before)
+	begin := time.Now()
+	if left := waitMarkedGone(bridge, tool); len(left) > 0 {
+		t.Errorf("%v after spbridge was killed, left: %q", goneWait, left)
+		killMarked(bridge, tool)
+	}
+	t.Logf("everything gone %v after spbridge was reaped", time.Since(begin))
+}
+
+// killMarked cleans up after a failed test.
+func killMarked(kvs ...string) {
+	for _, p := range markedProcs(kvs...) {
+		pid, _ := strconv.Atoi(strings.Fields(p)[0])
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
