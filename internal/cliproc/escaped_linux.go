@@ -13,14 +13,17 @@ import (
 const escapedWait = 2 * time.Second
 
 // KillEscaped kills (SIGKILL) the processes the program started that left
-// its process group, which neither the program's end nor Close reaches:
-// every running descendant of the program in a group of its own has its
-// whole group killed. With sessionsOnly, only descendants that also left
-// the program's session (setsid: what a program starts to run detached,
-// such as a command it runs in the background) are. It waits (briefly)
-// until they are dead and returns their pids. It finds descendants through
-// /proc, so only while the program runs: once it exited they belong to
-// init.
+// its process group, which signals to the group do not reach: every running
+// descendant of the program (supervised: of its supervisor) in a group of
+// its own has its whole group killed. With sessionsOnly, only descendants
+// that also left the program's session (setsid: what a program starts to
+// run detached, such as a command it runs in the background) are. It waits
+// (briefly) until they are dead and returns their pids. It finds
+// descendants through /proc, so only while the program runs: once it
+// exited, unsupervised, they belong to init. It is for a program that goes
+// on running, such as one interrupted mid-turn: at the program's end or its
+// Close a supervisor kills them all, and an unsupervised Close calls
+// KillEscaped itself.
 func (p *Proc) KillEscaped(sessionsOnly bool) []int {
 	p.mu.Lock()
 	reaped := p.reaped
