@@ -7,9 +7,7 @@ import (
 	"syscall"
 )
 
-// ownGroup starts cmd in a process group of its own, which killGroup
-// kills. (The tests wait for their processes' exit, with no context to
-// cancel them: a hang is ended by go test's own timeout.)
+// ownGroup starts cmd in a process group of its own, which killGroup kills.
 func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }

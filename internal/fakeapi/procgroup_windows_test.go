@@ -2,7 +2,7 @@ package fakeapi
 
 import "os/exec"
 
-// ownGroup leaves cmd as it is on Windows: killGroup kills the process.
+// ownGroup leaves cmd as it is on Windows.
 func ownGroup(*exec.Cmd) {}
 
 // killGroup kills cmd's process.
