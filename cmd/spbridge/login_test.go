@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -21,6 +23,10 @@ import (
 )
 
 const fakeTTYEnv = "SPBRIDGE_FAKE_TTY_CLI"
+
+func init() {
+	helperModes[fakeTTYEnv] = func() int { return fakeTTYCLI(os.Args[1:]) }
+}
 
 // fakeTTYCLI plays a CLI's log-in: it refuses to run unless its stdin is a
 // terminal, says the window size it sees (again after each resize), reads a

@@ -22,9 +22,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the expected files of testdata/script when a cmp fails")
 
+// helperModes turn the test binary into a fake CLI when their environment
+// variable is set; the files that need one register it (some only on the
+// systems they run on).
+var helperModes = map[string]func() int{}
+
 func TestMain(m *testing.M) {
-	if os.Getenv(fakeTTYEnv) != "" {
-		os.Exit(fakeTTYCLI(os.Args[1:]))
+	for env, mode := range helperModes {
+		if os.Getenv(env) != "" {
+			os.Exit(mode())
+		}
 	}
 	if os.Getenv(fakeAskEnv) != "" {
 		os.Exit(fakeAskingClaude())
