@@ -10,6 +10,11 @@
 // JSON line per event to stdout. Every line the agent writes is validated
 // against the library's schemas before the SDK sees it. Exit status: 0 when
 // every step ran and nothing was invalid, 1 otherwise, 2 on usage errors.
+//
+// Nothing here waits for a time: each step waits for its event (a response,
+// a message, the agent's exit), and a step fails when the agent has gone and
+// the event can no longer come. A run that hangs is ended by the caller's own
+// timeout (go test's -timeout).
 
 import { spawn } from "node:child_process";
 import { readFileSync, existsSync } from "node:fs";
@@ -58,7 +63,8 @@ if (!Array.isArray(scenario.steps)) {
   usage("scenario.steps must be an array");
 }
 const strict = scenario.strict !== false;
-const stepTimeoutMs = scenario.stepTimeoutMs ?? 30000;
+// timeoutMs and stepTimeoutMs (the run's and the steps' time limits of
+// earlier versions) are accepted and ignored.
 
 // ---------------------------------------------------------------- output
 
@@ -220,23 +226,17 @@ function wake() {
   for (const w of [...waiters]) w();
 }
 
-// waitUntil resolves true when pred() holds, false on timeout; it re-checks
-// whenever something arrives or the agent exits.
-function waitUntil(pred, timeoutMs) {
+// waitUntil resolves when pred() holds; it re-checks whenever something
+// arrives or the agent exits.
+function waitUntil(pred) {
   return new Promise((resolve) => {
-    if (pred()) return resolve(true);
-    let timer;
+    if (pred()) return resolve();
     const w = () => {
       if (pred()) {
-        clearTimeout(timer);
         waiters.delete(w);
-        resolve(true);
+        resolve();
       }
     };
-    timer = setTimeout(() => {
-      waiters.delete(w);
-      resolve(pred());
-    }, timeoutMs);
     waiters.add(w);
   });
 }
@@ -381,9 +381,8 @@ child.on("exit", (code, signal) => {
   childExited = true;
   exitInfo = { code, signal };
   wake();
-  // 'close' follows once stdout and stderr are drained; do not wait for it
-  // forever if a grandchild keeps them open.
-  setTimeout(emitExit, 2000).unref();
+  // The exit event is written at 'close', once stdout and stderr are
+  // drained: every line the agent wrote is in before it.
 });
 child.on("close", (code, signal) => {
   childExited = true;
@@ -539,12 +538,11 @@ function call(stepIndex, method, params, onResult) {
   return rec;
 }
 
-async function settle(stepIndex, rec, timeoutMs, what) {
-  const done = await Promise.race([
-    rec.promise,
-    new Promise((r) => setTimeout(() => r(null), timeoutMs).unref()),
-  ]);
-  if (done === null) throw new StepFailure(`${what}: no response within ${timeoutMs} ms`);
+// settle waits for the response to a request step. An agent that is gone
+// answers none: when its output ends the SDK closes the connection, which
+// rejects every pending request (a transport error, so a failure).
+async function settle(stepIndex, rec, what) {
+  const done = await rec.promise;
   if (!done.ok && done.transport) throw new StepFailure(`${what}: ${done.error?.message ?? done.error}`);
   return done;
 }
@@ -558,7 +556,7 @@ async function request(stepIndex, step, method, params, onResult) {
     asyncCalls.set(step.name, rec);
     return;
   }
-  await settle(stepIndex, rec, step.timeoutMs ?? stepTimeoutMs, method);
+  await settle(stepIndex, rec, method);
 }
 
 function promptBlocks(step) {
@@ -587,16 +585,15 @@ function matches(entry, step) {
   return true;
 }
 
-async function waitExit(timeoutMs, what) {
-  const ok = await waitUntil(() => childExited, timeoutMs);
-  if (!ok) throw new StepFailure(`${what}: agent still running after ${timeoutMs} ms`);
-  await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 2500).unref())]);
+// waitExit waits for the agent to exit and its output to be read to the
+// end.
+async function waitExit() {
+  await exitPromise;
 }
 
 let lastMatch = -1;
 
 async function runStep(i, step, prevStart) {
-  const timeoutMs = step.timeoutMs ?? stepTimeoutMs;
   switch (step.op) {
     case "initialize": {
       clientCapabilities = step.clientCapabilities ?? {
@@ -649,7 +646,7 @@ async function runStep(i, step, prevStart) {
     case "await": {
       const rec = asyncCalls.get(step.name);
       if (!rec) throw new StepFailure(`no async step named ${JSON.stringify(step.name)}`);
-      await settle(i, rec, timeoutMs, `await ${step.name}`);
+      await settle(i, rec, `await ${step.name}`);
       return;
     }
     case "waitFor": {
@@ -666,10 +663,10 @@ async function runStep(i, step, prevStart) {
         }
         return childExited && exitEmitted; // nothing more can arrive
       };
-      await waitUntil(scan, timeoutMs);
+      await waitUntil(scan);
       if (found < 0) {
         const what = JSON.stringify({ method: step.method, sessionUpdate: step.sessionUpdate, stray: step.stray, count });
-        throw new StepFailure(`waitFor ${what}: ${childExited ? "agent exited" : `nothing within ${timeoutMs} ms`}`);
+        throw new StepFailure(`waitFor ${what}: the agent exited`);
       }
       lastMatch = found;
       return;
@@ -684,30 +681,27 @@ async function runStep(i, step, prevStart) {
     case "closeStdin":
       await flushWrites();
       child.stdin.end();
-      await waitExit(timeoutMs, "closeStdin");
+      await waitExit();
       return;
     case "signal":
       if (!childExited) child.kill(step.signal ?? "SIGTERM");
-      await waitExit(timeoutMs, `signal ${step.signal ?? "SIGTERM"}`);
+      await waitExit();
       return;
     default:
       throw new StepFailure(`unknown op ${JSON.stringify(step.op)}`);
   }
 }
 
+// shutdown ends the agent's stdin and waits for it to exit, as an agent
+// does at the end of its input. After a failed step (the agent may be in
+// the middle of something) it is killed instead.
 async function shutdown() {
   if (!childExited) {
     await flushWrites();
     if (stdinOpen()) child.stdin.end();
-    if (!(await waitUntil(() => childExited, 5000))) {
-      child.kill("SIGTERM");
-      if (!(await waitUntil(() => childExited, 5000))) {
-        child.kill("SIGKILL");
-        await waitUntil(() => childExited, 5000);
-      }
-    }
+    if (failed) child.kill("SIGKILL");
   }
-  await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 2500).unref())]);
+  await exitPromise;
   conn.close();
 }
 
@@ -719,19 +713,6 @@ function finish() {
   emit({ event: "done", code, invalid: invalidCount, failed });
   process.stdout.write("", () => process.exit(code));
 }
-
-const globalTimeoutMs = scenario.timeoutMs ?? 60000;
-const globalTimer = setTimeout(() => {
-  fail(null, `scenario did not finish within ${globalTimeoutMs} ms`);
-  if (!childExited) child.kill("SIGKILL");
-  setTimeout(() => {
-    if (!exitEmitted) {
-      exitInfo ??= { code: null, signal: null };
-      emitExit();
-    }
-    finish();
-  }, 1000);
-}, globalTimeoutMs);
 
 let prevStart = 0;
 for (let i = 0; i < scenario.steps.length && !failed; i++) {
@@ -746,5 +727,4 @@ for (let i = 0; i < scenario.steps.length && !failed; i++) {
   prevStart = start;
 }
 await shutdown();
-clearTimeout(globalTimer);
 finish();

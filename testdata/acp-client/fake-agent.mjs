@@ -118,8 +118,7 @@ const app = acp
       });
       if (text.includes("wait") && !state.cancelled) {
         await new Promise((resolve) => {
-          state.wake = resolve;
-          setTimeout(resolve, 20000).unref();
+          state.wake = resolve; // session/cancel; the end of stdin ends the process
         });
       }
       return { stopReason: state.cancelled ? "cancelled" : "end_turn" };

@@ -9,7 +9,9 @@
 #               extension request/notification, load, raw bad line; exit 0
 #   misbehave   the agent sends schema-breaking messages: "invalid" events,
 #               then the signal op; exit 1
-#   timeout     a waitFor that never matches: a "fail" event; exit 1
+#   gone        a waitFor whose message never comes, then a request, after
+#   gone2       the agent exited: a "fail" event (nothing waits for a
+#               time); exit 1
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -29,7 +31,7 @@ node -e 'process.stdout.write(Buffer.from(process.argv[1], "base64"))' \
 agent="$here/fake-agent.mjs"
 
 cat >"$tmp/ok.json" <<EOF
-{"command": ["node", "$agent"], "env": {"FAKE_AGENT": "1"}, "cwd": "$tmp", "timeoutMs": 30000,
+{"command": ["node", "$agent"], "env": {"FAKE_AGENT": "1"}, "cwd": "$tmp",
  "permissions": ["allow_once", "reject_once"],
  "steps": [
   {"op": "initialize"},
@@ -37,7 +39,7 @@ cat >"$tmp/ok.json" <<EOF
   {"op": "newSession", "cwd": "$tmp", "meta": {"prev": "\$s1"}},
   {"op": "prompt", "session": "s1", "text": "hello", "images": [{"path": "$tmp/dot.png", "mimeType": "image/png"}]},
   {"op": "prompt", "session": "s1", "text": "please wait", "async": true, "name": "p1"},
-  {"op": "waitFor", "method": "session/update", "sessionUpdate": "agent_message_chunk", "timeoutMs": 10000},
+  {"op": "waitFor", "method": "session/update", "sessionUpdate": "agent_message_chunk"},
   {"op": "waitFor", "method": "_spbridge/item", "session": "s1"},
   {"op": "cancel", "session": "s1"},
   {"op": "await", "name": "p1"},
@@ -51,25 +53,41 @@ cat >"$tmp/ok.json" <<EOF
   {"op": "raw", "line": "{not json"},
   {"op": "waitFor", "stray": true, "errorCode": -32700},
   {"op": "sleep", "ms": 50},
-  {"op": "closeStdin", "timeoutMs": 10000}
+  {"op": "closeStdin"}
  ]}
 EOF
 
 cat >"$tmp/misbehave.json" <<EOF
-{"command": ["node", "$agent"], "timeoutMs": 30000,
+{"command": ["node", "$agent"],
  "steps": [
   {"op": "initialize"},
   {"op": "newSession", "cwd": "$tmp", "saveAs": "s1"},
   {"op": "ext", "method": "_fake/misbehave", "params": {}},
-  {"op": "signal", "signal": "SIGTERM", "timeoutMs": 10000}
+  {"op": "signal", "signal": "SIGTERM"}
  ]}
 EOF
 
-cat >"$tmp/timeout.json" <<EOF
-{"command": ["node", "$agent"], "timeoutMs": 30000,
+# A waitFor whose message never comes fails when the agent exits (a time
+# limit, from earlier versions, is ignored); so does a request to an agent
+# that is gone.
+cat >"$tmp/gone.json" <<EOF
+{"command": ["node", "$agent"], "timeoutMs": 300,
  "steps": [
   {"op": "initialize"},
+  {"op": "newSession", "cwd": "$tmp", "saveAs": "s1"},
+  {"op": "prompt", "session": "s1", "text": "wait", "async": true, "name": "p1"},
+  {"op": "waitFor", "method": "_spbridge/item", "session": "s1"},
+  {"op": "signal", "signal": "SIGTERM"},
   {"op": "waitFor", "method": "_spbridge/never", "timeoutMs": 300},
+  {"op": "initialize"}
+ ]}
+EOF
+cat >"$tmp/gone2.json" <<EOF
+{"command": ["node", "$agent"],
+ "steps": [
+  {"op": "initialize"},
+  {"op": "signal", "signal": "SIGTERM"},
+  {"op": "initialize"},
   {"op": "initialize"}
  ]}
 EOF
@@ -88,7 +106,8 @@ run() {
 
 run ok 0
 run misbehave 1
-run timeout 1
+run gone 1
+run gone2 1
 
 node --input-type=module - "$tmp" <<'EOF'
 import { readFileSync } from "node:fs";
@@ -158,14 +177,23 @@ const is = (e, props) => Object.entries(props).every(([k, v]) => e[k] === v);
 }
 
 {
-  const ev = load("timeout");
-  const x = (what, cond) => expect("timeout", cond, what, ev);
-  x("waitFor failed at step 1", ev.some((e) => e.event === "fail" && e.step === 1));
-  x("step 2 did not run", !ev.some((e) => e.event === "step" && e.step === 2));
-  x("agent was shut down", ev.some((e) => is(e, { event: "exit", code: 0 })));
+  const ev = load("gone");
+  const x = (what, cond) => expect("gone", cond, what, ev);
+  x("waitFor failed at step 5, as the agent had exited",
+    ev.some((e) => e.event === "fail" && e.step === 5 && e.message.includes("agent exited")));
+  x("step 6 did not run", !ev.some((e) => e.event === "step" && e.step === 6));
+  x("agent ended by SIGTERM", ev.some((e) => is(e, { event: "exit", code: null, signal: "SIGTERM" })));
+  x("done code 1, failed", is(ev.at(-1), { event: "done", code: 1, failed: true }));
+}
+
+{
+  const ev = load("gone2");
+  const x = (what, cond) => expect("gone2", cond, what, ev);
+  x("the request to the exited agent failed at step 2", ev.some((e) => e.event === "fail" && e.step === 2));
+  x("step 3 did not run", !ev.some((e) => e.event === "step" && e.step === 3));
   x("done code 1, failed", is(ev.at(-1), { event: "done", code: 1, failed: true }));
 }
 
 if (failures > 0) process.exit(1);
-console.log("selftest: ok (3 scenarios)");
+console.log("selftest: ok (4 scenarios)");
 EOF
