@@ -138,7 +138,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 		return map[string]any{"op": "prompt", "session": "s1", "text": text}
 	}
 	events := runACPClient(t, map[string]any{
-		"command": []string{bin, "serve"}, "env": envMap, "cwd": work, "timeoutMs": 120000,
+		"command": []string{bin, "serve"}, "env": envMap, "cwd": work,
 		"permissions": []string{"allow_once", "reject_once"},
 		"steps": []any{
 			map[string]any{"op": "initialize"},                                            // 0
@@ -156,8 +156,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 			map[string]any{"op": "ext", "method": "_spbridge/queue", "params": map[string]any{"sessionId": "$s1", "prompt": []any{map[string]any{"type": "text", "text": "and then this"}}}}, // 12
 			map[string]any{"op": "await", "name": "busy"},
 			map[string]any{"op": "waitFor", "method": "_spbridge/edited", "count": 2},
-			map[string]any{"op": "sleep", "ms": 1500},
-			map[string]any{"op": "ext", "method": "_spbridge/save", "params": map[string]any{"sessionId": "$s1"}}, // 16
+			map[string]any{"op": "ext", "method": "_spbridge/save", "params": map[string]any{"sessionId": "$s1"}}, // 15
 			map[string]any{"op": "closeStdin"},
 		},
 	})
@@ -220,7 +219,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 	// A new server process loads the package: the conversation is replayed,
 	// and the next prompt starts a new CLI session told what was said.
 	events = runACPClient(t, map[string]any{
-		"command": []string{bin, "serve"}, "env": envMap, "cwd": work, "timeoutMs": 60000,
+		"command": []string{bin, "serve"}, "env": envMap, "cwd": work,
 		"steps": []any{
 			map[string]any{"op": "initialize"},
 			map[string]any{"op": "loadSession", "sessionId": e.pkg, "cwd": work, "meta": meta, "saveAs": "s1"},
@@ -262,7 +261,7 @@ func TestE2EServeCodex(t *testing.T) {
 	work := filepath.Dir(e.pkg)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
 	events := runACPClient(t, map[string]any{
-		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work, "timeoutMs": 60000,
+		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
 		"steps": []any{
 			map[string]any{"op": "initialize"},
 			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
