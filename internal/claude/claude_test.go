@@ -345,13 +345,11 @@ func TestInterruptKeepsProcess(t *testing.T) {
 			once.Do(func() { go b.Interrupt() })
 		}
 	}
-	start := time.Now()
+	// The fake counts until the control request asks it to stop: a turn
+	// that ignored the interrupt would never end.
 	end := b.Turn(context.Background(), Message{Text: "count"}, rec)
 	if end.Status != itemmap.TurnInterrupted {
 		t.Fatalf("status %s, want interrupted", end.Status)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("interrupt took %v", time.Since(start))
 	}
 	texts := rec.texts()
 	if len(texts) < 2 || !strings.HasPrefix(texts[0], "assistant: 1 2 3") || texts[len(texts)-1] != "notice: Interrupted." {
@@ -360,7 +358,8 @@ func TestInterruptKeepsProcess(t *testing.T) {
 	pid := b.proc.Pid()
 	// The process lives on and takes the next message.
 	rec2 := &recorder{}
-	go func() { time.Sleep(100 * time.Millisecond); b.Interrupt() }()
+	var once2 sync.Once
+	rec2.onItem = func(archive.Item) { once2.Do(func() { go b.Interrupt() }) }
 	if end := b.Turn(context.Background(), Message{Text: "again"}, rec2); end.Status != itemmap.TurnInterrupted || b.proc.Pid() != pid {
 		t.Errorf("second turn: %s, same process %v", end.Status, b.proc.Pid() == pid)
 	}
@@ -371,13 +370,11 @@ func TestInterruptEscalates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := &recorder{}
 	rec.onItem = func(archive.Item) { cancel() }
-	start := time.Now()
+	// The fake ignores the control request and SIGINT: only the escalation
+	// (SIGTERM, SIGKILL after Grace each) ends the turn.
 	end := b.Turn(ctx, Message{Text: "count"}, rec)
 	if end.Status != itemmap.TurnInterrupted {
 		t.Fatalf("status %s, want interrupted", end.Status)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("escalation took %v", d)
 	}
 	if b.proc != nil {
 		t.Error("the killed process is still held")
