@@ -105,6 +105,20 @@ func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Hos
 			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: n})
 			return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
 		}
+	case strings.HasPrefix(text, "long"):
+		// "long N SIZE": a reply of N deltas of SIZE bytes each.
+		var n, size int
+		fmt.Sscan(strings.TrimPrefix(text, "long"), &n, &size)
+		delta := strings.Repeat("x", size-1) + "\""
+		var b strings.Builder
+		b.WriteString(delta)
+		a.Set("text", b.String())
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		for i := 1; i < n; i++ {
+			b.WriteString(delta)
+			a.Set("text", b.String())
+			h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: delta})
+		}
 	case strings.HasPrefix(text, "ask"):
 		tool := archive.NewItem(archive.TypeTool)
 		tool.Set("name", "Bash")
@@ -187,15 +201,32 @@ type client struct {
 	answers  []string // permission answers, in order
 	doneCh   chan struct{}
 	doneErr  error
+	// itemBytes counts the bytes of the _spbridge/item lines the server
+	// wrote, itemLongest the longest of them.
+	itemBytes, itemLongest int
 }
 
 func startServer(t *testing.T) *client { return startServerWith(t, Config{}) }
 
 func startServerWith(t *testing.T, cfg Config) *client { return startServerHook(t, cfg, nil) }
 
-// startServerHook starts a server whose backends are fakes; hook, when set,
-// sees each one before it is returned (it may block, panic or change it).
+// startServerHook starts a server whose backends are fakes and initializes
+// it as a client that asks for _spbridge/item; hook, when set, sees each
+// backend before it is returned (it may block, panic or change it).
 func startServerHook(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
+	t.Helper()
+	c := startPlain(t, cfg, hook)
+	c.request("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": itemsCapability})
+	return c
+}
+
+// itemsCapability is the clientCapabilities of a client that asks for
+// _spbridge/item.
+var itemsCapability = map[string]any{"_meta": map[string]any{"spbridge": map[string]any{"items": true}}}
+
+// startPlain starts a server with fake backends and does not initialize it:
+// a client that has not asked for _spbridge/item.
+func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -225,6 +256,12 @@ func startServerHook(t *testing.T, cfg Config, hook func(*fakeBackend)) *client 
 		sc.Buffer(nil, 64<<20)
 		for sc.Scan() {
 			var m map[string]any
+			c.mu.Lock()
+			if strings.Contains(sc.Text(), `"method":"_spbridge/item"`) {
+				c.itemBytes += len(sc.Bytes()) + 1
+				c.itemLongest = max(c.itemLongest, len(sc.Bytes())+1)
+			}
+			c.mu.Unlock()
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				t.Errorf("server wrote a line that is not JSON: %q", sc.Text())
 				continue

@@ -78,6 +78,11 @@ type Server struct {
 	sessions map[string]*acpSession // open or opening, by id
 	stopping bool                   // shutdown began: no session opens
 
+	// items is set when the client asked for _spbridge/item notifications
+	// (initialize's clientCapabilities._meta.spbridge.items); a plain ACP
+	// client gets ACP alone.
+	items atomic.Bool
+
 	nextID  atomic.Int64
 	pmu     sync.Mutex
 	pending map[int64]chan *message // our requests to the client, by id
@@ -231,6 +236,9 @@ var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 func (s *Server) dispatch(ctx context.Context, m *message) {
 	switch m.Method {
 	case "initialize":
+		// Read here, in arrival order, so that what the client writes after
+		// initialize already sees its choice.
+		s.items.Store(wantsItems(m.Params))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })
@@ -364,6 +372,21 @@ func decode(params json.RawMessage, v any) error {
 		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
 	return nil
+}
+
+// wantsItems reports whether initialize's params ask for _spbridge/item:
+// clientCapabilities._meta.spbridge.items is true.
+func wantsItems(params json.RawMessage) bool {
+	var p struct {
+		ClientCapabilities struct {
+			Meta struct {
+				Spbridge struct {
+					Items bool `json:"items"`
+				} `json:"spbridge"`
+			} `json:"_meta"`
+		} `json:"clientCapabilities"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Meta.Spbridge.Items
 }
 
 func (s *Server) initialize(params json.RawMessage) (any, error) {

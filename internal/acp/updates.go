@@ -91,8 +91,9 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 	keep := ss.keep
 	ss.mu.Unlock()
-	w := ss.srv.w
-	w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": it.Map(), "op": c.Op.String()})
+	if ss.srv.items.Load() {
+		ss.itemChange(c)
+	}
 	if c.Op == itemmap.OpRemove {
 		return
 	}
@@ -137,6 +138,29 @@ func (h *acpHost) Change(c itemmap.Change) {
 			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(it))})
 		}
 	}
+}
+
+// itemChange sends one change as _spbridge/item. Text that grew by
+// streaming travels as what was appended ({op: "append", id, field: "text",
+// text}); every other change carries the whole item (add, update, remove):
+// an update of a running item is rare (a tool's input arrived, a text was
+// replaced rather than grown), and the one that ends it (a tool's status)
+// is the item as kept. So item traffic stays linear in the reply.
+func (ss *acpSession) itemChange(c itemmap.Change) {
+	if c.Op == itemmap.OpUpdate && c.Delta != "" {
+		ss.srv.w.notify("_spbridge/item", itemAppend{SessionID: ss.id, Op: "append", ID: c.Item.ID(), Field: "text", Text: c.Delta})
+		return
+	}
+	ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": c.Item.Map(), "op": c.Op.String()})
+}
+
+// itemAppend is the _spbridge/item of a text that grew.
+type itemAppend struct {
+	SessionID string `json:"sessionId"`
+	Op        string `json:"op"`
+	ID        string `json:"id"`
+	Field     string `json:"field"`
+	Text      string `json:"text"`
 }
 
 // lastIndex is the index of the item with this id, searched from the end
@@ -261,7 +285,7 @@ func (ss *acpSession) card(itemID, state string) {
 	}
 	itemMap := item.Map() // a clone of the turn's, never changed
 	ss.mu.Unlock()
-	if itemMap != nil {
+	if itemMap != nil && ss.srv.items.Load() {
 		ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": itemMap, "op": "update", "card": card})
 	}
 	if keep {
@@ -408,19 +432,23 @@ func plainText(it archive.Item) string {
 }
 
 // replay sends a loaded conversation to the client as session/update
-// notifications (and its items as _spbridge/item), in order.
+// notifications (and its items as _spbridge/item to a client that asked
+// for them), in order.
 func (ss *acpSession) replay() {
 	ss.mu.Lock()
-	items := append([]archive.Item(nil), ss.pkg.Conv.Items...)
+	list := append([]archive.Item(nil), ss.pkg.Conv.Items...)
 	cards := maps.Clone(ss.pkg.Conv.ApprovalCards)
 	ss.mu.Unlock()
 	w := ss.srv.w
-	for _, it := range items {
-		params := map[string]any{"sessionId": ss.id, "item": it.Map(), "op": "add"}
-		if card, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
-			params["card"] = card
+	items := ss.srv.items.Load()
+	for _, it := range list {
+		if items {
+			params := map[string]any{"sessionId": ss.id, "item": it.Map(), "op": "add"}
+			if card, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
+				params["card"] = card
+			}
+			w.notify("_spbridge/item", params)
 		}
-		w.notify("_spbridge/item", params)
 		switch it.Type() {
 		case archive.TypeUser:
 			ss.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": textBlock(it.String("text"))})

@@ -38,7 +38,9 @@ func (o Op) String() string {
 // Change is one change to one item. Item is the item as it is now; the
 // mapper keeps changing it on later lines, so a receiver that keeps it across
 // calls must Clone it. Delta is the text appended by this change when the
-// item's text grew by streaming, "" otherwise.
+// item's text grew by streaming, "" otherwise; when it is set, the change is
+// exactly that (an OpUpdate whose "text" grew by Delta, nothing else
+// changed), so a receiver may send the delta instead of the item.
 type Change struct {
 	Op    Op
 	Item  archive.Item
