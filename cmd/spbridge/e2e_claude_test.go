@@ -165,14 +165,22 @@ func TestE2EClaudeThinking(t *testing.T) {
 		e.fail("items %q", got)
 	}
 	// --json: one JSON line per item change, the user's item first, the
-	// reply growing under one id.
+	// reply growing under one id: added whole, then appends.
 	lines := strings.Split(strings.TrimSpace(e.stdout.String()), "\n")
 	if len(lines) < 3 {
 		e.fail("%d JSON lines", len(lines))
 	}
 	ids := map[string]string{}
+	texts := map[string]string{}
 	for i, l := range lines {
 		v := gjson.Parse(l)
+		if v.Get("op").String() == "append" {
+			if v.Get("field").String() != "text" || texts[v.Get("id").String()] == "" {
+				e.fail("line %d appends to no item: %s", i, l)
+			}
+			texts[v.Get("id").String()] += v.Get("text").String()
+			continue
+		}
 		if !gjson.Valid(l) || v.Get("op").String() == "" || v.Get("item.id").String() == "" {
 			e.fail("line %d is not an item change: %s", i, l)
 			continue
@@ -181,9 +189,11 @@ func TestE2EClaudeThinking(t *testing.T) {
 			e.fail("first line %s", l)
 		}
 		ids[v.Get("item.type").String()] = v.Get("item.id").String()
+		texts[v.Get("item.id").String()] = v.Get("item.text").String()
 	}
-	if ids["assistant"] != e.conv().Items[2].ID() {
-		e.fail("the streamed item's id %s is not the saved one", ids["assistant"])
+	saved := e.conv().Items[2]
+	if ids["assistant"] != saved.ID() || texts[saved.ID()] != saved.String("text") {
+		e.fail("the streamed item %s %q is not the saved one %s %q", ids["assistant"], texts[ids["assistant"]], saved.ID(), saved.String("text"))
 	}
 }
 

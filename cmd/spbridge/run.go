@@ -271,11 +271,23 @@ type shellHost struct {
 	statusLen int
 }
 
+// jsonLine is what `run --json` writes for one item change: a text that
+// grew by streaming as what was appended ({"field":"text","id":…,
+// "op":"append","text":delta}), any other change as the whole item
+// ({"item":{…},"op":"add"|"update"|"remove"}), so the output stays linear
+// in the reply.
+func jsonLine(c itemmap.Change) map[string]any {
+	if c.Op == itemmap.OpUpdate && c.Delta != "" {
+		return map[string]any{"op": "append", "id": c.Item.ID(), "field": "text", "text": c.Delta}
+	}
+	return map[string]any{"op": c.Op.String(), "item": c.Item.Map()}
+}
+
 func (h *shellHost) Change(c itemmap.Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.json {
-		line, err := canonjson.EncodeCompact(map[string]any{"op": c.Op.String(), "item": c.Item.Map(), "delta": c.Delta})
+		line, err := canonjson.EncodeCompact(jsonLine(c))
 		if err == nil {
 			fmt.Fprintf(h.out, "%s\n", line)
 		}
