@@ -24,6 +24,7 @@ type Claude struct {
 	model     string
 	lastTotal string // total_cost_usd of the previous result: the CLI reports it per process
 	turn      *claudeTurn
+	ev        claudeEvent // the line being mapped, reused
 }
 
 // NewClaude returns a mapper that names new items with newID (nil: random
@@ -112,11 +113,13 @@ func (m *Claude) Line(line []byte) Result {
 	if !ok {
 		return r
 	}
-	ev := gjson.ParseBytes(line)
-	if !ev.IsObject() {
+	raw := gjson.ParseBytes(line)
+	if !raw.IsObject() {
 		r.Skipped = true
 		return r
 	}
+	ev := &m.ev
+	ev.read(raw)
 	if p := ev.Get("parent_tool_use_id"); p.Exists() && p.Type != gjson.Null {
 		// A subagent's own messages: its tool calls show in the parent's
 		// tool item; they are not part of this conversation's history.
@@ -153,7 +156,7 @@ func (m *Claude) update(r *Result, it archive.Item, delta string) {
 	r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: it, Delta: delta})
 }
 
-func (m *Claude) system(ev gjson.Result, r *Result) {
+func (m *Claude) system(ev *claudeEvent, r *Result) {
 	switch ev.Get("subtype").String() {
 	case "init":
 		m.ensureTurn()
@@ -201,7 +204,7 @@ func (m *Claude) findBlock(key blockKey) *claudeBlock {
 	return nil
 }
 
-func (m *Claude) streamEvent(ev gjson.Result, r *Result) {
+func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
 	e := ev.Get("event")
 	msg := ev.Get("api_message_id").String()
@@ -329,7 +332,7 @@ func (m *Claude) dropHistoryBlock(msg string, b *claudeBlock) {
 	}
 }
 
-func (m *Claude) assistant(ev gjson.Result, r *Result) {
+func (m *Claude) assistant(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
 	msg := ev.Get("message")
 	if ev.Get("aborted").Bool() {
@@ -415,7 +418,7 @@ func (m *Claude) appendHistory(msgID string, b archive.Block) {
 	t.history[i].Content = append(t.history[i].Content, b)
 }
 
-func (m *Claude) apiError(ev, msg gjson.Result, r *Result) {
+func (m *Claude) apiError(ev *claudeEvent, msg gjson.Result, r *Result) {
 	t := m.turn
 	text := ""
 	for _, c := range msg.Get("content").Array() {
@@ -449,7 +452,7 @@ const ClaudeNotLoggedIn = "Claude Code is not logged in (authentication failed).
 
 // notLoggedIn reports whether an API error event or result says the
 // credentials were refused: HTTP 401, or the CLI's authentication_failed.
-func notLoggedIn(ev gjson.Result) bool {
+func notLoggedIn(ev *claudeEvent) bool {
 	return ev.Get("api_error_status").Int() == 401 || ev.Get("error").String() == "authentication_failed" ||
 		ev.Get("api_error_type").String() == "authentication_error"
 }
@@ -459,7 +462,7 @@ func (m *Claude) fail(t *claudeTurn, text, detail string, r *Result) {
 	setFailure(m.newID, &t.failure, text, detail, r)
 }
 
-func (m *Claude) user(ev gjson.Result, r *Result) {
+func (m *Claude) user(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
 	content := ev.Get("message.content")
 	if !content.IsArray() {
@@ -525,7 +528,7 @@ func toolResultText(c gjson.Result) string {
 	return strings.Join(parts, "\n")
 }
 
-func (m *Claude) controlRequest(ev gjson.Result, r *Result) {
+func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
 	req := ev.Get("request")
 	id := ev.Get("request_id").String()
@@ -563,7 +566,7 @@ func (m *Claude) controlRequest(ev gjson.Result, r *Result) {
 	r.Approvals = append(r.Approvals, a)
 }
 
-func (m *Claude) result(ev gjson.Result, r *Result) {
+func (m *Claude) result(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
 	reason := ev.Get("terminal_reason").String()
 	interrupted := t.aborted || reason == "aborted_streaming" || reason == "aborted_tools"
@@ -662,7 +665,7 @@ func (m *Claude) endTurn(status string, r *Result) *TurnEnd {
 // turnUsage reads a result's usage and cost for this turn. The CLI reports
 // total_cost_usd and modelUsage for the whole process, and
 // model_usage_since_last_result for this turn.
-func (m *Claude) turnUsage(ev gjson.Result) (archive.Usage, json.Number) {
+func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 	var u archive.Usage
 	var cost json.Number
 	since := ev.Get("model_usage_since_last_result")
@@ -742,4 +745,58 @@ func num(v gjson.Result) json.Number {
 		return ""
 	}
 	return json.Number(v.Raw)
+}
+
+// claudeFields are the top-level fields of a stream-json line the mapper
+// reads. claudeEvent.read finds them all in one pass over the line, so a
+// large line (a tool result, a whole assistant message) is walked once at
+// the top level, whatever the handler asks for.
+var claudeFields = [...]string{
+	"type", "subtype", "parent_tool_use_id", "session_id", "model", "message", "event",
+	"api_message_id", "abandoned_blocks", "aborted", "is_api_error_message", "api_error_status",
+	"api_error_type", "error", "error_status", "attempt", "max_retries", "tool_use_id",
+	"tool_use_result", "request", "request_id", "response", "terminal_reason", "is_error",
+	"result", "errors", "model_usage_since_last_result", "usage", "total_cost_usd",
+}
+
+// claudeFieldIndex is a field's index in claudeFields, or -1.
+func claudeFieldIndex(key string) int {
+	for i, f := range claudeFields {
+		if f == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// claudeEvent is one stream-json line: its top-level fields as read.
+type claudeEvent struct {
+	raw gjson.Result
+	f   [len(claudeFields)]gjson.Result
+}
+
+// read reads the fields of object raw in one pass; of a key given twice
+// the first counts, as gjson's Get reads it.
+func (ev *claudeEvent) read(raw gjson.Result) {
+	*ev = claudeEvent{raw: raw}
+	raw.ForEach(func(k, v gjson.Result) bool {
+		if i := claudeFieldIndex(k.Str); i >= 0 && !ev.f[i].Exists() {
+			ev.f[i] = v
+		}
+		return true
+	})
+}
+
+// Get reads path ("field" or "field.sub.path") from the fields read; a
+// field not among claudeFields is looked up in the line.
+func (ev *claudeEvent) Get(path string) gjson.Result {
+	key, rest, nested := strings.Cut(path, ".")
+	i := claudeFieldIndex(key)
+	if i < 0 {
+		return ev.raw.Get(path)
+	}
+	if !nested {
+		return ev.f[i]
+	}
+	return ev.f[i].Get(rest)
 }
