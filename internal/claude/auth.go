@@ -31,8 +31,8 @@ func (b *Backend) AuthStatus(ctx context.Context) (AuthStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "auth", "status", "--json")
-	cmd.Env = b.opts.Env
-	cmd.Dir = b.opts.Dir
+	cmd.Env = b.Opts.Env
+	cmd.Dir = b.Opts.Dir
 	out, err := cmd.Output()
 	if err != nil && len(out) == 0 {
 		return AuthStatus{}, fmt.Errorf("claude auth status: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -33,7 +34,9 @@ func (h *latencyHost) Change(c itemmap.Change) {
 	h.mu.Unlock()
 }
 
-func (h *latencyHost) Approve(context.Context, itemmap.Approval) Decision { return Decision{} }
+func (h *latencyHost) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{}
+}
 
 // BenchmarkLineToItemLatency measures the delay from a line written by a
 // (fake) CLI to the item change the caller of Turn sees, over 1,000 lines a
@@ -42,7 +45,7 @@ func BenchmarkLineToItemLatency(b *testing.B) {
 	be := fakeBackendTB(b, "latency", Options{})
 	h := &latencyHost{}
 	for b.Loop() {
-		if end := be.Turn(context.Background(), Message{Text: "go"}, h); end.Status != itemmap.TurnCompleted {
+		if end := be.Turn(context.Background(), backend.Message{Text: "go"}, h); end.Status != itemmap.TurnCompleted {
 			b.Fatalf("turn %s", end.Status)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/supervise"
 )
@@ -250,11 +251,11 @@ func (r *recorder) Change(c itemmap.Change) {
 	}
 }
 
-func (r *recorder) Approve(ctx context.Context, a itemmap.Approval) Decision {
+func (r *recorder) Approve(ctx context.Context, a itemmap.Approval) backend.Decision {
 	r.mu.Lock()
 	r.asked = append(r.asked, a)
 	r.mu.Unlock()
-	return Decision{Allow: r.allow}
+	return backend.Decision{Allow: r.allow}
 }
 
 func (r *recorder) texts() []string {
@@ -295,17 +296,17 @@ func fakeBackendTB(t testing.TB, mode string, opts Options) *Backend {
 func TestTurnsShareOneProcess(t *testing.T) {
 	b := fakeBackend(t, "echo", Options{})
 	rec := &recorder{}
-	end := b.Turn(context.Background(), Message{Text: "hello"}, rec)
+	end := b.Turn(context.Background(), backend.Message{Text: "hello"}, rec)
 	if end.Status != itemmap.TurnCompleted || end.SessionID != "fake-session-1" || end.CostUSD == "" {
 		t.Fatalf("turn 1 = %+v", end)
 	}
-	pid := b.proc.Pid()
-	img := Image{MimeType: "image/png", Data: []byte("\x89PNG fake")}
-	end = b.Turn(context.Background(), Message{Text: "again", Images: []Image{img}}, rec)
+	pid := b.Proc().Pid()
+	img := backend.Image{MimeType: "image/png", Data: []byte("\x89PNG fake")}
+	end = b.Turn(context.Background(), backend.Message{Text: "again", Images: []backend.Image{img}}, rec)
 	if end.Status != itemmap.TurnCompleted {
 		t.Fatalf("turn 2 = %+v", end)
 	}
-	if b.proc.Pid() != pid {
+	if b.Proc().Pid() != pid {
 		t.Error("the second turn started a new process")
 	}
 	want := []string{"assistant: echo: hello", "assistant: echo: again [image/png 12 base64 bytes]"}
@@ -321,7 +322,7 @@ func TestApprovals(t *testing.T) {
 	for _, allow := range []bool{true, false} {
 		b := fakeBackend(t, "approval", Options{})
 		rec := &recorder{allow: allow}
-		end := b.Turn(context.Background(), Message{Text: "delete"}, rec)
+		end := b.Turn(context.Background(), backend.Message{Text: "delete"}, rec)
 		if end.Status != itemmap.TurnCompleted || len(rec.asked) != 1 || rec.asked[0].ToolName != "Bash" {
 			t.Fatalf("allow=%v: end %+v, asked %+v", allow, end, rec.asked)
 		}
@@ -347,7 +348,7 @@ func TestInterruptKeepsProcess(t *testing.T) {
 	}
 	// The fake counts until the control request asks it to stop: a turn
 	// that ignored the interrupt would never end.
-	end := b.Turn(context.Background(), Message{Text: "count"}, rec)
+	end := b.Turn(context.Background(), backend.Message{Text: "count"}, rec)
 	if end.Status != itemmap.TurnInterrupted {
 		t.Fatalf("status %s, want interrupted", end.Status)
 	}
@@ -355,13 +356,13 @@ func TestInterruptKeepsProcess(t *testing.T) {
 	if len(texts) < 2 || !strings.HasPrefix(texts[0], "assistant: 1 2 3") || texts[len(texts)-1] != "notice: Interrupted." {
 		t.Errorf("items %q", texts)
 	}
-	pid := b.proc.Pid()
+	pid := b.Proc().Pid()
 	// The process lives on and takes the next message.
 	rec2 := &recorder{}
 	var once2 sync.Once
 	rec2.onItem = func(archive.Item) { once2.Do(func() { go b.Interrupt() }) }
-	if end := b.Turn(context.Background(), Message{Text: "again"}, rec2); end.Status != itemmap.TurnInterrupted || b.proc.Pid() != pid {
-		t.Errorf("second turn: %s, same process %v", end.Status, b.proc.Pid() == pid)
+	if end := b.Turn(context.Background(), backend.Message{Text: "again"}, rec2); end.Status != itemmap.TurnInterrupted || b.Proc().Pid() != pid {
+		t.Errorf("second turn: %s, same process %v", end.Status, b.Proc().Pid() == pid)
 	}
 }
 
@@ -372,11 +373,11 @@ func TestInterruptEscalates(t *testing.T) {
 	rec.onItem = func(archive.Item) { cancel() }
 	// The fake ignores the control request and SIGINT: only the escalation
 	// (SIGTERM, SIGKILL after Grace each) ends the turn.
-	end := b.Turn(ctx, Message{Text: "count"}, rec)
+	end := b.Turn(ctx, backend.Message{Text: "count"}, rec)
 	if end.Status != itemmap.TurnInterrupted {
 		t.Fatalf("status %s, want interrupted", end.Status)
 	}
-	if b.proc != nil {
+	if b.Proc() != nil {
 		t.Error("the killed process is still held")
 	}
 }
@@ -384,7 +385,7 @@ func TestInterruptEscalates(t *testing.T) {
 func TestCrashThenResume(t *testing.T) {
 	b := fakeBackend(t, "crash", Options{})
 	rec := &recorder{}
-	end := b.Turn(context.Background(), Message{Text: "one"}, rec)
+	end := b.Turn(context.Background(), backend.Message{Text: "one"}, rec)
 	if end.Status != itemmap.TurnFailed {
 		t.Fatalf("status %s, want failed", end.Status)
 	}
@@ -396,7 +397,7 @@ func TestCrashThenResume(t *testing.T) {
 	if !slices.Contains(texts, "assistant: partial") {
 		t.Errorf("the partial reply was lost: %q", texts)
 	}
-	end = b.Turn(context.Background(), Message{Text: "two"}, rec)
+	end = b.Turn(context.Background(), backend.Message{Text: "two"}, rec)
 	if end.Status != itemmap.TurnCompleted {
 		t.Fatalf("after the crash: %s", end.Status)
 	}
@@ -411,7 +412,7 @@ func TestCrashThenResume(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	b := fakeBackend(t, "hang", Options{IdleTimeout: 300 * time.Millisecond})
 	rec := &recorder{}
-	end := b.Turn(context.Background(), Message{Text: "x"}, rec)
+	end := b.Turn(context.Background(), backend.Message{Text: "x"}, rec)
 	if end.Status != itemmap.TurnFailed {
 		t.Fatalf("status %s", end.Status)
 	}
@@ -423,7 +424,7 @@ func TestIdleTimeout(t *testing.T) {
 func TestGarbageSkipped(t *testing.T) {
 	b := fakeBackend(t, "garbage", Options{})
 	rec := &recorder{}
-	if end := b.Turn(context.Background(), Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
+	if end := b.Turn(context.Background(), backend.Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
 		t.Fatalf("status %s", end.Status)
 	}
 	if n := b.SkippedLines(); n != 2 {
@@ -438,7 +439,7 @@ func TestGarbageSkipped(t *testing.T) {
 func TestMissingProgram(t *testing.T) {
 	b := New(Options{Program: filepath.Join(t.TempDir(), "no-claude")})
 	rec := &recorder{}
-	end := b.Turn(context.Background(), Message{Text: "x"}, rec)
+	end := b.Turn(context.Background(), backend.Message{Text: "x"}, rec)
 	if end.Status != itemmap.TurnFailed || len(rec.items) != 1 || rec.items[0].String("text") != NotFoundText {
 		t.Errorf("end %+v, items %q", end, rec.texts())
 	}
@@ -450,7 +451,7 @@ func TestMissingProgram(t *testing.T) {
 func TestOversizeLineSkipped(t *testing.T) {
 	b := fakeBackend(t, "oversize", Options{MaxLine: 1024})
 	rec := &recorder{}
-	if end := b.Turn(context.Background(), Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
+	if end := b.Turn(context.Background(), backend.Message{Text: "x"}, rec); end.Status != itemmap.TurnCompleted {
 		t.Fatalf("status %s", end.Status)
 	}
 	got := rec.texts()

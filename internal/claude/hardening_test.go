@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -18,7 +19,7 @@ func markedBackend(t *testing.T, mode string, opts Options) (*Backend, string) {
 	t.Helper()
 	b := fakeBackend(t, mode, opts)
 	marker := "SPBRIDGE_TEST_MARKER=" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(os.Getpid())
-	b.opts.Env = append(b.opts.Env, marker)
+	b.Opts.Env = append(b.Opts.Env, marker)
 	return b, marker
 }
 
@@ -50,7 +51,7 @@ func markedProcs(t *testing.T, marker string) []int {
 
 // bigMessage is larger than a pipe holds: a CLI that does not read its
 // stdin blocks its write.
-var bigMessage = Message{Text: strings.Repeat("x", 1<<20)}
+var bigMessage = backend.Message{Text: strings.Repeat("x", 1<<20)}
 
 // TestMessageNotRead: a CLI that never reads its stdin, sent 1 MB, fails the
 // turn at the idle timeout, and leaves no process.
@@ -114,15 +115,13 @@ func TestMessageNotReadClose(t *testing.T) {
 	}
 }
 
-// waitWriting waits until the backend's turn has a process and its
-// interrupt channel: the message is being written from then on.
+// waitWriting waits until the first turn of a new backend has a process
+// (its interrupt channel is set before): the message is being written from
+// then on.
 func waitWriting(t *testing.T, b *Backend) {
 	t.Helper()
 	for {
-		b.mu.Lock()
-		ready := b.proc != nil && b.interruptCh != nil
-		b.mu.Unlock()
-		if ready {
+		if b.Proc() != nil {
 			return
 		}
 		time.Sleep(time.Millisecond) // polling a state, not timing an event
@@ -134,7 +133,7 @@ func waitWriting(t *testing.T, b *Backend) {
 func TestSilentCLI(t *testing.T) {
 	b := fakeBackend(t, "silent", Options{IdleTimeout: 300 * time.Millisecond})
 	rec := &recorder{}
-	end := b.Turn(context.Background(), Message{Text: "x"}, rec)
+	end := b.Turn(context.Background(), backend.Message{Text: "x"}, rec)
 	if end == nil || end.Status != itemmap.TurnFailed || !end.NotStarted {
 		t.Fatalf("end = %+v, want a failed turn not started", end)
 	}
@@ -150,8 +149,8 @@ func TestStderrPrivacy(t *testing.T) {
 	b := fakeBackend(t, "leak", Options{})
 	rec := &recorder{}
 	secret := "the secret launch code is 0000"
-	msg := ConversationHeading + "User: " + secret + "\n\nAssistant: noted\n\nwhat now?"
-	end := b.Turn(context.Background(), Message{Text: msg}, rec)
+	msg := backend.ConversationHeading + "User: " + secret + "\n\nAssistant: noted\n\nwhat now?"
+	end := b.Turn(context.Background(), backend.Message{Text: msg}, rec)
 	if end == nil || end.Status != itemmap.TurnFailed {
 		t.Fatalf("end = %+v", end)
 	}
@@ -176,7 +175,7 @@ func TestStderrPrivacy(t *testing.T) {
 // fails the turn as not started, with what it said on stderr (masked) as
 // the failure's detail.
 func TestDiesBeforeTakingMessage(t *testing.T) {
-	for _, msg := range []Message{{Text: "hello"}, bigMessage} {
+	for _, msg := range []backend.Message{{Text: "hello"}, bigMessage} {
 		t.Run(strconv.Itoa(len(msg.Text)), func(t *testing.T) {
 			b := fakeBackend(t, "dies-unread", Options{})
 			rec := &recorder{}
@@ -213,12 +212,10 @@ func TestDiesBeforeTakingMessage(t *testing.T) {
 func TestRestartDiesBeforeTakingMessage(t *testing.T) {
 	b := fakeBackend(t, "exit-after-turn", Options{})
 	rec := &recorder{}
-	if end := b.Turn(context.Background(), Message{Text: "hello"}, rec); end.Status != itemmap.TurnCompleted {
+	if end := b.Turn(context.Background(), backend.Message{Text: "hello"}, rec); end.Status != itemmap.TurnCompleted {
 		t.Fatalf("turn 1 = %+v", end)
 	}
-	b.mu.Lock()
-	p := b.proc
-	b.mu.Unlock()
+	p := b.Proc()
 	<-p.Done() // it exited after its turn: the next message finds its stdin closed
 	rec = &recorder{}
 	end := b.Turn(context.Background(), bigMessage, rec)

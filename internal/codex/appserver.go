@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
 )
@@ -44,20 +41,12 @@ var errInterrupted = errors.New("interrupted")
 // appStart starts `codex app-server`, says hello, and starts the thread, or
 // resumes it when an earlier process of this open had one. An interrupt
 // meanwhile returns errInterrupted.
-func (b *Backend) appStart(ctx context.Context, h claude.Host, interruptCh <-chan struct{}) error {
-	path, err := b.Program()
+func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
+	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.sandbox), "app-server"})
 	if err != nil {
 		return err
 	}
-	p, err := cliproc.Start(cliproc.Config{Path: path, Args: []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.opts.Sandbox), "app-server"},
-		Dir: b.opts.Dir, Env: b.env(), MaxLine: b.opts.MaxLine})
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.proc = p
 	b.app.proc = p
-	b.mu.Unlock()
 	if _, err := b.appCall(ctx, h, interruptCh, "initialize", map[string]any{
 		"clientInfo": map[string]any{"name": "spbridge", "title": "spbridge", "version": "1"},
 		// The experimental API has thread/backgroundTerminals/clean, the
@@ -67,9 +56,9 @@ func (b *Backend) appStart(ctx context.Context, h claude.Host, interruptCh <-cha
 		return err
 	}
 	b.appSend(map[string]any{"jsonrpc": "2.0", "method": "initialized"})
-	params := map[string]any{"cwd": b.opts.Dir, "approvalPolicy": "on-request", "sandbox": b.opts.Sandbox}
-	if b.opts.Model != "" {
-		params["model"] = b.opts.Model
+	params := map[string]any{"cwd": b.Opts.Dir, "approvalPolicy": "on-request", "sandbox": b.sandbox}
+	if model := b.Model(); model != "" {
+		params["model"] = model
 	}
 	method := "thread/start"
 	if b.thread != "" {
@@ -96,19 +85,8 @@ func (b *Backend) appStart(ctx context.Context, h claude.Host, interruptCh <-cha
 	return nil
 }
 
-// appSend queues v as a line for the server's stdin and returns at once,
-// with the channel that receives the write's outcome: a server that stops
-// reading never holds the turn (its idle timeout, interrupt and Close still
-// work; Close ends the write).
-func (b *Backend) appSend(v any) <-chan error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		ch := make(chan error, 1)
-		ch <- err
-		return ch
-	}
-	return b.app.proc.Send(append(data, '\n'))
-}
+// appSend queues v as a line for the server's stdin (backend.Post).
+func (b *Backend) appSend(v any) <-chan error { return backend.Post(b.app.proc, v) }
 
 // appRequest sends a request and returns its id and the channel of its
 // write's outcome.
@@ -120,7 +98,7 @@ func (b *Backend) appRequest(method string, params any) (string, <-chan error) {
 
 // appCallTimeout bounds the wait for the answer to a request of the
 // handshake: the idle timeout, at most a minute.
-func (b *Backend) appCallTimeout() time.Duration { return min(b.opts.IdleTimeout, time.Minute) }
+func (b *Backend) appCallTimeout() time.Duration { return min(b.Opts.IdleTimeout, time.Minute) }
 
 // response returns the JSON-RPC response to request id that line is, if it
 // is one. A line nested too deep to be read is none.
@@ -139,7 +117,7 @@ func response(line []byte, id string) (gjson.Result, bool) {
 // mapping whatever else arrives meanwhile. It gives up when the server
 // says nothing for appCallTimeout, and returns errInterrupted on an
 // interrupt.
-func (b *Backend) appCall(ctx context.Context, h claude.Host, interruptCh <-chan struct{}, method string, params any) (gjson.Result, error) {
+func (b *Backend) appCall(ctx context.Context, h backend.Host, interruptCh <-chan struct{}, method string, params any) (gjson.Result, error) {
 	id, sent := b.appRequest(method, params)
 	timeout := time.NewTimer(b.appCallTimeout())
 	defer timeout.Stop()
@@ -183,7 +161,7 @@ func (b *Backend) appCall(ctx context.Context, h claude.Host, interruptCh <-chan
 
 // input is a message as app-server input: its text, then its images as
 // data URLs.
-func input(msg claude.Message) []any {
+func input(msg backend.Message) []any {
 	in := []any{map[string]any{"type": "text", "text": msg.Text, "text_elements": []any{}}}
 	for _, img := range msg.Images {
 		in = append(in, map[string]any{"type": "image", "url": "data:" + img.MimeType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)})
@@ -193,27 +171,27 @@ func input(msg claude.Message) []any {
 
 type appAnswer struct {
 	id       string
-	decision claude.Decision
+	decision backend.Decision
 }
 
 // appTurn runs a turn on the app-server transport.
-func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
+func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
 	if b.app.proc == nil {
 		if err := b.appStart(ctx, h, interruptCh); err != nil {
 			b.appReap()
 			if errors.Is(err, errInterrupted) {
-				return claude.InterruptedBeforeStart(b.opts.NewID, h)
+				return backend.InterruptedBeforeStart(b.Opts.NewID, h)
 			}
 			text := "The Codex CLI could not be started: " + err.Error()
-			if errors.Is(err, ErrNotFound) || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, ErrNotFound) || backend.NotInstalled(err) {
 				text = NotFoundText
 			}
-			return failBeforeStart(b.opts.NewID, h, text, joinLines(err.Error(), b.StderrTail()))
+			return failBeforeStart(b.Opts.NewID, h, text, joinLines(err.Error(), b.StderrTail()))
 		}
 	}
 	params := map[string]any{"threadId": b.thread, "input": input(msg)}
-	if b.opts.Model != "" {
-		params["model"] = b.opts.Model
+	if model := b.Model(); model != "" {
+		params["model"] = model
 	}
 	// The message is written while the server's lines are read: a server
 	// that does not read it counts toward the idle timeout.
@@ -225,25 +203,15 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 	waiting := map[string]bool{}
 	var approvals sync.WaitGroup
 	defer approvals.Wait()
-	idle := time.NewTimer(b.opts.IdleTimeout)
+	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
-	resetIdle := func() {
-		if !idle.Stop() {
-			select {
-			case <-idle.C:
-			default:
-			}
-		}
-		if len(waiting) == 0 {
-			idle.Reset(b.opts.IdleTimeout)
-		}
-	}
+	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, len(waiting) == 0) }
 	interrupted := false
 	var escalate <-chan time.Time
 	ctxDone := ctx.Done()
 	cleanID := ""              // the clean request of an interrupt, until answered
 	var ended *itemmap.TurnEnd // the turn's end, held until cleanID is answered
-	respond := func(id string, d claude.Decision) {
+	respond := func(id string, d backend.Decision) {
 		decision := "decline"
 		if d.Allow {
 			decision = "accept"
@@ -262,9 +230,9 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 	// notStarted ends a turn the server never began.
 	notStarted := func(text, detail string) *itemmap.TurnEnd {
 		if interrupted {
-			return claude.InterruptedBeforeStart(b.opts.NewID, h)
+			return backend.InterruptedBeforeStart(b.Opts.NewID, h)
 		}
-		return failBeforeStart(b.opts.NewID, h, text, detail)
+		return failBeforeStart(b.Opts.NewID, h, text, detail)
 	}
 	interrupt := func() {
 		if interrupted {
@@ -274,13 +242,13 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 		cancel()
 		for id := range waiting {
 			m.Answered(id, false)
-			respond(id, claude.Decision{})
+			respond(id, backend.Decision{})
 		}
 		clear(waiting)
 		if b.app.turnID != "" {
 			cleanID = b.appInterrupt()
 		}
-		escalate = time.After(b.opts.Grace)
+		escalate = time.After(b.Opts.Grace)
 	}
 	for {
 		select {
@@ -295,11 +263,7 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 		case line, ok := <-p.Lines():
 			if !ok {
 				<-p.Done()
-				text := "codex app-server exited before the turn ended"
-				if err := p.Err(); err != nil {
-					text += " (" + err.Error() + ")"
-				}
-				text += "."
+				text := backend.ExitedText("codex app-server", p)
 				b.appReap()
 				detail := b.StderrTail()
 				if ended != nil {
@@ -316,9 +280,7 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 			}
 			resetIdle()
 			if line.Oversize > 0 {
-				it := archive.NewItem(archive.TypeNotice)
-				it.Set("text", fmt.Sprintf("Skipped a line of %d bytes from codex: longer than the limit.", line.Oversize))
-				h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+				oversize(h, line.Oversize)
 				continue
 			}
 			if msgLine, ok := response(line.Data, startID); ok {
@@ -329,7 +291,7 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 						h.Change(c)
 					}
 					if r.End == nil {
-						return failBeforeStart(b.opts.NewID, h, text, "")
+						return failBeforeStart(b.Opts.NewID, h, text, "")
 					}
 					return r.End
 				}
@@ -350,9 +312,7 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 			}
 			r := m.Line(line.Data)
 			if r.Skipped {
-				b.mu.Lock()
-				b.skipped++
-				b.mu.Unlock()
+				b.Skipped()
 			}
 			for _, c := range r.Changes {
 				h.Change(c)
@@ -364,7 +324,7 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 			for _, a := range r.Approvals {
 				if interrupted {
 					m.Answered(a.RequestID, false)
-					respond(a.RequestID, claude.Decision{})
+					respond(a.RequestID, backend.Decision{})
 					continue
 				}
 				waiting[a.RequestID] = true
@@ -403,14 +363,14 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 			interrupt()
 		case <-escalate:
 			escalate = nil
-			go p.Close(b.opts.Grace) // the server did not end the turn, or stop its commands: stop it
+			go p.Close(b.Opts.Grace) // the server did not end the turn, or stop its commands: stop it
 		case <-idle.C:
 			if len(waiting) > 0 {
 				continue
 			}
-			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.opts.IdleTimeout)
+			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)
 			if startSent != nil {
-				text = fmt.Sprintf("codex app-server did not read the message for %v; it was stopped.", b.opts.IdleTimeout)
+				text = fmt.Sprintf("codex app-server did not read the message for %v; it was stopped.", b.Opts.IdleTimeout)
 			}
 			b.appReap() // closes stdin: a write the server does not read ends
 			detail := b.StderrTail()
@@ -419,7 +379,7 @@ func (b *Backend) appTurn(ctx context.Context, msg claude.Message, h claude.Host
 				h.Change(c)
 			}
 			if r.End == nil {
-				return failBeforeStart(b.opts.NewID, h, text, detail)
+				return failBeforeStart(b.Opts.NewID, h, text, detail)
 			}
 			return r.End
 		}
@@ -459,5 +419,5 @@ func (b *Backend) appReap() {
 	b.app.proc = nil
 	b.app.turnID = ""
 	p.CloseStdin()
-	b.reap(p)
+	b.Reap(p)
 }

@@ -4,18 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
 )
@@ -23,24 +20,24 @@ import (
 // Provider is the archive's provider name for turns run on the Codex CLI.
 const Provider = "codex"
 
-// Defaults for Options.
-const (
-	DefaultSandbox     = "workspace-write"
-	DefaultIdleTimeout = 10 * time.Minute
-	DefaultGrace       = 5 * time.Second
-)
+// DefaultSandbox is the sandbox mode when Options.Sandbox is empty.
+const DefaultSandbox = "workspace-write"
 
-// Options configure a Backend.
+// Options configure a Backend. Program, Dir, Model, Env, IdleTimeout,
+// Grace, MaxLine and NewID are the options every backend has
+// (backend.Options): Program empty is $SPBRIDGE_CODEX, else codex on PATH;
+// Model is passed as -m. They are fields of their own, not an embedded
+// backend.Options, because callers name them in composite literals.
 type Options struct {
-	// Program is the codex executable. Empty: $SPBRIDGE_CODEX, else codex
-	// on PATH.
-	Program string
-	// Dir is the working folder the CLI runs in.
-	Dir string
-	// Model is passed as -m when set.
-	Model string
-	// Env is the CLI's complete environment; nil uses spbridge's own.
-	Env []string
+	Program     string
+	Dir         string
+	Model       string
+	Env         []string
+	IdleTimeout time.Duration
+	Grace       time.Duration
+	MaxLine     int
+	NewID       itemmap.IDFunc
+
 	// CodexHome, when set, is the CODEX_HOME the CLI runs with (its
 	// configuration and log-in); otherwise the user's own.
 	CodexHome string
@@ -52,15 +49,6 @@ type Options struct {
 	// approvals and interrupts without dying) or "exec" (one `codex exec
 	// --json` process a turn).
 	Transport string
-	// IdleTimeout ends a turn whose CLI printed nothing for this long.
-	IdleTimeout time.Duration
-	// Grace is how long an interrupt waits at each step (SIGINT, SIGTERM,
-	// SIGKILL).
-	Grace time.Duration
-	// MaxLine is the longest stdout line read (cliproc's default when 0).
-	MaxLine int
-	// NewID names new items (random UUIDs when nil).
-	NewID itemmap.IDFunc
 }
 
 // Backend runs the turns of one open conversation on the Codex CLI, over
@@ -68,23 +56,22 @@ type Options struct {
 // carries the thread and every turn (JSON-RPC on stdin and stdout). With
 // exec, each turn is one `codex exec --json` process (the first starts a
 // thread, later ones `codex exec resume` it), with the message on stdin.
-// Interrupt may be called from another goroutine while Turn runs.
+// Interrupt may be called from another goroutine while Turn runs: codex
+// exec gets SIGINT (its JSON mode has no other way), the app-server
+// turn/interrupt, then SIGTERM and SIGKILL if the turn does not end; every
+// item so far is kept and the thread is resumed by the next turn.
 type Backend struct {
-	opts   Options
-	mapper *itemmap.Codex // exec: one for the thread (codex reports its running total)
-	app    appState
+	*backend.CLI // the process, the common options, stderr tail and reaping
 
-	mu          sync.Mutex
-	proc        *cliproc.Proc
-	thread      string
-	interruptCh chan struct{}
-	program     string
-	version     string
-	skipped     int
-	lastTail    string
-	lastExit    string
-	model       string        // the model the thread runs on, as codex said
-	echoes      claude.Echoes // prefixed messages sent, to cut out of stderr
+	codexHome string
+	sandbox   string
+	transport string
+	mapper    *itemmap.Codex // exec: one for the thread (codex reports its running total)
+	app       appState
+
+	mu     sync.Mutex
+	thread string
+	model  string // the model the thread runs on, as codex said
 }
 
 // withModel names the model a turn ran on, for the price table and the
@@ -95,10 +82,10 @@ func (b *Backend) withModel(end *itemmap.TurnEnd) *itemmap.TurnEnd {
 	if end != nil && end.Model == "" {
 		b.mu.Lock()
 		end.Model = b.model
-		if end.Model == "" {
-			end.Model = b.opts.Model
-		}
 		b.mu.Unlock()
+		if end.Model == "" {
+			end.Model = b.Model()
+		}
 		if end.Model == "" {
 			end.Model = configModel(b.env())
 		}
@@ -108,60 +95,38 @@ func (b *Backend) withModel(end *itemmap.TurnEnd) *itemmap.TurnEnd {
 
 // New returns a backend; nothing starts until the first Turn.
 func New(opts Options) *Backend {
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
-	}
 	if opts.Sandbox == "" {
 		opts.Sandbox = DefaultSandbox
 	}
 	if opts.Transport == "" {
 		opts.Transport = TransportAppServer
 	}
-	return &Backend{opts: opts, mapper: itemmap.NewCodex(opts.NewID), app: appState{mapper: itemmap.NewCodexApp(opts.NewID)}}
+	b := &Backend{
+		CLI: backend.NewCLI("codex", backend.Options{Program: opts.Program, Dir: opts.Dir, Model: opts.Model, Env: opts.Env,
+			IdleTimeout: opts.IdleTimeout, Grace: opts.Grace, MaxLine: opts.MaxLine, NewID: opts.NewID}, ErrNotFound),
+		codexHome: opts.CodexHome,
+		sandbox:   opts.Sandbox,
+		transport: opts.Transport,
+		mapper:    itemmap.NewCodex(opts.NewID),
+		app:       appState{mapper: itemmap.NewCodexApp(opts.NewID)},
+	}
+	b.Environ = b.env
+	return b
 }
 
 // Name is the backend's name.
 func (b *Backend) Name() string { return "codex" }
 
-// Program returns the codex executable the backend runs.
-func (b *Backend) Program() (string, error) {
-	if b.program != "" {
-		return b.program, nil
-	}
-	p, err := Program(b.opts.Program)
-	if err != nil {
-		return "", err
-	}
-	b.program = p
-	return p, nil
-}
-
-// env is the CLI's environment.
+// env is the CLI's environment: Options.Env, with CODEX_HOME when set.
 func (b *Backend) env() []string {
-	env := b.opts.Env
+	env := b.Opts.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	if b.opts.CodexHome != "" {
-		env = append(env[:len(env):len(env)], "CODEX_HOME="+b.opts.CodexHome)
+	if b.codexHome != "" {
+		env = append(env[:len(env):len(env)], "CODEX_HOME="+b.codexHome)
 	}
 	return env
-}
-
-// Version returns the first line of `codex --version`, asking once.
-func (b *Backend) Version() string {
-	if b.version != "" {
-		return b.version
-	}
-	path, err := b.Program()
-	if err != nil {
-		return ""
-	}
-	b.version = cliproc.Version(path, b.env())
-	return b.version
 }
 
 // Started reports whether codex started a thread in this open.
@@ -180,82 +145,22 @@ func (b *Backend) Thread() string {
 
 // SetModel chooses the model for the next turns.
 func (b *Backend) SetModel(model string) {
+	b.CLI.SetModel(model)
 	b.mu.Lock()
-	b.opts.Model = model
 	b.model = "" // the next turn runs on the new one
 	b.mu.Unlock()
-}
-
-// SkippedLines returns how many stdout lines were not events the mapper
-// knows.
-func (b *Backend) SkippedLines() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.skipped
-}
-
-// StderrTail returns the end of the running or last process's stderr.
-func (b *Backend) StderrTail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.proc != nil {
-		return b.echoes.Clean(string(b.proc.StderrTail()))
-	}
-	return b.lastTail
-}
-
-// ExitStatus says how the last codex process ended ("" while one runs).
-func (b *Backend) ExitStatus() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.proc != nil {
-		return ""
-	}
-	return b.lastExit
-}
-
-// Interrupt stops the running turn: codex gets SIGINT (its JSON mode has no
-// other way), then SIGTERM and SIGKILL if it does not end. Every item so far
-// is kept and the thread is resumed by the next turn.
-func (b *Backend) Interrupt() {
-	b.mu.Lock()
-	ch := b.interruptCh
-	b.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// Close ends a running codex process, if any.
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	p := b.proc
-	b.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	p.CloseStdin() // the app-server ends at the end of its input
-	err := p.Close(b.opts.Grace)
-	var ee *cliproc.ExitError
-	if errors.As(err, &ee) || errors.Is(err, cliproc.ErrWaitDelay) {
-		return nil
-	}
-	return err
 }
 
 // args builds the command line of a turn. The message never goes on it: it
 // is read from stdin ("-").
 func (b *Backend) args(images []string) []string {
-	a := []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.opts.Sandbox), "exec"}
+	a := []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.sandbox), "exec"}
 	if b.thread != "" {
 		a = append(a, "resume")
 	}
 	a = append(a, "--json")
-	if b.opts.Model != "" {
-		a = append(a, "-m", b.opts.Model)
+	if model := b.Model(); model != "" {
+		a = append(a, "-m", model)
 	}
 	for _, img := range images {
 		a = append(a, "-i", img)
@@ -270,7 +175,7 @@ func (b *Backend) args(images []string) []string {
 
 // writeImages stores a turn's images where codex can read them, named by
 // their hash, in a private temporary folder the caller removes.
-func writeImages(images []claude.Image) (string, []string, error) {
+func writeImages(images []backend.Image) (string, []string, error) {
 	if len(images) == 0 {
 		return "", nil, nil
 	}
@@ -298,64 +203,53 @@ func writeImages(images []claude.Image) (string, []string, error) {
 
 // Turn sends msg and runs the turn to its end, reporting item changes and
 // (app-server) permission requests to h. It always returns a TurnEnd; see
-// claude.Backend.Turn. Commands run inside the sandbox without asking; the
+// backend.Backend. Commands run inside the sandbox without asking; the
 // app-server asks for what needs more (a command outside the sandbox, a
 // patch outside the workspace), while exec has no one to ask and codex
 // refuses it.
-func (b *Backend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
-	interruptCh := make(chan struct{}, 1)
-	b.mu.Lock()
-	b.interruptCh = interruptCh
-	b.echoes.Add(msg.Text)
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.interruptCh = nil
-		b.mu.Unlock()
-	}()
+func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	interruptCh, done := b.BeginTurn(msg.Text)
+	defer done()
 
-	path, err := b.Program()
-	if err != nil {
-		return failBeforeStart(b.opts.NewID, h, NotFoundText, err.Error())
+	if _, err := b.Program(); err != nil {
+		return failBeforeStart(b.Opts.NewID, h, NotFoundText, err.Error())
 	}
-	if b.opts.Transport == TransportAppServer {
+	if b.transport == TransportAppServer {
 		return b.withModel(b.appTurn(ctx, msg, h, interruptCh))
 	}
 	dir, images, err := writeImages(msg.Images)
 	if err != nil {
-		return failBeforeStart(b.opts.NewID, h, "The images could not be passed to codex: "+err.Error(), "")
+		return failBeforeStart(b.Opts.NewID, h, "The images could not be passed to codex: "+err.Error(), "")
 	}
 	if dir != "" {
 		defer os.RemoveAll(dir)
 	}
-	p, err := cliproc.Start(cliproc.Config{Path: path, Args: b.args(images), Dir: b.opts.Dir, Env: b.env(), MaxLine: b.opts.MaxLine})
+	p, err := b.Start(b.args(images))
 	if err != nil {
 		text := "The Codex CLI could not be started: " + err.Error()
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		if backend.NotInstalled(err) {
 			text = NotFoundText
 		}
-		return failBeforeStart(b.opts.NewID, h, text, err.Error())
+		return failBeforeStart(b.Opts.NewID, h, text, err.Error())
 	}
-	b.mu.Lock()
-	b.proc = p
-	b.mu.Unlock()
 	// codex reads the prompt to the end of stdin (an open stdin hangs it):
 	// the loop closes stdin once the prompt is written.
 	sent := p.Send([]byte(msg.Text))
 	return b.withModel(b.loop(ctx, p, sent, h, interruptCh))
 }
 
-func failBeforeStart(newID itemmap.IDFunc, h claude.Host, text, detail string) *itemmap.TurnEnd {
-	return claude.FailBeforeStart(newID, h, text, detail)
+// failBeforeStart reports a turn that failed before codex took it.
+func failBeforeStart(newID itemmap.IDFunc, h backend.Host, text, detail string) *itemmap.TurnEnd {
+	return backend.FailBeforeStart(newID, h, text, detail)
 }
 
 // loop runs a turn of codex exec, p, until it ends; sent delivers the
 // outcome of writing the prompt. A prompt codex does not read counts
 // toward the idle timeout, and an interrupt or Close ends it.
-func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, h claude.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
+func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
 	m := b.mapper
 	taken := false // codex read the whole prompt
-	idle := time.NewTimer(b.opts.IdleTimeout)
+	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
 	interrupted := false
 	var escalate <-chan time.Time
@@ -381,7 +275,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 		interrupted = true
 		p.KillEscaped(true) // the commands codex detached: SIGINT does not reach them
 		p.Signal(syscall.SIGINT)
-		escalate = time.After(b.opts.Grace)
+		escalate = time.After(b.Opts.Grace)
 	}
 	for {
 		select {
@@ -393,24 +287,14 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 			if !ok {
 				return b.ended(p, h, end, interrupted)
 			}
-			if !idle.Stop() {
-				select {
-				case <-idle.C:
-				default:
-				}
-			}
-			idle.Reset(b.opts.IdleTimeout)
+			backend.ResetIdle(idle, b.Opts.IdleTimeout, true)
 			if line.Oversize > 0 {
-				it := archive.NewItem(archive.TypeNotice)
-				it.Set("text", fmt.Sprintf("Skipped a line of %d bytes from codex: longer than the limit.", line.Oversize))
-				h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+				oversize(h, line.Oversize)
 				continue
 			}
 			r := m.Line(line.Data)
 			if r.Skipped {
-				b.mu.Lock()
-				b.skipped++
-				b.mu.Unlock()
+				b.Skipped()
 			}
 			emit(r)
 		case <-interruptCh:
@@ -420,51 +304,42 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 			stop()
 		case <-escalate:
 			escalate = nil
-			go p.Close(b.opts.Grace) // SIGINT again, SIGTERM, SIGKILL
+			go p.Close(b.Opts.Grace) // SIGINT again, SIGTERM, SIGKILL
 		case <-idle.C:
-			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.opts.IdleTimeout)
+			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)
 			if !taken {
-				text = fmt.Sprintf("codex did not read the message for %v; it was stopped.", b.opts.IdleTimeout)
+				text = fmt.Sprintf("codex did not read the message for %v; it was stopped.", b.Opts.IdleTimeout)
 			}
-			b.reap(p) // closes stdin: a write codex does not read ends
-			detail := b.tail(p)
+			b.Reap(p) // closes stdin: a write codex does not read ends
+			detail := b.Tail(p)
 			r := m.Finish(false, text, detail)
 			emit(r)
 			if r.End != nil {
 				return r.End
 			}
 			// Not a word of the turn: codex never started it.
-			return failBeforeStart(b.opts.NewID, h, text, detail)
+			return failBeforeStart(b.Opts.NewID, h, text, detail)
 		}
 	}
 }
 
 // ended finishes a turn whose codex process ended: with the turn's end when
 // codex reported it, else interrupted or failed.
-func (b *Backend) ended(p *cliproc.Proc, h claude.Host, end *itemmap.TurnEnd, interrupted bool) *itemmap.TurnEnd {
+func (b *Backend) ended(p *cliproc.Proc, h backend.Host, end *itemmap.TurnEnd, interrupted bool) *itemmap.TurnEnd {
 	<-p.Done()
-	b.reap(p)
+	b.Reap(p)
 	if end != nil {
 		if interrupted && end.Status == itemmap.TurnCompleted {
 			// codex exec may end a turn it was told to stop as completed
 			// (SIGINT came while it finished its reply); the user stopped
 			// it, and what it printed is kept.
 			end.Status = itemmap.TurnInterrupted
-			it := archive.NewItem(archive.TypeNotice)
-			if b.opts.NewID != nil {
-				it.Set("id", b.opts.NewID())
-			}
-			it.Set("text", "Interrupted.")
-			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+			backend.Notice(b.Opts.NewID, h, "Interrupted.")
 		}
 		return end
 	}
-	text := "codex exited before the turn ended"
-	if err := p.Err(); err != nil {
-		text += " (" + err.Error() + ")"
-	}
-	text += "."
-	detail := b.tail(p)
+	text := backend.ExitedText("codex", p)
+	detail := b.Tail(p)
 	r := b.mapper.Finish(interrupted, text, detail)
 	for _, c := range r.Changes {
 		h.Change(c)
@@ -473,32 +348,12 @@ func (b *Backend) ended(p *cliproc.Proc, h claude.Host, end *itemmap.TurnEnd, in
 	case r.End != nil:
 		return r.End
 	case interrupted:
-		return claude.InterruptedBeforeStart(b.opts.NewID, h)
+		return backend.InterruptedBeforeStart(b.Opts.NewID, h)
 	}
-	return failBeforeStart(b.opts.NewID, h, text, detail)
+	return failBeforeStart(b.Opts.NewID, h, text, detail)
 }
 
-func (b *Backend) reap(p *cliproc.Proc) {
-	err := p.Close(b.opts.Grace)
-	exit := "exit status 0"
-	if err != nil {
-		exit = err.Error()
-	}
-	t := b.tail(p)
-	b.mu.Lock()
-	if b.proc == p {
-		b.proc = nil
-	}
-	b.lastTail, b.lastExit = t, exit
-	b.mu.Unlock()
-}
-
-// tail is the end of p's stderr as it may be shown and stored: valid
-// UTF-8, with the prefixed messages it was sent cut out and credentials
-// masked.
-func (b *Backend) tail(p *cliproc.Proc) string {
-	b.mu.Lock()
-	echoes := b.echoes
-	b.mu.Unlock()
-	return echoes.Clean(string(p.StderrTail()))
+// oversize reports a stdout line over the limit, which is skipped.
+func oversize(h backend.Host, n int64) {
+	backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from codex: longer than the limit.", n))
 }

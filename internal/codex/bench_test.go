@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/supervise"
 )
@@ -86,8 +86,8 @@ func (h *latencyHost) Change(c itemmap.Change) {
 	}
 }
 
-func (h *latencyHost) Approve(context.Context, itemmap.Approval) claude.Decision {
-	return claude.Decision{}
+func (h *latencyHost) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{}
 }
 
 // BenchmarkLineToItemLatency measures, on the app-server transport, the
@@ -102,7 +102,7 @@ func BenchmarkLineToItemLatency(b *testing.B) {
 	defer be.Close()
 	h := &latencyHost{}
 	for b.Loop() {
-		if end := be.Turn(context.Background(), claude.Message{Text: "go"}, h); end.Status != itemmap.TurnCompleted {
+		if end := be.Turn(context.Background(), backend.Message{Text: "go"}, h); end.Status != itemmap.TurnCompleted {
 			b.Fatalf("turn %s", end.Status)
 		}
 	}

@@ -3,9 +3,8 @@ package codex
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
+
+	"spbridge/internal/backend"
 )
 
 // ErrNotFound is matched by the error of a codex program that is not
@@ -18,15 +17,5 @@ const NotFoundText = "The Codex CLI (codex) was not found. Install it with `npm 
 // Program returns the codex executable: program when set, else
 // $SPBRIDGE_CODEX, else codex found on PATH.
 func Program(program string) (string, error) {
-	if program == "" {
-		program = os.Getenv("SPBRIDGE_CODEX")
-	}
-	if program == "" {
-		program = "codex"
-	}
-	path, err := exec.LookPath(program)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrNotFound, program)
-	}
-	return path, nil
+	return backend.FindProgram("codex", program, ErrNotFound)
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -20,7 +20,8 @@ func TestExecArgs(t *testing.T) {
 	if got := b.args(nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("first turn: %q", got)
 	}
-	b.thread, b.opts.Model = "th-1", "gpt-5"
+	b.thread = "th-1"
+	b.SetModel("gpt-5")
 	want = []string{"-c", `sandbox_mode="workspace-write"`, "exec", "resume", "--json", "-m", "gpt-5", "-i", "/a.png", "--skip-git-repo-check", "th-1", "-"}
 	if got := b.args([]string{"/a.png"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("later turn: %q", got)
@@ -35,13 +36,15 @@ func (h *items) Change(c itemmap.Change) {
 	}
 }
 
-func (h *items) Approve(context.Context, itemmap.Approval) claude.Decision { return claude.Decision{} }
+func (h *items) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{}
+}
 
 func TestMissingProgram(t *testing.T) {
 	for _, tr := range []string{TransportExec, TransportAppServer} {
 		b := New(Options{Program: filepath.Join(t.TempDir(), "no-codex"), Transport: tr})
 		h := &items{}
-		end := b.Turn(context.Background(), claude.Message{Text: "x"}, h)
+		end := b.Turn(context.Background(), backend.Message{Text: "x"}, h)
 		if end.Status != itemmap.TurnFailed || len(h.list) != 1 || h.list[0].String("text") != NotFoundText || b.Started() {
 			t.Errorf("%s: %+v %v", tr, end, h.list)
 		}
@@ -55,7 +58,7 @@ func TestAppServerTurns(t *testing.T) {
 	defer b.Close()
 	for i := 0; i < 2; i++ {
 		h := &items{}
-		end := b.Turn(context.Background(), claude.Message{Text: "go"}, h)
+		end := b.Turn(context.Background(), backend.Message{Text: "go"}, h)
 		if end.Status != itemmap.TurnCompleted || len(h.list) != 1 || h.list[0].String("text") != "done" {
 			t.Fatalf("turn %d: %+v, %d items", i, end, len(h.list))
 		}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 )
@@ -87,8 +87,8 @@ func (a *approver) Change(c itemmap.Change) {
 	}
 }
 
-func (a *approver) Approve(context.Context, itemmap.Approval) claude.Decision {
-	return claude.Decision{Allow: true}
+func (a *approver) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{Allow: true}
 }
 
 // TestE2EInterruptStopsCommand: an interrupt while a command runs (on
@@ -125,10 +125,10 @@ func testInterruptStopsCommand(t *testing.T, tr string, background bool) {
 	}
 	replies = append(replies, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
 	b, _ := realCodex(t, tr, replies...)
-	b.opts.Dir = dir
+	b.Opts.Dir = dir
 	h := &approver{streaming: make(chan struct{})}
 	done := make(chan *itemmap.TurnEnd)
-	go func() { done <- b.Turn(context.Background(), claude.Message{Text: "run it"}, h) }()
+	go func() { done <- b.Turn(context.Background(), backend.Message{Text: "run it"}, h) }()
 	if background {
 		<-h.streaming
 		if len(cmdlineProcs(t, marker)) == 0 {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -119,7 +119,7 @@ func markedProcs(t *testing.T, marker string) []int {
 	return pids
 }
 
-var bigMessage = claude.Message{Text: strings.Repeat("x", 1<<20)}
+var bigMessage = backend.Message{Text: strings.Repeat("x", 1<<20)}
 
 func texts(h *items) []string {
 	var out []string
@@ -181,14 +181,12 @@ func TestMessageNotReadInterruptClose(t *testing.T) {
 	}
 }
 
-// waitRunning waits until the backend's turn has its process and its
-// interrupt channel (on app-server: the thread started).
+// waitRunning waits until the first turn of a new backend has its process
+// (its interrupt channel is set before; on app-server: the thread
+// started).
 func waitRunning(b *Backend) {
 	for {
-		b.mu.Lock()
-		ready := b.proc != nil && b.interruptCh != nil && (b.opts.Transport == TransportExec || b.thread != "")
-		b.mu.Unlock()
-		if ready {
+		if b.Proc() != nil && (b.transport == TransportExec || b.Thread() != "") {
 			return
 		}
 		time.Sleep(time.Millisecond) // polling a state, not timing an event
@@ -201,7 +199,7 @@ func TestSilentCodex(t *testing.T) {
 	for _, tr := range []string{TransportExec, TransportAppServer} {
 		b, _ := fakeCodexBackend(t, "silent", tr, Options{IdleTimeout: 300 * time.Millisecond})
 		h := &items{}
-		end := b.Turn(context.Background(), claude.Message{Text: "x"}, h)
+		end := b.Turn(context.Background(), backend.Message{Text: "x"}, h)
 		if end == nil || end.Status != itemmap.TurnFailed {
 			t.Fatalf("%s: end = %+v", tr, end)
 		}
@@ -216,7 +214,7 @@ func TestSilentCodex(t *testing.T) {
 func TestDeepLineAppServer(t *testing.T) {
 	b, _ := fakeCodexBackend(t, "deep", TransportAppServer, Options{})
 	h := &items{}
-	end := b.Turn(context.Background(), claude.Message{Text: "x"}, h)
+	end := b.Turn(context.Background(), backend.Message{Text: "x"}, h)
 	if end == nil || end.Status != itemmap.TurnCompleted {
 		t.Fatalf("end = %+v", end)
 	}
@@ -231,8 +229,8 @@ func TestDeepLineAppServer(t *testing.T) {
 func TestStderrPrivacy(t *testing.T) {
 	b, _ := fakeCodexBackend(t, "leak", TransportExec, Options{})
 	h := &items{}
-	msg := claude.ConversationHeading + "User: the secret launch code is 0000\n\nAssistant: noted\n\nwhat now?"
-	end := b.Turn(context.Background(), claude.Message{Text: msg}, h)
+	msg := backend.ConversationHeading + "User: the secret launch code is 0000\n\nAssistant: noted\n\nwhat now?"
+	end := b.Turn(context.Background(), backend.Message{Text: msg}, h)
 	if end == nil || end.Status != itemmap.TurnFailed || len(h.list) != 1 {
 		t.Fatalf("end = %+v, items %q", end, texts(h))
 	}

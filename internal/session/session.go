@@ -17,34 +17,18 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/prices"
 	"spbridge/internal/restore"
 )
 
-// Backend runs turns on a CLI.
-type Backend interface {
-	// Name is the backend's name ("claude").
-	Name() string
-	// Turn runs one turn to its end; see claude.Backend.Turn.
-	Turn(ctx context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd
-	// Interrupt asks the running turn to stop.
-	Interrupt()
-	// Close ends the CLI.
-	Close() error
-	// Started reports whether a CLI session was established in this open.
-	Started() bool
-	// Program and Version name the CLI for the audit log.
-	Program() (string, error)
-	Version() string
-	// StderrTail and ExitStatus describe the CLI process for the audit log.
-	StderrTail() string
-	ExitStatus() string
-}
+// Backend runs turns on a CLI (backend.Backend).
+type Backend = backend.Backend
 
-// Host is told about item changes and asked about permission requests.
-type Host = claude.Host
+// Host is told about item changes and asked about permission requests
+// (backend.Host).
+type Host = backend.Host
 
 // Session is an open conversation. Its methods are not safe for concurrent
 // use, except Interrupt.
@@ -64,8 +48,8 @@ type Session struct {
 	Now func() time.Time
 }
 
-// Image is an image the user attaches.
-type Image = claude.Image
+// Image is an image the user attaches (backend.Image).
+type Image = backend.Image
 
 // TurnResult is how a turn ended.
 type TurnResult struct {
@@ -129,7 +113,7 @@ func (s *Session) Send(ctx context.Context, text string, images []Image, h Host)
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
 	ap := &applier{conv: conv, host: h}
-	end := s.Backend.Turn(ctx, claude.Message{Text: cliText, Images: images}, ap)
+	end := s.Backend.Turn(ctx, backend.Message{Text: cliText, Images: images}, ap)
 	if end != nil && end.NotStarted {
 		msg := failureText(conv.Items[min(first, len(conv.Items)):])
 		conv.Items = before
@@ -178,7 +162,7 @@ func (s *Session) preflight() error {
 			return fmt.Errorf("%w: the working folder %s is not a folder", ErrNotStarted, s.Cwd)
 		}
 	}
-	name := "SPBRIDGE_" + strings.ToUpper(s.Backend.Name())
+	name := backend.ProgramVar(s.Backend.Name())
 	if v := os.Getenv(name); v != "" {
 		if _, err := s.Backend.Program(); err != nil {
 			return fmt.Errorf("%w: %s is set to %q, which cannot be run (%v); set it to the path of %s or unset it",
@@ -309,7 +293,7 @@ func (a *applier) Change(c itemmap.Change) {
 	a.host.Change(c)
 }
 
-func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) claude.Decision {
+func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) backend.Decision {
 	return a.host.Approve(ctx, ap)
 }
 

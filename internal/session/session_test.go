@@ -12,6 +12,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
+	"spbridge/internal/backend"
 	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/restore"
@@ -28,11 +29,11 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) Name() string { return f.name }
-func (f *fakeBackend) Turn(_ context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
+func (f *fakeBackend) Turn(_ context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	f.sent = append(f.sent, msg.Text)
 	if f.failOnce {
 		f.failOnce = false
-		return claude.FailBeforeStart(nil, h, "not installed", "")
+		return backend.FailBeforeStart(nil, h, "not installed", "")
 	}
 	if f.noEnd {
 		return nil
@@ -56,8 +57,8 @@ func (f *fakeBackend) ExitStatus() string       { return "" }
 type nopHost struct{}
 
 func (nopHost) Change(itemmap.Change) {}
-func (nopHost) Approve(context.Context, itemmap.Approval) claude.Decision {
-	return claude.Decision{}
+func (nopHost) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{}
 }
 
 func TestRestoredSession(t *testing.T) {
@@ -177,16 +178,16 @@ func TestApplyCost(t *testing.T) {
 type recHost struct{ changes []itemmap.Change }
 
 func (h *recHost) Change(c itemmap.Change) { h.changes = append(h.changes, c) }
-func (h *recHost) Approve(context.Context, itemmap.Approval) claude.Decision {
-	return claude.Decision{}
+func (h *recHost) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{}
 }
 
 // detailBackend fails every turn before the CLI takes it, with a detail.
 type detailBackend struct{ fakeBackend }
 
-func (f *detailBackend) Turn(_ context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
+func (f *detailBackend) Turn(_ context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	f.sent = append(f.sent, msg.Text)
-	return claude.FailBeforeStart(nil, h, "Claude Code exited before the turn ended.", "line 1\nerror: unknown option --bogus")
+	return backend.FailBeforeStart(nil, h, "Claude Code exited before the turn ended.", "line 1\nerror: unknown option --bogus")
 }
 
 // TestNotStartedChangesNothing: a turn that failed before the CLI took the

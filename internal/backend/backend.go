@@ -1,0 +1,107 @@
+// Package backend is what the CLI backends share: the interface a session
+// drives them through, the vocabulary of a turn (message, host, permission
+// answer, the end of a turn the CLI never took), and the supervision every
+// CLI process needs (common options, finding the program, its version, its
+// stderr tail and its reaping).
+package backend
+
+import (
+	"context"
+	"encoding/json"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/cliproc"
+	"spbridge/internal/itemmap"
+)
+
+// Backend runs the turns of one open conversation on a CLI.
+type Backend interface {
+	// Name is the backend's name as the command line and the audit log say
+	// it ("claude", "codex").
+	Name() string
+	// Turn sends msg and runs the turn to its end, reporting item changes
+	// and permission requests to h. It always returns a non-nil TurnEnd: a
+	// failure is a failed turn with a failure item, an interrupt an
+	// interrupted turn; every item so far is kept. A turn the CLI never
+	// took is marked NotStarted. Cancelling ctx interrupts the turn. Turn is
+	// not reentrant.
+	Turn(ctx context.Context, msg Message, h Host) *itemmap.TurnEnd
+	// Interrupt asks the running turn to stop; it is safe to call from
+	// another goroutine while Turn runs, and does nothing without a turn.
+	Interrupt()
+	// Close ends the CLI.
+	Close() error
+	// Started reports whether a CLI session was established in this open.
+	Started() bool
+	// Program and Version name the CLI for the audit log.
+	Program() (string, error)
+	Version() string
+	// StderrTail and ExitStatus describe the CLI process for the audit log.
+	StderrTail() string
+	ExitStatus() string
+}
+
+// Image is an image attached to a message.
+type Image struct {
+	MimeType string
+	Data     []byte
+}
+
+// Message is what the user sends in a turn. Text is exactly what the CLI
+// receives (the caller adds any prefix).
+type Message struct {
+	Text   string
+	Images []Image
+}
+
+// Decision is the host's answer to a permission request.
+type Decision struct {
+	Allow        bool
+	UpdatedInput json.RawMessage // optional, with Allow
+	Message      string          // optional, with a denial
+}
+
+// Host receives a turn's item changes and answers its permission requests.
+type Host interface {
+	// Change is called for every item change, in order, as it happens.
+	Change(itemmap.Change)
+	// Approve asks about a permission request and returns the answer. It may
+	// block; ctx is cancelled when the turn is interrupted or ends.
+	Approve(ctx context.Context, a itemmap.Approval) Decision
+}
+
+// InterruptedBeforeStart reports a turn interrupted before the CLI took
+// it: an "Interrupted." notice and an interrupted TurnEnd marked
+// NotStarted.
+func InterruptedBeforeStart(newID itemmap.IDFunc, h Host) *itemmap.TurnEnd {
+	Notice(newID, h, "Interrupted.")
+	return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, NotStarted: true}
+}
+
+// FailBeforeStart reports a turn that failed before the CLI took it: one
+// failure item (text, and detail when it says more) and a failed TurnEnd
+// with nothing else, marked NotStarted. Such a turn establishes no CLI
+// session. The detail is masked (cliproc.MaskCredentials): it may quote
+// the CLI's stderr.
+func FailBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap.TurnEnd {
+	it := newItem(archive.TypeFailure, newID, text)
+	if detail = cliproc.MaskCredentials(detail); detail != "" && detail != text {
+		it.Set("detail", detail)
+	}
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+	return &itemmap.TurnEnd{Status: itemmap.TurnFailed, NotStarted: true}
+}
+
+// Notice adds a notice item saying text, named by newID when it is set.
+func Notice(newID itemmap.IDFunc, h Host, text string) {
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: newItem(archive.TypeNotice, newID, text)})
+}
+
+func newItem(typ string, newID itemmap.IDFunc, text string) archive.Item {
+	it := archive.NewItem(typ)
+	if newID != nil {
+		it.Set("id", newID())
+	}
+	it.Set("text", text)
+	return it
+}
