@@ -795,3 +795,5 @@ func TestCrashFailsOnlyItsSession(t *testing.T) {
 		t.Errorf("after the crash: %v", res)
 	}
 }
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }

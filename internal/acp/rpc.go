@@ -5,10 +5,12 @@
 package acp
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // JSON-RPC and ACP error codes.
@@ -81,25 +83,49 @@ func (m *message) rpcError() *RPCError {
 	return &e
 }
 
-// writer serializes messages onto the output, one line each.
+// writer serializes messages onto the output, one line each, through a
+// buffer that is flushed whenever no other message waits to be written: a
+// burst of messages goes out in few writes, and no message is held back.
 type writer struct {
-	mu  sync.Mutex
-	out io.Writer
-	err error
+	queued atomic.Int64 // messages waiting for mu or being written
+	mu     sync.Mutex
+	out    *bufio.Writer
+	buf    []byte // the line being written, reused
+	err    error
 }
 
+// newWriter returns a writer to out.
+func newWriter(out io.Writer) *writer { return &writer{out: bufio.NewWriterSize(out, 64<<10)} }
+
+// write appends one line with enc to the reused buffer and writes it; the
+// last writer of a burst flushes.
+func (w *writer) write(enc func([]byte) []byte) error {
+	w.queued.Add(1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.buf = enc(w.buf[:0])
+		_, w.err = w.out.Write(w.buf)
+		if cap(w.buf) > 1<<20 {
+			w.buf = nil // a rare large message does not stay in memory
+		}
+	}
+	// Under mu: a message queued after this check finds the buffer to
+	// flush when its own write ends.
+	if w.queued.Add(-1) == 0 && w.err == nil {
+		w.err = w.out.Flush()
+	}
+	return w.err
+}
+
+// send writes v as encoding/json writes it: responses, requests and the
+// rare notifications without an encoder of their own.
 func (w *writer) send(v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	_, w.err = w.out.Write(append(data, '\n'))
-	return w.err
+	return w.write(func(b []byte) []byte { return append(append(b, data...), '\n') })
 }
 
 type response struct {

@@ -99,7 +99,7 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	return &Server{cfg: cfg, w: &writer{out: out}, sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message)}
+	return &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message)}
 }
 
 // Serve reads messages from in until it ends or ctx is done. Then it shuts

@@ -444,8 +444,10 @@ func (ss *acpSession) endFailed() {
 	}
 	ss.mu.Unlock()
 	if !f.IsZero() {
-		ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": f.Map(), "op": "add"})
-		ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(f))})
+		if ss.srv.items.Load() {
+			ss.item("add", f.Map(), nil)
+		}
+		ss.chunk(agentMessageChunk, plainText(f))
 	}
 	if err := ss.close(); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)

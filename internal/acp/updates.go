@@ -118,24 +118,24 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 	switch it.Type() {
 	case archive.TypeAssistant, archive.TypeThinking:
-		kind := "agent_message_chunk"
+		kind := agentMessageChunk
 		if it.Type() == archive.TypeThinking {
-			kind = "agent_thought_chunk"
+			kind = agentThoughtChunk
 		}
-		if chunk := h.newText(it); chunk != "" {
-			ss.update(map[string]any{"sessionUpdate": kind, "content": textBlock(chunk)})
+		if chunk := h.newText(it, c.Delta); chunk != "" {
+			ss.chunk(kind, chunk)
 		}
 	case archive.TypeTool, archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
-			ss.update(toolCall(it))
+			ss.tool(toolUpdateOf("tool_call", it))
 		} else {
-			ss.update(toolCallUpdate(it))
+			ss.tool(toolUpdateOf("tool_call_update", it))
 		}
 	case archive.TypeDirections:
-		ss.update(plan(it))
+		ss.plan(planEntries(it))
 	case archive.TypeFailure, archive.TypeQuestions:
 		if c.Op == itemmap.OpAdd {
-			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(it))})
+			ss.chunk(agentMessageChunk, plainText(it))
 		}
 	}
 }
@@ -148,19 +148,32 @@ func (h *acpHost) Change(c itemmap.Change) {
 // is the item as kept. So item traffic stays linear in the reply.
 func (ss *acpSession) itemChange(c itemmap.Change) {
 	if c.Op == itemmap.OpUpdate && c.Delta != "" {
-		ss.srv.w.notify("_spbridge/item", itemAppend{SessionID: ss.id, Op: "append", ID: c.Item.ID(), Field: "text", Text: c.Delta})
+		id, delta := c.Item.ID(), c.Delta
+		ss.srv.w.write(func(b []byte) []byte { return appendItemText(b, ss.id, id, delta) })
 		return
 	}
-	ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": c.Item.Map(), "op": c.Op.String()})
+	ss.item(c.Op.String(), c.Item.Map(), nil)
 }
 
-// itemAppend is the _spbridge/item of a text that grew.
-type itemAppend struct {
-	SessionID string `json:"sessionId"`
-	Op        string `json:"op"`
-	ID        string `json:"id"`
-	Field     string `json:"field"`
-	Text      string `json:"text"`
+// item sends the _spbridge/item of a whole item, with its approval card
+// when card is not nil.
+func (ss *acpSession) item(op string, item map[string]any, card any) {
+	ss.srv.w.write(func(b []byte) []byte { return appendItem(b, ss.id, op, item, card) })
+}
+
+// chunk sends a session/update with a text chunk of kind.
+func (ss *acpSession) chunk(kind, text string) {
+	ss.srv.w.write(func(b []byte) []byte { return appendChunk(b, ss.id, kind, text) })
+}
+
+// tool sends a tool_call or tool_call_update.
+func (ss *acpSession) tool(u toolUpdate) {
+	ss.srv.w.write(func(b []byte) []byte { return appendTool(b, ss.id, u) })
+}
+
+// plan sends a plan with these entries.
+func (ss *acpSession) plan(entries []string) {
+	ss.srv.w.write(func(b []byte) []byte { return appendPlan(b, ss.id, entries) })
 }
 
 // lastIndex is the index of the item with this id, searched from the end
@@ -174,8 +187,9 @@ func lastIndex(items []archive.Item, id string) int {
 	return -1
 }
 
-// newText returns the part of a streaming item's text not sent yet.
-func (h *acpHost) newText(it archive.Item) string {
+// newText returns the part of a streaming item's text not sent yet; delta
+// is what the change appended ("" when it did not say).
+func (h *acpHost) newText(it archive.Item, delta string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sent == nil {
@@ -187,6 +201,9 @@ func (h *acpHost) newText(it archive.Item) string {
 		return "" // the text was replaced, not grown: _spbridge/item has it
 	}
 	h.sent[it.ID()] = len(text)
+	if delta != "" && done+len(delta) == len(text) {
+		return delta // the same bytes, without slicing the text so far
+	}
 	return text[done:]
 }
 
@@ -286,7 +303,7 @@ func (ss *acpSession) card(itemID, state string) {
 	itemMap := item.Map() // a clone of the turn's, never changed
 	ss.mu.Unlock()
 	if itemMap != nil && ss.srv.items.Load() {
-		ss.srv.w.notify("_spbridge/item", map[string]any{"sessionId": ss.id, "item": itemMap, "op": "update", "card": card})
+		ss.item("update", itemMap, card)
 	}
 	if keep {
 		ss.edited()
@@ -309,12 +326,6 @@ func summaryOf(input json.RawMessage) string {
 	}
 	return ""
 }
-
-func (ss *acpSession) update(u map[string]any) {
-	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
-}
-
-func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 
 // toolKind is the ACP kind of a tool, by name.
 func toolKind(name string) string {
@@ -360,57 +371,6 @@ func toolTitle(it archive.Item) string {
 	return title
 }
 
-func toolFields(it archive.Item, u map[string]any) map[string]any {
-	name := it.String("name")
-	if it.Type() == archive.TypeWebSearch {
-		name = "WebSearch"
-	}
-	u["toolCallId"] = it.ID()
-	u["title"] = toolTitle(it)
-	u["kind"] = toolKind(name)
-	status := it.String("status")
-	u["status"] = toolStatus(status)
-	if d := it.String("detail"); d != "" && status != archive.StatusRunning {
-		u["content"] = []any{map[string]any{"type": "content", "content": textBlock(d)}}
-	}
-	if results, ok := it.Get("results").([]any); ok && len(results) > 0 {
-		var lines []string
-		for _, r := range results {
-			m, _ := r.(map[string]any)
-			title, _ := m["title"].(string)
-			url, _ := m["url"].(string)
-			lines = append(lines, "- ["+title+"]("+url+")")
-		}
-		u["content"] = []any{map[string]any{"type": "content", "content": textBlock(strings.Join(lines, "\n"))}}
-	}
-	switch name {
-	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		if p := it.String("summary"); p != "" {
-			u["locations"] = []any{map[string]any{"path": p}}
-		}
-	}
-	return u
-}
-
-func toolCall(it archive.Item) map[string]any {
-	return toolFields(it, map[string]any{"sessionUpdate": "tool_call"})
-}
-
-func toolCallUpdate(it archive.Item) map[string]any {
-	return toolFields(it, map[string]any{"sessionUpdate": "tool_call_update"})
-}
-
-// plan turns a directions item into an ACP plan: one entry a line.
-func plan(it archive.Item) map[string]any {
-	entries := []any{}
-	for _, line := range strings.Split(it.String("text"), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			entries = append(entries, map[string]any{"content": line, "priority": "medium", "status": "pending"})
-		}
-	}
-	return map[string]any{"sessionUpdate": "plan", "entries": entries}
-}
-
 // plainText is what an ACP client without spbridge's extensions is shown
 // for a failure or questions.
 func plainText(it archive.Item) string {
@@ -439,29 +399,28 @@ func (ss *acpSession) replay() {
 	list := append([]archive.Item(nil), ss.pkg.Conv.Items...)
 	cards := maps.Clone(ss.pkg.Conv.ApprovalCards)
 	ss.mu.Unlock()
-	w := ss.srv.w
 	items := ss.srv.items.Load()
 	for _, it := range list {
 		if items {
-			params := map[string]any{"sessionId": ss.id, "item": it.Map(), "op": "add"}
-			if card, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
-				params["card"] = card
+			var card any
+			if c, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
+				card = c
 			}
-			w.notify("_spbridge/item", params)
+			ss.item("add", it.Map(), card)
 		}
 		switch it.Type() {
 		case archive.TypeUser:
-			ss.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": textBlock(it.String("text"))})
+			ss.chunk(userMessageChunk, it.String("text"))
 		case archive.TypeAssistant:
-			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(it.String("text"))})
+			ss.chunk(agentMessageChunk, it.String("text"))
 		case archive.TypeThinking:
-			ss.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": textBlock(it.String("text"))})
+			ss.chunk(agentThoughtChunk, it.String("text"))
 		case archive.TypeTool, archive.TypeWebSearch:
-			ss.update(toolCall(it))
+			ss.tool(toolUpdateOf("tool_call", it))
 		case archive.TypeDirections:
-			ss.update(plan(it))
+			ss.plan(planEntries(it))
 		case archive.TypeFailure, archive.TypeQuestions:
-			ss.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textBlock(plainText(it))})
+			ss.chunk(agentMessageChunk, plainText(it))
 		}
 	}
 }

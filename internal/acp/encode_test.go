@@ -1,0 +1,106 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"spbridge/internal/archive"
+)
+
+// FuzzEncode: every line the hand-written encoders append is one line of
+// valid JSON that decodes to what encoding/json makes of the same message
+// (strings escaped alike, invalid UTF-8 as U+FFFD).
+func FuzzEncode(f *testing.F) {
+	f.Add("/tmp/Doc.silverpoint", "00000000-0000-4000-8000-000000000001", "Hello \"world\"\n\\", "Read", "output:\nline\t\x00\x1f", "/tmp/a.txt", "step one\n  step two\n\n")
+	f.Add("", "", "", "", "", "", "")
+	f.Add("é\u2028\u2029<>&/", "\xff\xfe", "\xed\xa0\x80 surrogate", "Bash", "\x7f\u00a0", "a\"b", "\r\n\t")
+	f.Fuzz(func(t *testing.T, sid, id, text, name, detail, path, plan string) {
+		check := func(what string, line []byte, want any) {
+			t.Helper()
+			if len(line) == 0 || line[len(line)-1] != '\n' || bytes.IndexByte(line[:len(line)-1], '\n') >= 0 {
+				t.Fatalf("%s: not one line: %q", what, line)
+			}
+			var got any
+			if err := json.Unmarshal(line, &got); err != nil {
+				t.Fatalf("%s: %v: %q", what, err, line)
+			}
+			data, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w any
+			json.Unmarshal(data, &w)
+			if !reflect.DeepEqual(got, w) {
+				t.Fatalf("%s:\n got %q\nwant %s", what, line, data)
+			}
+		}
+		note := func(method string, params map[string]any) map[string]any {
+			return map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+		}
+		update := func(u map[string]any) map[string]any {
+			return note("session/update", map[string]any{"sessionId": sid, "update": u})
+		}
+		text2 := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+		buf := []byte("left from the last message")
+
+		for _, kind := range []string{agentMessageChunk, agentThoughtChunk, userMessageChunk} {
+			check(kind, appendChunk(buf[:0], sid, kind, text), update(map[string]any{"sessionUpdate": kind, "content": text2(text)}))
+		}
+
+		it := archive.ItemFromMap(map[string]any{"id": id, "type": archive.TypeTool, "name": name, "summary": path,
+			"status": archive.StatusSucceeded, "detail": detail})
+		u := toolUpdateOf("tool_call_update", it)
+		want := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
+			"kind": toolKind(name), "status": "completed"}
+		if detail != "" {
+			want["content"] = []any{map[string]any{"type": "content", "content": text2(detail)}}
+		}
+		if u.location != "" {
+			want["locations"] = []any{map[string]any{"path": path}}
+		}
+		check("tool", appendTool(buf[:0], sid, u), update(want))
+
+		entries := planEntries(archive.ItemFromMap(map[string]any{"id": id, "type": archive.TypeDirections, "text": plan}))
+		list := []any{}
+		for _, e := range entries {
+			list = append(list, map[string]any{"content": e, "priority": "medium", "status": "pending"})
+		}
+		check("plan", appendPlan(buf[:0], sid, entries), update(map[string]any{"sessionUpdate": "plan", "entries": list}))
+
+		check("append", appendItemText(buf[:0], sid, id, text),
+			note("_spbridge/item", map[string]any{"sessionId": sid, "op": "append", "id": id, "field": "text", "text": text}))
+		item := map[string]any{"id": id, "type": "assistant", "text": text, name: []any{detail, true, nil, json.Number("1.5e3"), map[string]any{path: plan}}}
+		card := map[string]any{"state": detail}
+		check("item", appendItem(buf[:0], sid, "update", item, card),
+			note("_spbridge/item", map[string]any{"sessionId": sid, "op": "update", "item": item, "card": card}))
+	})
+}
+
+// TestWriterFlushesWhenIdle: the buffered writer holds no message once no
+// writer waits: after concurrent writers return, every line is out.
+func TestWriterFlushesWhenIdle(t *testing.T) {
+	var out bytes.Buffer
+	w := newWriter(&out)
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 1000 {
+				w.write(func(b []byte) []byte { return appendChunk(b, "s", agentMessageChunk, fmt.Sprint(g, " ", i)) })
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if n := bytes.Count(out.Bytes(), []byte("\n")); n != 8000 {
+		t.Errorf("%d lines out after every writer returned, want 8000", n)
+	}
+	w.send(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{}})
+	if !bytes.HasSuffix(out.Bytes(), []byte(`{"id":1,"jsonrpc":"2.0","result":{}}`+"\n")) {
+		t.Errorf("a lone message was held: %q", out.Bytes()[max(0, out.Len()-80):])
+	}
+}
