@@ -217,25 +217,15 @@ func failBeforeStart(newID itemmap.IDFunc, h backend.Host, text, detail string) 
 	return backend.FailBeforeStart(newID, h, text, detail)
 }
 
-type answer struct {
-	requestID string
-	decision  backend.Decision
-}
-
 // loop reads the output of p, which took the message, until the turn ends.
 func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
 	m := b.mapper
-	turnCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	answers := make(chan answer)
-	pending := 0
-	waiting := make(map[string]bool) // permission requests the host has not answered
-	var approvals sync.WaitGroup
-	defer approvals.Wait()
+	approvals := backend.NewApprovals(ctx, h)
+	defer approvals.Close()
 
 	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
-	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, pending == 0) }
+	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0) }
 
 	interrupted := false
 	var escalate <-chan time.Time
@@ -246,13 +236,10 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 			return
 		}
 		interrupted = true
-		cancel() // withdraws the questions to the host
-		for id := range waiting {
+		for _, id := range approvals.Withdraw() {
 			m.Answered(id, false)
 			respond(p, id, backend.Decision{Message: "The turn was interrupted."})
 		}
-		clear(waiting)
-		pending = 0
 		post(p, map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
 			"request": map[string]any{"subtype": "interrupt"}})
 		escalate = time.After(b.Opts.Grace)
@@ -277,17 +264,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				respond(p, a.RequestID, backend.Decision{Message: "The turn was interrupted."})
 				continue
 			}
-			pending++
-			waiting[a.RequestID] = true
-			approvals.Add(1)
-			go func(a itemmap.Approval) {
-				defer approvals.Done()
-				d := h.Approve(turnCtx, a)
-				select {
-				case answers <- answer{a.RequestID, d}:
-				case <-turnCtx.Done():
-				}
-			}(a)
+			approvals.Ask(a)
 		}
 		return r.End
 	}
@@ -313,14 +290,12 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				}
 				return end
 			}
-		case a := <-answers:
-			if !waiting[a.requestID] {
+		case a := <-approvals.Answers():
+			if !approvals.Take(a) {
 				continue
 			}
-			delete(waiting, a.requestID)
-			pending--
-			m.Answered(a.requestID, a.decision.Allow)
-			respond(p, a.requestID, a.decision)
+			m.Answered(a.RequestID, a.Decision.Allow)
+			respond(p, a.RequestID, a.Decision)
 			resetIdle()
 		case <-interruptCh:
 			startInterrupt()
@@ -338,7 +313,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				go p.Close(b.Opts.Grace) // stdin closed, then SIGINT, SIGTERM, SIGKILL; Lines closes
 			}
 		case <-idle.C:
-			if pending > 0 {
+			if approvals.Pending() > 0 {
 				continue
 			}
 			text := fmt.Sprintf("Claude Code printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -169,11 +168,6 @@ func input(msg backend.Message) []any {
 	return in
 }
 
-type appAnswer struct {
-	id       string
-	decision backend.Decision
-}
-
 // appTurn runs a turn on the app-server transport.
 func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
 	if b.app.proc == nil {
@@ -197,15 +191,11 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	// that does not read it counts toward the idle timeout.
 	startID, startSent := b.appRequest("turn/start", params)
 	p, m := b.app.proc, b.app.mapper
-	turnCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	answers := make(chan appAnswer)
-	waiting := map[string]bool{}
-	var approvals sync.WaitGroup
-	defer approvals.Wait()
+	approvals := backend.NewApprovals(ctx, h)
+	defer approvals.Close()
 	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
-	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, len(waiting) == 0) }
+	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0) }
 	interrupted := false
 	var escalate <-chan time.Time
 	ctxDone := ctx.Done()
@@ -239,12 +229,10 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			return
 		}
 		interrupted = true
-		cancel()
-		for id := range waiting {
+		for _, id := range approvals.Withdraw() {
 			m.Answered(id, false)
 			respond(id, backend.Decision{})
 		}
-		clear(waiting)
 		if b.app.turnID != "" {
 			cleanID = b.appInterrupt()
 		}
@@ -327,16 +315,7 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 					respond(a.RequestID, backend.Decision{})
 					continue
 				}
-				waiting[a.RequestID] = true
-				approvals.Add(1)
-				go func(a itemmap.Approval) {
-					defer approvals.Done()
-					d := h.Approve(turnCtx, a)
-					select {
-					case answers <- appAnswer{a.RequestID, d}:
-					case <-turnCtx.Done():
-					}
-				}(a)
+				approvals.Ask(a)
 			}
 			if r.End != nil {
 				b.app.turnID = ""
@@ -348,13 +327,12 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 				}
 				return stopped(r.End)
 			}
-		case a := <-answers:
-			if !waiting[a.id] {
+		case a := <-approvals.Answers():
+			if !approvals.Take(a) {
 				continue
 			}
-			delete(waiting, a.id)
-			m.Answered(a.id, a.decision.Allow)
-			respond(a.id, a.decision)
+			m.Answered(a.RequestID, a.Decision.Allow)
+			respond(a.RequestID, a.Decision)
 			resetIdle()
 		case <-interruptCh:
 			interrupt()
@@ -365,7 +343,7 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			escalate = nil
 			go p.Close(b.Opts.Grace) // the server did not end the turn, or stop its commands: stop it
 		case <-idle.C:
-			if len(waiting) > 0 {
+			if approvals.Pending() > 0 {
 				continue
 			}
 			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)
