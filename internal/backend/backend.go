@@ -70,6 +70,15 @@ type Host interface {
 	Approve(ctx context.Context, a itemmap.Approval) Decision
 }
 
+// AuthStatus is whether a CLI is logged in, without any secret: how, and
+// where the credential comes from (an environment variable's name, never
+// its value) when the CLI says.
+type AuthStatus struct {
+	LoggedIn bool   `json:"loggedIn"`
+	Method   string `json:"method,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
 // InterruptedBeforeStart reports a turn interrupted before the CLI took
 // it: an "Interrupted." notice and an interrupted TurnEnd marked
 // NotStarted.

@@ -7,26 +7,18 @@ import (
 	"os/exec"
 	"time"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
-
-// AuthStatus is whether a CLI is logged in, without any secret: how, and
-// where the credential comes from (an environment variable's name, never its
-// value).
-type AuthStatus struct {
-	LoggedIn bool   `json:"loggedIn"`
-	Method   string `json:"method,omitempty"`
-	Source   string `json:"source,omitempty"`
-}
 
 // LoginArgs are the arguments of Claude Code's own log-in.
 var LoginArgs = []string{"auth", "login"}
 
 // AuthStatus asks `claude auth status` whether Claude Code is logged in.
-func (b *Backend) AuthStatus(ctx context.Context) (AuthStatus, error) {
+func (b *Backend) AuthStatus(ctx context.Context) (backend.AuthStatus, error) {
 	path, err := b.Program()
 	if err != nil {
-		return AuthStatus{}, err
+		return backend.AuthStatus{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -35,7 +27,7 @@ func (b *Backend) AuthStatus(ctx context.Context) (AuthStatus, error) {
 	cmd.Dir = b.Opts.Dir
 	out, err := cmd.Output()
 	if err != nil && len(out) == 0 {
-		return AuthStatus{}, fmt.Errorf("claude auth status: %w", err)
+		return backend.AuthStatus{}, fmt.Errorf("claude auth status: %w", err)
 	}
 	var s struct {
 		LoggedIn     bool   `json:"loggedIn"`
@@ -43,9 +35,9 @@ func (b *Backend) AuthStatus(ctx context.Context) (AuthStatus, error) {
 		APIKeySource string `json:"apiKeySource"`
 	}
 	if err := json.Unmarshal(out, &s); err != nil {
-		return AuthStatus{}, fmt.Errorf("claude auth status printed no status: %w", err)
+		return backend.AuthStatus{}, fmt.Errorf("claude auth status printed no status: %w", err)
 	}
-	st := AuthStatus{LoggedIn: s.LoggedIn, Source: s.APIKeySource}
+	st := backend.AuthStatus{LoggedIn: s.LoggedIn, Source: s.APIKeySource}
 	if s.AuthMethod != "none" {
 		st.Method = s.AuthMethod
 	}

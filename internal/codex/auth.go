@@ -9,14 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
-
-// AuthStatus is whether codex is logged in, without any secret.
-type AuthStatus struct {
-	LoggedIn bool   `json:"loggedIn"`
-	Method   string `json:"method,omitempty"`
-}
 
 // LoginArgs are the arguments of the Codex CLI's own log-in.
 var LoginArgs = []string{"login"}
@@ -26,10 +21,10 @@ const NotLoggedInText = itemmap.CodexNotLoggedIn
 
 // GetAuthStatus asks `codex login status` whether codex is logged in. Its
 // output (which may show part of a key) is read, never passed on.
-func GetAuthStatus(ctx context.Context, program string, env []string) (AuthStatus, error) {
+func GetAuthStatus(ctx context.Context, program string, env []string) (backend.AuthStatus, error) {
 	path, err := Program(program)
 	if err != nil {
-		return AuthStatus{}, err
+		return backend.AuthStatus{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -40,16 +35,16 @@ func GetAuthStatus(ctx context.Context, program string, env []string) (AuthStatu
 	cmd.Stderr = &out
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		return AuthStatus{}, fmt.Errorf("codex login status: %w", ctx.Err())
+		return backend.AuthStatus{}, fmt.Errorf("codex login status: %w", ctx.Err())
 	}
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
 		case strings.HasPrefix(line, "Not logged in"):
-			return AuthStatus{}, nil
+			return backend.AuthStatus{}, nil
 		case strings.HasPrefix(line, "Logged in"):
-			st := AuthStatus{LoggedIn: true}
+			st := backend.AuthStatus{LoggedIn: true}
 			switch lower := strings.ToLower(line); {
 			case strings.Contains(lower, "chatgpt"):
 				st.Method = "chatgpt"
@@ -62,7 +57,7 @@ func GetAuthStatus(ctx context.Context, program string, env []string) (AuthStatu
 		}
 	}
 	if err != nil {
-		return AuthStatus{}, fmt.Errorf("codex login status: %w", err)
+		return backend.AuthStatus{}, fmt.Errorf("codex login status: %w", err)
 	}
-	return AuthStatus{}, fmt.Errorf("codex login status said neither logged in nor not")
+	return backend.AuthStatus{}, fmt.Errorf("codex login status said neither logged in nor not")
 }
