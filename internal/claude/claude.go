@@ -91,20 +91,22 @@ func (b *Backend) args() []string {
 	return a
 }
 
-// start starts the claude process.
-func (b *Backend) start() error {
+// start starts the claude process and returns it. The turn goes on with
+// that process even when a Close has stopped it meanwhile (the message's
+// write then fails): reading the running process back could find none.
+func (b *Backend) start() (*cliproc.Proc, error) {
 	p, err := b.Start(b.args())
 	if err != nil {
 		if backend.NotInstalled(err) {
-			return fmt.Errorf("%w: %v", ErrNotFound, err)
+			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
 		}
-		return err
+		return nil, err
 	}
 	b.mapper = itemmap.NewClaude(b.Opts.NewID)
 	// The SDKs open with initialize; the CLI answers with its capabilities.
 	post(p, map[string]any{"type": "control_request", "request_id": "spbridge-init",
 		"request": map[string]any{"subtype": "initialize"}})
-	return nil
+	return p, nil
 }
 
 // post queues v as a line for p's stdin (backend.Post).
@@ -154,14 +156,14 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	for attempt := 0; ; attempt++ {
 		p := b.Proc()
 		if p == nil {
-			if err := b.start(); err != nil {
+			var err error
+			if p, err = b.start(); err != nil {
 				text := "Claude Code could not be started: " + err.Error()
 				if errors.Is(err, ErrNotFound) {
 					text = NotFoundText
 				}
 				return failBeforeStart(b.Opts.NewID, h, text, err.Error())
 			}
-			p = b.Proc()
 		}
 		end, err := b.sendMessage(ctx, p, data, h, interruptCh)
 		switch {
