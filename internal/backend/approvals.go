@@ -76,9 +76,11 @@ func (a *Approvals) Withdraw() []string {
 	return ids
 }
 
-// Close waits until every Approve call the host was given has returned,
-// then releases the turn's context.
+// Close takes back every question still open (the context of the Approve
+// calls is cancelled, so a host that still asks stops asking) and waits
+// until every Approve call the host was given has returned, so that none
+// reaches the host after the turn.
 func (a *Approvals) Close() {
-	a.asking.Wait()
 	a.cancel()
+	a.asking.Wait()
 }

@@ -113,3 +113,13 @@ func TestApprovals(t *testing.T) {
 	}
 	a.Close() // the withdrawn question's Approve returns
 }
+
+// TestApprovalsCloseWithAQuestionOpen: a turn that ends while the host is
+// still being asked (the CLI died, or ended the turn) does not wait for an
+// answer that may never come: Close takes the question back.
+func TestApprovalsCloseWithAQuestionOpen(t *testing.T) {
+	h := &recHost{answer: make(chan Decision)} // nobody answers
+	a := NewApprovals(context.Background(), h)
+	a.Ask(itemmap.Approval{RequestID: "1"})
+	a.Close() // returns only because the question is taken back
+}
