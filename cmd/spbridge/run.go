@@ -19,6 +19,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
+	"spbridge/internal/backend"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
@@ -53,7 +54,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"interrupts the turn and keeps what arrived. Permission requests are asked on\n"+
 			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
-	backend := f.String("backend", "claude", "the agent CLI: claude or codex")
+	backendName := f.String("backend", "claude", "the agent CLI: claude or codex")
 	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
 	codexHome := f.String("codex-home", "", "the `DIR` codex runs with as CODEX_HOME (default: your own)")
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
@@ -62,7 +63,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	asJSON := f.Bool("json", false, "print one JSON line per item change")
 	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
-	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
+	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
 	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
 	kindf := addKindFlag(f)
 	if done, err := f.parse(args, st.out); done || err != nil {
@@ -72,7 +73,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		return usagef(f.cmd, "run needs a package folder and a message (or - to read it from standard input)")
 	}
 	pkg := f.Arg(0)
-	if err := checkBackend(f, *backend, *transport); err != nil {
+	if err := checkBackend(f, *backendName, *transport); err != nil {
 		return err
 	}
 	kind, err := kindf.kind()
@@ -83,7 +84,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	var atts []session.Image
+	var atts []backend.Image
 	for _, path := range *images {
 		img, err := readImage(path)
 		if err != nil {
@@ -110,7 +111,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		if err != nil {
 			return err
 		}
-		be, provider := newBackend(*backend, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
+		be, provider := newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
 		s := &session.Session{Pkg: p, Backend: be, Provider: provider, Cwd: dir}
 		defer s.Close()
 		if len(p.Conv.Items) > 0 && p.Unreadable == "" {
@@ -161,7 +162,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			}
 		}
 		if sk, ok := be.(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
-			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backend)
+			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backendName)
 		}
 		return nil
 	})
@@ -201,9 +202,9 @@ func checkBackend(f *flagSet, backend, transport string) error {
 }
 
 // newBackend makes a session's backend and its archive provider name.
-func newBackend(name string, o backendFlags) (session.Backend, string) {
+func newBackend(name string, o backendFlags) (backend.Backend, string) {
 	if name == "codex" {
-		return codex.New(codex.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, CodexHome: o.codexHome, Transport: o.transport}), codex.Provider
+		return codex.New(codex.Options{Options: backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}, CodexHome: o.codexHome, Transport: o.transport}), codex.Provider
 	}
 	return claude.New(claude.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}), claude.Provider
 }
@@ -238,18 +239,18 @@ func readMessages(f *flagSet, in io.Reader) ([]string, bool, error) {
 }
 
 // readImage reads an image file and tells its type from its bytes.
-func readImage(path string) (session.Image, error) {
+func readImage(path string) (backend.Image, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return session.Image{}, fmt.Errorf("read image: %w", err)
+		return backend.Image{}, fmt.Errorf("read image: %w", err)
 	}
 	mime := http.DetectContentType(data)
 	switch mime {
 	case "image/png", "image/jpeg", "image/gif", "image/webp":
 	default:
-		return session.Image{}, fmt.Errorf("image %s: %s is not png, jpeg, gif or webp", path, mime)
+		return backend.Image{}, fmt.Errorf("image %s: %s is not png, jpeg, gif or webp", path, mime)
 	}
-	return session.Image{MimeType: mime, Data: data}, nil
+	return backend.Image{MimeType: mime, Data: data}, nil
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
@@ -357,12 +358,12 @@ func (h *shellHost) endLine() {
 	}
 }
 
-func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) claude.Decision {
+func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Decision {
 	if slices.Contains(h.allow, a.ToolName) {
-		return claude.Decision{Allow: true}
+		return backend.Decision{Allow: true}
 	}
 	if h.ask == nil {
-		return claude.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
+		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
 	}
 	h.mu.Lock()
 	h.clearStatus()
@@ -377,11 +378,11 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) claude.Deci
 	select {
 	case s := <-answer:
 		if s == "y" || s == "yes" {
-			return claude.Decision{Allow: true}
+			return backend.Decision{Allow: true}
 		}
-		return claude.Decision{Message: "The user denied this from the terminal."}
+		return backend.Decision{Message: "The user denied this from the terminal."}
 	case <-ctx.Done():
-		return claude.Decision{Message: "The turn was interrupted."}
+		return backend.Decision{Message: "The turn was interrupted."}
 	}
 }
 

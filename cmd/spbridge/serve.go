@@ -9,9 +9,9 @@ import (
 
 	"spbridge/internal/acp"
 	"spbridge/internal/audit"
+	"spbridge/internal/backend"
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
-	"spbridge/internal/session"
 )
 
 func runServe(ctx context.Context, st stdio, args []string) error {
@@ -25,16 +25,16 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"standard input, or SIGINT or SIGTERM, ends every CLI and saves every\n"+
 			"conversation that changed.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
-	backend := f.String("backend", "claude", "the backend of sessions that name none: claude or codex")
+	backendName := f.String("backend", "claude", "the backend of sessions that name none: claude or codex")
 	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
-	idle := f.Duration("idle-timeout", claude.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
+	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
 	if err := f.noArgs(); err != nil {
 		return err
 	}
-	if err := checkBackend(f, *backend, *transport); err != nil {
+	if err := checkBackend(f, *backendName, *transport); err != nil {
 		return err
 	}
 	state, err := audit.StateDir()
@@ -43,10 +43,10 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	}
 	cfg := acp.Config{
 		Version:        versionString(),
-		DefaultBackend: *backend,
+		DefaultBackend: *backendName,
 		SessionsDir:    filepath.Join(state, "sessions"),
 		Log:            log.New(st.err, "spbridge: ", log.LstdFlags),
-		NewBackend: func(name string, o acp.BackendOptions) (session.Backend, error) {
+		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
 			switch name {
 			case "claude", "codex":
 				be, _ := newBackend(name, backendFlags{dir: o.Cwd, model: o.Model, idle: *idle, transport: *transport})
@@ -58,8 +58,8 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if !*noAudit {
 		cfg.AuditDir = state
 	}
-	cfg.AuthStatus = func(ctx context.Context, backend string) (bool, error) {
-		switch backend {
+	cfg.AuthStatus = func(ctx context.Context, name string) (bool, error) {
+		switch name {
 		case "claude":
 			st, err := claude.New(claude.Options{}).AuthStatus(ctx)
 			return st.LoggedIn, err
@@ -67,7 +67,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			st, err := codex.GetAuthStatus(ctx, "", nil)
 			return st.LoggedIn, err
 		}
-		return false, fmt.Errorf("unknown backend %s", backend)
+		return false, fmt.Errorf("unknown backend %s", name)
 	}
 	srv := acp.NewServer(st.out, cfg)
 	start := time.Now()

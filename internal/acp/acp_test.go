@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/session"
 )
 
 // fakeBackend plays a turn by the message it gets: "slow" streams until
@@ -41,7 +40,7 @@ func newFake() *fakeBackend {
 }
 
 func (f *fakeBackend) Name() string { return "claude" }
-func (f *fakeBackend) Turn(ctx context.Context, msg claude.Message, h claude.Host) *itemmap.TurnEnd {
+func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	f.mu.Lock()
 	f.sent = append(f.sent, msg.Text)
 	f.started = true
@@ -232,7 +231,7 @@ func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, doneCh: make(chan struct{})}
 	cfg.AuditDir, cfg.Version = t.TempDir(), "test"
-	cfg.NewBackend = func(name string, o BackendOptions) (session.Backend, error) {
+	cfg.NewBackend = func(name string, o BackendOptions) (backend.Backend, error) {
 		if name != "claude" {
 			return nil, fmt.Errorf("no %s", name)
 		}

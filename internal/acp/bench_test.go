@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/claude"
-	"spbridge/internal/session"
 	"spbridge/internal/supervise"
 )
 
@@ -69,7 +69,7 @@ func BenchmarkCLILineToSessionUpdate(b *testing.B) {
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	srv := NewServer(outW, Config{NewBackend: func(string, BackendOptions) (session.Backend, error) {
+	srv := NewServer(outW, Config{NewBackend: func(string, BackendOptions) (backend.Backend, error) {
 		return claude.New(claude.Options{Program: exe, Env: append(os.Environ(), fakeClaudeEnv+"=1", "GORACE=atexit_sleep_ms=0")}), nil
 	}})
 	done := make(chan struct{})

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"spbridge/internal/session"
+	"spbridge/internal/backend"
 )
 
 // fuzzSeeds are whole conversations with the server; "PKG" stands for a
@@ -63,7 +63,7 @@ func FuzzServe(f *testing.F) {
 		input := bytes.ReplaceAll(data, []byte("PKG"), []byte(strings.ReplaceAll(pkg, `\`, `/`)))
 		var out lockedBuffer
 		srv := NewServer(&out, Config{
-			NewBackend: func(name string, _ BackendOptions) (session.Backend, error) {
+			NewBackend: func(name string, _ BackendOptions) (backend.Backend, error) {
 				return newFake(), nil
 			},
 			AuditDir: filepath.Join(dir, "audit"), SessionsDir: filepath.Join(dir, "sessions"),

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
-	"spbridge/internal/session"
 )
 
 // ProtocolVersion is the ACP version spbridge speaks.
@@ -26,7 +26,7 @@ type BackendOptions struct {
 
 // NewBackendFunc makes the backend of a session. It fails for a backend
 // spbridge does not have.
-type NewBackendFunc func(name string, opts BackendOptions) (session.Backend, error)
+type NewBackendFunc func(name string, opts BackendOptions) (backend.Backend, error)
 
 // Config configures a Server.
 type Config struct {

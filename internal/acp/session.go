@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
@@ -83,7 +84,7 @@ type answeredLater struct{}
 type turn struct {
 	ctx     context.Context // cancelled by session/cancel or shutdown
 	cancel  context.CancelFunc
-	backend session.Backend // the backend it runs on, for Interrupt
+	backend backend.Backend // the backend it runs on, for Interrupt
 	done    chan struct{}   // closed by finish when it ended
 	once    sync.Once
 }
@@ -93,7 +94,7 @@ func (t *turn) finish() { t.once.Do(func() { close(t.done) }) }
 
 type queuedPrompt struct {
 	text   string
-	images []session.Image
+	images []backend.Image
 }
 
 // spbridgeMeta is spbridge's part of session/new and session/load _meta.
@@ -516,7 +517,7 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 
 // promptContent reads an ACP prompt: its text blocks (and links and
 // embedded text) joined by newlines, and its images.
-func promptContent(raw json.RawMessage) (string, []session.Image, error) {
+func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 	var blocks []struct {
 		Type     string `json:"type"`
 		Text     string `json:"text"`
@@ -533,7 +534,7 @@ func promptContent(raw json.RawMessage) (string, []session.Image, error) {
 		return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt: %v", err)
 	}
 	var texts []string
-	var images []session.Image
+	var images []backend.Image
 	for i, b := range blocks {
 		switch b.Type {
 		case "text":
@@ -543,7 +544,7 @@ func promptContent(raw json.RawMessage) (string, []session.Image, error) {
 			if err != nil {
 				return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: image data is not base64", i)
 			}
-			images = append(images, session.Image{MimeType: b.MimeType, Data: data})
+			images = append(images, backend.Image{MimeType: b.MimeType, Data: data})
 		case "resource_link":
 			name := b.Name
 			if name == "" {

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -216,11 +216,11 @@ const (
 	CardCancelled     = "cancelled" // the editor cancelled the request
 )
 
-func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d claude.Decision) {
+func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
 	defer func() {
 		if r := recover(); r != nil {
 			h.recovered("a permission request", r)
-			d = claude.Decision{Message: "spbridge could not ask the editor."}
+			d = backend.Decision{Message: "spbridge could not ask the editor."}
 		}
 	}()
 	ss := h.ss
@@ -229,7 +229,7 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d claude.Dec
 	ss.mu.Unlock()
 	if always {
 		ss.card(a.ItemID, CardAllowed)
-		return claude.Decision{Allow: true}
+		return backend.Decision{Allow: true}
 	}
 	id := a.ToolItemID
 	if id == "" {
@@ -253,7 +253,7 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d claude.Dec
 	}
 	m, err := ss.srv.request(ctx, "session/request_permission", params)
 	if err != nil {
-		return claude.Decision{Message: "The request was not answered: " + err.Error()}
+		return backend.Decision{Message: "The request was not answered: " + err.Error()}
 	}
 	var r struct {
 		Outcome struct {
@@ -263,21 +263,21 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d claude.Dec
 	}
 	if json.Unmarshal(m.Result, &r) != nil || r.Outcome.Outcome != "selected" {
 		ss.card(a.ItemID, CardCancelled)
-		return claude.Decision{Message: "The user cancelled the request."}
+		return backend.Decision{Message: "The user cancelled the request."}
 	}
 	switch r.Outcome.OptionID {
 	case "allow_once":
 		ss.card(a.ItemID, CardAllowed)
-		return claude.Decision{Allow: true}
+		return backend.Decision{Allow: true}
 	case "allow_always":
 		ss.mu.Lock()
 		ss.allowAlways[a.ToolName] = true
 		ss.mu.Unlock()
 		ss.card(a.ItemID, CardAllowedAlways)
-		return claude.Decision{Allow: true}
+		return backend.Decision{Allow: true}
 	}
 	ss.card(a.ItemID, CardRejected)
-	return claude.Decision{Message: "The user rejected this from the editor."}
+	return backend.Decision{Message: "The user rejected this from the editor."}
 }
 
 // card records how a toolApproval was answered in the conversation's

@@ -22,23 +22,10 @@ import (
 // Provider is the archive's provider name for turns run on Claude Code.
 const Provider = "claude-code"
 
-// DefaultIdleTimeout is kept for the callers until they move to
-// backend.DefaultIdleTimeout.
-const DefaultIdleTimeout = backend.DefaultIdleTimeout
-
 // Options configure a Backend: Claude Code takes only the options every
 // backend has. Program empty: $SPBRIDGE_CLAUDE, else "claude" on PATH;
 // Model is passed as --model when set.
 type Options = backend.Options
-
-// Message is kept for the callers until they move to backend.Message.
-type Message = backend.Message
-
-// Decision is kept for the callers until they move to backend.Decision.
-type Decision = backend.Decision
-
-// Host is kept for the callers until they move to backend.Host.
-type Host = backend.Host
 
 // Backend runs the turns of one open conversation on one claude process,
 // restarting it (with --resume) when it dies. It is safe to call Interrupt

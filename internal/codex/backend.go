@@ -23,20 +23,11 @@ const Provider = "codex"
 // DefaultSandbox is the sandbox mode when Options.Sandbox is empty.
 const DefaultSandbox = "workspace-write"
 
-// Options configure a Backend. Program, Dir, Model, Env, IdleTimeout,
-// Grace, MaxLine and NewID are the options every backend has
-// (backend.Options): Program empty is $SPBRIDGE_CODEX, else codex on PATH;
-// Model is passed as -m. They are fields of their own, not an embedded
-// backend.Options, because callers name them in composite literals.
+// Options configure a Backend: the options every backend has
+// (backend.Options: Program empty is $SPBRIDGE_CODEX, else codex on PATH;
+// Model is passed as -m), and codex's own.
 type Options struct {
-	Program     string
-	Dir         string
-	Model       string
-	Env         []string
-	IdleTimeout time.Duration
-	Grace       time.Duration
-	MaxLine     int
-	NewID       itemmap.IDFunc
+	backend.Options
 
 	// CodexHome, when set, is the CODEX_HOME the CLI runs with (its
 	// configuration and log-in); otherwise the user's own.
@@ -102,8 +93,7 @@ func New(opts Options) *Backend {
 		opts.Transport = TransportAppServer
 	}
 	b := &Backend{
-		CLI: backend.NewCLI("codex", backend.Options{Program: opts.Program, Dir: opts.Dir, Model: opts.Model, Env: opts.Env,
-			IdleTimeout: opts.IdleTimeout, Grace: opts.Grace, MaxLine: opts.MaxLine, NewID: opts.NewID}, ErrNotFound),
+		CLI:       backend.NewCLI("codex", opts.Options, ErrNotFound),
 		codexHome: opts.CodexHome,
 		sandbox:   opts.Sandbox,
 		transport: opts.Transport,

@@ -98,7 +98,7 @@ func BenchmarkLineToItemLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	be := New(Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: b.TempDir(), Grace: 200 * time.Millisecond})
+	be := New(Options{Options: backend.Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: b.TempDir(), Grace: 200 * time.Millisecond}})
 	defer be.Close()
 	h := &latencyHost{}
 	for b.Loop() {

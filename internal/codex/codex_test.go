@@ -42,7 +42,7 @@ func (h *items) Approve(context.Context, itemmap.Approval) backend.Decision {
 
 func TestMissingProgram(t *testing.T) {
 	for _, tr := range []string{TransportExec, TransportAppServer} {
-		b := New(Options{Program: filepath.Join(t.TempDir(), "no-codex"), Transport: tr})
+		b := New(Options{Options: backend.Options{Program: filepath.Join(t.TempDir(), "no-codex")}, Transport: tr})
 		h := &items{}
 		end := b.Turn(context.Background(), backend.Message{Text: "x"}, h)
 		if end.Status != itemmap.TurnFailed || len(h.list) != 1 || h.list[0].String("text") != NotFoundText || b.Started() {
@@ -54,7 +54,7 @@ func TestMissingProgram(t *testing.T) {
 // TestAppServerTurns runs two turns on one (fake) app-server process.
 func TestAppServerTurns(t *testing.T) {
 	exe, _ := os.Executable()
-	b := New(Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: t.TempDir(), Grace: 200 * time.Millisecond})
+	b := New(Options{Options: backend.Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: t.TempDir(), Grace: 200 * time.Millisecond}})
 	defer b.Close()
 	for i := 0; i < 2; i++ {
 		h := &items{}

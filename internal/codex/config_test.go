@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -30,7 +31,7 @@ func TestConfigModel(t *testing.T) {
 	// The backend's env: CodexHome wins.
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte(`model = "from-home"`+"\n"), 0o600)
-	b := New(Options{Transport: TransportExec, CodexHome: home, Env: []string{"CODEX_HOME=/nowhere"}})
+	b := New(Options{Options: backend.Options{Env: []string{"CODEX_HOME=/nowhere"}}, Transport: TransportExec, CodexHome: home})
 	if got := b.withModel(&itemmap.TurnEnd{}).Model; got != "from-home" {
 		t.Errorf("exec turn's model = %q, want from-home", got)
 	}

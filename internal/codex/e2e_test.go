@@ -36,8 +36,7 @@ func realCodex(t *testing.T, transport string, replies ...fakeapi.ResponsesReply
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b := New(Options{Program: path, Dir: work, Env: srv.CodexEnv(t, root), Transport: transport, Grace: 2 * time.Second,
-		IdleTimeout: time.Minute, NewID: itemmap.SequentialIDs()})
+	b := New(Options{Options: backend.Options{Program: path, Dir: work, Env: srv.CodexEnv(t, root), Grace: 2 * time.Second, IdleTimeout: time.Minute, NewID: itemmap.SequentialIDs()}, Transport: transport})
 	t.Cleanup(func() { b.Close() })
 	return b, srv
 }

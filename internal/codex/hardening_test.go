@@ -134,7 +134,7 @@ func texts(h *items) []string {
 // transports, and leaves no process.
 func TestMessageNotRead(t *testing.T) {
 	for _, tr := range []string{TransportExec, TransportAppServer} {
-		b, marker := fakeCodexBackend(t, "deaf", tr, Options{IdleTimeout: 300 * time.Millisecond})
+		b, marker := fakeCodexBackend(t, "deaf", tr, Options{Options: backend.Options{IdleTimeout: 300 * time.Millisecond}})
 		h := &items{}
 		end := b.Turn(context.Background(), bigMessage, h)
 		if end == nil || end.Status != itemmap.TurnFailed || !end.NotStarted {
@@ -156,7 +156,7 @@ func TestMessageNotRead(t *testing.T) {
 func TestMessageNotReadInterruptClose(t *testing.T) {
 	for _, tr := range []string{TransportExec, TransportAppServer} {
 		for _, how := range []string{"Interrupt", "Close"} {
-			b, marker := fakeCodexBackend(t, "deaf", tr, Options{IdleTimeout: time.Hour})
+			b, marker := fakeCodexBackend(t, "deaf", tr, Options{Options: backend.Options{IdleTimeout: time.Hour}})
 			done := make(chan *itemmap.TurnEnd)
 			go func() { done <- b.Turn(context.Background(), bigMessage, &items{}) }()
 			waitRunning(b)
@@ -197,7 +197,7 @@ func waitRunning(b *Backend) {
 // the idle timeout gives a failure item and a non-nil TurnEnd.
 func TestSilentCodex(t *testing.T) {
 	for _, tr := range []string{TransportExec, TransportAppServer} {
-		b, _ := fakeCodexBackend(t, "silent", tr, Options{IdleTimeout: 300 * time.Millisecond})
+		b, _ := fakeCodexBackend(t, "silent", tr, Options{Options: backend.Options{IdleTimeout: 300 * time.Millisecond}})
 		h := &items{}
 		end := b.Turn(context.Background(), backend.Message{Text: "x"}, h)
 		if end == nil || end.Status != itemmap.TurnFailed {

@@ -23,18 +23,11 @@ import (
 	"spbridge/internal/restore"
 )
 
-// Backend runs turns on a CLI (backend.Backend).
-type Backend = backend.Backend
-
-// Host is told about item changes and asked about permission requests
-// (backend.Host).
-type Host = backend.Host
-
 // Session is an open conversation. Its methods are not safe for concurrent
 // use, except Interrupt.
 type Session struct {
 	Pkg      *archive.Package
-	Backend  Backend
+	Backend  backend.Backend
 	Provider string // the archive's provider name for this backend
 	// Restore decides when the "# Conversation so far" prefix is sent; nil
 	// for a conversation that was not restored from disk.
@@ -47,9 +40,6 @@ type Session struct {
 	// Now gives the time for the audit log (time.Now when nil).
 	Now func() time.Time
 }
-
-// Image is an image the user attaches (backend.Image).
-type Image = backend.Image
 
 // TurnResult is how a turn ended.
 type TurnResult struct {
@@ -85,7 +75,7 @@ var ErrNotStarted = errors.New("the turn did not start")
 // but it is not part of the conversation and is never saved. A turn that
 // reached the CLI but never reported its end is a failed turn with a failure
 // item saying so; the user's message is kept.
-func (s *Session) Send(ctx context.Context, text string, images []Image, h Host) (*TurnResult, error) {
+func (s *Session) Send(ctx context.Context, text string, images []backend.Image, h backend.Host) (*TurnResult, error) {
 	conv := s.Pkg.Conv
 	userMsg := archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(text)}}
 	for _, img := range images {
@@ -275,7 +265,7 @@ func (s *Session) Close() error { return s.Backend.Close() }
 // before passing them on.
 type applier struct {
 	conv *archive.Conversation
-	host Host
+	host backend.Host
 }
 
 func (a *applier) Change(c itemmap.Change) {
