@@ -540,7 +540,9 @@ func TestClaudeToolsSubagent(t *testing.T) {
 			if c.background {
 				// The subagent's end starts a turn of its own, which the
 				// notification of the finished task opens.
-				s.until(func(m map[string]any) bool { return m["type"] == "result" && m["result"] == "The subagent reported 4 words." })
+				s.until(func(m map[string]any) bool {
+					return m["type"] == "result" && m["result"] == "The subagent reported 4 words."
+				})
 			}
 			if err := s.finish(); err != nil {
 				t.Errorf("claude: %v", err)
