@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -45,20 +46,11 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 		defer file.Close()
 		in = file
 	}
-	items, err := replayStream(in, *backend, *transport)
-	if err != nil {
-		return fmt.Errorf("read stream: %w", err)
-	}
-	out := make([]any, len(items))
-	for i, it := range items {
-		out[i] = it.Map()
-	}
-	data, err := canonjson.Encode(out)
-	if err != nil {
+	out := bufio.NewWriterSize(st.out, 64<<10)
+	if err := replayStream(in, *backend, *transport, out); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(st.out, "%s\n", data)
-	return err
+	return out.Flush()
 }
 
 // mapper is what replay needs of a backend's mapper.
@@ -69,8 +61,14 @@ type mapper interface {
 }
 
 // replayStream maps a recorded stream to the items a panel would show at
-// its end. A stream that stops inside a turn ends that turn as failed.
-func replayStream(in io.Reader, backend, transport string) ([]archive.Item, error) {
+// its end and writes them to out as one canonical JSON array and a newline,
+// the same bytes as canonjson.Encode of the whole list. A stream that stops
+// inside a turn ends that turn as failed.
+//
+// A mapper keeps nothing of a turn once it ended, so the items a turn made
+// are final when the mapper is between turns: they are written then and
+// dropped, and the memory held is one turn's items, not the stream's.
+func replayStream(in io.Reader, backend, transport string, out *bufio.Writer) error {
 	newID := itemmap.SequentialIDs()
 	var m mapper = itemmap.NewClaude(newID)
 	app := backend == "codex" && transport == codex.TransportAppServer
@@ -80,7 +78,31 @@ func replayStream(in io.Reader, backend, transport string) ([]archive.Item, erro
 	case backend == "codex":
 		m = itemmap.NewCodex(newID)
 	}
-	var items []archive.Item
+	var (
+		items   []archive.Item // not written yet
+		written int
+		enc     []byte
+		werr    error
+	)
+	flush := func() {
+		for i, it := range items {
+			items[i] = archive.Item{}
+			if werr != nil {
+				continue
+			}
+			if written == 0 {
+				enc = append(enc[:0], "[\n  "...)
+			} else {
+				enc = append(enc[:0], ",\n  "...)
+			}
+			enc, werr = canonjson.AppendAt(enc, it.Map(), 1)
+			if werr == nil {
+				_, werr = out.Write(enc)
+			}
+			written++
+		}
+		items = items[:0]
+	}
 	apply := func(r itemmap.Result) {
 		for _, c := range r.Changes {
 			switch c.Op {
@@ -92,13 +114,19 @@ func replayStream(in io.Reader, backend, transport string) ([]archive.Item, erro
 				}
 			}
 		}
+		if !m.InTurn() {
+			flush()
+		}
 	}
 	err := cliproc.ReadLines(in, 0, func(l cliproc.Line) bool {
 		if l.Oversize > 0 {
 			it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice,
 				"text": fmt.Sprintf("Skipped a line of %d bytes: longer than the %d-byte limit.", l.Oversize, cliproc.DefaultMaxLine)})
 			items = append(items, it)
-			return true
+			if !m.InTurn() {
+				flush()
+			}
+			return werr == nil
 		}
 		data := l.Data
 		if app {
@@ -113,13 +141,25 @@ func replayStream(in io.Reader, backend, transport string) ([]archive.Item, erro
 		if len(data) > 0 {
 			apply(m.Line(data))
 		}
-		return true
+		return werr == nil
 	})
+	if werr != nil {
+		return werr
+	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("read stream: %w", err)
 	}
 	if m.InTurn() {
 		apply(m.Finish(false, "The stream ended before the turn did.", ""))
 	}
-	return items, nil
+	flush()
+	if werr != nil {
+		return werr
+	}
+	if written == 0 {
+		_, err = out.WriteString("[]\n")
+	} else {
+		_, err = out.WriteString("\n]\n")
+	}
+	return err
 }
