@@ -22,6 +22,7 @@ type Claude struct {
 
 	session   string
 	model     string
+	cwd       string // the CLI's working folder, to shorten paths in titles
 	lastTotal string // total_cost_usd of the previous result: the CLI reports it per process
 	turn      *claudeTurn
 	ev        claudeEvent // the line being mapped, reused
@@ -62,6 +63,8 @@ type claudeTool struct {
 	item    archive.Item
 	special string // the item type when the tool is shown as another item
 	done    bool
+	view    *ToolView // its presentation as it stands; replaced, never changed
+	child   bool      // a subagent's call: not in this conversation's history
 }
 
 type claudeTurn struct {
@@ -73,6 +76,8 @@ type claudeTurn struct {
 	failure   *archive.Item
 	aborted   bool // the CLI reported the turn cut off by an interrupt
 	denyIDs   map[string]bool
+	allowIDs  map[string]bool   // tool_use ids the host allowed
+	rejected  []*claudeTool     // calls refused by the rejection text alone
 	approvals map[string]string // request id → tool_use id
 	lastRound archive.Usage
 	lastMsg   string
@@ -84,6 +89,7 @@ func (m *Claude) ensureTurn() *claudeTurn {
 			tools:     make(map[string]*claudeTool),
 			msgIndex:  make(map[string]int),
 			denyIDs:   make(map[string]bool),
+			allowIDs:  make(map[string]bool),
 			approvals: make(map[string]string),
 		}
 	}
@@ -99,8 +105,12 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 	if m.turn == nil {
 		return
 	}
-	if id, ok := m.turn.approvals[requestID]; ok && !allowed {
-		m.turn.denyIDs[id] = true
+	if id, ok := m.turn.approvals[requestID]; ok {
+		if allowed {
+			m.turn.allowIDs[id] = true
+		} else {
+			m.turn.denyIDs[id] = true
+		}
 	}
 }
 
@@ -121,8 +131,7 @@ func (m *Claude) Line(line []byte) Result {
 	ev := &m.ev
 	ev.read(raw)
 	if p := ev.Get("parent_tool_use_id"); p.Exists() && p.Type != gjson.Null {
-		// A subagent's own messages: its tool calls show in the parent's
-		// tool item; they are not part of this conversation's history.
+		m.subagent(ev, p.String(), &r)
 		return r
 	}
 	switch ev.Get("type").String() {
@@ -161,6 +170,9 @@ func (m *Claude) system(ev *claudeEvent, r *Result) {
 	case "init":
 		m.ensureTurn()
 		m.session = ev.Get("session_id").String()
+		if cwd := ev.Get("cwd").String(); cwd != "" {
+			m.cwd = cwd
+		}
 		if model := ev.Get("model").String(); model != "" {
 			m.model = model
 		}
@@ -226,7 +238,7 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 			b.text.WriteString(cb.Get("thinking").String())
 		case "tool_use":
 			b.toolID = cb.Get("id").String()
-			tool := m.startTool(b.toolID, cb.Get("name").String(), r)
+			tool := m.startTool(b.toolID, cb.Get("name").String(), "", r)
 			b.item, b.hasItem = tool.item, true
 		}
 		if b.text.Len() > 0 {
@@ -383,7 +395,7 @@ func (m *Claude) assistant(ev *claudeEvent, r *Result) {
 			b.complete = true
 			tool, ok := t.tools[id]
 			if !ok {
-				tool = m.startTool(id, c.Get("name").String(), r)
+				tool = m.startTool(id, c.Get("name").String(), "", r)
 				b.item, b.hasItem = tool.item, true
 			}
 			m.setToolInput(tool, input, r)
@@ -475,6 +487,7 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 		case "text":
 			if strings.HasPrefix(c.Get("text").String(), "[Request interrupted by user") {
 				t.aborted = true
+				m.interruptedRejections(r)
 			}
 		case "tool_result":
 			id := c.Get("tool_use_id").String()
@@ -560,8 +573,17 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 		raw = json.RawMessage("{}")
 	}
 	a := Approval{RequestID: id, ToolUseID: toolUseID, ToolName: name, Input: raw, ItemID: it.ID()}
-	if tool, ok := t.tools[toolUseID]; ok && !tool.item.IsZero() {
+	tool, known := t.tools[toolUseID]
+	if known && !tool.item.IsZero() {
 		a.ToolItemID = tool.item.ID()
+	}
+	switch {
+	case known && (!input.IsObject() || len(input.Map()) == 0):
+		a.Tool = tool.view // the request repeats no input (ExitPlanMode)
+	case known:
+		a.Tool = m.inputView(name, input, tool.view.ParentID)
+	default:
+		a.Tool = m.inputView(name, input, "")
 	}
 	r.Approvals = append(r.Approvals, a)
 }
@@ -606,6 +628,7 @@ func (m *Claude) result(ev *claudeEvent, r *Result) {
 	}
 	end := m.endTurn(status, r)
 	end.Usage, end.CostUSD = m.turnUsage(ev)
+	end.ContextWindow = contextWindow(ev, m.model)
 	if sid := ev.Get("session_id").String(); sid != "" {
 		end.SessionID = sid
 	}
@@ -757,6 +780,7 @@ var claudeFields = [...]string{
 	"api_error_type", "error", "error_status", "attempt", "max_retries", "tool_use_id",
 	"tool_use_result", "request", "request_id", "response", "terminal_reason", "is_error",
 	"result", "errors", "model_usage_since_last_result", "usage", "total_cost_usd",
+	"cwd", "modelUsage",
 }
 
 // claudeFieldIndex is a field's index in claudeFields, or -1.

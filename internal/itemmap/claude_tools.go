@@ -18,13 +18,16 @@ var claudeSpecialTools = map[string]string{
 	"ExitPlanMode":    archive.TypeDirections,
 }
 
-// startTool makes the item of a tool call as soon as the CLI names it.
-func (m *Claude) startTool(id, name string, r *Result) *claudeTool {
+// startTool makes the item of a tool call as soon as the CLI names it;
+// parent is the item id of the call it runs under ("" for the
+// conversation's own calls).
+func (m *Claude) startTool(id, name, parent string, r *Result) *claudeTool {
 	t := m.turn
 	if tool, ok := t.tools[id]; ok {
 		return tool
 	}
-	tool := &claudeTool{id: id, name: name, special: claudeSpecialTools[name]}
+	tool := &claudeTool{id: id, name: name, special: claudeSpecialTools[name], child: parent != ""}
+	tool.view = &ToolView{Kind: claudeKind(name), Title: claudeDefaultTitle(name), ParentID: parent}
 	switch tool.special {
 	case archive.TypeWebSearch:
 		tool.item = m.newItem(archive.TypeWebSearch)
@@ -42,9 +45,14 @@ func (m *Claude) startTool(id, name string, r *Result) *claudeTool {
 	t.tools[id] = tool
 	t.order = append(t.order, id)
 	if !tool.item.IsZero() {
-		m.add(r, tool.item)
+		m.toolChange(r, OpAdd, tool)
 	}
 	return tool
+}
+
+// toolChange reports a change of a tool's item with its view.
+func (m *Claude) toolChange(r *Result, op Op, tool *claudeTool) {
+	r.Changes = append(r.Changes, Change{Op: op, Item: tool.item, Tool: tool.view})
 }
 
 // setToolInput shows a tool call's arguments once they are known.
@@ -54,10 +62,11 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 	}
 	tool.input = input
 	in := gjson.Parse(input)
+	tool.view = m.inputView(tool.name, in, tool.view.ParentID)
 	switch tool.special {
 	case archive.TypeWebSearch:
 		tool.item.Set("query", in.Get("query").String())
-		m.update(r, tool.item, "")
+		m.toolChange(r, OpUpdate, tool)
 	case archive.TypeQuestions:
 		tool.item = m.newItem(archive.TypeQuestions)
 		tool.item.Set("questions", questionsFrom(in))
@@ -66,18 +75,22 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 	case archive.TypeDirections:
 		tool.item = m.newItem(archive.TypeDirections)
 		tool.item.Set("text", in.Get("plan").String())
-		m.add(r, tool.item)
+		m.toolChange(r, OpAdd, tool)
 		tool.done = true
 	default:
 		tool.item.Set("summary", toolSummary(tool.name, in))
 		tool.item.Set("detail", "arguments:\n"+truncate(prettyJSON(input), maxDetailArgs))
-		m.update(r, tool.item, "")
+		m.toolChange(r, OpUpdate, tool)
+		if tool.name == "TodoWrite" {
+			r.Changes[len(r.Changes)-1].Plan = todoPlan(in.Get("todos"))
+		}
 	}
 }
 
 // toolResult records a tool's result on its item.
 func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured gjson.Result, r *Result) {
 	t := m.turn
+	tool.view = resultView(tool.name, tool.view, out, structured)
 	switch {
 	case tool.special == archive.TypeWebSearch:
 		status := archive.StatusSucceeded
@@ -87,14 +100,20 @@ func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured
 		tool.item.Set("status", status)
 		tool.item.Set("results", searchResults(structured, out))
 		tool.done = true
-		m.update(r, tool.item, "")
+		m.toolChange(r, OpUpdate, tool)
 	case isErr && strings.HasPrefix(out, "[Request interrupted by user"):
 		// An interrupt during the tool: Claude Code stopped it.
 		t.aborted = true
 		m.finishTool(tool, archive.StatusCancelled, "cancelled", out, r)
 	case t.denyIDs[tool.id]:
 		m.finishTool(tool, archive.StatusDenied, "denied", out, r)
-	case isErr && strings.HasPrefix(out, "The user doesn't want to proceed"):
+	case isErr && strings.HasPrefix(out, claudeRejected) && t.allowIDs[tool.id]:
+		// The host allowed the call: a rejection after that is how
+		// Claude Code reports an interrupt that stopped it.
+		m.finishTool(tool, archive.StatusCancelled, "cancelled", out, r)
+	case isErr && strings.HasPrefix(out, claudeRejected):
+		// A refusal, unless the interrupt note follows (user).
+		t.rejected = append(t.rejected, tool)
 		m.finishTool(tool, archive.StatusDenied, "denied", out, r)
 	case isErr:
 		m.finishTool(tool, archive.StatusFailed, failedStatusText(tool.name, out), out, r)
@@ -112,7 +131,7 @@ func (m *Claude) finishTool(tool *claudeTool, status, statusText, out string, r 
 	if tool.special == archive.TypeWebSearch {
 		if status == archive.StatusDenied || status == archive.StatusCancelled || status == archive.StatusFailed {
 			tool.item.Set("status", status)
-			m.update(r, tool.item, "")
+			m.toolChange(r, OpUpdate, tool)
 		}
 		return
 	}
@@ -125,7 +144,26 @@ func (m *Claude) finishTool(tool *claudeTool, status, statusText, out string, r 
 		}
 		tool.item.Set("detail", detail+"output:\n"+truncate(out, maxDetailOutput))
 	}
-	m.update(r, tool.item, "")
+	m.toolChange(r, OpUpdate, tool)
+}
+
+// claudeRejected begins the result Claude Code gives a call it did not
+// run: refused, or stopped by an interrupt.
+const claudeRejected = "The user doesn't want to proceed"
+
+// interruptedRejections turns the calls this turn recorded as refused (by
+// the rejection text alone, no host denied them) into cancelled ones: the
+// CLI said the rejection was an interrupt.
+func (m *Claude) interruptedRejections(r *Result) {
+	t := m.turn
+	for _, tool := range t.rejected {
+		if tool.item.String("status") == archive.StatusDenied && !t.denyIDs[tool.id] {
+			tool.item.Set("status", archive.StatusCancelled)
+			tool.item.Set("statusText", "cancelled")
+			m.toolChange(r, OpUpdate, tool)
+		}
+	}
+	t.rejected = nil
 }
 
 var exitCodeRE = regexp.MustCompile(`(?i)exit code (-?\d+)`)

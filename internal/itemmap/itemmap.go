@@ -45,7 +45,107 @@ type Change struct {
 	Op    Op
 	Item  archive.Item
 	Delta string
+	// Tool is how an editor presents the tool item Item (nil: no
+	// presentation beyond the item; always nil for items other than tool,
+	// webSearch and directions). It is never saved: see ToolView.
+	Tool *ToolView
+	// Plan, when not nil, is the agent's plan as it now stands, whole (it
+	// replaces any plan shown before); the change that carries it is the
+	// tool call that set it (Claude's TodoWrite, Codex's plan updates).
+	Plan []PlanEntry
 }
+
+// The presentation of a tool call: what an editor needs to show it well
+// (ACP's kind, title, locations, diffs, command output, the plan panel)
+// and what the saved item must not hold.
+//
+// A format-1 tool item keeps a short summary, a status and a detail
+// truncated for display (SPEC §3): conversation.json stays small whatever
+// the tools read and wrote. A diff of a Write holds the whole new file, a
+// command's output may be megabytes, and a plan is rebuilt by every update
+// of the CLI's todo list. So these travel beside the item, in Change.Tool,
+// Change.Plan and Approval.Tool, while the turn runs, and are never
+// persisted: a conversation reopened later shows its tools from the items
+// alone (a title from name and summary, the kind from the name, the
+// detail as text).
+//
+// The views are CLI-neutral: each mapper (Claude's stream-json, Codex's
+// exec and app-server streams) fills them from what its CLI reports in the
+// tool's input and result, without reading any file (the mappers are
+// pure). A view handed out in a Change is never changed afterwards: a
+// later change of the same tool carries a new one.
+
+// ToolView is how an editor presents one tool call.
+type ToolView struct {
+	// Kind is the tool's category, one of the Kind constants (ACP's
+	// ToolKind): what icon and layout an editor picks.
+	Kind string
+	// Title is a short human line saying what the call does, as an editor
+	// heads the call with it: "`npm test`", "Read src/app.go", "Search
+	// "TODO" in src", "Fetch https://…". Paths are as the CLI gave them.
+	Title string
+	// Locations are the files the call reads or changes, each with the
+	// first line concerned when known (follow-along).
+	Locations []Location
+	// Diffs are the changes an edit makes or made, one per file or per
+	// hunk where the CLI reports hunks. Before the CLI reports the
+	// result they come from the tool's input (what it will change);
+	// after, from the result (what it changed).
+	Diffs []Diff
+	// Output is what a command printed, whole, once known ("" when none
+	// or not a command); the renderer caps it for display.
+	Output string
+	// ParentID is the item id of the tool call this call runs under (a
+	// subagent's tool, under Claude's Task/Agent call), "" when none.
+	ParentID string
+}
+
+// Tool kinds, as ACP names them.
+const (
+	KindRead       = "read"
+	KindEdit       = "edit"
+	KindDelete     = "delete"
+	KindMove       = "move"
+	KindSearch     = "search"
+	KindExecute    = "execute"
+	KindThink      = "think"
+	KindFetch      = "fetch"
+	KindSwitchMode = "switch_mode" // leaving a planning mode (a directions item)
+	KindOther      = "other"
+)
+
+// Location is a file a tool works on. Path is as the CLI reported it
+// (absolute, or relative to the session's working folder); Line is the
+// 1-based line, 0 when unknown.
+type Location struct {
+	Path string
+	Line int
+}
+
+// Diff is one change to one file: the text OldText (nil when the file is
+// new) becomes NewText. They are the whole file or one hunk of it, with
+// the context lines the CLI gave. Path is as the CLI reported it.
+type Diff struct {
+	Path    string
+	OldText *string
+	NewText string
+}
+
+// PlanEntry is one step of the agent's plan: Content (what the step is),
+// Status (one of the Plan constants) and Priority (high, medium, low;
+// "" when the CLI gives none, shown as medium).
+type PlanEntry struct {
+	Content  string
+	Status   string
+	Priority string
+}
+
+// Plan entry statuses, as ACP names them.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanCompleted  = "completed"
+)
 
 // Approval is a permission request from the CLI that waits for the host's
 // answer. ItemID names the toolApproval item shown for it; ToolItemID the
@@ -57,6 +157,10 @@ type Approval struct {
 	Input      json.RawMessage // the tool's input as the CLI sent it
 	ItemID     string
 	ToolItemID string
+	// Tool is how the call asked about would be presented, from the input
+	// in the request (an edit's diffs: the user reviews the change before
+	// it is written); nil when the mapper has none.
+	Tool *ToolView
 }
 
 // Turn statuses.
@@ -77,7 +181,10 @@ type TurnEnd struct {
 	CostUSD   json.Number   // this turn's cost as reported by the CLI, "" when none
 	Model     string
 	SessionID string
-	History   []archive.Message
+	// ContextWindow is the model's context window in tokens as the CLI
+	// reported it, 0 when it did not.
+	ContextWindow int64
+	History       []archive.Message
 	// NotStarted is set when the turn failed before the CLI took the
 	// message (the program missing, its folder missing, the CLI failing
 	// before its first event): nothing happened that the document should
