@@ -2,10 +2,14 @@ package acp
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
+	"spbridge/internal/itemmap"
 )
 
 // The notifications a turn streams are few and fixed in shape, and there
@@ -46,20 +50,32 @@ type toolUpdate struct {
 	title      string
 	kind       string
 	status     string
-	content    string // shown as one text content block when hasContent
-	location   string // a file the tool works on, "" when none
+	diffs      []itemmap.Diff     // diff content blocks, paths absolute
+	content    string             // shown as one text content block (after the diffs) when hasContent
+	locations  []itemmap.Location // paths absolute
+	parent     string             // the tool call it runs under, "" when none
 	hasContent bool
 }
 
-// toolUpdateOf is what ACP shows of a tool or webSearch item.
-func toolUpdateOf(update string, it archive.Item) toolUpdate {
+// toolUpdateOf is what ACP shows of a tool, webSearch or directions item,
+// with its view when the turn gave one (nil for a restored item); cwd is
+// the session's working folder, for paths the CLI gave relative.
+func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) toolUpdate {
+	if it.Type() == archive.TypeDirections {
+		// The plan the agent proposes before it leaves planning: its
+		// markdown whole, under the call that asks to go on (the
+		// permission request names this id).
+		return toolUpdate{update: update, id: it.ID(), title: "Ready to code?", kind: itemmap.KindSwitchMode,
+			status: "completed", content: it.String("text"), hasContent: true}
+	}
 	name := it.String("name")
 	if it.Type() == archive.TypeWebSearch {
 		name = "WebSearch"
 	}
 	status := it.String("status")
 	u := toolUpdate{update: update, id: it.ID(), title: toolTitle(it), kind: toolKind(name), status: toolStatus(status)}
-	if d := it.String("detail"); d != "" && status != archive.StatusRunning {
+	done := status != archive.StatusRunning
+	if d := it.String("detail"); d != "" && done {
 		u.content, u.hasContent = d, true
 	}
 	if results, ok := it.Get("results").([]any); ok && len(results) > 0 {
@@ -72,11 +88,79 @@ func toolUpdateOf(update string, it archive.Item) toolUpdate {
 		}
 		u.content, u.hasContent = strings.Join(lines, "\n"), true
 	}
-	switch name {
-	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		u.location = it.String("summary")
+	if view == nil {
+		switch name {
+		case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+			if p := it.String("summary"); p != "" {
+				u.locations = []itemmap.Location{{Path: absPath(p, cwd)}}
+			}
+		}
+		return u
+	}
+	if view.Title != "" {
+		u.title = view.Title
+	}
+	if view.Kind != "" {
+		u.kind = view.Kind
+	}
+	u.parent = view.ParentID
+	u.locations, u.diffs = viewFiles(view, cwd)
+	switch {
+	case view.Output != "" && done:
+		u.content, u.hasContent = fenced(view.Output, maxOutput), true
+	case len(u.diffs) > 0 && (status == archive.StatusSucceeded || status == archive.StatusRunning):
+		u.hasContent = false // the diffs say it
 	}
 	return u
+}
+
+// viewFiles are a view's locations and diffs with absolute paths.
+func viewFiles(view *itemmap.ToolView, cwd string) ([]itemmap.Location, []itemmap.Diff) {
+	var locs []itemmap.Location
+	for _, l := range view.Locations {
+		locs = append(locs, itemmap.Location{Path: absPath(l.Path, cwd), Line: l.Line})
+	}
+	var diffs []itemmap.Diff
+	for _, d := range view.Diffs {
+		d.Path = absPath(d.Path, cwd)
+		diffs = append(diffs, d)
+	}
+	return locs, diffs
+}
+
+// absPath is p resolved against the session's working folder cwd when the
+// CLI gave it relative: ACP wants absolute paths.
+func absPath(p, cwd string) string {
+	if p == "" || cwd == "" || strings.HasPrefix(p, "/") || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(cwd, p)
+}
+
+// maxOutput caps a command's output as a tool call shows it.
+const maxOutput = 16 << 10
+
+// fenced is a command's output as a Markdown code block, cut to at most n
+// bytes on a character boundary, with how much was left out after the
+// block. The fence is longer than any run of backticks in the output.
+func fenced(out string, n int) string {
+	more := 0
+	if len(out) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		more, out = len(out)-cut, out[:cut]
+	}
+	fence := "```"
+	for strings.Contains(out, fence) {
+		fence += "`"
+	}
+	s := fence + "\n" + strings.TrimSuffix(out, "\n") + "\n" + fence
+	if more > 0 {
+		s += "\n… " + strconv.Itoa(more) + " bytes more"
+	}
+	return s
 }
 
 // appendTool appends a session/update carrying u.
@@ -89,37 +173,65 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 	b = canonjson.AppendString(b, u.id)
 	b = append(b, `,"title":`...)
 	b = canonjson.AppendString(b, u.title)
-	b = append(b, `,"kind":"`...)
-	b = append(b, u.kind...)
-	b = append(b, `","status":"`...)
+	b = append(b, `,"kind":`...)
+	b = canonjson.AppendString(b, u.kind)
+	b = append(b, `,"status":"`...)
 	b = append(b, u.status...)
 	b = append(b, '"')
-	if u.hasContent {
-		b = append(b, `,"content":[{"type":"content","content":{"type":"text","text":`...)
-		b = canonjson.AppendString(b, u.content)
-		b = append(b, "}}]"...)
+	if len(u.diffs) > 0 || u.hasContent {
+		b = append(b, `,"content":[`...)
+		for i, d := range u.diffs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"diff","path":`...)
+			b = canonjson.AppendString(b, d.Path)
+			b = append(b, `,"oldText":`...)
+			if d.OldText == nil {
+				b = append(b, "null"...)
+			} else {
+				b = canonjson.AppendString(b, *d.OldText)
+			}
+			b = append(b, `,"newText":`...)
+			b = canonjson.AppendString(b, d.NewText)
+			b = append(b, '}')
+		}
+		if u.hasContent {
+			if len(u.diffs) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
+			b = canonjson.AppendString(b, u.content)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
 	}
-	if u.location != "" {
-		b = append(b, `,"locations":[{"path":`...)
-		b = canonjson.AppendString(b, u.location)
-		b = append(b, "}]"...)
+	if len(u.locations) > 0 {
+		b = append(b, `,"locations":[`...)
+		for i, l := range u.locations {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"path":`...)
+			b = canonjson.AppendString(b, l.Path)
+			if l.Line > 0 {
+				b = append(b, `,"line":`...)
+				b = strconv.AppendInt(b, int64(l.Line), 10)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if u.parent != "" {
+		b = append(b, `,"_meta":{"spbridge":{"parentToolCallId":`...)
+		b = canonjson.AppendString(b, u.parent)
+		b = append(b, "}}"...)
 	}
 	return append(b, "}}}\n"...)
 }
 
-// planEntries are a directions item's lines, one plan entry each.
-func planEntries(it archive.Item) []string {
-	var entries []string
-	for _, line := range strings.Split(it.String("text"), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			entries = append(entries, line)
-		}
-	}
-	return entries
-}
-
 // appendPlan appends a session/update with a plan of these entries.
-func appendPlan(b []byte, sid string, entries []string) []byte {
+func appendPlan(b []byte, sid string, entries []itemmap.PlanEntry) []byte {
 	b = append(b, updatePrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"update":{"sessionUpdate":"plan","entries":[`...)
@@ -128,10 +240,32 @@ func appendPlan(b []byte, sid string, entries []string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"content":`...)
-		b = canonjson.AppendString(b, e)
-		b = append(b, `,"priority":"medium","status":"pending"}`...)
+		b = canonjson.AppendString(b, e.Content)
+		b = append(b, `,"priority":`...)
+		b = canonjson.AppendString(b, planPriority(e.Priority))
+		b = append(b, `,"status":`...)
+		b = canonjson.AppendString(b, planStatus(e.Status))
+		b = append(b, '}')
 	}
 	return append(b, "]}}}\n"...)
+}
+
+// planPriority is an entry's ACP priority: medium unless the CLI said.
+func planPriority(p string) string {
+	switch p {
+	case "high", "medium", "low":
+		return p
+	}
+	return "medium"
+}
+
+// planStatus is an entry's ACP status: pending unless the CLI said.
+func planStatus(s string) string {
+	switch s {
+	case itemmap.PlanInProgress, itemmap.PlanCompleted:
+		return s
+	}
+	return itemmap.PlanPending
 }
 
 // appendItemText appends the _spbridge/item of a text that grew by delta.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
 )
 
 // FuzzEncode: every line the hand-written encoders append is one line of
@@ -52,21 +53,57 @@ func FuzzEncode(f *testing.F) {
 
 		it := archive.ItemFromMap(map[string]any{"id": id, "type": archive.TypeTool, "name": name, "summary": path,
 			"status": archive.StatusSucceeded, "detail": detail})
-		u := toolUpdateOf("tool_call_update", it)
+		u := toolUpdateOf("tool_call_update", it, nil, "")
 		want := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
 			"kind": toolKind(name), "status": "completed"}
 		if detail != "" {
 			want["content"] = []any{map[string]any{"type": "content", "content": text2(detail)}}
 		}
-		if u.location != "" {
+		if len(u.locations) > 0 {
 			want["locations"] = []any{map[string]any{"path": path}}
 		}
 		check("tool", appendTool(buf[:0], sid, u), update(want))
 
-		entries := planEntries(archive.ItemFromMap(map[string]any{"id": id, "type": archive.TypeDirections, "text": plan}))
-		list := []any{}
-		for _, e := range entries {
-			list = append(list, map[string]any{"content": e, "priority": "medium", "status": "pending"})
+		// With a view: diffs (one new file), locations with a line, output
+		// fenced, a parent.
+		view := &itemmap.ToolView{Kind: name, Title: text, ParentID: plan, Output: detail,
+			Locations: []itemmap.Location{{Path: path, Line: len(text)}},
+			Diffs:     []itemmap.Diff{{Path: path, OldText: &plan, NewText: text}, {Path: path, NewText: detail}}}
+		u = toolUpdateOf("tool_call_update", it, view, "")
+		want = map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
+			"kind": toolKind(name), "status": "completed"}
+		if text != "" {
+			want["title"] = text
+		}
+		if name != "" {
+			want["kind"] = name
+		}
+		var content []any
+		for _, d := range view.Diffs {
+			var old any
+			if d.OldText != nil {
+				old = *d.OldText
+			}
+			content = append(content, map[string]any{"type": "diff", "path": d.Path, "oldText": old, "newText": d.NewText})
+		}
+		if detail != "" {
+			content = append(content, map[string]any{"type": "content", "content": text2(fenced(detail, maxOutput))})
+		}
+		want["content"] = content
+		loc := map[string]any{"path": path}
+		if len(text) > 0 {
+			loc["line"] = len(text)
+		}
+		want["locations"] = []any{loc}
+		if plan != "" {
+			want["_meta"] = map[string]any{"spbridge": map[string]any{"parentToolCallId": plan}}
+		}
+		check("tool view", appendTool(buf[:0], sid, u), update(want))
+
+		entries := []itemmap.PlanEntry{{Content: plan, Status: text, Priority: name}, {Content: detail, Status: itemmap.PlanInProgress, Priority: "high"}}
+		list := []any{
+			map[string]any{"content": plan, "priority": planPriority(name), "status": planStatus(text)},
+			map[string]any{"content": detail, "priority": "high", "status": "in_progress"},
 		}
 		check("plan", appendPlan(buf[:0], sid, entries), update(map[string]any{"sessionUpdate": "plan", "entries": list}))
 

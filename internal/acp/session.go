@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/pkglock"
+	"spbridge/internal/prices"
 	"spbridge/internal/restore"
 	"spbridge/internal/session"
 )
@@ -753,6 +755,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 		if res.AuditErr != nil {
 			ss.srv.cfg.Log.Printf("session %s: %v", ss.id, res.AuditErr)
 		}
+		ss.usage(end)
 		answer = stopResponse(end, t.ctx.Err() != nil)
 	}
 	return ss.endTurn(t, end, !notStarted)
@@ -820,6 +823,41 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 	t.finish()
 	next.t = ss.beginTurn(context.Background())
 	return *next, true, notify
+}
+
+// usage sends a usage_update after a turn that reported its usage: the
+// tokens in context after its last request, the model's context window
+// (as the CLI reported it, else from the bundled table; no update when
+// neither knows it) and the conversation's cost so far when known.
+func (ss *acpSession) usage(end *itemmap.TurnEnd) {
+	lr := end.LastRound
+	used := tokens(lr.Input) + tokens(lr.CacheRead) + tokens(lr.CacheWrite) + tokens(lr.Output)
+	size := end.ContextWindow
+	if size <= 0 {
+		size, _ = prices.ContextWindow(end.Model)
+	}
+	if size <= 0 || used == 0 {
+		return
+	}
+	u := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
+	ss.mu.Lock()
+	cost := ss.pkg.Conv.EstimatedCost
+	ss.mu.Unlock()
+	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
+		if amount, err := strconv.ParseFloat(string(cost.Dollars), 64); err == nil {
+			u["cost"] = map[string]any{"amount": amount, "currency": "USD"}
+		}
+	}
+	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
+}
+
+// tokens is a token count as a number, 0 when absent or not a count.
+func tokens(n json.Number) int64 {
+	v, err := n.Int64()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
 }
 
 // edited tells the client the conversation changed, when it is kept in the

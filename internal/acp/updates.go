@@ -125,18 +125,19 @@ func (h *acpHost) Change(c itemmap.Change) {
 		if chunk := h.newText(it, c.Delta); chunk != "" {
 			ss.chunk(kind, chunk)
 		}
-	case archive.TypeTool, archive.TypeWebSearch:
+	case archive.TypeTool, archive.TypeWebSearch, archive.TypeDirections:
 		if c.Op == itemmap.OpAdd {
-			ss.tool(toolUpdateOf("tool_call", it))
+			ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
 		} else {
-			ss.tool(toolUpdateOf("tool_call_update", it))
+			ss.tool(toolUpdateOf("tool_call_update", it, c.Tool, ss.cwd))
 		}
-	case archive.TypeDirections:
-		ss.plan(planEntries(it))
 	case archive.TypeFailure, archive.TypeQuestions:
 		if c.Op == itemmap.OpAdd {
 			ss.chunk(agentMessageChunk, plainText(it))
 		}
+	}
+	if c.Plan != nil {
+		ss.plan(c.Plan)
 	}
 }
 
@@ -172,7 +173,7 @@ func (ss *acpSession) tool(u toolUpdate) {
 }
 
 // plan sends a plan with these entries.
-func (ss *acpSession) plan(entries []string) {
+func (ss *acpSession) plan(entries []itemmap.PlanEntry) {
 	ss.srv.w.write(func(b []byte) []byte { return appendPlan(b, ss.id, entries) })
 }
 
@@ -235,16 +236,9 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	if id == "" {
 		id = a.ItemID
 	}
-	var input any
-	json.Unmarshal(a.Input, &input)
-	title := a.ToolName
-	if s := summaryOf(a.Input); s != "" {
-		title += ": " + s
-	}
 	params := map[string]any{
 		"sessionId": ss.id,
-		"toolCall": map[string]any{"toolCallId": id, "title": title, "kind": toolKind(a.ToolName),
-			"status": "pending", "rawInput": input},
+		"toolCall":  permissionToolCall(id, a, ss.cwd),
 		"options": []any{
 			map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
 			map[string]any{"optionId": "allow_always", "name": "Allow always in this session", "kind": "allow_always"},
@@ -278,6 +272,54 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	}
 	ss.card(a.ItemID, CardRejected)
 	return backend.Decision{Message: "The user rejected this from the editor."}
+}
+
+// permissionToolCall is the toolCall of a session/request_permission for
+// approval a, shown as tool call id: its title and kind, and for an edit
+// the change it asks to make (diffs, locations), to review before it is
+// written.
+func permissionToolCall(id string, a itemmap.Approval, cwd string) map[string]any {
+	var input any
+	json.Unmarshal(a.Input, &input)
+	title := a.ToolName
+	if s := summaryOf(a.Input); s != "" {
+		title += ": " + s
+	}
+	toolCall := map[string]any{"toolCallId": id, "title": title, "kind": toolKind(a.ToolName),
+		"status": "pending", "rawInput": input}
+	if v := a.Tool; v != nil {
+		if v.Title != "" {
+			toolCall["title"] = v.Title
+		}
+		if v.Kind != "" {
+			toolCall["kind"] = v.Kind
+		}
+		// The change the call asks to make, to review before it is
+		// written.
+		locs, diffs := viewFiles(v, cwd)
+		var content, locations []any
+		for _, d := range diffs {
+			var old any
+			if d.OldText != nil {
+				old = *d.OldText
+			}
+			content = append(content, map[string]any{"type": "diff", "path": d.Path, "oldText": old, "newText": d.NewText})
+		}
+		for _, l := range locs {
+			loc := map[string]any{"path": l.Path}
+			if l.Line > 0 {
+				loc["line"] = l.Line
+			}
+			locations = append(locations, loc)
+		}
+		if content != nil {
+			toolCall["content"] = content
+		}
+		if locations != nil {
+			toolCall["locations"] = locations
+		}
+	}
+	return toolCall
 }
 
 // card records how a toolApproval was answered in the conversation's
@@ -415,10 +457,8 @@ func (ss *acpSession) replay() {
 			ss.chunk(agentMessageChunk, it.String("text"))
 		case archive.TypeThinking:
 			ss.chunk(agentThoughtChunk, it.String("text"))
-		case archive.TypeTool, archive.TypeWebSearch:
-			ss.tool(toolUpdateOf("tool_call", it))
-		case archive.TypeDirections:
-			ss.plan(planEntries(it))
+		case archive.TypeTool, archive.TypeWebSearch, archive.TypeDirections:
+			ss.tool(toolUpdateOf("tool_call", it, nil, ss.cwd))
 		case archive.TypeFailure, archive.TypeQuestions:
 			ss.chunk(agentMessageChunk, plainText(it))
 		}

@@ -90,7 +90,8 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 // toolResult records a tool's result on its item.
 func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured gjson.Result, r *Result) {
 	t := m.turn
-	tool.view = resultView(tool.name, tool.view, out, structured)
+	ran := !t.denyIDs[tool.id] && !(isErr && (strings.HasPrefix(out, "[Request interrupted by user") || strings.HasPrefix(out, claudeRejected)))
+	tool.view = resultView(tool.name, tool.view, out, ran, structured)
 	switch {
 	case tool.special == archive.TypeWebSearch:
 		status := archive.StatusSucceeded

@@ -153,12 +153,15 @@ func (m *Claude) inputView(name string, in gjson.Result, parent string) *ToolVie
 
 // resultView is v brought up to date with a call's result: what an edit
 // changed (per hunk, as Claude Code reports it in the line's
-// tool_use_result) and where, and what a command printed.
-func resultView(name string, v *ToolView, out string, structured gjson.Result) *ToolView {
+// tool_use_result) and where, and what a command printed (out, when the
+// call ran: not refused or stopped before it could).
+func resultView(name string, v *ToolView, out string, ran bool, structured gjson.Result) *ToolView {
 	nv := *v
 	switch name {
 	case "Bash":
-		nv.Output = out
+		if ran {
+			nv.Output = out
+		}
 	case "Write", "Edit", "MultiEdit":
 		p := structured.Get("filePath").String()
 		if p == "" && len(v.Diffs) > 0 {

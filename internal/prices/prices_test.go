@@ -27,3 +27,21 @@ func TestEstimate(t *testing.T) {
 		}
 	}
 }
+
+func TestContextWindow(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  int64
+		ok    bool
+	}{
+		{"gpt-5", 400_000, true},
+		{"gpt-4.1-2025-04-14", 1_047_576, true},
+		{"claude-sonnet-4-5-20250929", 200_000, true},
+		{"claude-opus-4-1", 200_000, true},
+		{"unknown-model", 0, false},
+	} {
+		if got, ok := ContextWindow(tc.model); got != tc.want || ok != tc.ok {
+			t.Errorf("ContextWindow(%q) = %d, %v, want %d, %v", tc.model, got, ok, tc.want, tc.ok)
+		}
+	}
+}
