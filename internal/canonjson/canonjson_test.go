@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -270,5 +271,57 @@ func TestAppendAtAndRaw(t *testing.T) {
 	}
 	if !bytes.Equal(whole, spliced) {
 		t.Errorf("Raw at depth 1 gives\n%s\nwant\n%s", spliced, whole)
+	}
+}
+
+// chunks records each Write it is given.
+type chunks struct {
+	all   bytes.Buffer
+	sizes []int
+}
+
+func (c *chunks) Write(p []byte) (int, error) {
+	c.sizes = append(c.sizes, len(p))
+	return c.all.Write(p)
+}
+
+func TestWriteIsEncode(t *testing.T) {
+	long := strings.Repeat("é\"x\n", 20_000) // 100 kB once encoded
+	raw, err := AppendAt(nil, map[string]any{"t": long}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]any, 5_000)
+	for i := range many {
+		many[i] = map[string]any{"id": strconv.Itoa(i), "n": json.Number("1.50"), "ok": i%2 == 0, "z": nil}
+	}
+	for _, v := range []any{
+		nil, "x", []any{}, map[string]any{},
+		map[string]any{"a": long, "b": []any{long, Raw(raw)}, "c": map[string]any{}},
+		map[string]any{"items": many, "raw": []any{Raw(raw), Raw(raw)}},
+	} {
+		want, err := Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got chunks
+		if err := Write(&got, v); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.all.Bytes(), want) {
+			t.Fatalf("Write gives %d bytes unlike Encode's %d", got.all.Len(), len(want))
+		}
+	}
+	// Small values are gathered into pieces of about flushSize: never one
+	// buffer for the whole output.
+	var got chunks
+	if err := Write(&got, many); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.sizes) < 4 || slices.Max(got.sizes) > flushSize+1024 {
+		t.Errorf("Write of %d bytes wrote pieces of %v bytes", got.all.Len(), got.sizes)
+	}
+	if err := Write(&chunks{}, map[string]any{"x": 1.5i}); err == nil {
+		t.Error("Write of a complex number: no error")
 	}
 }

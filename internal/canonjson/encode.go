@@ -3,6 +3,7 @@ package canonjson
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -35,6 +36,21 @@ func AppendAt(buf []byte, v any, depth int) ([]byte, error) {
 	return e.buf, nil
 }
 
+// Write writes v's canonical form to w: the same bytes as Encode, handed
+// to w in pieces of about 32 KiB as they are made (and a Raw of that size or
+// more directly), so that no buffer holds the whole output. On an error
+// part of the output may have been written.
+func Write(w io.Writer, v any) error {
+	e := encoder{buf: make([]byte, 0, flushSize+4096), w: w}
+	if err := e.value(v, 0); err != nil {
+		return err
+	}
+	return e.flush()
+}
+
+// flushSize is how much Write gathers before it writes.
+const flushSize = 32 << 10
+
 // Raw is text already in canonical form for the depth it is placed at (see
 // AppendAt); Encode writes it unchanged. It lets a caller reuse the encoding
 // of a part that did not change. It must come from AppendAt, whose output,
@@ -64,6 +80,26 @@ func (e *UnsupportedError) Error() string {
 type encoder struct {
 	buf     []byte
 	compact bool
+	w       io.Writer // where Write sends buf; nil: buf holds everything
+}
+
+// flush writes buf to w and empties it.
+func (e *encoder) flush() error {
+	if e.w == nil || len(e.buf) == 0 {
+		return nil
+	}
+	_, err := e.w.Write(e.buf)
+	e.buf = e.buf[:0]
+	return err
+}
+
+// member ends one member or element: the buffer is written once it holds
+// flushSize bytes.
+func (e *encoder) member() error {
+	if e.w != nil && len(e.buf) >= flushSize {
+		return e.flush()
+	}
+	return nil
 }
 
 func (e *encoder) newline(depth int) {
@@ -85,6 +121,13 @@ func (e *encoder) value(v any, depth int) error {
 	case string:
 		e.buf = AppendString(e.buf, v)
 	case Raw:
+		if e.w != nil && len(v) >= flushSize {
+			if err := e.flush(); err != nil {
+				return err
+			}
+			_, err := e.w.Write(v)
+			return err
+		}
 		e.buf = append(e.buf, v...)
 	case json.Number:
 		if !validNumber(string(v)) {
@@ -130,6 +173,9 @@ func (e *encoder) value(v any, depth int) error {
 			if err := e.value(v[k], depth+1); err != nil {
 				return err
 			}
+			if err := e.member(); err != nil {
+				return err
+			}
 		}
 		e.newline(depth)
 		e.buf = append(e.buf, '}')
@@ -145,6 +191,9 @@ func (e *encoder) value(v any, depth int) error {
 			}
 			e.newline(depth + 1)
 			if err := e.value(x, depth+1); err != nil {
+				return err
+			}
+			if err := e.member(); err != nil {
 				return err
 			}
 		}
