@@ -125,7 +125,15 @@ func (h *acpHost) Change(c itemmap.Change) {
 		if chunk := h.newText(it, c.Delta); chunk != "" {
 			ss.chunk(kind, chunk)
 		}
-	case archive.TypeTool, archive.TypeWebSearch, archive.TypeDirections:
+	case archive.TypeDirections:
+		if c.Tool == nil && c.Plan == nil {
+			// A todo list as a mapper without views makes it (Codex
+			// exec's, until it gives the plan itself): one entry a line.
+			ss.plan(planEntries(it))
+			break
+		}
+		ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
+	case archive.TypeTool, archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
 			ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
 		} else {
@@ -411,6 +419,17 @@ func toolTitle(it archive.Item) string {
 		title += ": " + s
 	}
 	return title
+}
+
+// planEntries are a directions item's lines, one pending plan entry each.
+func planEntries(it archive.Item) []itemmap.PlanEntry {
+	entries := []itemmap.PlanEntry{}
+	for _, line := range strings.Split(it.String("text"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			entries = append(entries, itemmap.PlanEntry{Content: line, Status: itemmap.PlanPending})
+		}
+	}
+	return entries
 }
 
 // plainText is what an ACP client without spbridge's extensions is shown
