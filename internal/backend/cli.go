@@ -42,6 +42,14 @@ type Options struct {
 	MaxLine int
 	// NewID names new items (random UUIDs when nil).
 	NewID itemmap.IDFunc
+	// MCPServers are the editor's MCP servers, given to every process the
+	// CLI starts (in addition to its own configuration).
+	MCPServers []MCPServer
+	// Mode is the mode the first process starts in ("" for the CLI's
+	// default); SetMode changes it at run time. It is never saved.
+	Mode string
+	// Events hear of the CLI's changes besides items (mode, commands).
+	Events Events
 }
 
 // withDefaults returns o with the defaults in place of what it leaves zero.
@@ -109,6 +117,7 @@ type CLI struct {
 	lastTail    string // stderr tail of the last process that ended
 	lastExit    string // how the last process that ended, ended
 	echoes      Echoes // prefixed messages sent, to cut out of stderr
+	onEnd       map[*cliproc.Proc]func()
 }
 
 // NewCLI returns the supervision of the backend called name (which names
@@ -185,6 +194,36 @@ func (c *CLI) Start(args []string) (*cliproc.Proc, error) {
 	return p, nil
 }
 
+// OnEnd runs fn once p has ended and been reaped (Reap or Close), or at
+// once when p is nil: a file a process was given lives as long as it.
+func (c *CLI) OnEnd(p *cliproc.Proc, fn func()) {
+	if p == nil {
+		fn()
+		return
+	}
+	c.mu.Lock()
+	if c.onEnd == nil {
+		c.onEnd = make(map[*cliproc.Proc]func())
+	}
+	if prev := c.onEnd[p]; prev != nil {
+		next := fn
+		fn = func() { prev(); next() }
+	}
+	c.onEnd[p] = fn
+	c.mu.Unlock()
+}
+
+// ended runs what OnEnd gave for p, once.
+func (c *CLI) ended(p *cliproc.Proc) {
+	c.mu.Lock()
+	fn := c.onEnd[p]
+	delete(c.onEnd, p)
+	c.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
 // Proc returns the running process, or nil.
 func (c *CLI) Proc() *cliproc.Proc {
 	c.mu.Lock()
@@ -235,6 +274,7 @@ func (c *CLI) Close() error {
 	}
 	p.CloseStdin()
 	err := p.Close(c.Opts.Grace)
+	c.ended(p)
 	var ee *cliproc.ExitError
 	if errors.As(err, &ee) || errors.Is(err, cliproc.ErrWaitDelay) {
 		return nil
@@ -251,6 +291,7 @@ func (c *CLI) Reap(p *cliproc.Proc) {
 	}
 	c.mu.Unlock()
 	err := p.Close(c.Opts.Grace)
+	c.ended(p)
 	exit := "exit status 0"
 	if err != nil {
 		exit = err.Error()

@@ -36,9 +36,17 @@ type Options = backend.Options
 type Backend struct {
 	*backend.CLI // the process, its options, stderr tail and reaping
 
-	mapper  *itemmap.Claude
-	mu      sync.Mutex
-	session string // the CLI's session id, once it reported one
+	mapper *itemmap.Claude
+	lines  sync.Mutex // held by whoever reads the process's lines: a turn, Prepare, SetMode
+
+	mu       sync.Mutex
+	session  string            // the CLI's session id, once it reported one
+	mode     string            // the mode asked for, or the CLI's
+	cliMode  string            // the mode the CLI last reported
+	toldMode string            // the mode Events.ModeChanged last heard
+	modeSeq  int               // numbers the set_permission_mode requests
+	commands []backend.Command // the CLI's commands, once it said them
+	mcpSaid  map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
 }
 
 // Name is the backend's name as the command line and the audit log say it.
@@ -46,7 +54,11 @@ func (b *Backend) Name() string { return "claude" }
 
 // New returns a backend; nothing starts until the first Turn.
 func New(opts Options) *Backend {
-	return &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound)}
+	mode := opts.Mode
+	if mode == "" {
+		mode = ModeDefault
+	}
+	return &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode}
 }
 
 // ErrNotFound is matched by the error of a claude program that is not
@@ -72,6 +84,13 @@ func (b *Backend) args() []string {
 	if model := b.Model(); model != "" {
 		a = append(a, "--model", model)
 	}
+	if bypassAllowed(b.Env()) {
+		// Lets set_permission_mode switch to bypassPermissions later.
+		a = append(a, "--allow-dangerously-skip-permissions")
+	}
+	if mode := b.Mode(); mode != ModeDefault {
+		a = append(a, "--permission-mode", mode)
+	}
 	if session := b.SessionID(); session != "" {
 		a = append(a, "--resume", session)
 	}
@@ -82,16 +101,35 @@ func (b *Backend) args() []string {
 // that process even when a Close has stopped it meanwhile (the message's
 // write then fails): reading the running process back could find none.
 func (b *Backend) start() (*cliproc.Proc, error) {
-	p, err := b.Start(b.args())
+	args := b.args()
+	remove := func() {}
+	if len(b.Opts.MCPServers) > 0 {
+		// The servers' env and headers may be secrets: they go in a
+		// private file, never on argv.
+		data, err := backend.ClaudeMCPConfig(b.Opts.MCPServers)
+		if err != nil {
+			return nil, err
+		}
+		path, rm, err := backend.PrivateFile("mcp.json", data)
+		if err != nil {
+			return nil, fmt.Errorf("mcp config: %w", err)
+		}
+		args = append(args, "--mcp-config", path)
+		remove = rm
+	}
+	p, err := b.Start(args)
 	if err != nil {
+		remove()
 		if backend.NotInstalled(err) {
 			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
 		}
 		return nil, err
 	}
+	b.OnEnd(p, remove)
+	b.mcpSaid = make(map[string]bool)
 	b.mapper = itemmap.NewClaude(b.Opts.NewID)
 	// The SDKs open with initialize; the CLI answers with its capabilities.
-	post(p, map[string]any{"type": "control_request", "request_id": "spbridge-init",
+	post(p, map[string]any{"type": "control_request", "request_id": initRequestID,
 		"request": map[string]any{"subtype": "initialize"}})
 	return p, nil
 }
@@ -132,6 +170,8 @@ const NotFoundText = "Claude Code (claude) was not found. Install it with `npm i
 // printed nothing of it) is marked NotStarted. Cancelling ctx interrupts
 // the turn.
 func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	b.lines.Lock()
+	defer b.lines.Unlock()
 	interruptCh, done := b.BeginTurn(msg.Text)
 	defer done()
 
@@ -269,6 +309,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from Claude Code: longer than the %d-byte limit.", line.Oversize, maxLine(b.Opts.MaxLine)))
 				continue
 			}
+			b.observe(line.Data, h)
 			r := m.Line(line.Data)
 			if r.Skipped {
 				b.Skipped()

@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		fakeClaude(mode)
 		os.Exit(0)
 	}
+	if os.Getenv(fakeMCPEnv) != "" {
+		fakeMCPServer()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,288 @@
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
+	"spbridge/internal/itemmap"
+)
+
+const fakeMCPEnv = "SPBRIDGE_FAKE_MCP"
+
+// fakeMCPServer is a minimal MCP server on stdio with one tool, "shout".
+func fakeMCPServer() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	out := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+			continue // a notification
+		}
+		var result any
+		switch req.Method {
+		case "initialize":
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			json.Unmarshal(req.Params, &p)
+			result = map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "fake", "version": "1"}}
+		case "tools/list":
+			result = map[string]any{"tools": []any{map[string]any{"name": "shout", "description": "Shouts the text back, with the token the server was given.",
+				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}}
+		case "tools/call":
+			var p struct {
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+			}
+			json.Unmarshal(req.Params, &p)
+			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.ToUpper(p.Arguments.Text) + " " + os.Getenv("FAKE_MCP_TOKEN")}}}
+		default:
+			out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "no " + req.Method}})
+			continue
+		}
+		out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+	}
+}
+
+// events records what Events hear.
+type events struct {
+	mu       sync.Mutex
+	modes    []string
+	commands [][]backend.Command
+}
+
+func (e *events) hooks() backend.Events {
+	return backend.Events{
+		ModeChanged: func(id string) { e.mu.Lock(); e.modes = append(e.modes, id); e.mu.Unlock() },
+		CommandsChanged: func(c []backend.Command) {
+			e.mu.Lock()
+			e.commands = append(e.commands, c)
+			e.mu.Unlock()
+		},
+	}
+}
+
+func (e *events) modeList() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.modes)
+}
+
+// realClaude returns a backend on the real claude talking to a fake API
+// with replies, in a folder with a project command "greet".
+func realClaude(t *testing.T, opts Options, replies ...fakeapi.Reply) (*Backend, *fakeapi.Server, string) {
+	t.Helper()
+	path := fakeapi.ClaudePath(t)
+	s, err := fakeapi.NewAnthropic(replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	home := t.TempDir()
+	dir := filepath.Join(home, "project")
+	if err := os.MkdirAll(filepath.Join(dir, ".claude", "commands"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := "---\ndescription: Greet someone\nargument-hint: <name>\n---\nSay hello to $ARGUMENTS in one word.\n"
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "commands", "greet.md"), []byte(cmd), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts.Program = path
+	opts.Dir = dir
+	opts.Env = append(s.ClaudeEnv(home), "IS_SANDBOX=1") // bypassPermissions may be chosen as root
+	opts.NewID = itemmap.SequentialIDs()
+	b := New(opts)
+	t.Cleanup(func() { b.Close() })
+	return b, s, dir
+}
+
+func tool(id, name string, input map[string]any) fakeapi.Block {
+	return fakeapi.Block{Type: "tool_use", ID: id, Name: name, Input: input}
+}
+
+func reply(text string) fakeapi.Reply {
+	return fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "text", Text: text}}}
+}
+
+// TestE2EMCPServers gives the real claude two MCP servers: one that runs
+// (the test binary), whose tool the model calls, and one whose program is
+// missing, which shows as a notice while the turn goes on. The server's
+// secret reaches it without appearing on claude's command line, and the
+// config file is gone when claude is.
+func TestE2EMCPServers(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := []backend.MCPServer{
+		{Name: "fake", Transport: backend.MCPStdio, Command: exe, Env: []backend.NameValue{{Name: fakeMCPEnv, Value: "1"}, {Name: "FAKE_MCP_TOKEN", Value: "s3cret-token"}}},
+		{Name: "broken", Transport: backend.MCPStdio, Command: filepath.Join(t.TempDir(), "missing")},
+	}
+	b, s, _ := realClaude(t, Options{MCPServers: servers},
+		fakeapi.Reply{Blocks: []fakeapi.Block{tool("toolu_mcp_1", "mcp__fake__shout", map[string]any{"text": "hi"})}},
+		reply("done"))
+	if err := b.SetMode(context.Background(), ModeBypass); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	end := b.Turn(context.Background(), backend.Message{Text: "call the shout tool"}, rec)
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn = %v, items %q", end.Status, rec.texts())
+	}
+	texts := rec.texts()
+	if !slices.ContainsFunc(texts, func(s string) bool { return strings.HasPrefix(s, "notice: ") && strings.Contains(s, `"broken"`) }) {
+		t.Errorf("no notice of the broken server: %q", texts)
+	}
+	if slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, `"fake"`) }) {
+		t.Errorf("a notice of the running server: %q", texts)
+	}
+	reqs := s.Requests()
+	var last []byte
+	for _, r := range reqs {
+		if r.Path == "/v1/messages" {
+			last = r.Body
+		}
+	}
+	if !strings.Contains(string(last), "HI s3cret-token") {
+		t.Errorf("the MCP tool's result did not reach the model: %.2000s", last)
+	}
+	p := b.Proc()
+	if p == nil {
+		t.Fatal("no claude process")
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
+	if err != nil {
+		t.Skipf("no /proc to read claude's command line: %v", err)
+	}
+	argv := strings.Split(string(cmdline), "\x00")
+	if strings.Contains(string(cmdline), "s3cret") {
+		t.Errorf("the secret is on claude's command line: %q", argv)
+	}
+	i := slices.Index(argv, "--mcp-config")
+	if i < 0 || i+1 >= len(argv) {
+		t.Fatalf("no --mcp-config: %q", argv)
+	}
+	cfg := argv[i+1]
+	for _, f := range []string{cfg, filepath.Dir(cfg)} {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]os.FileMode{true: 0o700, false: 0o600}[st.IsDir()]; st.Mode().Perm() != want {
+			t.Errorf("%s mode %v, want %v", f, st.Mode().Perm(), want)
+		}
+	}
+	b.Close()
+	if _, err := os.Stat(filepath.Dir(cfg)); !os.IsNotExist(err) {
+		t.Errorf("the MCP config folder outlived claude: %v", err)
+	}
+}
+
+// TestE2EModesAndCommands starts the real claude ahead of a turn, lists
+// its commands (the project's "greet" with its description and hint),
+// switches it to plan mode, runs /greet (claude expands it), and approves
+// ExitPlanMode, which leaves plan mode as claude reports.
+func TestE2EModesAndCommands(t *testing.T) {
+	ev := &events{}
+	plan := "1. Say hello.\n"
+	b, s, _ := realClaude(t, Options{Events: ev.hooks()},
+		reply("Hello"),
+		fakeapi.Reply{Blocks: []fakeapi.Block{tool("toolu_search_1", "ToolSearch", map[string]any{"query": "select:ExitPlanMode", "max_results": 1})}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{tool("toolu_plan_1", "ExitPlanMode", map[string]any{"plan": plan})}},
+		reply("Plan approved."))
+	if got := b.Commands(); !slices.Contains(got, backend.Command{Name: "greet", Description: "Greet someone", InputHint: "<name>"}) {
+		t.Errorf("Commands before the start = %v, want greet from .claude/commands", got)
+	}
+	if err := b.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cmds := b.Commands()
+	i := slices.IndexFunc(cmds, func(c backend.Command) bool { return c.Name == "greet" })
+	if i < 0 || !strings.HasPrefix(cmds[i].Description, "Greet someone") || cmds[i].InputHint != "<name>" {
+		t.Errorf("Commands after the start = %v, want greet", cmds)
+	}
+	if !slices.ContainsFunc(cmds, func(c backend.Command) bool { return c.Name == "compact" }) {
+		t.Errorf("no /compact among %v", cmds)
+	}
+	if slices.ContainsFunc(cmds, func(c backend.Command) bool { return c.Name == "login" }) {
+		t.Errorf("/login offered: %v", cmds)
+	}
+	if len(ev.commands) == 0 {
+		t.Error("Events.CommandsChanged not called")
+	}
+	if ids := modeIDs(b.Modes()); !slices.Equal(ids, []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeBypass}) {
+		t.Errorf("Modes = %v", ids)
+	}
+	if err := b.SetMode(context.Background(), "nonsense"); err == nil {
+		t.Error("SetMode(nonsense) = nil")
+	}
+	if err := b.SetMode(context.Background(), ModePlan); err != nil {
+		t.Fatalf("SetMode(plan) = %v", err)
+	}
+	if got := b.Mode(); got != ModePlan {
+		t.Errorf("Mode = %q, want plan", got)
+	}
+
+	rec := &recorder{allow: true}
+	if end := b.Turn(context.Background(), backend.Message{Text: "/greet Ada"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("/greet turn = %v %q", end.Status, rec.texts())
+	}
+	var first []byte
+	for _, r := range s.Requests() {
+		if r.Path == "/v1/messages" && strings.Contains(string(r.Body), "Ada") {
+			first = r.Body
+			break
+		}
+	}
+	if !strings.Contains(string(first), "Say hello to Ada in one word.") {
+		t.Errorf("/greet was not expanded by claude: %.3000s", first)
+	}
+	if !strings.Contains(messagesOf(first), `<command-name>/greet</command-name>`) {
+		t.Errorf("the API got no command-name for /greet: %.2000s", messagesOf(first))
+	}
+
+	rec = &recorder{allow: true}
+	if end := b.Turn(context.Background(), backend.Message{Text: "plan a greeting"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("plan turn = %v %q", end.Status, rec.texts())
+	}
+	if got := b.Mode(); got != ModeDefault {
+		t.Errorf("Mode after ExitPlanMode approved = %q, want default", got)
+	}
+	if got := ev.modeList(); !slices.Equal(got, []string{ModePlan, ModeDefault}) {
+		t.Errorf("ModeChanged heard %v, want [plan default]", got)
+	}
+}
+
+func modeIDs(ms []backend.Mode) []string {
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// messagesOf returns the messages of an API request, for the log.
+func messagesOf(body []byte) string {
+	var req struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	json.Unmarshal(body, &req)
+	return string(req.Messages)
+}
