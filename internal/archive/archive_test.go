@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"spbridge/internal/canonjson"
@@ -1009,4 +1010,67 @@ func TestUsageAdd(t *testing.T) {
 	if got := (Usage{}).Add(Usage{}); got.CacheWrite1h != "" || got.ReportedCost != "" || got.Input != "0" {
 		t.Errorf("zero Add = %+v", got)
 	}
+}
+
+// TestSaveSeesEveryChange checks the unchanged-save check: a save whose
+// bytes would be the same writes nothing, whatever was touched, and every
+// save that writes gives the bytes of a fresh encoding.
+func TestSaveSeesEveryChange(t *testing.T) {
+	pkg := newPackage(t)
+	p := mustOpen(t, pkg)
+	addTurn(p.Conv, "first", "reply")
+	mustSave(t, p)
+	file := filepath.Join(pkg, "agent", "conversation.json")
+	check := func(what string, wantWrite bool) {
+		t.Helper()
+		r := mustSave(t, p)
+		if r.Changed() != wantWrite {
+			t.Errorf("%s: save changed %+v, want a write %v", what, r, wantWrite)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := p.Conv.Clone().Encode(); !bytes.Equal(data, want) {
+			t.Errorf("%s: the saved bytes differ from a fresh encoding", what)
+		}
+	}
+	check("nothing", false)
+	p.Conv.Items[1].Set("text", p.Conv.Items[1].String("text"))
+	check("an item set to what it held", false)
+	p.Conv.Items[1].Set("text", "other")
+	check("an item's text", true)
+	p.Conv.History[0].Extra = map[string]any{"note": "x"}
+	check("a message's field", true)
+	p.Conv.History[0].Extra["note"] = "y"
+	check("a message's field changed in place", true)
+	p.Conv.History[0].Content[0] = NewTextBlock(p.Conv.History[0].Content[0].String("text"))
+	check("a block replaced by an equal one", false)
+	p.Conv.Model = "other"
+	check("the model", true)
+	p.Conv.Extra = map[string]any{"host": []any{"a"}}
+	check("a top-level field", true)
+	p.Conv.Extra["host"] = []any{"b"}
+	check("a top-level field changed in place", true)
+	p.Conv.Items = p.Conv.Items[:1]
+	check("an item removed", true)
+	p.Conv.Items = append(p.Conv.Items, NewItem(TypeNotice))
+	check("an item added", true)
+	p.Conv = p.Conv.Clone()
+	check("a clone", false)
+
+	// Changed behind spbridge's back: the same bytes are left alone, other
+	// bytes are replaced.
+	data, _ := os.ReadFile(file)
+	later := time.Now().Add(time.Hour)
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(file, later, later)
+	check("the same bytes written again by another program", false)
+	if err := os.WriteFile(file, bytes.Replace(data, []byte(`"other"`), []byte(`"OTHER"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(file, later.Add(time.Hour), later.Add(time.Hour))
+	check("other bytes of the same size written by another program", true)
 }

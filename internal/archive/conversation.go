@@ -36,8 +36,6 @@ type Conversation struct {
 	Model          string
 	Provider       string
 	Extra          map[string]any // top-level fields spbridge does not model
-
-	msgCache []msgEncoding // the history's last encoding, message by message
 }
 
 // IsEmpty reports whether the conversation holds nothing at all: no item, no
@@ -131,7 +129,7 @@ type Item struct {
 
 type itemState struct {
 	f   map[string]any
-	enc []byte // canonical encoding at item depth, nil when unknown
+	ver uint64 // counts the item's changes, so a save sees one without encoding it
 }
 
 // NewItem returns an item of the given type with a fresh id.
@@ -162,7 +160,7 @@ func (it Item) Get(key string) any { return it.s.f[key] }
 // Set sets field key; a nil value removes it. Values must be of the kinds
 // canonjson encodes, and are owned by the item afterwards.
 func (it Item) Set(key string, v any) {
-	it.s.enc = nil
+	it.s.ver++
 	if v == nil {
 		delete(it.s.f, key)
 		return
@@ -210,8 +208,13 @@ const ImageOmittedText = "[Image omitted: an image was here but was dropped from
 type Block struct {
 	f    map[string]any
 	data []byte
-	enc  *[]byte // canonical encoding at block depth, shared by copies
+	id   *blockID // the block's identity, shared by copies
 }
+
+// blockID is the identity of a block as made: a save compares identities to
+// know a history unchanged without encoding it. It is not empty, so that
+// each allocation has an address of its own.
+type blockID struct{ _ byte }
 
 // NewTextBlock returns a text block.
 func NewTextBlock(text string) Block {
@@ -242,7 +245,7 @@ func NewImageBlock(mimeType string, data []byte) (Block, error) {
 
 // BlockFromMap wraps fields as a block without checking them; the map is
 // owned by the block afterwards. A block does not change once made.
-func BlockFromMap(fields map[string]any) Block { return Block{f: fields, enc: new([]byte)} }
+func BlockFromMap(fields map[string]any) Block { return Block{f: fields, id: new(blockID)} }
 
 // Type returns the block's type.
 func (b Block) Type() string { s, _ := b.f["type"].(string); return s }
@@ -315,7 +318,6 @@ func deepCopy(v any) any {
 // since they are never changed in place.
 func (c *Conversation) Clone() *Conversation {
 	n := *c
-	n.msgCache = nil
 	n.Items = make([]Item, len(c.Items))
 	for i, it := range c.Items {
 		n.Items[i] = it.Clone()
@@ -324,7 +326,7 @@ func (c *Conversation) Clone() *Conversation {
 	for i, m := range c.History {
 		nm := Message{Role: m.Role, Extra: cloneMap(m.Extra), Content: make([]Block, len(m.Content))}
 		for j, b := range m.Content {
-			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, enc: new([]byte)}
+			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, id: new(blockID)}
 		}
 		n.History[i] = nm
 	}

@@ -1,8 +1,9 @@
 package archive
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
+	"io"
 	"maps"
 
 	"spbridge/internal/canonjson"
@@ -12,12 +13,22 @@ import (
 // top-level field present. Image blocks are written as they are; Save applies
 // the image cap before encoding.
 func (c *Conversation) Encode() ([]byte, error) {
-	return c.encode(nil, 0)
+	return canonjson.Encode(c.value(nil))
 }
 
 // Value returns the conversation as a JSON value tree (sharing the items'
 // and blocks' maps; the caller must not change it).
-func (c *Conversation) Value() map[string]any {
+func (c *Conversation) Value() map[string]any { return c.value(nil) }
+
+// write streams the canonical bytes to w; omit names the image hashes
+// written as imageOmitted.
+func (c *Conversation) write(w io.Writer, omit map[string]bool) error {
+	return canonjson.Write(w, c.value(omit))
+}
+
+// value is the value tree, sharing the items' and blocks' maps, with the
+// images omit names as imageOmitted.
+func (c *Conversation) value(omit map[string]bool) map[string]any {
 	top := c.shell()
 	items := make([]any, len(c.Items))
 	for i, it := range c.Items {
@@ -27,6 +38,9 @@ func (c *Conversation) Value() map[string]any {
 	for i, m := range c.History {
 		content := make([]any, len(m.Content))
 		for j, b := range m.Content {
+			if b.Type() == BlockImage && omit[b.String("sha256")] {
+				b = b.omitted()
+			}
 			content[j] = b.f
 		}
 		history[i] = m.value(content)
@@ -35,106 +49,84 @@ func (c *Conversation) Value() map[string]any {
 	return top
 }
 
-// Depths at which items and blocks sit in the document, for their cached
-// encodings: top object 0, its arrays' elements 2, a message's blocks 4.
-const (
-	itemDepth    = 2
-	messageDepth = 2
-	blockDepth   = 4
-)
-
-// encode writes the canonical bytes, reusing each item's and block's cached
-// encoding; omit names the image hashes written as imageOmitted.
-func (c *Conversation) encode(omit map[string]bool, sizeHint int) ([]byte, error) {
-	top := c.shell()
-	items := make([]any, len(c.Items))
-	for i, it := range c.Items {
-		if it.s.enc == nil {
-			enc, err := canonjson.AppendAt(nil, it.s.f, itemDepth)
-			if err != nil {
-				return nil, fmt.Errorf("item %s: %w", it.ID(), err)
-			}
-			it.s.enc = enc
-		}
-		items[i] = canonjson.Raw(it.s.enc)
-	}
-	history := make([]any, len(c.History))
-	if len(c.msgCache) != len(c.History) {
-		c.msgCache = append(c.msgCache[:0:0], make([]msgEncoding, len(c.History))...)
-	}
-	for i, m := range c.History {
-		cache := &c.msgCache[i]
-		if cache.matches(m, omit) {
-			history[i] = canonjson.Raw(cache.enc)
-			continue
-		}
-		content := make([]any, len(m.Content))
-		cache.blocks = cache.blocks[:0]
-		cache.omitted = cache.omitted[:0]
-		for j, b := range m.Content {
-			omitted := b.Type() == BlockImage && omit[b.String("sha256")]
-			cache.blocks = append(cache.blocks, b.enc)
-			cache.omitted = append(cache.omitted, omitted)
-			if omitted {
-				b = b.omitted()
-			}
-			enc, err := b.encoding()
-			if err != nil {
-				return nil, fmt.Errorf("history[%d].content[%d]: %w", i, j, err)
-			}
-			content[j] = canonjson.Raw(enc)
-		}
-		enc, err := canonjson.AppendAt(nil, m.value(content), messageDepth)
-		if err != nil {
-			return nil, fmt.Errorf("history[%d]: %w", i, err)
-		}
-		cache.role, cache.enc = m.Role, enc
-		if m.Extra != nil {
-			cache.enc = nil // not cached: Extra may change in place
-		}
-		history[i] = canonjson.Raw(enc)
-	}
-	top["items"], top["history"] = items, history
-	return canonjson.AppendAt(make([]byte, 0, sizeHint), top, 0)
+// fingerprint is what a conversation's encoding was made from: the top
+// level's own encoding, each item's identity and change count, each
+// message's role and blocks' identities. Items change only through Set and
+// blocks never, so an equal fingerprint means equal bytes; a different one
+// may still give the same bytes.
+type fingerprint struct {
+	shell   []byte
+	items   []itemMark
+	history []msgMark
 }
 
-// msgEncoding is a history message's last encoding and what it was made
-// from: the role and the identities of its blocks, which never change.
-type msgEncoding struct {
-	role    string
-	blocks  []*[]byte
-	omitted []bool
-	enc     []byte
+type itemMark struct {
+	s   *itemState
+	ver uint64
 }
 
-func (e *msgEncoding) matches(m Message, omit map[string]bool) bool {
-	if e.enc == nil || m.Extra != nil || e.role != m.Role || len(e.blocks) != len(m.Content) {
-		return false
-	}
-	for j, b := range m.Content {
-		if b.enc == nil || e.blocks[j] != b.enc {
-			return false
-		}
-		if b.Type() == BlockImage && omit[b.String("sha256")] != e.omitted[j] {
-			return false
-		}
-	}
-	return true
+type msgMark struct {
+	role   string
+	blocks []blockMark // nil for a message with Extra, which may change in place
 }
 
-// encoding returns the block's canonical encoding at block depth, cached.
-func (b Block) encoding() ([]byte, error) {
-	if b.enc != nil && *b.enc != nil {
-		return *b.enc, nil
-	}
-	enc, err := canonjson.AppendAt(nil, b.f, blockDepth)
+type blockMark struct {
+	id      *blockID
+	omitted bool
+}
+
+// fingerprint returns the conversation's fingerprint with the images omit
+// names omitted.
+func (c *Conversation) fingerprint(omit map[string]bool) (*fingerprint, error) {
+	shell, err := canonjson.EncodeCompact(c.shell())
 	if err != nil {
 		return nil, err
 	}
-	if b.enc != nil {
-		*b.enc = enc
+	f := &fingerprint{shell: shell, items: make([]itemMark, len(c.Items)), history: make([]msgMark, len(c.History))}
+	for i, it := range c.Items {
+		f.items[i] = itemMark{it.s, it.s.ver}
 	}
-	return enc, nil
+	n := 0
+	for _, m := range c.History {
+		n += len(m.Content)
+	}
+	blocks := make([]blockMark, 0, n)
+	for i, m := range c.History {
+		f.history[i].role = m.Role
+		if m.Extra != nil {
+			continue
+		}
+		start := len(blocks)
+		for _, b := range m.Content {
+			blocks = append(blocks, blockMark{b.id, b.Type() == BlockImage && omit[b.String("sha256")]})
+		}
+		f.history[i].blocks = blocks[start:len(blocks):len(blocks)]
+	}
+	return f, nil
+}
+
+// same reports whether f and g are fingerprints of the same encoding.
+func (f *fingerprint) same(g *fingerprint) bool {
+	if f == nil || g == nil || !bytes.Equal(f.shell, g.shell) || len(f.items) != len(g.items) || len(f.history) != len(g.history) {
+		return false
+	}
+	for i, m := range f.items {
+		if m.s == nil || m != g.items[i] {
+			return false
+		}
+	}
+	for i, m := range f.history {
+		o := g.history[i]
+		if m.blocks == nil || o.blocks == nil || m.role != o.role || len(m.blocks) != len(o.blocks) {
+			return false
+		}
+		for j, b := range m.blocks {
+			if b.id == nil || b != o.blocks[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (m Message) value(content []any) map[string]any {

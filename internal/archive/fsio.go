@@ -233,7 +233,16 @@ func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
 // writeFileAtomic writes data to name inside d through a temporary file in
 // d that is synced and renamed over the old file, so a crash leaves the old
 // or the new bytes. The caller syncs d afterwards.
-func (d *dir) writeFileAtomic(name string, data []byte) (err error) {
+func (d *dir) writeFileAtomic(name string, data []byte) error {
+	return d.writeFileWith(name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileWith is writeFileAtomic with the content written by write to the
+// temporary file (unbuffered: write buffers what it needs).
+func (d *dir) writeFileWith(name string, write func(io.Writer) error) (err error) {
 	var f *os.File
 	var tmp string
 	for range 100 {
@@ -255,7 +264,7 @@ func (d *dir) writeFileAtomic(name string, data []byte) (err error) {
 	if err = f.Chmod(fileMode); err != nil {
 		return err
 	}
-	if _, err = f.Write(data); err != nil {
+	if err = write(f); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {

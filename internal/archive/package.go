@@ -1,9 +1,11 @@
 package archive
 
 import (
-	"bytes"
+	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"slices"
 )
@@ -54,9 +56,15 @@ type Package struct {
 	Unreadable string
 	preserved  bool
 
-	// What the agent folder held when last read or written, so that an
-	// unchanged save touches nothing.
-	lastJSON  []byte
+	// What conversation.json held when last read or written, so that an
+	// unchanged save touches nothing: its SHA-256 and size, the numbers of
+	// items and messages in it, and the fingerprint of the conversation
+	// that gave its bytes (nil when unknown, as after a load).
+	jsonHash  [sha256.Size]byte
+	jsonSize  int64
+	jsonItems int
+	jsonMsgs  int
+	jsonPrint *fingerprint
 	jsonStamp stamp
 	jsonKnown bool
 	images    map[string]stamp // verified image files by name
@@ -130,7 +138,20 @@ func (p *Package) load() {
 	}
 	p.restoreImages(conv, images)
 	p.Conv = conv
-	p.lastJSON, p.jsonStamp, p.jsonKnown = data, st, true
+	p.known(sha256.Sum256(data), int64(len(data)), conv, nil, st)
+}
+
+// known records what conversation.json holds: bytes of this hash and size,
+// encoding conv, whose fingerprint is f (nil when not known), with the file
+// at stamp st.
+func (p *Package) known(hash [sha256.Size]byte, size int64, conv *Conversation, f *fingerprint, st stamp) {
+	p.jsonHash, p.jsonSize, p.jsonPrint, p.jsonStamp, p.jsonKnown = hash, size, f, st, true
+	p.jsonItems, p.jsonMsgs = len(conv.Items), len(conv.History)
+}
+
+// forget records that conversation.json is gone.
+func (p *Package) forget() {
+	p.jsonPrint, p.jsonKnown = nil, false
 }
 
 // restoreImages reads every image the history references from the images
@@ -234,7 +255,7 @@ func (p *Package) Save(keep bool) (*SaveReport, error) {
 		return r, p.removeOwn(r)
 	}
 	omit, keepImages := capImages(p.Conv.History)
-	data, err := p.Conv.encode(omit, len(p.lastJSON))
+	fp, err := p.Conv.fingerprint(omit)
 	if err != nil {
 		return r, fmt.Errorf("encode conversation: %w", err)
 	}
@@ -254,7 +275,7 @@ func (p *Package) Save(keep bool) (*SaveReport, error) {
 	if err := p.saveImages(t, keepImages, r); err != nil {
 		return r, err
 	}
-	if err := p.saveJSON(t.agent, data, r); err != nil {
+	if err := p.saveJSON(t.agent, omit, fp, r); err != nil {
 		return r, err
 	}
 	if err := p.removeStray(t, keepImages, r); err != nil {
@@ -378,34 +399,91 @@ func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport)
 	return nil
 }
 
-func (p *Package) saveJSON(agent *dir, data []byte, r *SaveReport) error {
+// saveJSON writes conversation.json when its bytes change. The encoding is
+// streamed, to a hash first when the file may already hold it, then to the
+// temporary file; no buffer holds it whole.
+func (p *Package) saveJSON(agent *dir, omit map[string]bool, fp *fingerprint, r *SaveReport) error {
+	conv := p.Conv
 	fi, err := agent.lstat(ConversationFile)
 	if err == nil && fi.Mode().IsRegular() {
 		st := stampOf(fi)
-		same := p.jsonKnown && st == p.jsonStamp && bytes.Equal(p.lastJSON, data)
-		if !same && fi.Size() == int64(len(data)) {
-			if disk, st2, err := agent.readFile(ConversationFile, int64(len(data))); err == nil && bytes.Equal(disk, data) {
-				same, st = true, st2
+		ours := p.jsonKnown && st == p.jsonStamp // the file holds what we know
+		same := ours && fp.same(p.jsonPrint)
+		// Other numbers of items or messages are other bytes: the hash is
+		// needed only when the counts agree, or the file is not ours.
+		if !same && (!ours || (len(conv.Items) == p.jsonItems && len(conv.History) == p.jsonMsgs)) {
+			h := sha256.New()
+			n, err := p.hashEncoding(h, omit)
+			if err != nil {
+				return fmt.Errorf("encode conversation: %w", err)
+			}
+			var sum [sha256.Size]byte
+			h.Sum(sum[:0])
+			switch {
+			case ours:
+				same = n == p.jsonSize && sum == p.jsonHash
+			case fi.Size() == n:
+				if disk, st2, err := agent.readFile(ConversationFile, n); err == nil && sha256.Sum256(disk) == sum {
+					same, st = true, st2
+				}
+			}
+			if same {
+				p.jsonHash, p.jsonSize = sum, n
 			}
 		}
 		if same {
-			p.lastJSON, p.jsonStamp, p.jsonKnown = data, st, true
+			p.known(p.jsonHash, p.jsonSize, conv, fp, st)
 			if fi.Mode().Perm() != fileMode {
 				return agent.root.Chmod(ConversationFile, fileMode)
 			}
 			return nil
 		}
 	}
-	if err := agent.writeFileAtomic(ConversationFile, data); err != nil {
+	h := sha256.New()
+	var n int64
+	err = agent.writeFileWith(ConversationFile, func(f io.Writer) error {
+		var err error
+		n, err = p.hashEncoding(io.MultiWriter(f, h), omit)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
 	if err := agent.sync(); err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
 	r.Written = append(r.Written, AgentDir+"/"+ConversationFile)
-	p.lastJSON, p.jsonKnown = data, true
-	p.jsonStamp, _ = agent.lstamp(ConversationFile)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	st, _ := agent.lstamp(ConversationFile)
+	p.known(sum, n, conv, fp, st)
 	return nil
+}
+
+// hashEncoding streams the conversation's encoding to w through a buffer
+// and returns its length.
+func (p *Package) hashEncoding(w io.Writer, omit map[string]bool) (int64, error) {
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	if err := p.Conv.write(bw, omit); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+// countingWriter counts what it passes on.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // removeStray removes image files no longer referenced (and anything else in
@@ -539,7 +617,7 @@ func (p *Package) removeOwn(r *SaveReport) error {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove conversation: %w", err)
 		}
-		p.lastJSON, p.jsonKnown = nil, false
+		p.forget()
 	}
 	if t.images != nil {
 		removed := false
@@ -633,7 +711,7 @@ func (p *Package) removeAgent(r *SaveReport) error {
 		return fmt.Errorf("remove conversation: %w", err)
 	}
 	r.Removed = append(r.Removed, AgentDir+"/")
-	p.lastJSON, p.jsonKnown = nil, false
+	p.forget()
 	clear(p.images)
 	return nil
 }
