@@ -41,7 +41,8 @@ var errInterrupted = errors.New("interrupted")
 // resumes it when an earlier process of this open had one. An interrupt
 // meanwhile returns errInterrupted.
 func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
-	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.sandbox), "app-server"})
+	pr := b.preset()
+	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", pr.sandbox), "app-server"})
 	if err != nil {
 		return err
 	}
@@ -55,10 +56,17 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 		return err
 	}
 	b.appSend(map[string]any{"jsonrpc": "2.0", "method": "initialized"})
-	params := map[string]any{"cwd": b.Opts.Dir, "approvalPolicy": "on-request", "sandbox": b.sandbox}
+	params := map[string]any{"cwd": b.Opts.Dir, "approvalPolicy": pr.approval, "sandbox": pr.sandbox}
 	if model := b.Model(); model != "" {
 		params["model"] = model
 	}
+	// The editor's MCP servers, secrets included, go in the request on
+	// stdin, not on argv.
+	cfg, skipped := mcpConfig(b.Opts.MCPServers)
+	if cfg != nil {
+		params["config"] = cfg
+	}
+	b.mcpSkippedNotice(h, skipped)
 	method := "thread/start"
 	if b.thread != "" {
 		method = "thread/resume"
@@ -79,6 +87,7 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 		b.mu.Lock()
 		b.thread = id
 		b.model = res.Get("model").String()
+		b.threadMode = modeOf(pr.sandbox)
 		b.mu.Unlock()
 	}
 	return nil
@@ -142,6 +151,7 @@ func (b *Backend) appCall(ctx context.Context, h backend.Host, interruptCh <-cha
 				}
 				return msg.Get("result"), nil
 			}
+			b.observeApp(line.Data, h)
 			for _, c := range b.app.mapper.Line(line.Data).Changes {
 				h.Change(c)
 			}
@@ -187,6 +197,17 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	if model := b.Model(); model != "" {
 		params["model"] = model
 	}
+	b.mu.Lock()
+	mode := b.mode
+	if mode != b.threadMode {
+		// The thread runs in another mode: this turn and the next ones
+		// take this one's policies.
+		pr := presets[mode]
+		params["sandboxPolicy"] = map[string]any{"type": pr.policy}
+		params["approvalPolicy"] = pr.approval
+		b.threadMode = mode
+	}
+	b.mu.Unlock()
 	// The message is written while the server's lines are read: a server
 	// that does not read it counts toward the idle timeout.
 	startID, startSent := b.appRequest("turn/start", params)
@@ -298,6 +319,7 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 					continue
 				}
 			}
+			b.observeApp(line.Data, h)
 			r := m.Line(line.Data)
 			if r.Skipped {
 				b.Skipped()

@@ -33,7 +33,7 @@ type Options struct {
 	// configuration and log-in); otherwise the user's own.
 	CodexHome string
 	// Sandbox is the sandbox mode: read-only, workspace-write (default) or
-	// danger-full-access.
+	// danger-full-access. Options.Mode, when set, takes its place.
 	Sandbox string
 	// Transport is how codex is driven: "app-server" (default: one
 	// long-lived `codex app-server` per open, which streams text, asks for
@@ -55,14 +55,16 @@ type Backend struct {
 	*backend.CLI // the process, the common options, stderr tail and reaping
 
 	codexHome string
-	sandbox   string
 	transport string
+	sseSaid   bool           // the SSE servers left out were noticed
 	mapper    *itemmap.Codex // exec: one for the thread (codex reports its running total)
 	app       appState
 
-	mu     sync.Mutex
-	thread string
-	model  string // the model the thread runs on, as codex said
+	mu         sync.Mutex
+	mode       string // the mode of the next turn
+	threadMode string // the mode the app-server's thread runs in
+	thread     string
+	model      string // the model the thread runs on, as codex said
 }
 
 // withModel names the model a turn ran on, for the price table and the
@@ -92,10 +94,14 @@ func New(opts Options) *Backend {
 	if opts.Transport == "" {
 		opts.Transport = TransportAppServer
 	}
+	mode := opts.Mode
+	if _, ok := presets[mode]; !ok {
+		mode = modeOf(opts.Sandbox)
+	}
 	b := &Backend{
 		CLI:       backend.NewCLI("codex", opts.Options, ErrNotFound),
 		codexHome: opts.CodexHome,
-		sandbox:   opts.Sandbox,
+		mode:      mode,
 		transport: opts.Transport,
 		mapper:    itemmap.NewCodex(opts.NewID),
 		app:       appState{mapper: itemmap.NewCodexApp(opts.NewID)},
@@ -107,7 +113,8 @@ func New(opts Options) *Backend {
 // Name is the backend's name.
 func (b *Backend) Name() string { return "codex" }
 
-// env is the CLI's environment: Options.Env, with CODEX_HOME when set.
+// env is the CLI's environment: Options.Env, with CODEX_HOME when set,
+// and on the exec transport what the MCP servers need (mcpExecArgs).
 func (b *Backend) env() []string {
 	env := b.Opts.Env
 	if env == nil {
@@ -115,6 +122,11 @@ func (b *Backend) env() []string {
 	}
 	if b.codexHome != "" {
 		env = append(env[:len(env):len(env)], "CODEX_HOME="+b.codexHome)
+	}
+	if b.transport == TransportExec {
+		if _, mcpEnv, _ := mcpExecArgs(b.Opts.MCPServers); len(mcpEnv) > 0 {
+			env = append(env[:len(env):len(env)], mcpEnv...)
+		}
 	}
 	return env
 }
@@ -144,7 +156,9 @@ func (b *Backend) SetModel(model string) {
 // args builds the command line of a turn. The message never goes on it: it
 // is read from stdin ("-").
 func (b *Backend) args(images []string) []string {
-	a := []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.sandbox), "exec"}
+	a := []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}
+	mcp, _, _ := mcpExecArgs(b.Opts.MCPServers)
+	a = append(append(a, mcp...), "exec")
 	if b.thread != "" {
 		a = append(a, "resume")
 	}
@@ -207,6 +221,8 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if b.transport == TransportAppServer {
 		return b.withModel(b.appTurn(ctx, msg, h, interruptCh))
 	}
+	_, _, skipped := mcpExecArgs(b.Opts.MCPServers)
+	b.mcpSkippedNotice(h, skipped)
 	dir, images, err := writeImages(msg.Images)
 	if err != nil {
 		return failBeforeStart(b.Opts.NewID, h, "The images could not be passed to codex: "+err.Error(), "")

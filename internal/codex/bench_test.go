@@ -22,6 +22,10 @@ const fakeAppServerEnv = "SPBRIDGE_FAKE_CODEX_APP_SERVER"
 
 func TestMain(m *testing.M) {
 	supervise.Main() // the CLIs the tests start run under this binary as supervisor
+	if os.Getenv(fakeMCPEnv) != "" {
+		fakeMCPServer()
+		os.Exit(0)
+	}
 	if os.Getenv(fakeAppServerEnv) != "" {
 		fakeAppServer()
 		os.Exit(0)
