@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -1073,4 +1074,31 @@ func TestSaveSeesEveryChange(t *testing.T) {
 	}
 	os.Chtimes(file, later.Add(time.Hour), later.Add(time.Hour))
 	check("other bytes of the same size written by another program", true)
+}
+
+// TestCompactKeepsEverything checks that Compact and CompactHistory change
+// no field and no byte of the encoding, and that a save after them writes
+// nothing.
+func TestCompactKeepsEverything(t *testing.T) {
+	pkg := newPackage(t)
+	p := mustOpen(t, pkg)
+	img := image(t, "png", 100)
+	addTurn(p.Conv, "first", "reply", img)
+	p.Conv.Items[1].Set("extra", map[string]any{"n": json.Number("1.50"), "a": []any{"x", true, nil}})
+	mustSave(t, p)
+	before, _ := p.Conv.Encode()
+	for _, it := range p.Conv.Items {
+		it.Compact()
+	}
+	CompactHistory(p.Conv.History)
+	after, _ := p.Conv.Encode()
+	if !bytes.Equal(before, after) {
+		t.Errorf("compacted conversation encodes as\n%s\nwant\n%s", after, before)
+	}
+	if got := p.Conv.History[0].Content[1]; !bytes.Equal(got.ImageData(), img.ImageData()) {
+		t.Error("CompactHistory lost an image's bytes")
+	}
+	if r := mustSave(t, p); r.Changed() {
+		t.Errorf("save after Compact changed %+v", r)
+	}
 }

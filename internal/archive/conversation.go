@@ -354,3 +354,52 @@ func cloneMap(m map[string]any) map[string]any {
 	}
 	return deepCopy(m).(map[string]any)
 }
+
+// Compact gives the item's strings memory of their own. A string cut from a
+// larger one, as a JSON reader's results often are, keeps the whole of that
+// alive while the item holds it: an item made from one line of a CLI's
+// output would keep the line. The item's fields and encoding do not change.
+func (it Item) Compact() {
+	if it.s != nil {
+		it.s.f = compactValue(it.s.f).(map[string]any)
+	}
+}
+
+// CompactHistory is Compact for the blocks of msgs: each is replaced by one
+// with the same fields, identity and image bytes whose strings have memory
+// of their own.
+func CompactHistory(msgs []Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		m.Role = strings.Clone(m.Role)
+		for j, b := range m.Content {
+			if b.f != nil {
+				m.Content[j].f = compactValue(b.f).(map[string]any)
+			}
+		}
+	}
+}
+
+// compactValue copies a value tree, each string into memory of its own.
+func compactValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return strings.Clone(v)
+	case json.Number:
+		return json.Number(strings.Clone(string(v)))
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[strings.Clone(k)] = compactValue(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = compactValue(x)
+		}
+		return s
+	default:
+		return v
+	}
+}

@@ -127,6 +127,13 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		}
 		s.Restore.Established(s.Backend.Name())
 	}
+	// What the turn keeps was read from the CLI's lines: its strings are
+	// given memory of their own, so the conversation holds its text and not
+	// every line a piece of it came from.
+	for _, it := range conv.Items[min(first, len(conv.Items)):] {
+		it.Compact()
+	}
+	archive.CompactHistory(end.History)
 	conv.History = append(conv.History, userMsg)
 	Apply(conv, end, s.Provider)
 	res := &TurnResult{End: end, UserItem: user}
@@ -276,8 +283,14 @@ func (a *applier) Change(c itemmap.Change) {
 	case itemmap.OpUpdate:
 		// The mapper changes the item in place; nothing to copy.
 	case itemmap.OpRemove:
-		if i := slices.IndexFunc(items, func(it archive.Item) bool { return it.ID() == c.Item.ID() }); i >= 0 {
-			a.conv.Items = slices.Delete(items, i, i+1)
+		// The item is the turn's, near the end: look from there, so a
+		// removal costs nothing of the conversation's length.
+		id := c.Item.ID()
+		for i := len(items) - 1; i >= 0; i-- {
+			if items[i].ID() == id {
+				a.conv.Items = slices.Delete(items, i, i+1)
+				break
+			}
 		}
 	}
 	a.host.Change(c)
