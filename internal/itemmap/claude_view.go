@@ -68,6 +68,7 @@ func (m *Claude) inputView(name string, in gjson.Result, parent string) *ToolVie
 	}
 	switch name {
 	case "Bash":
+		v.Terminal = true
 		if c := firstLine(str("command")); c != "" {
 			v.Title = "`" + c + "`"
 		}

@@ -62,6 +62,7 @@ import (
 type Codex struct {
 	newID       IDFunc
 	thread      string
+	cwd         string // the thread's working folder, "" when not reported
 	turn        *codexTurn
 	total       codexTokens // the last usage codex reported: the thread's total
 	totalThread string      // the thread total belongs to
@@ -86,12 +87,15 @@ const (
 	codexSearch    = "web_search"
 	codexTodo      = "todo_list"
 	codexError     = "error"
+	// codexImage is the app-server's imageView item (view_image) in the
+	// exec form CodexApp gives it; codex exec reports none.
+	codexImage = "image_view"
 )
 
 // codexItemTypes are the item types the mapper shows.
 var codexItemTypes = map[string]bool{
 	codexMessage: true, codexReasoning: true, codexCommand: true, codexFiles: true,
-	codexMCP: true, codexSearch: true, codexTodo: true, codexError: true,
+	codexMCP: true, codexSearch: true, codexTodo: true, codexError: true, codexImage: true,
 }
 
 // codexEntry is one codex item of the turn and the panel item it shows as.
@@ -108,6 +112,9 @@ type codexEntry struct {
 	isErr    bool             // the tool's result is an error
 	finished bool             // the tool ended (or the message completed)
 	logged   bool             // the result (or the text) is in the history log
+	view     *ToolView        // the tool's presentation as last handed out
+	stream   *strings.Builder // a command's output as streamed so far (app-server)
+	plan     []PlanEntry      // a todo list's plan as last handed out
 }
 
 // Steps of the history log.
@@ -182,6 +189,9 @@ func (m *Codex) event(ev gjson.Result) Result {
 	switch ev.Get("type").String() {
 	case "thread.started":
 		m.thread = ev.Get("thread_id").String()
+		if cwd := ev.Get("cwd").String(); cwd != "" {
+			m.cwd = cwd
+		}
 		r.Session = &Session{ID: m.thread}
 		if m.turn != nil {
 			// A new process whose item ids restart, though the last one's
@@ -286,8 +296,10 @@ func (m *Codex) item(it gjson.Result, completed bool, r *Result) {
 	case codexSearch:
 		m.webSearch(e, it, completed, r)
 	case codexTodo:
-		m.show(e, archive.TypeDirections, r, "text", todoText(it.Get("items")))
+		m.todoList(e, it.Get("items"), r)
 		e.finished = completed
+	case codexImage:
+		m.imageView(e, it, completed, r)
 	case codexError:
 		// An error item is shown as a failure, though it is not fatal:
 		// codex goes on with the turn, which may still complete.
@@ -498,11 +510,11 @@ func (m *Codex) endTurn(status string, r *Result) *TurnEnd {
 			continue
 		}
 		switch e.kind {
-		case codexCommand, codexFiles, codexMCP:
-			m.show(e, archive.TypeTool, r, "status", archive.StatusCancelled, "statusText", "cancelled")
+		case codexCommand, codexFiles, codexMCP, codexImage:
+			m.showTool(e, archive.TypeTool, r, e.view, "status", archive.StatusCancelled, "statusText", "cancelled")
 			m.endTool(e, e.output, true)
 		case codexSearch:
-			m.show(e, archive.TypeWebSearch, r, "status", archive.StatusCancelled)
+			m.showTool(e, archive.TypeWebSearch, r, e.view, "status", archive.StatusCancelled)
 			e.finished = true
 		}
 	}

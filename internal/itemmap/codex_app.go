@@ -26,6 +26,7 @@ type CodexApp struct {
 	parts     map[string]int    // reasoning summary parts begun, by item id
 	total     json.RawMessage   // the thread's usage so far, as exec reports it
 	last      json.RawMessage   // the turn's last API request's usage, in exec's fields
+	window    int64             // the model's context window as last reported, 0 when not
 	approvals map[string]string // request id → codex item id
 }
 
@@ -82,7 +83,8 @@ func (a *CodexApp) Line(line []byte) Result {
 	}
 	switch method {
 	case "thread/started":
-		return a.exec(map[string]any{"type": "thread.started", "thread_id": p.Get("thread.id").String()})
+		return a.exec(map[string]any{"type": "thread.started", "thread_id": p.Get("thread.id").String(),
+			"cwd": p.Get("thread.cwd").String()})
 	case "turn/started":
 		a.last = nil
 		return a.exec(map[string]any{"type": "turn.started"})
@@ -107,7 +109,25 @@ func (a *CodexApp) Line(line []byte) Result {
 	case "thread/tokenUsage/updated":
 		a.total = execTokens(p.Get("tokenUsage.total"))
 		a.last = execTokens(p.Get("tokenUsage.last"))
+		if w := p.Get("tokenUsage.modelContextWindow").Int(); w > 0 {
+			a.window = w
+		}
 		return Result{}
+	case "item/commandExecution/outputDelta":
+		var r Result
+		a.m.commandOutput(p.Get("itemId").String(), p.Get("delta").String(), &r)
+		return r
+	case "turn/plan/updated":
+		// The whole plan each time, and no item for it: the turn's todo
+		// list, as exec shows it, with each step's status.
+		var steps []any
+		for _, s := range p.Get("plan").Array() {
+			status := s.Get("status").String()
+			steps = append(steps, map[string]any{"text": s.Get("step").String(),
+				"completed": status == PlanCompleted, "status": status})
+		}
+		return a.exec(map[string]any{"type": "item.updated", "item": map[string]any{
+			"id": codexPlanID, "type": codexTodo, "items": orEmptyList(steps)}})
 	case "error":
 		msg := p.Get("error.message").String()
 		if p.Get("willRetry").Bool() {
@@ -162,6 +182,17 @@ func (a *CodexApp) rawItem(it gjson.Result) {
 		}
 		a.m.rawToolOutput(callID, text)
 	}
+}
+
+// codexPlanID is the codex item id the mapper gives a turn's plan (the
+// app-server's plan updates have no item of their own).
+const codexPlanID = "turn-plan"
+
+func orEmptyList(a []any) []any {
+	if a == nil {
+		return []any{}
+	}
+	return a
 }
 
 // execTokens converts app-server token counts to exec's usage fields.
@@ -223,6 +254,9 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 		var changes []any
 		for _, c := range it.Get("changes").Array() {
 			ch := map[string]any{"path": c.Get("path").String(), "kind": c.Get("kind.type").String()}
+			if mv := c.Get("kind.move_path").String(); mv != "" {
+				ch["move_path"] = mv
+			}
 			if d := c.Get("diff").String(); d != "" {
 				ch["diff"] = d
 			}
@@ -247,6 +281,9 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 	case "webSearch":
 		ev["type"] = codexSearch
 		ev["query"] = it.Get("query").String()
+	case "imageView":
+		ev["type"] = codexImage
+		ev["path"] = it.Get("path").String()
 	default:
 		return Result{} // the user's own message, and kinds not shown
 	}
@@ -279,6 +316,9 @@ func (a *CodexApp) turnCompleted(turn gjson.Result) Result {
 	if r.End != nil && a.last != nil {
 		// The last request's own usage, which exec mode does not report.
 		r.End.LastRound = readCodexTokens(gjson.ParseBytes(a.last)).usage()
+	}
+	if r.End != nil {
+		r.End.ContextWindow = a.window
 	}
 	a.last = nil
 	return r
@@ -342,7 +382,13 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 	if t := a.m.turn; t != nil {
 		if e := t.byID[itemID]; e != nil && !e.item.IsZero() {
 			ap.ToolItemID = e.item.ID()
+			// The call as it shows: an edit's diffs, to review before
+			// they are written.
+			ap.Tool = e.view
 		}
+	}
+	if ap.Tool == nil && name == codexShellTool {
+		ap.Tool = commandView(input["command"].(string), "")
 	}
 	a.approvals[id] = itemID
 	r.Approvals = append(r.Approvals, ap)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 const (
 	codexShellTool = "shell"
 	codexPatchTool = "apply_patch"
+	codexImageTool = "view_image"
 )
 
 // codexStatus reads a codex item's status: whether it ended, and how.
@@ -67,8 +69,17 @@ func (m *Codex) command(e *codexEntry, it gjson.Result, completed bool, r *Resul
 	if out != "" {
 		detail = append(detail, "output:\n"+truncate(out, maxDetailOutput))
 	}
+	if !ended && out == "" && e.stream != nil {
+		// What streamed so far; the final output replaces it.
+		out = e.stream.String()
+	}
+	v := commandView(cmd, out)
+	if ended && exit.Type == gjson.Number {
+		n := int(exit.Int())
+		v.ExitCode = &n
+	}
 	e.args = jsonObject("command", cmd)
-	m.show(e, archive.TypeTool, r, "name", codexShellTool, "summary", summary,
+	m.showTool(e, archive.TypeTool, r, v, "name", codexShellTool, "summary", summary,
 		"status", status, "statusText", statusText, "detail", orNil(strings.Join(detail, "\n\n")))
 	m.startTool(e, codexShellTool)
 	e.output = out
@@ -123,7 +134,8 @@ func (m *Codex) fileChange(e *codexEntry, it gjson.Result, completed bool, r *Re
 		raw = changes.Raw
 	}
 	e.args = `{"changes":` + raw + `}`
-	m.show(e, archive.TypeTool, r, "name", codexPatchTool, "summary", firstLine(strings.Join(paths, ", ")),
+	m.showTool(e, archive.TypeTool, r, m.changeView(changes),
+		"name", codexPatchTool, "summary", firstLine(strings.Join(paths, ", ")),
 		"status", status, "statusText", statusText, "detail", orNil(detail))
 	m.startTool(e, codexPatchTool)
 	if ended {
@@ -177,7 +189,8 @@ func (m *Codex) mcpCall(e *codexEntry, it gjson.Result, completed bool, r *Resul
 		detail = append(detail, "output:\n"+truncate(out, maxDetailOutput))
 	}
 	e.args = argsRaw
-	m.show(e, archive.TypeTool, r, "name", name, "summary", summary,
+	v := &ToolView{Kind: KindOther, Title: joinNonEmpty(": ", server, tool)}
+	m.showTool(e, archive.TypeTool, r, v, "name", name, "summary", summary,
 		"status", status, "statusText", statusText, "detail", orNil(strings.Join(detail, "\n\n")))
 	m.startTool(e, "mcp__"+server+"__"+tool)
 	if ended {
@@ -200,8 +213,255 @@ func (m *Codex) webSearch(e *codexEntry, it gjson.Result, completed bool, r *Res
 	if completed {
 		status = archive.StatusSucceeded
 	}
-	m.show(e, archive.TypeWebSearch, r, "query", query, "status", status, "results", []any{})
+	v := &ToolView{Kind: KindFetch, Title: "Search the web"}
+	if q := firstLine(query); q != "" {
+		v.Title += " for " + quote(q)
+	}
+	m.showTool(e, archive.TypeWebSearch, r, v, "query", query, "status", status, "results", []any{})
 	e.finished = completed
+}
+
+// imageView maps an image_view item (the app-server's imageView: the
+// model looked at an image file). Codex reports only the file's path; the
+// image itself went to the model.
+func (m *Codex) imageView(e *codexEntry, it gjson.Result, completed bool, r *Result) {
+	p := it.Get("path").String()
+	status, statusText := archive.StatusRunning, ""
+	if completed {
+		status, statusText = archive.StatusSucceeded, "done"
+	}
+	v := &ToolView{Kind: KindRead, Title: "View " + relTo(m.cwd, p)}
+	if p != "" {
+		v.Locations = []Location{{Path: p}}
+	}
+	e.args = jsonObject("path", p)
+	m.showTool(e, archive.TypeTool, r, v, "name", codexImageTool, "summary", firstLine(relTo(m.cwd, p)),
+		"status", status, "statusText", statusText)
+	m.startTool(e, codexImageTool)
+	if completed {
+		m.endTool(e, "", false)
+	}
+}
+
+// todoList shows a todo list (exec's todo_list; the app-server's plan
+// updates, given the same form by CodexApp) as a directions item, one
+// "[x] step" or "[ ] step" line a step, and hands out the plan with each
+// step's status: an entry's status when it has one (the app-server's
+// pending, inProgress, completed), else completed or pending by its
+// completed flag (exec, which cannot tell in progress from pending).
+func (m *Codex) todoList(e *codexEntry, items gjson.Result, r *Result) {
+	plan := []PlanEntry{}
+	for _, step := range items.Array() {
+		status := PlanPending
+		switch s := step.Get("status").String(); {
+		case s == "inProgress" || s == PlanInProgress:
+			status = PlanInProgress
+		case s == PlanCompleted || s == "" && step.Get("completed").Bool():
+			status = PlanCompleted
+		}
+		plan = append(plan, PlanEntry{Content: step.Get("text").String(), Status: status})
+	}
+	n := len(r.Changes)
+	m.show(e, archive.TypeDirections, r, "text", todoText(items))
+	switch {
+	case len(r.Changes) > n:
+		r.Changes[len(r.Changes)-1].Plan = plan
+	case !reflect.DeepEqual(plan, e.plan):
+		// Only a status the text does not show changed.
+		r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: e.item, Plan: plan})
+	}
+	e.plan = plan
+}
+
+// showTool shows a tool's item as show does, with v as its view: the
+// change show made carries it; when show changed nothing but the view
+// differs from the one handed out last, an update carries it.
+func (m *Codex) showTool(e *codexEntry, typ string, r *Result, v *ToolView, fields ...any) {
+	n := len(r.Changes)
+	m.show(e, typ, r, fields...)
+	switch {
+	case len(r.Changes) > n:
+		r.Changes[len(r.Changes)-1].Tool = v
+	case v != nil && !reflect.DeepEqual(v, e.view):
+		r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: e.item, Tool: v})
+	}
+	e.view = v
+}
+
+// commandOutput grows the output of a running command (item id) by what it
+// printed, as the app-server streams it: the change carries the view with
+// the output so far and the delta alone; the item is not changed.
+func (m *Codex) commandOutput(id, delta string, r *Result) {
+	t := m.turn
+	if t == nil || delta == "" {
+		return
+	}
+	e := t.byID[id]
+	if e == nil || e.kind != codexCommand || e.finished || e.item.IsZero() || e.view == nil {
+		return
+	}
+	if e.stream == nil {
+		e.stream = &strings.Builder{}
+	}
+	e.stream.WriteString(delta)
+	v := *e.view
+	v.Output = e.stream.String()
+	e.view, e.output = &v, v.Output
+	r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: e.item, Tool: &v, OutputDelta: delta})
+}
+
+// commandView is how a command shows: the command (without the shell
+// around it) as its title, and its output.
+func commandView(cmd, out string) *ToolView {
+	v := &ToolView{Kind: KindExecute, Title: "Terminal", Terminal: true, Output: out}
+	if c := firstLine(cmd); c != "" {
+		v.Title = "`" + c + "`"
+	}
+	return v
+}
+
+// changeView is how a file_change shows: the files it changes (a moved
+// file by its new path, with the first changed line when the hunks say
+// it) and, when codex gives the changes (the app-server does, exec does
+// not), one diff per hunk of an update, the new text of an added file
+// (old text nil), the old text of a deleted one. Its kind is delete when
+// every change deletes, move when every change moves, else edit.
+func (m *Codex) changeView(changes gjson.Result) *ToolView {
+	v := &ToolView{Kind: KindEdit}
+	var names []string
+	deletes, moves, n := 0, 0, 0
+	for _, c := range changes.Array() {
+		n++
+		p := c.Get("path").String()
+		kind := c.Get("kind")
+		movePath := c.Get("move_path").String()
+		if kind.IsObject() {
+			movePath = kind.Get("move_path").String()
+			kind = kind.Get("type")
+		}
+		diff := c.Get("diff").String()
+		if diff == "" {
+			diff = c.Get("unified_diff").String()
+		}
+		target := p
+		switch {
+		case kind.String() == "delete":
+			deletes++
+			names = append(names, relTo(m.cwd, p))
+			if diff != "" {
+				v.Diffs = append(v.Diffs, Diff{Path: p, OldText: &diff})
+			}
+		case kind.String() == "add":
+			names = append(names, relTo(m.cwd, p))
+			if diff != "" {
+				v.Diffs = append(v.Diffs, Diff{Path: p, NewText: diff})
+			}
+		default:
+			if movePath != "" {
+				moves++
+				target = movePath
+				names = append(names, relTo(m.cwd, p)+" → "+relTo(m.cwd, movePath))
+			} else {
+				names = append(names, relTo(m.cwd, p))
+			}
+		}
+		line := 0
+		if kind.String() == "add" {
+			line = 1
+		} else if kind.String() != "delete" && diff != "" {
+			var diffs []Diff
+			diffs, line = unifiedDiffs(target, diff)
+			v.Diffs = append(v.Diffs, diffs...)
+		}
+		if target != "" {
+			v.Locations = append(v.Locations, Location{Path: target, Line: line})
+		}
+	}
+	verb := "Edit"
+	switch {
+	case n > 0 && deletes == n:
+		v.Kind, verb = KindDelete, "Delete"
+	case n > 0 && moves == n:
+		v.Kind, verb = KindMove, "Move"
+	}
+	v.Title = verb
+	if len(names) > 0 {
+		v.Title += " " + firstLine(strings.Join(names, ", "))
+	}
+	return v
+}
+
+// unifiedDiffs reads the hunks of a unified diff ("@@ -1,3 +1,3 @@" and
+// their " ", "-", "+" lines; file headers, if any, skipped) as one diff of
+// path per hunk, its old text the context and removed lines, its new text
+// the context and added lines; and the first changed line of the file
+// after the change (0 when there is no hunk).
+func unifiedDiffs(path, diff string) ([]Diff, int) {
+	var diffs []Diff
+	first := 0
+	var old, nw []string
+	in, changed, line := false, false, 0
+	flush := func() {
+		if !in {
+			return
+		}
+		o := strings.Join(old, "\n")
+		diffs = append(diffs, Diff{Path: path, OldText: &o, NewText: strings.Join(nw, "\n")})
+		if first == 0 {
+			first = max(line, 1)
+		}
+		old, nw, in, changed = nil, nil, false, false
+	}
+	for l := range strings.SplitSeq(strings.TrimSuffix(diff, "\n"), "\n") {
+		if strings.HasPrefix(l, "@@") {
+			flush()
+			in, line = true, hunkNewStart(l)
+			continue
+		}
+		if !in || l == "" {
+			continue
+		}
+		switch l[0] {
+		case ' ':
+			old, nw = append(old, l[1:]), append(nw, l[1:])
+			if !changed {
+				line++
+			}
+		case '-':
+			old, changed = append(old, l[1:]), true
+		case '+':
+			nw, changed = append(nw, l[1:]), true
+		}
+	}
+	flush()
+	return diffs, first
+}
+
+// hunkNewStart is the new file's start line in a hunk header
+// "@@ -a,b +c,d @@", 0 when it has none.
+func hunkNewStart(header string) int {
+	_, rest, ok := strings.Cut(header, " +")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexAny(rest, ", ")
+	if end < 0 {
+		end = len(rest)
+	}
+	n, _ := strconv.Atoi(rest[:end])
+	return n
+}
+
+// relTo is p relative to the working folder cwd when it lies inside it
+// (for titles), else p.
+func relTo(cwd, p string) string {
+	if cwd == "" || len(p) <= len(cwd)+1 || !strings.HasPrefix(p, cwd) {
+		return p
+	}
+	if c := p[len(cwd)]; c == '/' || c == '\\' {
+		return p[len(cwd)+1:]
+	}
+	return p
 }
 
 // todoText is a todo_list's steps, one a line: "[x] done", "[ ] to do".

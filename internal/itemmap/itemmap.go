@@ -53,6 +53,11 @@ type Change struct {
 	// replaces any plan shown before); the change that carries it is the
 	// tool call that set it (Claude's TodoWrite, Codex's plan updates).
 	Plan []PlanEntry
+	// OutputDelta, when set, is what a running command printed since the
+	// change before: the change is only that (Tool.Output grew by
+	// OutputDelta; Item is as it was), so a receiver that shows no live
+	// output may skip it, and one that does may send the delta alone.
+	OutputDelta string
 }
 
 // The presentation of a tool call: what an editor needs to show it well
@@ -93,8 +98,18 @@ type ToolView struct {
 	// after, from the result (what it changed).
 	Diffs []Diff
 	// Output is what a command printed, whole, once known ("" when none
-	// or not a command); the renderer caps it for display.
+	// or not a command); the renderer caps it for display. While the
+	// command runs it is what streamed so far (see Change.OutputDelta);
+	// the command's final output replaces it, and need not begin with it
+	// (a CLI may stream only part of the output).
 	Output string
+	// Terminal is set for a call that runs a command (Claude's Bash,
+	// Codex's commands): an editor that can may show Output in a
+	// terminal of its own.
+	Terminal bool
+	// ExitCode is the command's exit code once it exited, nil when
+	// unknown.
+	ExitCode *int
 	// ParentID is the item id of the tool call this call runs under (a
 	// subagent's tool, under Claude's Task/Agent call), "" when none.
 	ParentID string
