@@ -1,0 +1,188 @@
+package sessionindex
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rivo/uniseg"
+)
+
+// clocked returns an index in a new folder whose clock starts at 2026-01-01
+// and moves a second each change.
+func clocked(t *testing.T) *Index {
+	t.Helper()
+	ix := New(filepath.Join(t.TempDir(), "state"))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	ix.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+	return ix
+}
+
+func TestTitle(t *testing.T) {
+	family := "👨‍👩‍👧‍👦" // one grapheme cluster of seven code points
+	for _, tc := range []struct{ in, want string }{
+		{"Make the headline shorter", "Make the headline shorter"},
+		{"  two\n\nlines\t here ", "two lines here"},
+		{strings.Repeat("a", 120), strings.Repeat("a", 120)},
+		{strings.Repeat("a", 121), strings.Repeat("a", 120) + "…"},
+		{strings.Repeat("a", 119) + family + "tail", strings.Repeat("a", 119) + family + "…"},
+		{strings.Repeat("e\u0301", 130), strings.Repeat("e\u0301", 120) + "…"},
+		{strings.Repeat("a", 119) + " b", strings.Repeat("a", 119) + "…"},
+	} {
+		got := Title(tc.in)
+		if got != tc.want {
+			t.Errorf("Title(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if n := uniseg.GraphemeClusterCount(got); n > TitleLen+1 {
+			t.Errorf("Title(%q) has %d clusters", tc.in, n)
+		}
+	}
+}
+
+func TestTouchRecordList(t *testing.T) {
+	ix := clocked(t)
+	docs := "/home/me/docs"
+	pkgs := []string{"/home/me/docs/A.silverpoint", "/home/me/docs/B.silverpoint", "/elsewhere/C.silverpoint"}
+	for i, p := range pkgs {
+		cwd := docs
+		if i == 2 {
+			cwd = "/elsewhere"
+		}
+		if err := ix.Touch(p, cwd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Record(pkgs[0], "", "First message\nof A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Record(pkgs[0], "", "second message"); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := ix.Get(pkgs[0])
+	if err != nil || !ok || e.Title != "First message of A" || e.Cwd != docs {
+		t.Errorf("Get(A) = %+v, %v, %v", e, ok, err)
+	}
+	page, err := ix.List("", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range page.Entries {
+		got = append(got, filepath.Base(e.Package))
+	}
+	if want := "A.silverpoint C.silverpoint B.silverpoint"; strings.Join(got, " ") != want || page.NextCursor != "" {
+		t.Errorf("List = %v (cursor %q), want %s", got, page.NextCursor, want)
+	}
+	page, _ = ix.List(docs+"/", "", 0)
+	if len(page.Entries) != 2 {
+		t.Errorf("List(cwd %s) = %d entries, want 2", docs, len(page.Entries))
+	}
+	if err := ix.SetTitle(pkgs[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	ix.Record(pkgs[0], "", "after New Conversation")
+	if e, _, _ := ix.Get(pkgs[0]); e.Title != "after New Conversation" {
+		t.Errorf("title after SetTitle(\"\") and Record = %q", e.Title)
+	}
+	if err := ix.Remove(pkgs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := ix.Get(pkgs[1]); ok {
+		t.Error("B still there after Remove")
+	}
+	if err := ix.Remove("/not/there"); err != nil {
+		t.Errorf("Remove(missing) = %v", err)
+	}
+	st, err := os.Stat(filepath.Join(ix.dir, File))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("index file: %v %v", st, err)
+	}
+}
+
+func TestPagination(t *testing.T) {
+	ix := clocked(t)
+	for i := range 7 {
+		if err := ix.Touch(fmt.Sprintf("/p/%d.silverpoint", i), "/p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		page, err := ix.List("/p", cursor, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, e := range page.Entries {
+			got = append(got, strings.TrimSuffix(filepath.Base(e.Package), ".silverpoint"))
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+		if pages == 1 {
+			// A change between pages: 6 moves to the front, already seen.
+			ix.Touch("/p/0.silverpoint", "/p")
+		}
+	}
+	// 0 moved ahead of the cursor after the first page: not listed again
+	// nor in the wrong place.
+	if want := "6 5 4 3 2 1"; strings.Join(got, " ") != want || pages != 2 {
+		t.Errorf("listed %q in %d pages, want %q in 2", got, pages, want)
+	}
+	if _, err := ix.List("", "not a cursor!", 3); !errors.Is(err, ErrBadCursor) {
+		t.Errorf("List(bad cursor) = %v, want ErrBadCursor", err)
+	}
+}
+
+// TestConcurrent changes one index from many Index values at once (each
+// change opens the lock file anew, as another process would): none is lost.
+func TestConcurrent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() {
+			errs <- New(dir).Record(fmt.Sprintf("/p/%d.silverpoint", i), "/p", fmt.Sprint("message ", i))
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := New(dir).List("", "", 100)
+	if err != nil || len(page.Entries) != 40 {
+		t.Errorf("List = %d entries, %v; want 40", len(page.Entries), err)
+	}
+}
+
+func TestUnreadableIndex(t *testing.T) {
+	ix := clocked(t)
+	os.MkdirAll(ix.dir, 0o700)
+	os.WriteFile(filepath.Join(ix.dir, File), []byte("{not json"), 0o600)
+	if page, err := ix.List("", "", 0); err != nil || len(page.Entries) != 0 {
+		t.Errorf("List of an unreadable index = %v, %v", page, err)
+	}
+	if err := ix.Touch("/p/a.silverpoint", "/p"); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := ix.List("", "", 0); len(page.Entries) != 1 {
+		t.Errorf("after a change: %v", page.Entries)
+	}
+}
