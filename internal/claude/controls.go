@@ -188,8 +188,9 @@ const initRequestID = "spbridge-init"
 
 // observe reads what a line of claude says besides items: the mode it is
 // in (system/status permissionMode), the commands it has (the initialize
-// answer, else the init line's slash_commands), a mode it refused, and the
-// MCP servers that did not start (a notice each, when h is set).
+// answer, else the init line's slash_commands), a mode it refused, and,
+// when h is set, a notice for each MCP server that did not start and for a
+// compaction (system/compact_boundary).
 func (b *Backend) observe(line []byte, h backend.Host) {
 	if resp, ok := controlResponse(line); ok {
 		id := resp.Get("request_id").String()
@@ -219,6 +220,16 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 		return
 	}
 	switch v.Get("subtype").String() {
+	case "compact_boundary":
+		// Claude Code's own /compact (or its automatic one) ran.
+		if h != nil {
+			md := v.Get("compact_metadata")
+			text := "Claude Code compacted the conversation"
+			if md.Get("pre_tokens").Exists() {
+				text += fmt.Sprintf(" (%d tokens before, %d after)", md.Get("pre_tokens").Int(), md.Get("post_tokens").Int())
+			}
+			backend.Notice(b.Opts.NewID, h, text+".")
+		}
 	case "status":
 		if mode := v.Get("permissionMode").String(); mode != "" {
 			b.confirmMode(mode)

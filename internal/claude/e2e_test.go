@@ -198,7 +198,8 @@ func TestE2EMCPServers(t *testing.T) {
 // TestE2EModesAndCommands starts the real claude ahead of a turn, lists
 // its commands (the project's "greet" with its description and hint),
 // switches it to plan mode, runs /greet (claude expands it), and approves
-// ExitPlanMode, which leaves plan mode as claude reports.
+// ExitPlanMode, which leaves plan mode as claude reports; then claude's
+// own /compact shows as a notice.
 func TestE2EModesAndCommands(t *testing.T) {
 	ev := &events{}
 	plan := "1. Say hello.\n"
@@ -206,7 +207,8 @@ func TestE2EModesAndCommands(t *testing.T) {
 		reply("Hello"),
 		fakeapi.Reply{Blocks: []fakeapi.Block{tool("toolu_search_1", "ToolSearch", map[string]any{"query": "select:ExitPlanMode", "max_results": 1})}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{tool("toolu_plan_1", "ExitPlanMode", map[string]any{"plan": plan})}},
-		reply("Plan approved."))
+		reply("Plan approved."),
+		reply("Summary: a greeting was planned."))
 	if got := b.Commands(); !slices.Contains(got, backend.Command{Name: "greet", Description: "Greet someone", InputHint: "<name>"}) {
 		t.Errorf("Commands before the start = %v, want greet from .claude/commands", got)
 	}
@@ -267,6 +269,15 @@ func TestE2EModesAndCommands(t *testing.T) {
 	}
 	if got := ev.modeList(); !slices.Equal(got, []string{ModePlan, ModeDefault}) {
 		t.Errorf("ModeChanged heard %v, want [plan default]", got)
+	}
+
+	// Claude Code's own /compact: a notice.
+	rec = &recorder{allow: true}
+	if end := b.Turn(context.Background(), backend.Message{Text: "/compact"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("/compact turn = %v %q", end.Status, rec.texts())
+	}
+	if !slices.ContainsFunc(rec.texts(), func(s string) bool { return strings.HasPrefix(s, "notice: Claude Code compacted the conversation") }) {
+		t.Errorf("/compact items = %q, want a compaction notice", rec.texts())
 	}
 }
 
