@@ -129,6 +129,7 @@ type Item struct {
 
 type itemState struct {
 	f   map[string]any
+	id  string // f["id"] when a string: looked up for every change of a turn
 	ver uint64 // counts the item's changes, so a save sees one without encoding it
 }
 
@@ -139,10 +140,13 @@ func NewItem(typ string) Item {
 
 // ItemFromMap wraps fields as an item without checking them; the map is
 // owned by the item afterwards.
-func ItemFromMap(fields map[string]any) Item { return Item{s: &itemState{f: fields}} }
+func ItemFromMap(fields map[string]any) Item {
+	id, _ := fields["id"].(string)
+	return Item{s: &itemState{f: fields, id: id}}
+}
 
 // ID returns the item's id.
-func (it Item) ID() string { s, _ := it.s.f["id"].(string); return s }
+func (it Item) ID() string { return it.s.id }
 
 // Type returns the item's type.
 func (it Item) Type() string { s, _ := it.s.f["type"].(string); return s }
@@ -161,6 +165,9 @@ func (it Item) Get(key string) any { return it.s.f[key] }
 // canonjson encodes, and are owned by the item afterwards.
 func (it Item) Set(key string, v any) {
 	it.s.ver++
+	if key == "id" {
+		it.s.id, _ = v.(string)
+	}
 	if v == nil {
 		delete(it.s.f, key)
 		return
@@ -362,6 +369,7 @@ func cloneMap(m map[string]any) map[string]any {
 func (it Item) Compact() {
 	if it.s != nil {
 		it.s.f = compactValue(it.s.f).(map[string]any)
+		it.s.id, _ = it.s.f["id"].(string)
 	}
 }
 
