@@ -15,9 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 
 	"spbridge/internal/canonjson"
 	"spbridge/internal/statedir"
@@ -153,11 +157,10 @@ func appendLocked(stateDir, identity, path string, record map[string]any) error 
 	}
 	seq, prev := int64(1), zeroHash
 	if last != nil {
-		n, h := number(last[FieldSeq]), tagOf(last)
-		if n <= 0 || h == "" {
+		if last.seq <= 0 || last.tag == "" {
 			return fmt.Errorf("audit log %s: the last record has no seq or tag", path)
 		}
-		seq, prev = n+1, h
+		seq, prev = last.seq+1, last.tag
 	}
 	e := ix.logs[identity]
 	if e == nil {
@@ -172,16 +175,17 @@ func appendLocked(stateDir, identity, path string, record map[string]any) error 
 	record[FieldSeq] = json.Number(strconv.FormatInt(seq, 10))
 	record[FieldPrev] = prev
 	delete(record, FieldSHA256)
-	tag, err := recordMAC(key, identity, record)
+	delete(record, FieldHMAC)
+	// The record is encoded once: what the hmac covers, then the line is
+	// that with the hmac member put in its place among the sorted keys.
+	body, at, err := encodeWithout(record, FieldHMAC)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
+	tag := mac(key, recordDomain(identity), body)
 	record[FieldHMAC] = tag
-	line, err := canonjson.EncodeCompact(record)
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	line := append(withMember(body, at, FieldHMAC, tag), '\n')
+	if _, err := f.Write(line); err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
@@ -229,10 +233,65 @@ func hashRecord(record map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// lastRecord returns the log's last whole record and the offset just after
-// it (the length of the whole part of the file). It reads backwards from the
-// end, so a long log costs no more than its last record.
-func lastRecord(f *os.File) (map[string]any, int64, error) {
+// encodeWithout returns record's canonical one-line encoding (which must
+// not hold key) and the offset in it where the member key would go: the
+// start of the first member whose key sorts after it, or the closing brace.
+func encodeWithout(record map[string]any, key string) ([]byte, int, error) {
+	keys := make([]string, 0, len(record))
+	for k := range record {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf := []byte{'{'}
+	at := -1
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if at < 0 && k > key {
+			at = len(buf)
+		}
+		buf = canonjson.AppendString(buf, k)
+		buf = append(buf, ':')
+		v, err := canonjson.EncodeCompact(record[k])
+		if err != nil {
+			return nil, 0, err
+		}
+		buf = append(buf, v...)
+	}
+	if at < 0 {
+		at = len(buf)
+	}
+	return append(buf, '}'), at, nil
+}
+
+// withMember returns body, an object's one-line encoding, with the member
+// key: value put at offset at (as encodeWithout gives it).
+func withMember(body []byte, at int, key, value string) []byte {
+	member := canonjson.AppendString(append(canonjson.AppendString(nil, key), ':'), value)
+	line := make([]byte, 0, len(body)+len(member)+2)
+	switch {
+	case len(body) == 2: // {}
+		line = append(append(append(line, '{'), member...), '}')
+	case at == len(body)-1: // after the last member
+		line = append(append(append(append(line, body[:at]...), ','), member...), '}')
+	default:
+		line = append(append(append(append(line, body[:at]...), member...), ','), body[at:]...)
+	}
+	return line
+}
+
+// lastInfo is what Append needs of the log's last record.
+type lastInfo struct {
+	seq int64
+	tag string // its hmac, or the sha256 of an older record
+}
+
+// lastRecord returns the seq and tag of the log's last whole record and the
+// offset just after it (the length of the whole part of the file). It reads
+// backwards from the end, so a long log costs no more than its last record,
+// and reads only those two fields of it.
+func lastRecord(f *os.File) (*lastInfo, int64, error) {
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil || size == 0 {
 		return nil, 0, err
@@ -253,12 +312,21 @@ func lastRecord(f *os.File) (map[string]any, int64, error) {
 	if _, err := f.ReadAt(buf, start+1); err != nil {
 		return nil, 0, err
 	}
-	v, err := canonjson.Decode(buf)
-	rec, ok := v.(map[string]any)
-	if err != nil || !ok {
+	if !utf8.Valid(buf) || !gjson.ValidBytes(buf) || !gjson.ParseBytes(buf).IsObject() {
 		return nil, 0, fmt.Errorf("the last record is not a JSON object: run spbridge audit verify")
 	}
-	return rec, end + 1, nil
+	var info lastInfo
+	fields := gjson.GetManyBytes(buf, FieldSeq, FieldHMAC, FieldSHA256)
+	if fields[0].Type == gjson.Number {
+		info.seq, _ = json.Number(fields[0].Raw).Int64()
+	}
+	switch {
+	case fields[1].Type == gjson.String:
+		info.tag = fields[1].String()
+	case fields[2].Type == gjson.String:
+		info.tag = fields[2].String()
+	}
+	return &info, end + 1, nil
 }
 
 // lastNewline returns the offset of the last '\n' before offset before, or

@@ -2,10 +2,14 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"spbridge/internal/canonjson"
 )
 
 func newLog(t *testing.T, n int) string {
@@ -153,5 +157,30 @@ func TestStateDir(t *testing.T) {
 	t.Setenv("HOME", "/h")
 	if d, _ := StateDir(); d != "/h/.local/state/spbridge" {
 		t.Errorf("StateDir = %q", d)
+	}
+}
+
+// TestEncodeOnce checks that the record's line, made from the encoding the
+// hmac covers, is the record's own canonical encoding.
+func TestEncodeOnce(t *testing.T) {
+	for _, rec := range []map[string]any{
+		{},
+		{"a": "x"},
+		{"z": []any{"y", map[string]any{"k": true}}},
+		{"a": 1, "hmac0": "after", "h": nil, "seq": json.Number("3"), "prev": "p", "items": []any{map[string]any{"text": "é\n"}}},
+	} {
+		body, at, err := encodeWithout(rec, FieldHMAC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := canonjson.EncodeCompact(rec); string(body) != string(want) {
+			t.Errorf("encodeWithout(%v) = %s, want %s", rec, body, want)
+		}
+		with := maps.Clone(rec)
+		with[FieldHMAC] = "tag"
+		want, _ := canonjson.EncodeCompact(with)
+		if got := withMember(body, at, FieldHMAC, "tag"); string(got) != string(want) {
+			t.Errorf("withMember(%s) = %s, want %s", body, got, want)
+		}
 	}
 }
