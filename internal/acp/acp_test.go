@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,31 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			a.Set("text", b.String())
 			h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: delta})
 		}
+	case strings.HasPrefix(text, "term"):
+		// A command whose output streams while it runs ("tick 1\n",
+		// "tick 2\n") and whose final output, like Codex's, also has what
+		// was not streamed ("start\n" first).
+		tool := archive.NewItem(archive.TypeTool)
+		tool.Set("name", "shell")
+		tool.Set("summary", "make")
+		tool.Set("status", archive.StatusRunning)
+		v := &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`make`", Terminal: true}
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: tool, Tool: v})
+		out := ""
+		for _, d := range []string{"tick 1\n", "tick 2\n"} {
+			out += d
+			nv := *v
+			nv.Output = out
+			h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool, Tool: &nv, OutputDelta: d})
+		}
+		tool.Set("status", archive.StatusFailed)
+		tool.Set("statusText", "exit 2")
+		nv := *v
+		nv.Output, nv.ExitCode = "start\ntick 1\ntick 2\n", new(int)
+		*nv.ExitCode = 2
+		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool, Tool: &nv})
+		a.Set("text", "done")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 	case strings.HasPrefix(text, "ask"):
 		tool := archive.NewItem(archive.TypeTool)
 		tool.Set("name", "Bash")
@@ -796,3 +823,76 @@ func TestCrashFailsOnlyItsSession(t *testing.T) {
 }
 
 func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+// TestTerminalOutput: a command's output streams to a client that has
+// terminals of its own (initialize's clientCapabilities._meta.
+// terminal_output) as _meta.terminal_output with the new bytes alone, then
+// the final output the terminal lacks and _meta.terminal_exit; to any
+// other client as the call's text content, growing, then whole.
+func TestTerminalOutput(t *testing.T) {
+	for _, terminal := range []bool{true, false} {
+		c := startPlain(t, Config{}, nil)
+		c.request("initialize", map[string]any{"protocolVersion": 1,
+			"clientCapabilities": map[string]any{"_meta": map[string]any{"terminal_output": terminal}}})
+		res, _ := c.request("session/new", newSessionParams(newPackage(t)))
+		sid := res["sessionId"].(string)
+		_, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("term")}})
+		calls, ups := updates(seen, "tool_call"), updates(seen, "tool_call_update")
+		if len(calls) != 1 {
+			t.Fatalf("terminal %v: tool calls %v", terminal, calls)
+		}
+		id := calls[0]["toolCallId"].(string)
+		if !terminal {
+			var texts []string
+			for _, u := range ups {
+				content := u["content"].([]any)
+				texts = append(texts, content[0].(map[string]any)["content"].(map[string]any)["text"].(string))
+			}
+			want := []string{"```\ntick 1\n```", "```\ntick 1\ntick 2\n```", "```\nstart\ntick 1\ntick 2\n```"}
+			if !slices.Equal(texts, want) || ups[2]["status"] != "failed" || calls[0]["_meta"] != nil {
+				t.Errorf("terminal off: texts %q, updates %v", texts, ups)
+			}
+			continue
+		}
+		term := []any{map[string]any{"type": "terminal", "terminalId": id}}
+		info, _ := calls[0]["_meta"].(map[string]any)["terminal_info"].(map[string]any)
+		if !reflect.DeepEqual(calls[0]["content"], term) || info["terminal_id"] != id {
+			t.Errorf("terminal on: tool_call %v", calls[0])
+		}
+		var data []string
+		for _, u := range ups[:len(ups)-1] {
+			o := u["_meta"].(map[string]any)["terminal_output"].(map[string]any)
+			if o["terminal_id"] != id || u["content"] != nil || u["status"] != nil {
+				t.Errorf("terminal on: output update %v", u)
+			}
+			data = append(data, o["data"].(string))
+		}
+		if want := []string{"tick 1\n", "tick 2\n", clearTerminal + "start\ntick 1\ntick 2\n"}; !slices.Equal(data, want) {
+			t.Errorf("terminal on: data %q, want %q", data, want)
+		}
+		last := ups[len(ups)-1]
+		exit := last["_meta"].(map[string]any)["terminal_exit"]
+		if want := map[string]any{"terminal_id": id, "exit_code": 2.0, "signal": nil}; !reflect.DeepEqual(exit, want) ||
+			last["status"] != "failed" || !reflect.DeepEqual(last["content"], term) {
+			t.Errorf("terminal on: last update %v", last)
+		}
+	}
+}
+
+func TestTerminalOutputNext(t *testing.T) {
+	var st outputState
+	if got := st.next("ab", "ab"); got != "ab" {
+		t.Errorf("next = %q, want %q", got, "ab")
+	}
+	if got := st.next("abc", ""); got != "c" {
+		t.Errorf("next = %q, want %q", got, "c")
+	}
+	big := strings.Repeat("x", maxTerminalOutput+10)
+	got := st.next(big, "")
+	if want := clearTerminal + big[:maxTerminalOutput] + "\r\n… 10 bytes more\r\n"; got != want {
+		t.Errorf("next over the cap = %d bytes, want %d", len(got), len(want))
+	}
+	if got := st.next(big+"y", "y"); got != "" {
+		t.Errorf("next after the cap = %q, want nothing", got)
+	}
+}

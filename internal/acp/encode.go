@@ -55,6 +55,18 @@ type toolUpdate struct {
 	locations  []itemmap.Location // paths absolute
 	parent     string             // the tool call it runs under, "" when none
 	hasContent bool
+	// terminal shows the call's output in the client's own terminal
+	// (named by the call's id), as the first content block; the text
+	// content, if any, follows it.
+	terminal bool
+	// termCwd, when termInfo is set, is the folder the command runs in
+	// (_meta.terminal_info, on the tool_call that opens the terminal).
+	termInfo bool
+	termCwd  string
+	// termExit, when set, closes the terminal (_meta.terminal_exit) with
+	// exitCode (nil: unknown).
+	termExit bool
+	exitCode *int
 }
 
 // toolUpdateOf is what ACP shows of a tool, webSearch or directions item,
@@ -90,7 +102,7 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 	}
 	if view == nil {
 		switch name {
-		case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+		case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "view_image":
 			if p := it.String("summary"); p != "" {
 				u.locations = []itemmap.Location{{Path: absPath(p, cwd)}}
 			}
@@ -106,7 +118,9 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 	u.parent = view.ParentID
 	u.locations, u.diffs = viewFiles(view, cwd)
 	switch {
-	case view.Output != "" && done:
+	case view.Output != "":
+		// Whole once the command ended; while it runs, what it printed so
+		// far.
 		u.content, u.hasContent = fenced(view.Output, maxOutput), true
 	case len(u.diffs) > 0 && (status == archive.StatusSucceeded || status == archive.StatusRunning):
 		u.hasContent = false // the diffs say it
@@ -178,10 +192,15 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 	b = append(b, `,"status":"`...)
 	b = append(b, u.status...)
 	b = append(b, '"')
-	if len(u.diffs) > 0 || u.hasContent {
+	if len(u.diffs) > 0 || u.hasContent || u.terminal {
 		b = append(b, `,"content":[`...)
+		if u.terminal {
+			b = append(b, `{"type":"terminal","terminalId":`...)
+			b = canonjson.AppendString(b, u.id)
+			b = append(b, '}')
+		}
 		for i, d := range u.diffs {
-			if i > 0 {
+			if i > 0 || u.terminal {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":"diff","path":`...)
@@ -197,7 +216,7 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 			b = append(b, '}')
 		}
 		if u.hasContent {
-			if len(u.diffs) > 0 {
+			if len(u.diffs) > 0 || u.terminal {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
@@ -222,12 +241,61 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 		}
 		b = append(b, ']')
 	}
-	if u.parent != "" {
-		b = append(b, `,"_meta":{"spbridge":{"parentToolCallId":`...)
-		b = canonjson.AppendString(b, u.parent)
-		b = append(b, "}}"...)
+	if u.parent != "" || u.termInfo || u.termExit {
+		b = append(b, `,"_meta":{`...)
+		comma := false
+		if u.parent != "" {
+			b = append(b, `"spbridge":{"parentToolCallId":`...)
+			b = canonjson.AppendString(b, u.parent)
+			b = append(b, '}')
+			comma = true
+		}
+		if u.termInfo {
+			if comma {
+				b = append(b, ',')
+			}
+			b = append(b, `"terminal_info":{"terminal_id":`...)
+			b = canonjson.AppendString(b, u.id)
+			if u.termCwd != "" {
+				b = append(b, `,"cwd":`...)
+				b = canonjson.AppendString(b, u.termCwd)
+			}
+			b = append(b, '}')
+			comma = true
+		}
+		if u.termExit {
+			if comma {
+				b = append(b, ',')
+			}
+			b = append(b, `"terminal_exit":{"terminal_id":`...)
+			b = canonjson.AppendString(b, u.id)
+			b = append(b, `,"exit_code":`...)
+			if u.exitCode != nil {
+				b = strconv.AppendInt(b, int64(*u.exitCode), 10)
+			} else {
+				b = append(b, "null"...)
+			}
+			b = append(b, `,"signal":null}`...)
+		}
+		b = append(b, '}')
 	}
 	return append(b, "}}}\n"...)
+}
+
+// appendTerminalOutput appends the tool_call_update that writes data, what
+// a command printed, to the client's terminal of tool call id
+// (_meta.terminal_output), and nothing else: each update carries only the
+// new bytes.
+func appendTerminalOutput(b []byte, sid, id, data string) []byte {
+	b = append(b, updatePrefix...)
+	b = canonjson.AppendString(b, sid)
+	b = append(b, `,"update":{"sessionUpdate":"tool_call_update","toolCallId":`...)
+	b = canonjson.AppendString(b, id)
+	b = append(b, `,"_meta":{"terminal_output":{"terminal_id":`...)
+	b = canonjson.AppendString(b, id)
+	b = append(b, `,"data":`...)
+	b = canonjson.AppendString(b, data)
+	return append(b, "}}}}}\n"...)
 }
 
 // appendPlan appends a session/update with a plan of these entries.

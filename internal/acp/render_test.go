@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -72,11 +73,45 @@ func renderClaude(t *testing.T, path string) []byte {
 			allowed[l.Line.Response.RequestID] = l.Line.Response.Response.Behavior == "allow"
 		}
 	}
+	m := itemmap.NewClaude(itemmap.SequentialIDs())
+	var lines [][]byte
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if len(line) > 0 {
+			lines = append(lines, line)
+		}
+	}
+	return render(t, claudeMapper{m}, lines, allowed, "claude-code", false)
+}
+
+// mapper is what render needs of a stream mapper.
+type mapper interface {
+	Line([]byte) itemmap.Result
+	Answered(requestID string, allowed bool)
+	InTurn() bool
+	Finish(interrupted bool, text, detail string) itemmap.Result
+}
+
+type claudeMapper struct{ *itemmap.Claude }
+
+func (m claudeMapper) Answered(id string, allowed bool) { m.Claude.Answered(id, allowed) }
+
+// execMapper is a Codex exec mapper, which is never asked.
+type execMapper struct{ *itemmap.Codex }
+
+func (execMapper) Answered(string, bool) {}
+
+// render maps the lines of a recorded stream and renders its changes as a
+// session's host does, with the session's working folder /work, for a
+// client with terminals of its own when terminal is set: every
+// session/update and the toolCall of each permission request (answered
+// as allowed says), one JSON value a line.
+func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, provider string, terminal bool) []byte {
+	t.Helper()
 	var out bytes.Buffer
 	srv := &Server{w: newWriter(&out)}
+	srv.terminal.Store(terminal)
 	ss := &acpSession{srv: srv, id: "S", cwd: "/work", pkg: &archive.Package{Conv: &archive.Conversation{}}}
 	h := &acpHost{ss: ss, t: &turn{}}
-	m := itemmap.NewClaude(itemmap.SequentialIDs())
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {
 			h.Change(c)
@@ -88,17 +123,15 @@ func renderClaude(t *testing.T, path string) []byte {
 			m.Answered(a.RequestID, allowed[a.RequestID])
 		}
 		if r.End != nil {
-			session.Apply(ss.pkg.Conv, r.End, "claude-code")
+			session.Apply(ss.pkg.Conv, r.End, provider)
 			ss.usage(r.End)
 		}
 	}
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		if len(line) > 0 {
-			feed(m.Line(line))
-		}
+	for _, line := range lines {
+		feed(m.Line(line))
 	}
 	if m.InTurn() {
-		feed(m.Finish(false, "Claude Code stopped before the turn ended.", ""))
+		feed(m.Finish(false, "The CLI stopped before the turn ended.", ""))
 	}
 	// One value a line, _spbridge/edited and the envelope left out.
 	var b bytes.Buffer
@@ -120,4 +153,116 @@ func renderClaude(t *testing.T, path string) []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
+}
+
+// TestCodexUpdatesGolden: what an ACP client is sent for each recorded
+// Codex stream, app-server and exec (the project's own recordings), as
+// TestClaudeUpdatesGolden; the app-server sessions with commands also for
+// a client with terminals of its own (.terminal.acp.jsonl).
+func TestCodexUpdatesGolden(t *testing.T) {
+	app, _ := filepath.Glob("../../testdata/codex/app-server/*.jsonl")
+	exec, _ := filepath.Glob("../../testdata/codex/exec/*.stdout.jsonl")
+	if len(app) == 0 || len(exec) == 0 {
+		t.Fatal("no recorded codex streams")
+	}
+	check := func(t *testing.T, got []byte, golden string) {
+		t.Helper()
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("updates differ from %s; got:\n%s", golden, got)
+		}
+	}
+	for _, f := range app {
+		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		t.Run("app-server/"+name, func(t *testing.T) {
+			lines, allowed := appServerLines(t, f)
+			got := render(t, itemmap.NewCodexApp(itemmap.SequentialIDs()), lines, allowed, "openai", false)
+			check(t, got, filepath.Join("testdata", "codex", "app-server", name+".acp.jsonl"))
+			if strings.Contains(name, "command") {
+				got := render(t, itemmap.NewCodexApp(itemmap.SequentialIDs()), lines, allowed, "openai", true)
+				check(t, got, filepath.Join("testdata", "codex", "app-server", name+".terminal.acp.jsonl"))
+			}
+		})
+	}
+	for _, f := range exec {
+		name := strings.TrimSuffix(filepath.Base(f), ".stdout.jsonl")
+		t.Run("exec/"+name, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lines [][]byte
+			for _, line := range bytes.Split(data, []byte("\n")) {
+				if len(line) > 0 {
+					lines = append(lines, line)
+				}
+			}
+			got := render(t, execMapper{itemmap.NewCodex(itemmap.SequentialIDs())}, lines, nil, "openai", false)
+			check(t, got, filepath.Join("testdata", "codex", "exec", name+".acp.jsonl"))
+		})
+	}
+}
+
+// appServerLines reads a recorded app-server session: the server's lines,
+// and the client's answers to its approval requests by request id.
+func appServerLines(t *testing.T, path string) ([][]byte, map[string]bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines [][]byte
+	allowed := map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var rec struct {
+			Dir string
+			Msg json.RawMessage
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		switch rec.Dir {
+		case "out":
+			lines = append(lines, rec.Msg)
+		case "in":
+			var msg struct {
+				ID     json.RawMessage
+				Result struct{ Decision any }
+			}
+			if json.Unmarshal(rec.Msg, &msg) == nil {
+				if d, ok := msg.Result.Decision.(string); ok {
+					allowed[string(msg.ID)] = strings.HasPrefix(d, "accept")
+				}
+			}
+		}
+	}
+	return lines, allowed
+}
+
+func TestTodoEntries(t *testing.T) {
+	tests := []struct {
+		text    string
+		entries []itemmap.PlanEntry
+		todo    bool
+	}{
+		{"[x] a\n[ ] b\n", []itemmap.PlanEntry{{Content: "a", Status: "completed"}, {Content: "b", Status: "pending"}}, true},
+		{"# Plan\n[x] a", []itemmap.PlanEntry{{Content: "# Plan", Status: "pending"}, {Content: "a", Status: "completed"}}, false},
+		{"", []itemmap.PlanEntry{}, false},
+	}
+	for _, tt := range tests {
+		entries, todo := todoEntries(tt.text)
+		if !reflect.DeepEqual(entries, tt.entries) || todo != tt.todo {
+			t.Errorf("todoEntries(%q) = %v, %v, want %v, %v", tt.text, entries, todo, tt.entries, tt.todo)
+		}
+	}
 }

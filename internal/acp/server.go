@@ -82,6 +82,11 @@ type Server struct {
 	// (initialize's clientCapabilities._meta.spbridge.items); a plain ACP
 	// client gets ACP alone.
 	items atomic.Bool
+	// terminal is set when the client shows a command's output in a
+	// terminal of its own (initialize's
+	// clientCapabilities._meta.terminal_output, Zed's display-only
+	// terminal): commands then stream it as _meta.terminal_output.
+	terminal atomic.Bool
 
 	nextID  atomic.Int64
 	pmu     sync.Mutex
@@ -239,6 +244,7 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		// Read here, in arrival order, so that what the client writes after
 		// initialize already sees its choice.
 		s.items.Store(wantsItems(m.Params))
+		s.terminal.Store(wantsTerminal(m.Params))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })
@@ -387,6 +393,20 @@ func wantsItems(params json.RawMessage) bool {
 		} `json:"clientCapabilities"`
 	}
 	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Meta.Spbridge.Items
+}
+
+// wantsTerminal reports whether initialize's params say the client shows
+// command output in terminals of its own: clientCapabilities._meta.
+// terminal_output is true.
+func wantsTerminal(params json.RawMessage) bool {
+	var p struct {
+		ClientCapabilities struct {
+			Meta struct {
+				TerminalOutput bool `json:"terminal_output"`
+			} `json:"_meta"`
+		} `json:"clientCapabilities"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Meta.TerminalOutput
 }
 
 func (s *Server) initialize(params json.RawMessage) (any, error) {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
@@ -24,10 +26,11 @@ type acpHost struct {
 	t  *turn
 
 	mu       sync.Mutex
-	sent     map[string]int // item id → bytes of its text sent as chunks
-	edited   bool           // _spbridge/edited went out for this turn
-	failure  string         // the text of the turn's last failure item
-	panicked string         // a panic in a callback, "" when none
+	sent     map[string]int          // item id → bytes of its text sent as chunks
+	out      map[string]*outputState // tool item id → its command output as shown
+	edited   bool                    // _spbridge/edited went out for this turn
+	failure  string                  // the text of the turn's last failure item
+	panicked string                  // a panic in a callback, "" when none
 }
 
 // recovered is called by the callbacks with what they recovered from a
@@ -70,6 +73,11 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}()
 	ss := h.ss
 	it := c.Item
+	if c.OutputDelta != "" && c.Tool != nil {
+		// Only a running command's output grew: the item is as it was.
+		h.output(it, c.Tool, c.OutputDelta)
+		return
+	}
 	var clone archive.Item
 	if c.Op != itemmap.OpRemove {
 		// Made here, where nothing changes the item, for saves elsewhere.
@@ -126,18 +134,19 @@ func (h *acpHost) Change(c itemmap.Change) {
 			ss.chunk(kind, chunk)
 		}
 	case archive.TypeDirections:
-		if c.Tool == nil && c.Plan == nil {
-			// A todo list as a mapper without views makes it (Codex
-			// exec's, until it gives the plan itself): one entry a line.
+		switch {
+		case c.Tool != nil:
+			// The plan the agent proposes before it leaves planning.
+			ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
+		case c.Plan == nil:
+			// A todo list without its plan: one entry a line.
 			ss.plan(planEntries(it))
-			break
 		}
-		ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
 	case archive.TypeTool, archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
-			ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
+			h.tool("tool_call", it, c.Tool)
 		} else {
-			ss.tool(toolUpdateOf("tool_call_update", it, c.Tool, ss.cwd))
+			h.tool("tool_call_update", it, c.Tool)
 		}
 	case archive.TypeFailure, archive.TypeQuestions:
 		if c.Op == itemmap.OpAdd {
@@ -147,6 +156,137 @@ func (h *acpHost) Change(c itemmap.Change) {
 	if c.Plan != nil {
 		ss.plan(c.Plan)
 	}
+}
+
+// maxTerminalOutput caps the output of one command sent to a client's
+// terminal.
+const maxTerminalOutput = 1 << 20
+
+// clearTerminal erases a terminal's screen and scrollback and puts the
+// cursor home: the output shown is written again from its start.
+const clearTerminal = "\x1b[2J\x1b[3J\x1b[H"
+
+// outputState is a command's output as a turn showed it.
+type outputState struct {
+	shown  string // what the client's terminal has, the output's first bytes
+	capped bool   // the output shown reached its cap: the rest is not sent
+}
+
+// next returns what to write to the client's terminal so that it shows
+// full (capped), the command's output now; delta is what full grew by
+// since the last call ("" when not known). A full that does not begin
+// with what was shown (a CLI that streamed only part of its output)
+// clears the terminal and is written whole.
+func (st *outputState) next(full, delta string) string {
+	if st.capped {
+		return ""
+	}
+	from := len(full) - len(delta)
+	prefix := ""
+	if delta == "" || len(st.shown) != from {
+		if strings.HasPrefix(full, st.shown) {
+			from = len(st.shown)
+		} else {
+			from, prefix = 0, clearTerminal
+		}
+	}
+	data := full[from:]
+	if room := maxTerminalOutput - from; len(data) > room {
+		cut := room
+		for cut > 0 && !utf8.RuneStart(data[cut]) {
+			cut--
+		}
+		st.capped, st.shown = true, full[:from+cut]
+		return prefix + data[:cut] + "\r\n… " + strconv.Itoa(len(data)-cut) + " bytes more\r\n"
+	}
+	st.shown = full
+	return prefix + data
+}
+
+// outputOf is the output state of tool item id.
+func (h *acpHost) outputOf(id string) *outputState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.out == nil {
+		h.out = make(map[string]*outputState)
+	}
+	st := h.out[id]
+	if st == nil {
+		st = &outputState{}
+		h.out[id] = st
+	}
+	return st
+}
+
+// output shows a running command's output grown by delta: to a client
+// with terminals, the new bytes alone; to others, the output so far as
+// the call's text content, until it passes the cap (the call's end shows
+// it whole, capped): so traffic stays bounded.
+func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
+	ss := h.ss
+	st := h.outputOf(it.ID())
+	if v.Terminal && ss.srv.terminal.Load() {
+		if data := st.next(v.Output, delta); data != "" {
+			ss.terminalOutput(it.ID(), data)
+		}
+		return
+	}
+	if st.capped {
+		return
+	}
+	st.capped = len(v.Output) > maxOutput
+	ss.tool(toolUpdateOf("tool_call_update", it, v, ss.cwd))
+}
+
+// tool sends a tool_call or tool_call_update for a tool or webSearch item
+// with its view. A command's call, to a client with terminals, opens one
+// (terminal content and _meta.terminal_info) and, when it ends, writes
+// what of its output the terminal lacks, then closes it
+// (_meta.terminal_exit).
+func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
+	ss := h.ss
+	u := toolUpdateOf(update, it, v, ss.cwd)
+	if v == nil || !v.Terminal || !ss.srv.terminal.Load() {
+		ss.tool(u)
+		return
+	}
+	u.terminal = true
+	u.hasContent = false
+	status := it.String("status")
+	if status == archive.StatusRunning || update == "tool_call" {
+		if update == "tool_call" {
+			u.termInfo, u.termCwd = true, ss.cwd
+		}
+		ss.tool(u)
+		if status == archive.StatusRunning {
+			return
+		}
+		u = toolUpdateOf("tool_call_update", it, v, ss.cwd)
+		u.terminal, u.hasContent = true, false
+	}
+	if data := h.outputOf(it.ID()).next(v.Output, ""); data != "" {
+		ss.terminalOutput(it.ID(), data)
+	}
+	if d := it.String("detail"); v.Output == "" && d != "" {
+		// Why it ended without output (denied, failed to start).
+		u.content, u.hasContent = d, true
+	}
+	u.termExit, u.exitCode = true, v.ExitCode
+	if u.exitCode == nil {
+		switch status {
+		case archive.StatusSucceeded:
+			u.exitCode = new(int)
+		case archive.StatusFailed:
+			one := 1
+			u.exitCode = &one
+		}
+	}
+	ss.tool(u)
+}
+
+// terminalOutput writes data to the client's terminal of tool call id.
+func (ss *acpSession) terminalOutput(id, data string) {
+	ss.srv.w.write(func(b []byte) []byte { return appendTerminalOutput(b, ss.id, id, data) })
 }
 
 // itemChange sends one change as _spbridge/item. Text that grew by
@@ -382,7 +522,7 @@ func toolKind(name string) string {
 	switch name {
 	case "Bash", "exec_command", "shell", "command_execution":
 		return "execute"
-	case "Read", "NotebookRead":
+	case "Read", "NotebookRead", "view_image":
 		return "read"
 	case "Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "file_change":
 		return "edit"
@@ -421,15 +561,34 @@ func toolTitle(it archive.Item) string {
 	return title
 }
 
-// planEntries are a directions item's lines, one pending plan entry each.
+// planEntries are a directions item's lines, one plan entry each: a todo
+// list's "[x] step" completed, "[ ] step" (and any other line) pending.
 func planEntries(it archive.Item) []itemmap.PlanEntry {
-	entries := []itemmap.PlanEntry{}
-	for _, line := range strings.Split(it.String("text"), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			entries = append(entries, itemmap.PlanEntry{Content: line, Status: itemmap.PlanPending})
-		}
-	}
+	entries, _ := todoEntries(it.String("text"))
 	return entries
+}
+
+// todoEntries reads text as plan entries, one a line, and reports whether
+// every line is a todo list's ("[x] step" or "[ ] step", as Codex's
+// todo lists are kept).
+func todoEntries(text string) ([]itemmap.PlanEntry, bool) {
+	entries := []itemmap.PlanEntry{}
+	todo := true
+	for line := range strings.SplitSeq(text, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		e := itemmap.PlanEntry{Content: line, Status: itemmap.PlanPending}
+		if rest, ok := strings.CutPrefix(line, "[x] "); ok {
+			e.Content, e.Status = rest, itemmap.PlanCompleted
+		} else if rest, ok := strings.CutPrefix(line, "[ ] "); ok {
+			e.Content = rest
+		} else {
+			todo = false
+		}
+		entries = append(entries, e)
+	}
+	return entries, todo && len(entries) > 0
 }
 
 // plainText is what an ACP client without spbridge's extensions is shown
@@ -476,7 +635,14 @@ func (ss *acpSession) replay() {
 			ss.chunk(agentMessageChunk, it.String("text"))
 		case archive.TypeThinking:
 			ss.chunk(agentThoughtChunk, it.String("text"))
-		case archive.TypeTool, archive.TypeWebSearch, archive.TypeDirections:
+		case archive.TypeDirections:
+			if entries, todo := todoEntries(it.String("text")); todo {
+				// A todo list (Codex's) as it last stood.
+				ss.plan(entries)
+				break
+			}
+			ss.tool(toolUpdateOf("tool_call", it, nil, ss.cwd))
+		case archive.TypeTool, archive.TypeWebSearch:
 			ss.tool(toolUpdateOf("tool_call", it, nil, ss.cwd))
 		case archive.TypeFailure, archive.TypeQuestions:
 			ss.chunk(agentMessageChunk, plainText(it))
