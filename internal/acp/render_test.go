@@ -31,19 +31,29 @@ func TestClaudeUpdatesGolden(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".stdout.jsonl")
 		t.Run(name, func(t *testing.T) {
-			got := renderClaude(t, f)
-			golden := filepath.Join("testdata", "claude", name+".acp.jsonl")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
+			terminals := []bool{false}
+			if strings.Contains(name, "bash") {
+				// Also for a client with terminals of its own.
+				terminals = append(terminals, true)
+			}
+			for _, terminal := range terminals {
+				got := renderClaude(t, f, terminal)
+				golden := filepath.Join("testdata", "claude", name+".acp.jsonl")
+				if terminal {
+					golden = filepath.Join("testdata", "claude", name+".terminal.acp.jsonl")
 				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("updates differ from %s; got:\n%s", golden, got)
+				if *update {
+					if err := os.WriteFile(golden, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run go test -update)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("updates differ from %s; got:\n%s", golden, got)
+				}
 			}
 		})
 	}
@@ -51,7 +61,7 @@ func TestClaudeUpdatesGolden(t *testing.T) {
 
 // renderClaude maps a recorded stream and renders its changes as a
 // session's host does, with the session's working folder /work.
-func renderClaude(t *testing.T, path string) []byte {
+func renderClaude(t *testing.T, path string, terminal bool) []byte {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +90,7 @@ func renderClaude(t *testing.T, path string) []byte {
 			lines = append(lines, line)
 		}
 	}
-	return render(t, claudeMapper{m}, lines, allowed, "claude-code", false)
+	return render(t, claudeMapper{m}, lines, allowed, "claude-code", terminal)
 }
 
 // mapper is what render needs of a stream mapper.

@@ -170,6 +170,7 @@ const clearTerminal = "\x1b[2J\x1b[3J\x1b[H"
 type outputState struct {
 	shown  string // what the client's terminal has, the output's first bytes
 	capped bool   // the output shown reached its cap: the rest is not sent
+	opened bool   // the client was told of the terminal (_meta.terminal_info)
 }
 
 // next returns what to write to the client's terminal so that it shows
@@ -240,7 +241,9 @@ func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
 
 // tool sends a tool_call or tool_call_update for a tool or webSearch item
 // with its view. A command's call, to a client with terminals, opens one
-// (terminal content and _meta.terminal_info) and, when it ends, writes
+// (terminal content and, the first time, _meta.terminal_info: on the
+// tool_call, or on the update that first says the call runs a command)
+// and, when it ends, writes
 // what of its output the terminal lacks, then closes it
 // (_meta.terminal_exit).
 func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
@@ -252,11 +255,11 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	}
 	u.terminal = true
 	u.hasContent = false
+	st := h.outputOf(it.ID())
 	status := it.String("status")
-	if status == archive.StatusRunning || update == "tool_call" {
-		if update == "tool_call" {
-			u.termInfo, u.termCwd = true, ss.cwd
-		}
+	if status == archive.StatusRunning || !st.opened {
+		u.termInfo, u.termCwd = !st.opened, ss.cwd
+		st.opened = true
 		ss.tool(u)
 		if status == archive.StatusRunning {
 			return
@@ -264,7 +267,7 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 		u = toolUpdateOf("tool_call_update", it, v, ss.cwd)
 		u.terminal, u.hasContent = true, false
 	}
-	if data := h.outputOf(it.ID()).next(v.Output, ""); data != "" {
+	if data := st.next(v.Output, ""); data != "" {
 		ss.terminalOutput(it.ID(), data)
 	}
 	if d := it.String("detail"); v.Output == "" && d != "" {
