@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,7 @@ type toolUpdate struct {
 	status     string
 	diffs      []itemmap.Diff     // diff content blocks, paths absolute
 	content    string             // shown as one text content block (after the diffs) when hasContent
+	images     []itemmap.Image    // image content blocks, after the text: what the call returned
 	locations  []itemmap.Location // paths absolute
 	parent     string             // the tool call it runs under, "" when none
 	hasContent bool
@@ -117,6 +119,7 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 	}
 	u.parent = view.ParentID
 	u.locations, u.diffs = viewFiles(view, cwd)
+	u.images = view.Images
 	switch {
 	case view.Output != "":
 		// Whole once the command ended; while it runs, what it printed so
@@ -192,7 +195,7 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 	b = append(b, `,"status":"`...)
 	b = append(b, u.status...)
 	b = append(b, '"')
-	if len(u.diffs) > 0 || u.hasContent || u.terminal {
+	if len(u.diffs) > 0 || u.hasContent || u.terminal || len(u.images) > 0 {
 		b = append(b, `,"content":[`...)
 		if u.terminal {
 			b = append(b, `{"type":"terminal","terminalId":`...)
@@ -222,6 +225,16 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
 			b = canonjson.AppendString(b, u.content)
 			b = append(b, "}}"...)
+		}
+		for i, im := range u.images {
+			if i > 0 || len(u.diffs) > 0 || u.terminal || u.hasContent {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"content","content":{"type":"image","mimeType":`...)
+			b = canonjson.AppendString(b, im.MimeType)
+			b = append(b, `,"data":"`...)
+			b = base64.StdEncoding.AppendEncode(b, im.Data)
+			b = append(b, `"}}`...)
 		}
 		b = append(b, ']')
 	}

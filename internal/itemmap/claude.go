@@ -491,17 +491,20 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 			}
 		case "tool_result":
 			id := c.Get("tool_use_id").String()
-			out := toolResultText(c.Get("content"))
+			out, images := toolResultContent(c.Get("content"))
 			isErr := c.Get("is_error").Bool()
 			tool, ok := t.tools[id]
 			name := ""
 			if ok {
 				name = tool.name
 				if !tool.done {
-					m.toolResult(tool, out, isErr, toolResult, r)
+					m.toolResult(tool, out, images, isErr, toolResult, r)
 				}
 			}
+			// The images follow their result: a tool message may answer
+			// several calls, each result with its own images after it.
 			results = append(results, archive.NewToolResultBlock(id, name, out, isErr))
+			results = append(results, imageBlocks(images)...)
 		}
 	}
 	if len(results) > 0 {
@@ -518,27 +521,47 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 // toolResultText is a tool_result's content as text: a string as it is, a
 // list of blocks as their text joined by newlines (an image as [image]).
 func toolResultText(c gjson.Result) string {
+	out, _ := resultContent(c, false)
+	return out
+}
+
+// toolResultContent is a tool_result's content as its text and its images:
+// a string as it is, a list of blocks as their text joined by newlines and
+// the images in it (base64, as Claude Code sends a Read of a picture). An
+// image format 1 cannot keep stays in the text as [image].
+func toolResultContent(c gjson.Result) (string, []Image) {
+	return resultContent(c, true)
+}
+
+func resultContent(c gjson.Result, keepImages bool) (string, []Image) {
 	if c.Type == gjson.String {
-		return c.String()
+		return c.String(), nil
 	}
 	if !c.IsArray() {
 		if c.Exists() && c.Type != gjson.Null {
-			return c.Raw
+			return c.Raw, nil
 		}
-		return ""
+		return "", nil
 	}
 	var parts []string
+	var images []Image
 	for _, b := range c.Array() {
 		switch b.Get("type").String() {
 		case "text":
 			parts = append(parts, b.Get("text").String())
 		case "image":
+			if keepImages && b.Get("source.type").String() == "base64" {
+				if im, ok := decodeImage(b.Get("source.media_type").String(), b.Get("source.data").String()); ok {
+					images = append(images, im)
+					continue
+				}
+			}
 			parts = append(parts, "[image]")
 		default:
 			parts = append(parts, b.Raw)
 		}
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, "\n"), images
 }
 
 func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {

@@ -88,10 +88,20 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 }
 
 // toolResult records a tool's result on its item.
-func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured gjson.Result, r *Result) {
+// images are the images the result holds (a Read of a picture): the item
+// names them, its view carries them.
+func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr bool, structured gjson.Result, r *Result) {
 	t := m.turn
 	ran := !t.denyIDs[tool.id] && !(isErr && (strings.HasPrefix(out, "[Request interrupted by user") || strings.HasPrefix(out, claudeRejected)))
 	tool.view = resultView(tool.name, tool.view, out, ran, structured)
+	if len(images) > 0 {
+		tool.view.Images = images
+		if s := imagesDetail(images); out == "" {
+			out = s
+		} else {
+			out += "\n" + s
+		}
+	}
 	switch {
 	case tool.special == archive.TypeWebSearch:
 		status := archive.StatusSucceeded
@@ -118,6 +128,8 @@ func (m *Claude) toolResult(tool *claudeTool, out string, isErr bool, structured
 		m.finishTool(tool, archive.StatusDenied, "denied", out, r)
 	case isErr:
 		m.finishTool(tool, archive.StatusFailed, failedStatusText(tool.name, out), out, r)
+	case len(images) > 0:
+		m.finishTool(tool, archive.StatusSucceeded, imagesText(len(images)), out, r)
 	default:
 		m.finishTool(tool, archive.StatusSucceeded, succeededStatusText(tool.name, out, structured), out, r)
 	}

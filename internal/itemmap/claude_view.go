@@ -296,7 +296,8 @@ func (m *Claude) subagent(ev *claudeEvent, parentID string, r *Result) {
 				continue
 			}
 			if tool, ok := t.tools[c.Get("tool_use_id").String()]; ok && tool.child && !tool.done {
-				m.toolResult(tool, toolResultText(c.Get("content")), c.Get("is_error").Bool(), ev.Get("tool_use_result"), r)
+				out, images := toolResultContent(c.Get("content"))
+				m.toolResult(tool, out, images, c.Get("is_error").Bool(), ev.Get("tool_use_result"), r)
 			}
 		}
 	}

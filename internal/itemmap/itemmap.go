@@ -4,6 +4,7 @@
 package itemmap
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -113,6 +114,20 @@ type ToolView struct {
 	// ParentID is the item id of the tool call this call runs under (a
 	// subagent's tool, under Claude's Task/Agent call), "" when none.
 	ParentID string
+	// Images are the images the call returned to the model (Claude's Read
+	// of a picture, Codex's view_image), in order, once known. The
+	// history keeps each as an image block after the call's toolResult,
+	// so a save stores it in agent/images/ under the image cap; the item
+	// itself says only "image" in its statusText and detail.
+	Images []Image
+}
+
+// Image is an image a tool returned: its MIME type (one format 1 stores:
+// image/png, image/jpeg, image/gif, image/webp) and its bytes. The bytes
+// are shared, never changed.
+type Image struct {
+	MimeType string
+	Data     []byte
 }
 
 // Tool kinds, as ACP names them.
@@ -307,6 +322,65 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// decodeImage is the image a tool returned as base64 with its MIME type,
+// false when format 1 cannot keep it (a type it does not store, bytes that
+// are not base64).
+func decodeImage(mimeType, data string) (Image, bool) {
+	if _, err := archive.NewImageBlock(mimeType, nil); err != nil {
+		return Image{}, false
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || len(b) == 0 {
+		return Image{}, false
+	}
+	return Image{MimeType: mimeType, Data: b}, true
+}
+
+// decodeDataURL is the image in a data: URL ("data:image/png;base64,…"),
+// false when it is not one format 1 can keep.
+func decodeDataURL(url string) (Image, bool) {
+	rest, ok := strings.CutPrefix(url, "data:")
+	if !ok {
+		return Image{}, false
+	}
+	meta, data, ok := strings.Cut(rest, ",")
+	mimeType, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !isB64 {
+		return Image{}, false
+	}
+	return decodeImage(strings.ToLower(mimeType), data)
+}
+
+// imageBlocks are the history's image blocks of images.
+func imageBlocks(images []Image) []archive.Block {
+	var bs []archive.Block
+	for _, im := range images {
+		if b, err := archive.NewImageBlock(im.MimeType, im.Data); err == nil {
+			bs = append(bs, b)
+		}
+	}
+	return bs
+}
+
+// imagesText is how a tool item's statusText and detail name the images a
+// call returned: "image", "2 images".
+func imagesText(n int) string {
+	if n == 1 {
+		return "image"
+	}
+	return plural(n, "image")
+}
+
+// imagesDetail is the detail's line for the images a call returned:
+// "[image/png image, 75 bytes]", one a line.
+func imagesDetail(images []Image) string {
+	var lines []string
+	for _, im := range images {
+		lines = append(lines, "["+im.MimeType+" image, "+plural(len(im.Data), "byte")+"]")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // setFailure adds a turn's failure item to r, or, when the turn has one
