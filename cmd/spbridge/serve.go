@@ -12,10 +12,11 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
+	"spbridge/internal/sessionindex"
 )
 
 func runServe(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("serve", "[--backend claude|codex] [--codex-transport app-server|exec] [--no-audit]",
+	f := newFlagSet("serve", "[--backend claude|codex] [--codex-transport app-server|exec] [--no-audit] [--login claude|codex]",
 		"Speak the Agent Client Protocol (version 1) on standard input and output:\n"+
 			"JSON-RPC 2.0, one message a line, so an editor can use spbridge as its\n"+
 			"agent. Each session is one document package (named in session/new's\n"+
@@ -23,16 +24,22 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"package of its own for each session under the state folder, which\n"+
 			"session/load opens again by its id. Logs go to standard error. Closing\n"+
 			"standard input, or SIGINT or SIGTERM, ends every CLI and saves every\n"+
-			"conversation that changed.")
+			"conversation that changed. With --login, it runs that CLI's log-in\n"+
+			"instead (as `spbridge login --backend NAME` does): an editor's terminal\n"+
+			"log-in appends it to the command it starts spbridge with.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
 	backendName := f.String("backend", "claude", "the backend of sessions that name none: claude or codex")
 	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
+	login := f.String("login", "", "run this CLI's log-in (claude or codex) instead of serving")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
 	if err := f.noArgs(); err != nil {
 		return err
+	}
+	if *login != "" {
+		return runLogin(ctx, st, []string{"--backend", *login})
 	}
 	if err := checkBackend(f, *backendName, *transport); err != nil {
 		return err
@@ -45,12 +52,15 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Version:        versionString(),
 		DefaultBackend: *backendName,
 		SessionsDir:    filepath.Join(state, "sessions"),
+		Index:          sessionindex.New(state),
 		Log:            log.New(st.err, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
+			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, Mode: o.Mode, Events: o.Events}
 			switch name {
-			case "claude", "codex":
-				be, _ := newBackend(name, backendFlags{dir: o.Cwd, model: o.Model, idle: *idle, transport: *transport})
-				return be, nil
+			case "claude":
+				return claude.New(opts), nil
+			case "codex":
+				return codex.New(codex.Options{Options: opts, Transport: *transport}), nil
 			}
 			return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
 		},

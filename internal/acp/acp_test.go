@@ -258,7 +258,11 @@ func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, doneCh: make(chan struct{})}
 	cfg.AuditDir, cfg.Version = t.TempDir(), "test"
+	newBackend := cfg.NewBackend // a test's own, else fakes
 	cfg.NewBackend = func(name string, o BackendOptions) (backend.Backend, error) {
+		if newBackend != nil {
+			return newBackend(name, o)
+		}
 		if name != "claude" {
 			return nil, fmt.Errorf("no %s", name)
 		}
@@ -586,25 +590,27 @@ func TestPermissions(t *testing.T) {
 	}
 }
 
-func TestCancelQueueAndBusy(t *testing.T) {
+// TestCancelQueue: a second prompt while a turn runs is queued, like a
+// _spbridge/queue message; session/cancel hands both back as unsent, the
+// queued prompt answered cancelled.
+func TestCancelQueue(t *testing.T) {
 	c := startServer(t)
 	pkg := newPackage(t)
 	res, _ := c.request("session/new", newSessionParams(pkg))
 	sid := res["sessionId"].(string)
 	pid := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("slow")}})
 	c.until(func(m map[string]any) bool { return m["method"] == "session/update" })
-	busy, _ := c.response(c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("again")}}))
-	if errCode(busy) != CodeBusy {
-		t.Errorf("second prompt: %v", busy)
-	}
+	again := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("again")}})
 	q, _ := c.response(c.call("_spbridge/queue", map[string]any{"sessionId": sid, "prompt": []any{textBlock("later")}}))
 	if q["result"].(map[string]any)["queued"] != true {
 		t.Errorf("queue: %v", q)
 	}
 	c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
-	r, _ := c.response(pid)
-	if r["result"].(map[string]any)["stopReason"] != "cancelled" {
-		t.Errorf("cancelled prompt: %v", r)
+	for _, id := range []float64{pid, again} {
+		r, _ := c.response(id)
+		if r["result"].(map[string]any)["stopReason"] != "cancelled" {
+			t.Errorf("cancelled prompt %v: %v", id, r)
+		}
 	}
 	// The interrupted turn handed its queue back; the next prompt goes on.
 	res, _ = c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}})
@@ -613,7 +619,7 @@ func TestCancelQueueAndBusy(t *testing.T) {
 	}
 	c.request("_spbridge/save", map[string]any{"sessionId": sid})
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
-	if len(p.Conv.Unsent) != 1 || p.Conv.Unsent[0] != "later" || len(p.Conv.Queued) != 0 {
+	if fmt.Sprint(p.Conv.Unsent) != "[again later]" || len(p.Conv.Queued) != 0 {
 		t.Errorf("unsent %v queued %v", p.Conv.Unsent, p.Conv.Queued)
 	}
 
@@ -777,8 +783,9 @@ func TestAuthenticate(t *testing.T) {
 	c := startServerWith(t, Config{AuthStatus: func(_ context.Context, b string) (bool, error) { return logged[b], nil }})
 	res, _ := c.request("initialize", map[string]any{"protocolVersion": 1})
 	methods := res["authMethods"].([]any)
-	if len(methods) != 2 || methods[0].(map[string]any)["type"] != "terminal" || fmt.Sprint(methods[0].(map[string]any)["args"]) != "[login --backend claude]" {
-		t.Errorf("authMethods %v", methods)
+	if len(methods) != 2 || methods[0].(map[string]any)["type"] != nil ||
+		!strings.Contains(methods[0].(map[string]any)["description"].(string), "spbridge login --backend claude") {
+		t.Errorf("authMethods without auth.terminal %v", methods)
 	}
 	if _, seen := c.request("authenticate", map[string]any{"methodId": "claude-login"}); len(seen) != 0 {
 		t.Errorf("unexpected %v", seen)

@@ -20,7 +20,7 @@ const (
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
 	CodeInternalError  = -32603
-	CodeBusy           = -32001 // a prompt already runs in the session
+	CodeBusy           = -32001 // New Conversation while a prompt runs
 	CodeNotFound       = -32002 // ACP: resource not found (an unknown session)
 )
 

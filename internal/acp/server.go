@@ -13,6 +13,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
+	"spbridge/internal/sessionindex"
 )
 
 // ProtocolVersion is the ACP version spbridge speaks.
@@ -22,6 +23,13 @@ const ProtocolVersion = 1
 type BackendOptions struct {
 	Cwd   string
 	Model string
+	// MCPServers are the editor's MCP servers (session/new, load, resume).
+	MCPServers []backend.MCPServer
+	// Mode is the mode to start in ("" for the backend's default).
+	Mode string
+	// Events are the session's: the backend tells it of mode and command
+	// changes.
+	Events backend.Events
 }
 
 // NewBackendFunc makes the backend of a session. It fails for a backend
@@ -47,19 +55,13 @@ type Config struct {
 	// AuthStatus says whether a backend's CLI is logged in, for
 	// authenticate; nil answers every authenticate with success.
 	AuthStatus func(ctx context.Context, backend string) (bool, error)
+	// Index keeps the packages opened through serve, for session/list;
+	// nil lists none.
+	Index *sessionindex.Index
 }
 
 // CodeAuthRequired is ACP's error for a client that must authenticate.
 const CodeAuthRequired = -32000
-
-// authMethods are the log-ins spbridge offers: each CLI's own, run by the
-// client in a terminal as `spbridge login --backend NAME`.
-var authMethods = []any{
-	map[string]any{"type": "terminal", "id": "claude-login", "name": "Log in to Claude Code",
-		"description": "Runs Claude Code's own log-in in a terminal.", "args": []string{"login", "--backend", "claude"}},
-	map[string]any{"type": "terminal", "id": "codex-login", "name": "Log in to the Codex CLI",
-		"description": "Runs the Codex CLI's own log-in in a terminal.", "args": []string{"login", "--backend", "codex"}},
-}
 
 // Server is one ACP connection. Create it with NewServer and run Serve.
 //
@@ -230,6 +232,8 @@ func (s *Server) reply(m *message, result any, err error) {
 var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 	"session/prompt":                (*acpSession).prompt,
 	"session/set_config_option":     (*acpSession).setConfigOption,
+	"session/set_mode":              (*acpSession).setMode,
+	"session/close":                 (*acpSession).closeSession,
 	"_spbridge/rate":                (*acpSession).rate,
 	"_spbridge/queue":               (*acpSession).queueMessage,
 	"_spbridge/save":                (*acpSession).save,
@@ -249,9 +253,13 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })
 	case "session/new":
-		s.open(m, false)
+		s.open(m, openNew)
 	case "session/load":
-		s.open(m, true)
+		s.open(m, openLoad)
+	case "session/resume":
+		s.open(m, openResume)
+	case "session/list":
+		s.goReply(m, func() (any, error) { return s.listSessions(m.Params) })
 	case "session/cancel":
 		s.cancel(m)
 	default:
@@ -422,11 +430,12 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	return map[string]any{
 		"protocolVersion": ProtocolVersion,
 		"agentCapabilities": map[string]any{
-			"loadSession":        true,
-			"promptCapabilities": map[string]any{"image": true, "audio": false, "embeddedContext": false},
-			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
+			"loadSession":         true,
+			"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": false},
+			"mcpCapabilities":     map[string]any{"http": true, "sse": true},
+			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
 		},
-		"authMethods": authMethods,
+		"authMethods": authMethods(wantsTerminalAuth(params)),
 		"agentInfo":   map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
 	}, nil
 }
@@ -488,7 +497,7 @@ func (s *Server) authenticate(ctx context.Context, params json.RawMessage) (any,
 	if err := decode(params, &p); err != nil {
 		return nil, err
 	}
-	backend, ok := map[string]string{"claude-login": "claude", "codex-login": "codex"}[p.MethodID]
+	backend, ok := authBackends[p.MethodID]
 	if !ok {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
 	}

@@ -43,6 +43,9 @@ type acpSession struct {
 	stopping bool       // the server shuts down or the session failed: no turn starts
 	failure  string     // why the session failed (a panic), "" when it did not
 	turn     *turn      // the running turn, or nil
+	// queuedJobs are the prompts queued behind the running turn (in
+	// waiting), for session/cancel.
+	queuedJobs []*job
 
 	mu          sync.Mutex
 	opened      bool // pkg, lock and conv are set
@@ -65,6 +68,20 @@ type acpSession struct {
 	base        archive.Conversation
 	live        []archive.Item
 	savedInTurn bool
+	mcp         []backend.MCPServer // the editor's MCP servers, for every backend of the session
+
+	// cmu guards what the backend's events change (they come on its
+	// goroutines, which never wait for mu): the modes and commands as last
+	// told, and the title as the sessions index has it.
+	cmu       sync.Mutex
+	modes     []backend.Mode
+	mode      string
+	commands  []backend.Command
+	announced bool // the open was answered: commands may go out
+	title     string
+
+	prepareCancel context.CancelFunc // ends the CLI's early start
+	preparing     sync.WaitGroup     // the early start, waited for at close
 }
 
 // job is one message for a session, handled by its worker.
@@ -89,6 +106,9 @@ type turn struct {
 	backend backend.Backend // the backend it runs on, for Interrupt
 	done    chan struct{}   // closed by finish when it ended
 	once    sync.Once
+	// ending is set (under mu and qmu) once the turn's end took no queued
+	// message: a prompt that comes now waits for done and starts its own.
+	ending bool
 }
 
 // finish marks the turn ended.
@@ -97,6 +117,7 @@ func (t *turn) finish() { t.once.Do(func() { close(t.done) }) }
 type queuedPrompt struct {
 	text   string
 	images []backend.Image
+	job    *job // the session/prompt it answers; nil for _spbridge/queue
 }
 
 // spbridgeMeta is spbridge's part of session/new and session/load _meta.
@@ -108,9 +129,21 @@ type spbridgeMeta struct {
 	KeepConversation *bool  `json:"keepConversation"`
 }
 
-// openParams are a session/new or session/load request, checked.
+// How a session opens: session/new, session/load (replays the
+// conversation) or session/resume (does not).
+type openHow int
+
+const (
+	openNew openHow = iota
+	openLoad
+	openResume
+)
+
+// openParams are a session/new, session/load or session/resume request,
+// checked.
 type openParams struct {
-	load    bool
+	how     openHow
+	load    bool   // load or resume: the session id names the package
 	id      string // the package's absolute path
 	fresh   bool   // a package of the session's own, made at open
 	kind    archive.Kind
@@ -118,11 +151,13 @@ type openParams struct {
 	backend string
 	model   string
 	cwd     string
+	mcp     []backend.MCPServer
 }
 
 // parseOpen checks a session/new or session/load request and names the
 // session it opens, without touching the file system.
-func (s *Server) parseOpen(params json.RawMessage, load bool) (*openParams, error) {
+func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, error) {
+	load := how != openNew
 	var p struct {
 		SessionID  string          `json:"sessionId"`
 		Cwd        string          `json:"cwd"`
@@ -144,7 +179,12 @@ func (s *Server) parseOpen(params json.RawMessage, load bool) (*openParams, erro
 		}
 		m.Package = p.SessionID
 	}
-	op := &openParams{load: load}
+	op := &openParams{how: how, load: load}
+	mcp, err := parseMCPServers(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	op.mcp = mcp
 	if m.Package == "" && s.cfg.SessionsDir != "" {
 		// An editor that knows nothing of packages: the session gets one of
 		// its own, and its id (the package's path) loads it later.
@@ -193,8 +233,8 @@ func (s *Server) parseOpen(params json.RawMessage, load bool) (*openParams, erro
 // open handles session/new and session/load: the session is known by its
 // id at once, so what a client pipelines after it waits in its queue, and
 // its worker opens the package first.
-func (s *Server) open(m *message, load bool) {
-	op, err := s.parseOpen(m.Params, load)
+func (s *Server) open(m *message, how openHow) {
+	op, err := s.parseOpen(m.Params, how)
 	if err != nil {
 		s.reply(m, nil, err)
 		return
@@ -244,24 +284,33 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
-	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model})
+	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, Events: ss.events()})
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
+	c, _ := be.(backend.Controls)
+	ss.takeControls(c)
 	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: providers[op.backend], AuditDir: ss.srv.cfg.AuditDir, Cwd: op.cwd}
 	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
 		conv.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}
 	ss.mu.Lock()
 	ss.opened, ss.backend, ss.keep, ss.pkg, ss.lock, ss.conv = true, op.backend, op.keep, pkg, lock, conv
-	ss.model, ss.cwd = op.model, op.cwd
+	ss.model, ss.cwd, ss.mcp = op.model, op.cwd, op.mcp
 	ss.mu.Unlock()
 	locked = false
-	if op.load {
-		ss.replay()
-		return map[string]any{"configOptions": ss.configOptions()}, nil
+	ss.touch()
+	res := map[string]any{"configOptions": ss.configOptions()}
+	if modes := ss.modeState(); modes != nil {
+		res["modes"] = modes
 	}
-	return map[string]any{"sessionId": ss.id, "configOptions": ss.configOptions()}, nil
+	switch op.how {
+	case openLoad:
+		ss.replay()
+	case openNew:
+		res["sessionId"] = ss.id
+	}
+	return res, nil
 }
 
 // turnView is the package as the turns see it: the same folder and
@@ -336,6 +385,9 @@ func (ss *acpSession) runJob(j *job) {
 	}
 	ss.srv.reply(j.m, result, err)
 	ss.endJobs(jobs, fmt.Sprintf("session %q could not be opened: %v", ss.id, err))
+	if j.opening && err == nil {
+		ss.afterOpen()
+	}
 }
 
 // cancelPrompts cancels every prompt that arrived so far: the running turn
@@ -349,6 +401,9 @@ func (ss *acpSession) cancelPrompts() {
 		}
 	}
 	if j := ss.working; j != nil && j.cancel != nil {
+		j.cancel()
+	}
+	for _, j := range ss.queuedJobs {
 		j.cancel()
 	}
 	if t := ss.turn; t != nil {
@@ -485,8 +540,12 @@ func (ss *acpSession) configOptions() []any {
 		}
 		opts = append(opts, map[string]any{"value": v, "name": name})
 	}
-	return []any{map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
+	all := []any{map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
 		"currentValue": current, "options": opts}}
+	if mode := ss.modeOption(); mode != nil {
+		all = append(all, mode)
+	}
+	return all
 }
 
 func (ss *acpSession) setConfigOption(j *job) (any, error) {
@@ -498,8 +557,14 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		return nil, err
 	}
 	value, ok := p.Value.(string)
-	if p.ConfigID != "model" || !ok || value == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the only option is \"model\", a string value")
+	if (p.ConfigID != "model" && p.ConfigID != "mode") || !ok || value == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\" and \"mode\", each a string value")
+	}
+	if p.ConfigID == "mode" {
+		if err := ss.switchMode(value); err != nil {
+			return nil, err
+		}
+		return map[string]any{"configOptions": ss.configOptions()}, nil
 	}
 	if err := ss.ready(); err != nil {
 		return nil, err
@@ -587,14 +652,18 @@ func (ss *acpSession) prompt(j *job) (any, error) {
 	if j.ctx.Err() != nil {
 		return cancelledResponse(), nil
 	}
-	ss.qmu.Lock()
-	running := ss.turn
-	ss.qmu.Unlock()
+	if name := ownCommand(text); name != "" && len(images) == 0 {
+		return ss.runOwnCommand(j, name)
+	}
+	queued, running, err := ss.enqueuePrompt(queuedPrompt{text, images, j}, false)
+	if err != nil {
+		return nil, err
+	}
+	if queued {
+		return answeredLater{}, nil
+	}
 	if running != nil {
-		if running.ctx.Err() == nil {
-			return nil, &RPCError{Code: CodeBusy, Message: "a prompt is already running in this session; send this one with _spbridge/queue or wait"}
-		}
-		// The turn before was cancelled and is ending: this prompt is the
+		// The turn before was cancelled or is ending: this prompt is the
 		// next.
 		select {
 		case <-running.done:
@@ -602,10 +671,41 @@ func (ss *acpSession) prompt(j *job) (any, error) {
 			return cancelledResponse(), nil
 		}
 	}
-	if err := ss.startTurn(j, queuedPrompt{text, images}); err != nil {
+	if err := ss.startTurn(j, queuedPrompt{text, images, j}); err != nil {
 		return nil, err
 	}
 	return answeredLater{}, nil
+}
+
+// enqueuePrompt queues q behind the running turn when one runs and goes
+// on (queued); otherwise it returns the turn that is ending, if any, for
+// the caller to wait for before it starts q's. A turn that was cancelled
+// takes q into the queue it hands back when toCancelled is set, and is
+// waited for otherwise.
+func (ss *acpSession) enqueuePrompt(q queuedPrompt, toCancelled bool) (queued bool, ending *turn, err error) {
+	if err := ss.ready(); err != nil {
+		return false, nil, err
+	}
+	ss.qmu.Lock()
+	t := ss.turn
+	if t == nil || (t.ctx.Err() != nil && !toCancelled) || t.ending {
+		ss.qmu.Unlock()
+		ss.mu.Unlock()
+		return false, t, nil
+	}
+	if q.job != nil {
+		ss.queuedJobs = append(ss.queuedJobs, q.job)
+	}
+	ss.qmu.Unlock()
+	ss.waiting = append(ss.waiting, q)
+	ss.pkg.Conv.Queued = append(ss.pkg.Conv.Queued, q.text)
+	ss.dirty = true
+	keep := ss.keep
+	ss.mu.Unlock()
+	if keep {
+		ss.edited()
+	}
+	return true, nil, nil
 }
 
 // cancelledResponse answers a prompt cancelled before its turn began.
@@ -673,7 +773,7 @@ func (ss *acpSession) runTurns(t *turn, j *job, q queuedPrompt) {
 		if !ok {
 			return
 		}
-		t, j, q = next.t, nil, next.q
+		t, j, q = next.t, next.q.job, next.q
 	}
 }
 
@@ -707,14 +807,16 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			more = false
 		}
 		if !more {
+			ss.mu.Lock()
 			ss.qmu.Lock()
-			ss.turn = nil
+			if ss.turn == t {
+				ss.turn = nil
+				ss.live = nil
+			}
 			failed := ss.failure != ""
 			ss.qmu.Unlock()
-			t.finish()
-			ss.mu.Lock()
-			ss.live = nil
 			ss.mu.Unlock()
+			t.finish()
 			if failed {
 				jobs = ss.abandon()
 				ss.endFailed()
@@ -757,15 +859,26 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 		}
 		ss.usage(end)
 		answer = stopResponse(end, t.ctx.Err() != nil)
+		if f := h.failureText(); end.Status == itemmap.TurnFailed && notLoggedIn(f) {
+			// The editor offers its log-in on this answer.
+			answer, answerErr = nil, authRequired(ss.backend, f)
+		}
 	}
-	return ss.endTurn(t, end, !notStarted)
+	next, more = ss.endTurn(t, end, !notStarted)
+	if !notStarted {
+		ss.recordTurn(q.text)
+	}
+	return next, more
 }
 
 // endTurn brings a turn's end into the session: end is nil when the turn
 // did not start (nothing changed but what a save during it wrote). It
 // begins the next queued message's turn when the turn completed.
 func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (nextTurn, bool) {
-	next, more, edited := ss.endTurnLocked(t, end, started)
+	next, more, edited, handedBack := ss.endTurnLocked(t, end, started)
+	for _, j := range handedBack {
+		ss.srv.reply(j.m, cancelledResponse(), nil)
+	}
 	if edited {
 		ss.edited()
 	}
@@ -773,8 +886,9 @@ func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (next
 }
 
 // endTurnLocked is endTurn's work under the locks; it reports whether the
-// conversation changed.
-func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify bool) {
+// conversation changed, and returns the queued prompts it handed back (to
+// be answered cancelled).
+func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify bool, handedBack []*job) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.qmu.Lock()
@@ -791,13 +905,20 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 		// A cancelled turn hands its queue back to the composer.
 		for _, q := range ss.waiting {
 			conv.Unsent = append(conv.Unsent, q.text)
+			if q.job != nil {
+				handedBack = append(handedBack, q.job)
+			}
 		}
 		ss.waiting = nil
+		ss.queuedJobs = nil
 		conv.Queued = nil
 		changed = true
 	default:
 		next = &nextTurn{q: ss.waiting[0]}
 		ss.waiting = ss.waiting[1:]
+		if next.q.job != nil {
+			ss.queuedJobs = slices.DeleteFunc(ss.queuedJobs, func(j *job) bool { return j == next.q.job })
+		}
 		if len(conv.Queued) > 0 {
 			conv.Queued = conv.Queued[1:]
 		}
@@ -818,11 +939,18 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 		notify = true
 	}
 	if next == nil {
-		return nextTurn{}, false, notify
+		// No queued message follows: the session is free for the next
+		// prompt, which waits for this turn's goroutine to finish.
+		t.ending = true
+		return nextTurn{}, false, notify, handedBack
 	}
 	t.finish()
-	next.t = ss.beginTurn(context.Background())
-	return *next, true, notify
+	parent := context.Background()
+	if next.q.job != nil {
+		parent = next.q.job.ctx
+	}
+	next.t = ss.beginTurn(parent)
+	return *next, true, notify, handedBack
 }
 
 // usage sends a usage_update after a turn that reported its usage: the
@@ -875,6 +1003,16 @@ func (ss *acpSession) close() error {
 		return nil
 	}
 	ss.closed = true
+	for _, q := range ss.waiting {
+		if q.job != nil {
+			ss.srv.reply(q.job.m, cancelledResponse(), nil)
+		}
+	}
+	ss.waiting = nil
+	if ss.prepareCancel != nil {
+		ss.prepareCancel()
+	}
+	ss.preparing.Wait()
 	var errs []error
 	if ss.dirty {
 		errs = append(errs, ss.safely("save", func() error {
@@ -952,26 +1090,18 @@ func (ss *acpSession) queueMessage(j *job) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ss.ready(); err != nil {
+	queued, ending, err := ss.enqueuePrompt(queuedPrompt{text: text, images: images}, true)
+	if err != nil {
 		return nil, err
 	}
-	ss.qmu.Lock()
-	running := ss.turn != nil
-	ss.qmu.Unlock()
-	if running {
-		ss.waiting = append(ss.waiting, queuedPrompt{text, images})
-		ss.pkg.Conv.Queued = append(ss.pkg.Conv.Queued, text)
-		ss.dirty = true
-		keep := ss.keep
-		ss.mu.Unlock()
-		if keep {
-			ss.edited()
-		}
+	if queued {
 		return map[string]any{"queued": true}, nil
 	}
-	ss.mu.Unlock()
+	if ending != nil {
+		<-ending.done
+	}
 	// Nothing runs: the message is the next turn now.
-	if err := ss.startTurn(nil, queuedPrompt{text, images}); err != nil {
+	if err := ss.startTurn(nil, queuedPrompt{text: text, images: images}); err != nil {
 		return nil, err
 	}
 	return map[string]any{"queued": false}, nil
@@ -1060,7 +1190,10 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	// The CLI's session belongs to the old conversation: a new CLI starts
 	// with the next prompt.
 	ss.conv.Close()
-	be, err := ss.srv.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model})
+	ss.cmu.Lock()
+	mode := ss.mode
+	ss.cmu.Unlock()
+	be, err := ss.srv.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, Mode: mode, Events: ss.events()})
 	if err != nil {
 		ss.mu.Unlock()
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
@@ -1076,6 +1209,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	ss.dirty = false
 	keep := ss.keep
 	ss.mu.Unlock()
+	ss.clearTitle()
 	if keep {
 		ss.edited()
 	}

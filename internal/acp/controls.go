@@ -1,0 +1,513 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+	"spbridge/internal/sessionindex"
+)
+
+// This file holds what an editor controls of a session besides its
+// prompts: modes, slash commands, the editor's MCP servers, the session
+// history (list, resume, close) and the log-in methods.
+
+// Own commands: a prompt that is exactly "/new" or "/save" runs spbridge's
+// New Conversation or save instead of going to the CLI.
+const (
+	commandNew  = "new"
+	commandSave = "save"
+)
+
+// ownCommands are spbridge's commands, listed before the CLI's.
+var ownCommands = []backend.Command{
+	{Name: commandNew, Description: "New Conversation: start over with a new CLI session (the document's conversation is cleared)"},
+	{Name: commandSave, Description: "Save the conversation into the document now"},
+}
+
+// parseMCPServers reads ACP's mcpServers (stdio, http, sse) into the
+// backends' neutral form. A missing or null list is none.
+func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []struct {
+		Type    string                         `json:"type"`
+		Name    string                         `json:"name"`
+		Command string                         `json:"command"`
+		Args    []string                       `json:"args"`
+		Env     []struct{ Name, Value string } `json:"env"`
+		URL     string                         `json:"url"`
+		Headers []struct{ Name, Value string } `json:"headers"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers: %v", err)
+	}
+	var out []backend.MCPServer
+	for i, s := range list {
+		if s.Name == "" {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: name is required", i)
+		}
+		m := backend.MCPServer{Name: s.Name}
+		switch s.Type {
+		case "", backend.MCPStdio:
+			if s.Command == "" {
+				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: command is required", i)
+			}
+			m.Transport, m.Command, m.Args = backend.MCPStdio, s.Command, s.Args
+			for _, e := range s.Env {
+				m.Env = append(m.Env, backend.NameValue{Name: e.Name, Value: e.Value})
+			}
+		case backend.MCPHTTP, backend.MCPSSE:
+			if s.URL == "" {
+				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: url is required", i)
+			}
+			m.Transport, m.URL = s.Type, s.URL
+			for _, h := range s.Headers {
+				m.Headers = append(m.Headers, backend.NameValue{Name: h.Name, Value: h.Value})
+			}
+		default:
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: unknown type %q", i, s.Type)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// events are what the session's backend tells it besides items. They run
+// on the backend's goroutines: they only send notifications.
+func (ss *acpSession) events() backend.Events {
+	return backend.Events{
+		ModeChanged: func(id string) {
+			ss.cmu.Lock()
+			changed := ss.mode != id
+			ss.mode = id
+			ss.cmu.Unlock()
+			if changed {
+				ss.modeChanged()
+			}
+		},
+		CommandsChanged: func(cmds []backend.Command) {
+			ss.cmu.Lock()
+			ss.commands = slices.Clone(cmds)
+			ss.cmu.Unlock()
+			ss.sendCommands()
+		},
+	}
+}
+
+// modeChanged tells the client the session's mode changed.
+func (ss *acpSession) modeChanged() {
+	ss.cmu.Lock()
+	mode := ss.mode
+	ss.cmu.Unlock()
+	ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
+	ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
+}
+
+// update sends one session/update.
+func (ss *acpSession) update(u map[string]any) {
+	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
+}
+
+// modeState is session/new's modes: the backend's modes and the current
+// one; nil when the backend has none.
+func (ss *acpSession) modeState() any {
+	ss.cmu.Lock()
+	defer ss.cmu.Unlock()
+	if len(ss.modes) == 0 {
+		return nil
+	}
+	var avail []any
+	for _, m := range ss.modes {
+		e := map[string]any{"id": m.ID, "name": m.Name}
+		if m.Description != "" {
+			e["description"] = m.Description
+		}
+		avail = append(avail, e)
+	}
+	return map[string]any{"currentModeId": ss.mode, "availableModes": avail}
+}
+
+// modeOption is the mode as a config option, nil without modes.
+func (ss *acpSession) modeOption() any {
+	ss.cmu.Lock()
+	defer ss.cmu.Unlock()
+	if len(ss.modes) == 0 {
+		return nil
+	}
+	var opts []any
+	for _, m := range ss.modes {
+		o := map[string]any{"value": m.ID, "name": m.Name}
+		if m.Description != "" {
+			o["description"] = m.Description
+		}
+		opts = append(opts, o)
+	}
+	return map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
+		"currentValue": ss.mode, "options": opts}
+}
+
+// controls returns the session's backend's controls, nil when it has none.
+func (ss *acpSession) controls() backend.Controls {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.conv == nil {
+		return nil
+	}
+	c, _ := ss.conv.Backend.(backend.Controls)
+	return c
+}
+
+// takeControls reads what the backend's controls offer at open.
+func (ss *acpSession) takeControls(c backend.Controls) {
+	if c == nil {
+		return
+	}
+	modes, mode, cmds := c.Modes(), c.Mode(), c.Commands()
+	ss.cmu.Lock()
+	ss.modes, ss.mode, ss.commands = modes, mode, cmds
+	ss.cmu.Unlock()
+}
+
+// setMode handles session/set_mode.
+func (ss *acpSession) setMode(j *job) (any, error) {
+	var p struct {
+		ModeID string `json:"modeId"`
+	}
+	if err := decode(j.m.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := ss.switchMode(p.ModeID); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+// switchMode asks the backend for mode id; the backend's ModeChanged tells
+// the client.
+func (ss *acpSession) switchMode(id string) error {
+	c := ss.controls()
+	if c == nil {
+		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
+	}
+	err := c.SetMode(context.Background(), id)
+	switch {
+	case errors.Is(err, backend.ErrUnknownMode):
+		return rpcErrorf(CodeInvalidParams, "invalid params: unknown mode %q", id)
+	case err != nil:
+		return rpcErrorf(CodeInternalError, "set mode %s: %v", id, err)
+	}
+	// A backend that fires no ModeChanged (the mode was already id) leaves
+	// the session's mode as it is.
+	ss.cmu.Lock()
+	changed := ss.mode != id
+	ss.mode = id
+	ss.cmu.Unlock()
+	if changed {
+		ss.modeChanged()
+	}
+	return nil
+}
+
+// commandList is the available_commands_update's list: spbridge's own
+// commands, then the CLI's (one of the same name as spbridge's is left
+// out).
+func (ss *acpSession) commandList() []any {
+	ss.cmu.Lock()
+	cmds := slices.Concat(ownCommands, ss.commands)
+	ss.cmu.Unlock()
+	seen := make(map[string]bool)
+	list := []any{}
+	for _, c := range cmds {
+		if c.Name == "" || seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		desc := c.Description
+		if desc == "" {
+			desc = "/" + c.Name
+		}
+		e := map[string]any{"name": c.Name, "description": desc}
+		if c.InputHint != "" {
+			e["input"] = map[string]any{"hint": c.InputHint}
+		}
+		list = append(list, e)
+	}
+	return list
+}
+
+// sendCommands sends available_commands_update, once the client knows the
+// session (its session/new or load was answered).
+func (ss *acpSession) sendCommands() {
+	ss.cmu.Lock()
+	announced := ss.announced
+	ss.cmu.Unlock()
+	if !announced {
+		return
+	}
+	ss.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": ss.commandList()})
+}
+
+// afterOpen runs once the client has the answer to the session's open: the
+// commands known so far go out, and the CLI starts in the background so
+// that its own commands follow.
+func (ss *acpSession) afterOpen() {
+	c := ss.controls()
+	if c == nil {
+		// A backend without controls (a test's) has no commands to run.
+		return
+	}
+	ss.cmu.Lock()
+	ss.announced = true
+	ss.cmu.Unlock()
+	ss.sendCommands()
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ss.prepareCancel = cancel
+	ss.preparing.Add(1)
+	ss.mu.Unlock()
+	go func() {
+		defer ss.preparing.Done()
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				ss.srv.recovered("the CLI's start of session "+ss.id, r)
+			}
+		}()
+		if err := c.Prepare(ctx); err != nil && ctx.Err() == nil {
+			ss.srv.cfg.Log.Printf("session %s: start the CLI: %v", ss.id, err)
+		}
+	}()
+}
+
+// ownCommand reports which of spbridge's commands a prompt is ("" for
+// none): the whole prompt is "/new" or "/save".
+func ownCommand(text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") {
+		return ""
+	}
+	switch name := t[1:]; name {
+	case commandNew, commandSave:
+		return name
+	}
+	return ""
+}
+
+// runOwnCommand runs spbridge's own command for a prompt and answers it as
+// a turn that ended, with a line saying what was done.
+func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
+	var say string
+	switch name {
+	case commandNew:
+		if _, err := ss.newConversation(&job{m: &message{Params: json.RawMessage("{}")}}); err != nil {
+			return nil, err
+		}
+		say = "Started a new conversation."
+	case commandSave:
+		r, err := ss.save(&job{m: &message{Params: json.RawMessage("{}")}})
+		if err != nil {
+			return nil, err
+		}
+		n := len(r.(map[string]any)["written"].([]string))
+		say = fmt.Sprintf("Saved the conversation (%d files written).", n)
+	}
+	ss.chunk(agentMessageChunk, say)
+	return map[string]any{"stopReason": "end_turn"}, nil
+}
+
+// ---------------------------------------------------------------- history
+
+// listSessions handles session/list: the packages opened through serve,
+// newest first, those that no longer exist left out.
+func (s *Server) listSessions(params json.RawMessage) (any, error) {
+	var p struct {
+		Cwd    string `json:"cwd"`
+		Cursor string `json:"cursor"`
+	}
+	if len(params) > 0 && string(params) != "null" {
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+	}
+	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
+	}
+	sessions := []any{}
+	if s.cfg.Index == nil {
+		return map[string]any{"sessions": sessions}, nil
+	}
+	page, err := s.cfg.Index.List(p.Cwd, p.Cursor, 0)
+	if errors.Is(err, sessionindex.ErrBadCursor) {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
+	}
+	if err != nil {
+		return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
+	}
+	for _, e := range page.Entries {
+		if _, err := os.Stat(e.Package); err != nil {
+			continue
+		}
+		info := map[string]any{"sessionId": e.Package, "cwd": e.Cwd, "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)}
+		if e.Title != "" {
+			info["title"] = e.Title
+		}
+		sessions = append(sessions, info)
+	}
+	res := map[string]any{"sessions": sessions}
+	if page.NextCursor != "" {
+		res["nextCursor"] = page.NextCursor
+	}
+	return res, nil
+}
+
+// touch records the session's open in the index, and reads its title.
+func (ss *acpSession) touch() {
+	ix := ss.srv.cfg.Index
+	if ix == nil {
+		return
+	}
+	if err := ix.Touch(ss.id, ss.cwd); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		return
+	}
+	if e, ok, err := ix.Get(ss.id); err == nil && ok {
+		ss.cmu.Lock()
+		ss.title = e.Title
+		ss.cmu.Unlock()
+	}
+}
+
+// recordTurn records a turn that ran in the index and, when it gave the
+// session its title, tells the client.
+func (ss *acpSession) recordTurn(text string) {
+	ix := ss.srv.cfg.Index
+	if ix == nil {
+		return
+	}
+	if err := ix.Record(ss.id, ss.cwd, text); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		return
+	}
+	e, ok, err := ix.Get(ss.id)
+	if err != nil || !ok {
+		return
+	}
+	ss.cmu.Lock()
+	changed := e.Title != "" && e.Title != ss.title
+	ss.title = e.Title
+	ss.cmu.Unlock()
+	if changed {
+		ss.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
+			"updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)})
+	}
+}
+
+// clearTitle forgets the title after New Conversation: the next turn gives
+// the next one.
+func (ss *acpSession) clearTitle() {
+	ss.cmu.Lock()
+	ss.title = ""
+	ss.cmu.Unlock()
+	if ix := ss.srv.cfg.Index; ix != nil {
+		if err := ix.SetTitle(ss.id, ""); err != nil {
+			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		}
+	}
+}
+
+// closeSession handles session/close (a job of the session's own, so what
+// came before it is handled first): the prompts are cancelled, the running
+// turn ends, then the conversation is saved, the CLI ended, the lock
+// released and the session forgotten. What was queued behind it is
+// answered as for an unknown session.
+func (ss *acpSession) closeSession(j *job) (any, error) {
+	var p struct{}
+	if err := decode(j.m.Params, &p); err != nil {
+		return nil, err
+	}
+	ss.cancelPrompts()
+	ss.qmu.Lock()
+	t := ss.turn
+	ss.qmu.Unlock()
+	if t != nil {
+		<-t.done
+	}
+	jobs := ss.abandon()
+	err := ss.close()
+	ss.endJobs(jobs, fmt.Sprintf("session %q was closed", ss.id))
+	if err != nil {
+		return nil, rpcErrorf(CodeInternalError, "close: %v", err)
+	}
+	return struct{}{}, nil
+}
+
+// ---------------------------------------------------------------- log-in
+
+// authBackends are the log-in methods' ids, by backend.
+var authBackends = map[string]string{"claude-login": "claude", "codex-login": "codex"}
+
+// authMethodIDs are the ids of the log-in methods, in the order offered.
+var authMethodIDs = []string{"claude-login", "codex-login"}
+
+// authMethods are the log-ins spbridge offers. To a client that runs
+// terminal log-ins (clientCapabilities.auth.terminal), each CLI's own,
+// run as the command the client started spbridge with plus `--login NAME`
+// (`spbridge serve --login claude`); to any other client, agent methods
+// whose description names the command to run.
+func authMethods(terminal bool) []any {
+	names := map[string]string{"claude": "Claude Code", "codex": "the Codex CLI"}
+	var out []any
+	for _, id := range authMethodIDs {
+		be := authBackends[id]
+		m := map[string]any{"id": id, "name": "Log in to " + names[be]}
+		if terminal {
+			m["type"] = "terminal"
+			m["description"] = "Runs " + names[be] + "'s own log-in in a terminal."
+			m["args"] = []string{"--login", be}
+		} else {
+			m["description"] = "Run `spbridge login --backend " + be + "` in a terminal, then try again."
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// wantsTerminalAuth reports whether initialize's params say the client runs
+// terminal log-ins: clientCapabilities.auth.terminal is true.
+func wantsTerminalAuth(params json.RawMessage) bool {
+	var p struct {
+		ClientCapabilities struct {
+			Auth struct {
+				Terminal bool `json:"terminal"`
+			} `json:"auth"`
+		} `json:"clientCapabilities"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Auth.Terminal
+}
+
+// notLoggedIn reports whether a turn's failure is its CLI's refused
+// credentials: the failure the mappers give a 401 (itemmap's
+// ClaudeNotLoggedIn, CodexNotLoggedIn).
+func notLoggedIn(failure string) bool {
+	return failure == itemmap.ClaudeNotLoggedIn || failure == itemmap.CodexNotLoggedIn
+}
+
+// authRequired is the answer to a prompt whose CLI is not logged in.
+func authRequired(backendName, failure string) *RPCError {
+	return &RPCError{Code: CodeAuthRequired, Message: "authentication required: " + failure,
+		Data: map[string]any{"authMethods": authMethodIDs, "backend": backendName}}
+}
