@@ -3,6 +3,7 @@ package acp
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
@@ -110,6 +113,26 @@ type execMapper struct{ *itemmap.Codex }
 
 func (execMapper) Answered(string, bool) {}
 
+// appMapper is a Codex app-server mapper given the image a view_image
+// call looked at, as internal/codex reads it from the file the imageView
+// item names once the item completes.
+type appMapper struct{ *itemmap.CodexApp }
+
+func (a appMapper) Line(line []byte) itemmap.Result {
+	r := a.CodexApp.Line(line)
+	v := gjson.ParseBytes(line)
+	if v.Get("method").String() == "item/completed" && v.Get("params.item.type").String() == "imageView" {
+		for i := range r.Changes {
+			r.Changes[i].Item = r.Changes[i].Item.Clone() // delivered before the file is read
+		}
+		r.Changes = append(r.Changes, a.ViewedImage(v.Get("params.item.id").String(), itemmap.Image{MimeType: "image/png", Data: redPNG}).Changes...)
+	}
+	return r
+}
+
+// redPNG is the 8×8 red square the recordings' tools looked at.
+var redPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAF0lEQVR4nGL5z4AdMOEQH6QSgAAAAP//z5kBEvfslMoAAAAASUVORK5CYII=")
+
 // render maps the lines of a recorded stream and renders its changes as a
 // session's host does, with the session's working folder /work, for a
 // client with terminals of its own when terminal is set: every
@@ -197,10 +220,10 @@ func TestCodexUpdatesGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		t.Run("app-server/"+name, func(t *testing.T) {
 			lines, allowed := appServerLines(t, f)
-			got := render(t, itemmap.NewCodexApp(itemmap.SequentialIDs()), lines, allowed, "openai", false)
+			got := render(t, appMapper{itemmap.NewCodexApp(itemmap.SequentialIDs())}, lines, allowed, "openai", false)
 			check(t, got, filepath.Join("testdata", "codex", "app-server", name+".acp.jsonl"))
 			if strings.Contains(name, "command") {
-				got := render(t, itemmap.NewCodexApp(itemmap.SequentialIDs()), lines, allowed, "openai", true)
+				got := render(t, appMapper{itemmap.NewCodexApp(itemmap.SequentialIDs())}, lines, allowed, "openai", true)
 				check(t, got, filepath.Join("testdata", "codex", "app-server", name+".terminal.acp.jsonl"))
 			}
 		})

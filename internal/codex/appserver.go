@@ -327,6 +327,15 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			for _, c := range r.Changes {
 				h.Change(c)
 			}
+			if id, path, ok := viewedImagePath(line.Data); ok {
+				// An image the file no longer gives is left out: the
+				// item says what was viewed.
+				if im, err := readViewedImage(b.Opts.Dir, path); err == nil {
+					for _, c := range m.ViewedImage(id, im).Changes {
+						h.Change(c)
+					}
+				}
+			}
 			for _, cr := range r.ControlRequests {
 				b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(cr.RequestID),
 					"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})

@@ -115,6 +115,7 @@ type codexEntry struct {
 	view     *ToolView        // the tool's presentation as last handed out
 	stream   *strings.Builder // a command's output as streamed so far (app-server)
 	plan     []PlanEntry      // a todo list's plan as last handed out
+	images   []Image          // the images the tool returned, once known (view_image)
 }
 
 // Steps of the history log.
@@ -140,7 +141,8 @@ type codexStep struct {
 type rawCall struct {
 	id, name, args string
 	output         string
-	hasCall        bool // the call itself was seen (not only its output)
+	images         []Image // the images in the output (an input_image's data URL)
+	hasCall        bool    // the call itself was seen (not only its output)
 	hasOutput      bool
 	callPut        bool // in the history being built
 	resultPut      bool
@@ -546,8 +548,8 @@ func (m *Codex) rawToolCall(callID, name, args string) {
 }
 
 // rawToolOutput records the output codex sent back to the model for
-// callID, exactly.
-func (m *Codex) rawToolOutput(callID, output string) {
+// callID: exactly, or, when it held images, its text and the images.
+func (m *Codex) rawToolOutput(callID, output string, images []Image) {
 	t := m.ensureTurn()
 	rc := t.raw[callID]
 	if rc == nil {
@@ -557,7 +559,7 @@ func (m *Codex) rawToolOutput(callID, output string) {
 	if rc.hasOutput {
 		return
 	}
-	rc.hasOutput, rc.output = true, output
+	rc.hasOutput, rc.output, rc.images = true, output, images
 	t.log = append(t.log, codexStep{rc: rc, kind: stepRawResult})
 }
 
@@ -588,6 +590,12 @@ func (t *codexTurn) history() []archive.Message {
 		}
 		return nil
 	}
+	// A tool's images follow its result.
+	putImages := func(images []Image) {
+		for _, b := range imageBlocks(images) {
+			put("tool", b)
+		}
+	}
 	putCall := func(rc *rawCall) {
 		if !rc.callPut {
 			rc.callPut = true
@@ -607,10 +615,16 @@ func (t *codexTurn) history() []archive.Message {
 				isErr = e.isErr
 			}
 			put("tool", archive.NewToolResultBlock(rc.id, rc.name, rc.output, isErr))
+			images := rc.images
+			if len(images) == 0 && e != nil {
+				images = e.images
+			}
+			putImages(images)
 		case e != nil && e.finished:
 			// No output went back to the model (the turn ended first):
 			// what the tool item reported.
 			put("tool", archive.NewToolResultBlock(rc.id, rc.name, e.output, e.isErr))
+			putImages(e.images)
 		default:
 			put("tool", archive.NewToolResultBlock(rc.id, rc.name, "", true))
 		}
@@ -634,6 +648,7 @@ func (t *codexTurn) history() []archive.Message {
 				continue
 			}
 			put("tool", archive.NewToolResultBlock(e.item.ID(), e.tool, e.output, e.isErr))
+			putImages(e.images)
 		case stepRawCall:
 			putCall(s.rc)
 		case stepRawResult:

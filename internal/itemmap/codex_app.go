@@ -137,8 +137,7 @@ func (a *CodexApp) Line(line []byte) Result {
 	case "turn/completed":
 		return a.turnCompleted(p.Get("turn"))
 	case "rawResponseItem/completed":
-		a.rawItem(p.Get("item"))
-		return Result{}
+		return a.rawItem(p.Get("item"))
 	}
 	// Status changes, diffs, rate limits, warnings: nothing to show.
 	return Result{}
@@ -157,14 +156,16 @@ func joinParts(parts []string) string {
 // rawItem records a raw response item (sent on a thread started with
 // experimentalRawEvents): a tool call as the model produced it, or the
 // output codex sent back to the model for one. Messages, reasoning and the
-// rest are shown from the item notifications, not from these.
-func (a *CodexApp) rawItem(it gjson.Result) {
+// rest are shown from the item notifications, not from these; the images
+// in an output (view_image's) are shown on the call's item.
+func (a *CodexApp) rawItem(it gjson.Result) Result {
+	var r Result
 	if a.m.turn == nil {
-		return // outside a turn: nothing to add it to
+		return r // outside a turn: nothing to add it to
 	}
 	callID := it.Get("call_id").String()
 	if callID == "" {
-		return
+		return r
 	}
 	switch it.Get("type").String() {
 	case "function_call":
@@ -180,8 +181,61 @@ func (a *CodexApp) rawItem(it gjson.Result) {
 		if out.Type == gjson.String {
 			text = out.String()
 		}
-		a.m.rawToolOutput(callID, text)
+		var images []Image
+		if out.IsArray() {
+			if t, ims, ok := outputImages(out); ok {
+				text, images = t, ims
+			}
+		}
+		a.m.rawToolOutput(callID, text, images)
+		if len(images) > 0 {
+			a.m.toolImages(callID, images, &r)
+		}
 	}
+	return r
+}
+
+// outputImages is a tool output's content items as their text (the
+// input_text items joined by newlines) and their images (input_image data
+// URLs), ok when it holds an image format 1 keeps; an item of another kind,
+// or an image it cannot keep, leaves the output as codex sent it.
+func outputImages(out gjson.Result) (string, []Image, bool) {
+	var parts []string
+	var images []Image
+	for _, c := range out.Array() {
+		switch c.Get("type").String() {
+		case "input_text":
+			parts = append(parts, c.Get("text").String())
+		case "input_image":
+			im, ok := decodeDataURL(c.Get("image_url").String())
+			if !ok {
+				return "", nil, false
+			}
+			images = append(images, im)
+		default:
+			return "", nil, false
+		}
+	}
+	return strings.Join(parts, "\n"), images, len(images) > 0
+}
+
+// ViewedImage gives the mapper the image a view_image call (its item id,
+// the model's call_id) looked at, as the caller read it from the file the
+// imageView item named: the mapper itself reads no file. It is kept when
+// codex did not send the image itself (the output in the raw response
+// items, which wins): the history holds it after the call's result, the
+// item and its view show it.
+func (a *CodexApp) ViewedImage(itemID string, im Image) Result {
+	var r Result
+	t := a.m.turn
+	if t == nil {
+		return r
+	}
+	if rc := t.raw[itemID]; rc != nil && len(rc.images) > 0 {
+		return r
+	}
+	a.m.toolImages(itemID, []Image{im}, &r)
+	return r
 }
 
 // codexPlanID is the codex item id the mapper gives a turn's plan (the

@@ -3,6 +3,10 @@ package itemmap
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,6 +58,10 @@ func runCodexApp(t *testing.T, r io.Reader, answers map[string]bool) *panel {
 				m.Answered(a.RequestID, answers[a.RequestID])
 			}
 			p.apply(t, res)
+			if id, ok := viewedImage(line); ok {
+				// As internal/codex does: the file the item named, read.
+				p.apply(t, m.ViewedImage(id, Image{MimeType: "image/png", Data: redPNG}))
+			}
 		}
 		if err == io.EOF {
 			break
@@ -66,6 +74,83 @@ func runCodexApp(t *testing.T, r io.Reader, answers map[string]bool) *panel {
 		p.apply(t, m.Finish(false, "codex app-server stopped before the turn ended.", ""))
 	}
 	return p
+}
+
+// redPNG is the 8×8 red square the recordings' tools looked at.
+var redPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAF0lEQVR4nGL5z4AdMOEQH6QSgAAAAP//z5kBEvfslMoAAAAASUVORK5CYII=")
+
+// viewedImage is the id of a completed imageView item on line.
+func viewedImage(line []byte) (string, bool) {
+	v := gjson.ParseBytes(line)
+	if v.Get("method").String() != "item/completed" || v.Get("params.item.type").String() != "imageView" {
+		return "", false
+	}
+	return v.Get("params.item.id").String(), true
+}
+
+// TestCodexAppViewImageRaw: the image codex sent the model in a
+// view_image output (a raw response item, with experimentalRawEvents) is
+// the one kept, whatever the file gave, and it follows the call's result.
+func TestCodexAppViewImageRaw(t *testing.T) {
+	stream, _ := appServerSession(t, "../../testdata/codex/app-server/view_image.jsonl")
+	other := append([]byte(nil), redPNG...)
+	other[len(other)-1] ^= 1 // the file changed since the model saw it
+	raw := `{"method":"rawResponseItem/completed","params":{"threadId":"t","turnId":"u","item":{"type":"function_call","name":"view_image","arguments":"{\"path\":\"/home/dev/capture/codex-work/red.png\"}","call_id":"call_view_1"}}}` + "\n"
+	out := `{"method":"rawResponseItem/completed","params":{"threadId":"t","turnId":"u","item":{"type":"function_call_output","call_id":"call_view_1","output":[{"type":"input_image","image_url":"data:image/png;base64,` +
+		base64.StdEncoding.EncodeToString(redPNG) + `","detail":"original"}]}}}` + "\n"
+	var lines [][]byte
+	for _, line := range bytes.Split(stream, []byte("\n")) {
+		if bytes.Contains(line, []byte(`"item/started"`)) && bytes.Contains(line, []byte(`"imageView"`)) {
+			lines = append(lines, []byte(strings.TrimSuffix(raw, "\n")))
+		}
+		lines = append(lines, line)
+		if _, ok := viewedImage(line); ok {
+			lines = append(lines, []byte(strings.TrimSuffix(out, "\n")))
+		}
+	}
+	m := NewCodexApp(SequentialIDs())
+	p := &panel{}
+	var views []*ToolView
+	for _, line := range lines {
+		if len(line) == 0 {
+			continue
+		}
+		res := m.Line(line)
+		for _, c := range res.Changes {
+			if c.Tool != nil {
+				views = append(views, c.Tool)
+			}
+		}
+		p.apply(t, res)
+		if id, ok := viewedImage(line); ok {
+			// The file, read after the item completed, gives other bytes.
+			res := m.ViewedImage(id, Image{MimeType: "image/png", Data: other})
+			p.apply(t, res)
+		}
+	}
+	h := historyOf(t, p)
+	var msgs []struct {
+		Role    string
+		Content []map[string]any
+	}
+	if err := json.Unmarshal([]byte(h), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(redPNG)
+	var tool []map[string]any
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			tool = append(tool, m.Content...)
+		}
+	}
+	if len(tool) != 2 || tool[0]["type"] != "toolResult" || tool[0]["content"] != "" ||
+		tool[1]["type"] != "image" || tool[1]["sha256"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("tool message = %v, want the result (no text) then the image %x", tool, sum)
+	}
+	last := views[len(views)-1]
+	if len(last.Images) != 1 || !bytes.Equal(last.Images[0].Data, redPNG) {
+		t.Errorf("last view's images = %v, want the image the model saw", last.Images)
+	}
 }
 
 func TestCodexAppServerGolden(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -230,9 +231,12 @@ func (m *Codex) imageView(e *codexEntry, it gjson.Result, completed bool, r *Res
 	if completed {
 		status, statusText = archive.StatusSucceeded, "done"
 	}
-	v := &ToolView{Kind: KindRead, Title: "View " + relTo(m.cwd, p)}
+	v := &ToolView{Kind: KindRead, Title: "View " + relTo(m.cwd, p), Images: e.images}
 	if p != "" {
 		v.Locations = []Location{{Path: p}}
+	}
+	if completed && len(e.images) > 0 {
+		statusText = imagesText(len(e.images))
 	}
 	e.args = jsonObject("path", p)
 	m.showTool(e, archive.TypeTool, r, v, "name", codexImageTool, "summary", firstLine(relTo(m.cwd, p)),
@@ -241,6 +245,30 @@ func (m *Codex) imageView(e *codexEntry, it gjson.Result, completed bool, r *Res
 	if completed {
 		m.endTool(e, "", false)
 	}
+}
+
+// toolImages shows the images a tool (codex item id) returned on its item
+// and view, once: the same images again change nothing.
+func (m *Codex) toolImages(id string, images []Image, r *Result) {
+	e := m.turn.byID[id]
+	if e == nil || e.item.IsZero() || e.view == nil || sameImages(e.images, images) {
+		return
+	}
+	e.images = images
+	v := *e.view
+	v.Images = images
+	fields := []any{"detail", "output:\n" + imagesDetail(images)}
+	if e.item.String("status") == archive.StatusSucceeded {
+		fields = append(fields, "statusText", imagesText(len(images)))
+	}
+	m.showTool(e, archive.TypeTool, r, &v, fields...)
+}
+
+// sameImages reports whether a and b are the same images.
+func sameImages(a, b []Image) bool {
+	return slices.EqualFunc(a, b, func(x, y Image) bool {
+		return x.MimeType == y.MimeType && bytes.Equal(x.Data, y.Data)
+	})
 }
 
 // todoList shows a todo list (exec's todo_list; the app-server's plan
