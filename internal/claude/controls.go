@@ -36,24 +36,28 @@ var modes = []backend.Mode{
 }
 
 // bypassAllowed reports whether Claude Code accepts bypassPermissions with
-// the environment env: it refuses it to root unless IS_SANDBOX is set.
+// the environment env: it refuses it to root unless IS_SANDBOX is exactly
+// "1" (2.1.328 exits at start with "--dangerously-skip-permissions cannot be
+// used with root/sudo privileges" for any other value, "yes" and "true"
+// included).
 func bypassAllowed(env []string) bool {
 	if runtime.GOOS == "windows" || os.Geteuid() != 0 {
 		return true
 	}
 	if env == nil {
-		return os.Getenv("IS_SANDBOX") != ""
+		return os.Getenv("IS_SANDBOX") == "1"
 	}
+	sandbox := ""
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "IS_SANDBOX="); ok && v != "" {
-			return true
+		if v, ok := strings.CutPrefix(kv, "IS_SANDBOX="); ok {
+			sandbox = v // the last one wins, as in the process's environment
 		}
 	}
-	return false
+	return sandbox == "1"
 }
 
 // Modes lists default, acceptEdits, plan, and bypassPermissions where the
-// CLI allows it (not as root, unless IS_SANDBOX is set).
+// CLI allows it (not as root, unless IS_SANDBOX=1).
 func (b *Backend) Modes() []backend.Mode {
 	if bypassAllowed(b.Env()) {
 		return slices.Clone(modes)
