@@ -32,8 +32,8 @@ func TestRunAsksOnTerminal(t *testing.T) {
 			}
 			defer master.Close()
 			var out bytes.Buffer
-			readUntil(t, master, &out, "[y/N]")
-			if !strings.Contains(out.String(), `Allow Bash? {"command":"rm -rf build"}`) {
+			readUntil(t, master, &out, "[y/a/N] ")
+			if !strings.Contains(out.String(), "Allow Bash?") || !strings.Contains(out.String(), "`rm -rf build`") {
 				t.Errorf("the question: %q", out.String())
 			}
 			master.Write([]byte(answer + "\r"))

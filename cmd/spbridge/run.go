@@ -43,7 +43,7 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [MESSAGE... | -]",
+	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
 			"conversation at the end, also after a failure or an interrupt. Several\n"+
@@ -51,8 +51,13 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"at the first turn that does not complete; images go with the first. A turn\n"+
 			"that never started (the CLI missing, --cwd missing, the CLI failing before it\n"+
 			"took the message) changes nothing in the package and exits 1. Ctrl-C\n"+
-			"interrupts the turn and keeps what arrived. Permission requests are asked on\n"+
-			"the terminal; without one they are denied unless --allow-tool names the tool.\n"+
+			"interrupts the turn and keeps what arrived. Tools show with their diffs and\n"+
+			"output, the plan when it changes, and each turn ends with a line of tokens,\n"+
+			"context use and cost on standard error. Permission requests are asked on the\n"+
+			"terminal: y allows once, a allows it again for the rest of the run (a command\n"+
+			"by its program and first argument, or exactly, when that is an option or it\n"+
+			"uses the shell's operators; another tool whole), n denies. Without a terminal\n"+
+			"they are denied unless --allow-tool names the tool.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
 	backendName := f.String("backend", "claude", "the agent CLI: claude or codex")
 	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
@@ -60,7 +65,8 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
 	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
 	allowTools := f.StringArray("allow-tool", nil, "allow permission requests of tool `NAME` without asking; repeatable")
-	asJSON := f.Bool("json", false, "print one JSON line per item change")
+	asJSON := f.Bool("json", false, "print one JSON line per item change, and a turnEnd line after each turn")
+	color := f.String("color", "auto", "colour diffs, statuses and the plan: `WHEN` auto (on a terminal, unless NO_COLOR is set), always or never")
 	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
@@ -79,6 +85,11 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	kind, err := kindf.kind()
 	if err != nil {
 		return err
+	}
+	switch *color {
+	case "auto", "always", "never":
+	default:
+		return usagef(f.cmd, "unknown --color %q (want auto, always or never)", *color)
 	}
 	messages, fromStdin, err := readMessages(f, st.in)
 	if err != nil {
@@ -125,7 +136,9 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			}
 		}
 
-		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools}
+		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools,
+			outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
+			errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
 		if !fromStdin && isTerminal(os.Stdin) {
 			h.ask = bufio.NewReader(st.in)
 		}
@@ -148,6 +161,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 				}
 				return sendErr
 			}
+			h.turnEnd(res.End)
 			if res.AuditErr != nil {
 				fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 			}
@@ -262,14 +276,34 @@ type shellHost struct {
 	json      bool
 	allow     []string
 	ask       *bufio.Reader // the terminal to ask on, or nil
+	// outStyle and errStyle colour what goes to out and errw.
+	outStyle, errStyle style
 
 	mu        sync.Mutex
-	lastText  map[string]int // assistant item id → bytes of its text printed
-	midLine   bool           // the last output did not end a line
+	lastText  map[string]int        // assistant item id → bytes of its text printed
+	tools     map[string]*toolShown // tool item id → what of it was printed
+	plan      []itemmap.PlanEntry   // the plan as last shown
+	midLine   bool                  // the last output did not end a line
+	prompting bool                  // a question waits on the terminal
 	status    string
 	stopCh    chan struct{}
 	statusWG  sync.WaitGroup
 	statusLen int
+
+	askMu      sync.Mutex // one question at a time
+	grants     []grant    // what "a" allowed
+	answerOnce sync.Once
+	answerCh   chan string
+}
+
+// toolShown is what of a tool call was printed.
+type toolShown struct {
+	view   *itemmap.ToolView // the latest view
+	depth  int               // how many calls it runs under
+	header bool              // its line was printed while it ran
+	out    int               // bytes of its output printed
+	outMid bool              // its output so far ends mid-line
+	done   bool              // its final line was printed
 }
 
 // jsonLine is what `run --json` writes for one item change: a text that
@@ -296,6 +330,14 @@ func (h *shellHost) Change(c itemmap.Change) {
 	}
 	h.clearStatus()
 	it := c.Item
+	if it.Type() == archive.TypeTool {
+		h.showTool(c)
+	}
+	if c.Plan != nil && !slices.Equal(c.Plan, h.plan) {
+		h.endLine()
+		fmt.Fprint(h.out, formatPlan(c.Plan, h.outStyle))
+		h.plan = slices.Clone(c.Plan)
+	}
 	switch it.Type() {
 	case archive.TypeUser:
 		h.status = "waiting for the agent"
@@ -319,22 +361,6 @@ func (h *shellHost) Change(c itemmap.Change) {
 		h.status = "writing"
 	case archive.TypeThinking:
 		h.status = "thinking"
-	case archive.TypeTool:
-		status := it.String("status")
-		if status == archive.StatusRunning {
-			h.status = "running " + it.String("name")
-			return
-		}
-		h.endLine()
-		line := "tool " + it.String("name")
-		if s := it.String("summary"); s != "" {
-			line += ": " + s
-		}
-		if s := it.String("statusText"); s != "" {
-			line += " (" + s + ")"
-		}
-		fmt.Fprintf(h.out, "%s [%s]\n", line, status)
-		h.status = "waiting for the agent"
 	case archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
 			return
@@ -350,6 +376,84 @@ func (h *shellHost) Change(c itemmap.Change) {
 	}
 }
 
+// showTool prints a tool call: its output as it arrives, under a line
+// naming the call; once it ended, a line with its title and status, the
+// diffs of a successful edit and the rest of its output. A subagent's
+// calls are indented under the call they run under.
+func (h *shellHost) showTool(c itemmap.Change) {
+	it := c.Item
+	if h.tools == nil {
+		h.tools = map[string]*toolShown{}
+	}
+	t := h.tools[it.ID()]
+	if t == nil {
+		t = &toolShown{}
+		if c.Tool != nil && c.Tool.ParentID != "" {
+			if p := h.tools[c.Tool.ParentID]; p != nil {
+				t.depth = p.depth + 1
+			}
+		}
+		h.tools[it.ID()] = t
+	}
+	if c.Tool != nil {
+		t.view = c.Tool
+	}
+	if c.Op == itemmap.OpRemove || t.done {
+		return
+	}
+	indent := strings.Repeat("  ", t.depth)
+	title := toolTitle(it, t.view)
+	status := it.String("status")
+	out := ""
+	if t.view != nil {
+		out = t.view.Output
+	}
+	if status == archive.StatusRunning {
+		h.status = "running " + title
+		if len(out) > t.out && t.out < maxShownOutput {
+			if !t.header {
+				h.endLine()
+				fmt.Fprintf(h.out, "%stool %s %s\n", indent, title, h.outStyle.paint(sgrCyan, "[running]"))
+				t.header = true
+			}
+			h.toolOutput(t, out, indent)
+		}
+		return
+	}
+	t.done = true
+	h.toolOutput(t, out, indent)
+	h.endLine()
+	line := indent + "tool " + title
+	if s := it.String("statusText"); s != "" && s != status {
+		line += " (" + s + ")"
+	}
+	fmt.Fprintf(h.out, "%s %s\n", line, h.outStyle.paint(statusStyle(status), "["+status+"]"))
+	if t.view != nil && status == archive.StatusSucceeded {
+		for _, d := range t.view.Diffs {
+			fmt.Fprint(h.out, formatDiff(d, indent+"    ", h.outStyle))
+		}
+	}
+	if more := len(out) - t.out; more > 0 {
+		fmt.Fprintf(h.out, "%s    %s\n", indent, h.outStyle.paint(sgrDim, fmt.Sprintf("… %d bytes more", more)))
+	}
+	h.status = "waiting for the agent"
+}
+
+// toolOutput prints what of out (up to maxShownOutput bytes) t has not
+// printed yet, indented under its call.
+func (h *shellHost) toolOutput(t *toolShown, out, indent string) {
+	shown := cutBytes(out, maxShownOutput)
+	if len(shown) <= t.out {
+		return
+	}
+	chunk := shown[t.out:]
+	atStart := !t.outMid || !h.midLine // another line came in between
+	fmt.Fprint(h.out, indentLines(chunk, indent+"    ", atStart))
+	t.out = len(shown)
+	t.outMid = !strings.HasSuffix(chunk, "\n")
+	h.midLine = t.outMid
+}
+
 // endLine ends a line of streamed text before other output.
 func (h *shellHost) endLine() {
 	if h.midLine {
@@ -358,32 +462,107 @@ func (h *shellHost) endLine() {
 	}
 }
 
+// turnEnd shows how a turn ended: a turnEnd record with --json, else one
+// line on the error stream (standard output keeps the conversation).
+func (h *shellHost) turnEnd(end *itemmap.TurnEnd) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.json {
+		if line, err := canonjson.EncodeCompact(turnEndJSON(end)); err == nil {
+			fmt.Fprintf(h.out, "%s\n", line)
+		}
+		return
+	}
+	h.clearStatus()
+	h.endLine()
+	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle))
+}
+
+// Approve answers a permission request: allowed by --allow-tool or by an
+// earlier "a"; else asked on the terminal (one question at a time); with
+// no terminal, denied with a word on the error stream naming the flag
+// that would allow it.
 func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Decision {
 	if slices.Contains(h.allow, a.ToolName) {
 		return backend.Decision{Allow: true}
 	}
+	h.askMu.Lock()
+	defer h.askMu.Unlock()
+	for _, g := range h.grants {
+		if g.allows(a) {
+			return backend.Decision{Allow: true}
+		}
+	}
 	if h.ask == nil {
+		what := ""
+		if cmd := approvalCommand(a); cmd != "" {
+			what = " (`" + cutBytes(cmd, maxPromptInput) + "`)"
+		}
+		h.mu.Lock()
+		h.clearStatus()
+		h.endLine()
+		fmt.Fprintf(h.errw, "spbridge: denied %s%s: no terminal to ask on; allow it with --allow-tool %s\n", a.ToolName, what, a.ToolName)
+		h.mu.Unlock()
 		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
+	}
+	g := grantFor(a)
+	answers := h.answers()
+	for drained := false; !drained; { // a line typed before the question is no answer to it
+		select {
+		case _, ok := <-answers:
+			drained = !ok
+		default:
+			drained = true
+		}
 	}
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
-	fmt.Fprintf(h.errw, "Allow %s? %s [y/N] ", a.ToolName, strings.TrimSpace(string(a.Input)))
+	fmt.Fprint(h.errw, formatApproval(a, g, h.errStyle))
+	h.prompting = true
 	h.mu.Unlock()
-	answer := make(chan string, 1)
-	go func() {
-		line, _ := h.ask.ReadString('\n')
-		answer <- strings.TrimSpace(strings.ToLower(line))
+	defer func() {
+		h.mu.Lock()
+		h.prompting = false
+		h.mu.Unlock()
 	}()
 	select {
-	case s := <-answer:
-		if s == "y" || s == "yes" {
+	case s := <-answers:
+		switch strings.TrimSpace(strings.ToLower(s)) {
+		case "y", "yes":
+			return backend.Decision{Allow: true}
+		case "a", "always":
+			h.grants = append(h.grants, g)
 			return backend.Decision{Allow: true}
 		}
 		return backend.Decision{Message: "The user denied this from the terminal."}
 	case <-ctx.Done():
+		h.mu.Lock()
+		fmt.Fprintln(h.errw)
+		h.mu.Unlock()
 		return backend.Decision{Message: "The turn was interrupted."}
 	}
+}
+
+// answers delivers the lines typed on the terminal, from one reader for
+// the whole run; it is closed at the end of the input.
+func (h *shellHost) answers() <-chan string {
+	h.answerOnce.Do(func() {
+		h.answerCh = make(chan string)
+		go func() {
+			defer close(h.answerCh)
+			for {
+				line, err := h.ask.ReadString('\n')
+				if err == nil || line != "" {
+					h.answerCh <- line
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
+	return h.answerCh
 }
 
 // startStatus shows a status line on stderr while the agent works.
@@ -405,7 +584,7 @@ func (h *shellHost) startStatus() {
 				return
 			case <-tick.C:
 				h.mu.Lock()
-				if !h.midLine {
+				if !h.midLine && !h.prompting {
 					h.clearStatus()
 					s := fmt.Sprintf("… %s (%ds)", h.status, int(time.Since(start).Seconds()))
 					fmt.Fprint(h.errw, s)

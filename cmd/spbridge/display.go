@@ -1,0 +1,522 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
+	"spbridge/internal/prices"
+)
+
+// How `spbridge run` shows what the editor gets: tool titles, diffs,
+// command output, the plan and each turn's usage. The functions here only
+// format; shellHost (run.go) decides when and where they are written.
+
+// Display limits, as the editor's: a command's output is cut after
+// maxShownOutput bytes with "… N bytes more", a diff after maxDiffLines
+// lines with "… N lines more".
+const (
+	maxShownOutput = 16 << 10
+	maxDiffLines   = 200
+	diffContext    = 3 // unchanged lines kept around a change
+)
+
+// SGR colour codes.
+const (
+	sgrBold   = "1"
+	sgrDim    = "2"
+	sgrRed    = "31"
+	sgrGreen  = "32"
+	sgrYellow = "33"
+	sgrCyan   = "36"
+)
+
+// style paints text with ANSI colours when it is on, and leaves it alone
+// when off (piped output, NO_COLOR, --color never).
+type style bool
+
+func (s style) paint(sgr, text string) string {
+	if !s || text == "" {
+		return text
+	}
+	return "\x1b[" + sgr + "m" + text + "\x1b[0m"
+}
+
+// colorOn reports whether output to a stream is coloured: mode is the
+// --color flag (auto, always, never), noColor the NO_COLOR variable and
+// tty whether the stream is a terminal. As no-color.org asks, any
+// non-empty NO_COLOR turns auto off, and the flag overrides it.
+func colorOn(mode, noColor string, tty bool) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return noColor == "" && tty
+}
+
+// toolTitle is the line that heads a tool call: the view's title, or the
+// tool's name and summary when it has no view.
+func toolTitle(it archive.Item, v *itemmap.ToolView) string {
+	if v != nil && v.Title != "" {
+		return v.Title
+	}
+	name, summary := it.String("name"), it.String("summary")
+	if name == "" || summary == "" {
+		return name + summary
+	}
+	return name + ": " + summary
+}
+
+// statusStyle is the colour of an item status.
+func statusStyle(status string) string {
+	switch status {
+	case archive.StatusSucceeded, itemmap.TurnCompleted:
+		return sgrGreen
+	case archive.StatusRunning:
+		return sgrCyan
+	case archive.StatusCancelled, itemmap.TurnInterrupted:
+		return sgrYellow
+	}
+	return sgrRed
+}
+
+// indentLines prefixes each line of s with indent, and with the line's
+// own start when s begins mid-line (atStart false).
+func indentLines(s, indent string, atStart bool) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		if atStart {
+			b.WriteString(indent)
+		}
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i+1])
+		s = s[i+1:]
+		atStart = true
+	}
+	return b.String()
+}
+
+// cutBytes cuts s to at most n bytes on a character boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// formatDiff is d as unified-diff lines under a line naming the file,
+// each line prefixed with indent: removed lines "-" (red), added "+"
+// (green), unchanged " " with at most diffContext of them around a
+// change; a new file is all "+".
+func formatDiff(d itemmap.Diff, indent string, st style) string {
+	var b strings.Builder
+	head := d.Path
+	if d.OldText == nil {
+		head += " (new file)"
+	}
+	b.WriteString(indent + st.paint(sgrBold, head) + "\n")
+	var old []string
+	if d.OldText != nil {
+		old = splitLines(*d.OldText)
+	}
+	ops := lineDiff(old, splitLines(d.NewText))
+	shown, hidden := 0, 0
+	gap := false
+	for i, op := range ops {
+		if op.kind == ' ' && !nearChange(ops, i) {
+			gap = true
+			continue
+		}
+		if shown == maxDiffLines {
+			hidden++
+			continue
+		}
+		if gap && shown > 0 {
+			b.WriteString(indent + st.paint(sgrDim, "⋮") + "\n")
+		}
+		gap = false
+		line := string(op.kind) + op.text
+		switch op.kind {
+		case '-':
+			line = st.paint(sgrRed, line)
+		case '+':
+			line = st.paint(sgrGreen, line)
+		}
+		b.WriteString(indent + line + "\n")
+		shown++
+	}
+	if hidden > 0 {
+		b.WriteString(indent + st.paint(sgrDim, fmt.Sprintf("… %d %s more", hidden, plural(hidden, "line", "lines"))) + "\n")
+	}
+	return b.String()
+}
+
+// nearChange reports whether ops[i] is within diffContext lines of a
+// removed or added line.
+func nearChange(ops []diffOp, i int) bool {
+	for j := max(0, i-diffContext); j <= min(len(ops)-1, i+diffContext); j++ {
+		if ops[j].kind != ' ' {
+			return true
+		}
+	}
+	return false
+}
+
+// splitLines splits text into lines without their newlines; a final
+// newline ends the last line rather than starting an empty one.
+func splitLines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+}
+
+// diffOp is one line of a line diff: kind ' ' (in both), '-' (old only)
+// or '+' (new only).
+type diffOp struct {
+	kind byte
+	text string
+}
+
+// maxDiffCells bounds the table of the longest common subsequence; past
+// it the changed middle shows as all removed, then all added.
+const maxDiffCells = 4 << 20
+
+// lineDiff is a shortest-edit line diff of old and new: the common
+// prefix and suffix, and a longest common subsequence of the middle.
+func lineDiff(old, new []string) []diffOp {
+	var ops []diffOp
+	p := 0
+	for p < len(old) && p < len(new) && old[p] == new[p] {
+		ops = append(ops, diffOp{' ', old[p]})
+		p++
+	}
+	s := 0
+	for s < len(old)-p && s < len(new)-p && old[len(old)-1-s] == new[len(new)-1-s] {
+		s++
+	}
+	a, b := old[p:len(old)-s], new[p:len(new)-s]
+	if len(a) > 0 && len(b) > 0 && (len(a)+1)*(len(b)+1) <= maxDiffCells {
+		// lcs[i][j] is the length of a longest common subsequence of a[i:]
+		// and b[j:].
+		w := len(b) + 1
+		lcs := make([]int32, (len(a)+1)*w)
+		for i := len(a) - 1; i >= 0; i-- {
+			for j := len(b) - 1; j >= 0; j-- {
+				if a[i] == b[j] {
+					lcs[i*w+j] = lcs[(i+1)*w+j+1] + 1
+				} else {
+					lcs[i*w+j] = max(lcs[(i+1)*w+j], lcs[i*w+j+1])
+				}
+			}
+		}
+		i, j := 0, 0
+		for i < len(a) && j < len(b) {
+			switch {
+			case a[i] == b[j]:
+				ops = append(ops, diffOp{' ', a[i]})
+				i, j = i+1, j+1
+			case lcs[(i+1)*w+j] >= lcs[i*w+j+1]:
+				ops = append(ops, diffOp{'-', a[i]})
+				i++
+			default:
+				ops = append(ops, diffOp{'+', b[j]})
+				j++
+			}
+		}
+		a, b = a[i:], b[j:]
+	}
+	for _, l := range a {
+		ops = append(ops, diffOp{'-', l})
+	}
+	for _, l := range b {
+		ops = append(ops, diffOp{'+', l})
+	}
+	for _, l := range new[len(new)-s:] {
+		ops = append(ops, diffOp{' ', l})
+	}
+	return ops
+}
+
+// planMark is how a plan entry's status shows.
+func planMark(status string, st style) string {
+	switch status {
+	case itemmap.PlanCompleted:
+		return st.paint(sgrGreen, "[x]")
+	case itemmap.PlanInProgress:
+		return st.paint(sgrYellow, "[>]")
+	}
+	return "[ ]"
+}
+
+// formatPlan is the plan, one entry a line under a "Plan" line.
+func formatPlan(plan []itemmap.PlanEntry, st style) string {
+	var b strings.Builder
+	b.WriteString(st.paint(sgrBold, "Plan") + "\n")
+	for _, e := range plan {
+		text := e.Content
+		if e.Status == itemmap.PlanCompleted {
+			text = st.paint(sgrDim, text)
+		}
+		b.WriteString("  " + planMark(e.Status, st) + " " + text + "\n")
+	}
+	return b.String()
+}
+
+// turnCost is a turn's cost: as the CLI reported it, else estimated from
+// the price table, else unknown (kind archive.CostUnknown, no dollars).
+func turnCost(end *itemmap.TurnEnd) (kind string, usd json.Number) {
+	if end.CostUSD != "" {
+		return archive.CostReported, end.CostUSD
+	}
+	if !usageZero(end.Usage) {
+		if est, ok := prices.Estimate(end.Model, end.Usage); ok {
+			return archive.CostEstimated, est
+		}
+	}
+	return archive.CostUnknown, ""
+}
+
+// contextUse is the tokens in context after the turn's last request
+// (its input, cache reads and writes, and output) and the model's context
+// window (as the CLI reported it, else from the bundled table; 0 when
+// neither knows it).
+func contextUse(end *itemmap.TurnEnd) (used, size int64) {
+	lr := end.LastRound
+	used = tokenCount(lr.Input) + tokenCount(lr.CacheRead) + tokenCount(lr.CacheWrite) + tokenCount(lr.Output)
+	size = end.ContextWindow
+	if size <= 0 {
+		size, _ = prices.ContextWindow(end.Model)
+	}
+	return used, max(size, 0)
+}
+
+// tokenCount is a token count as a number, 0 when absent or not a count.
+func tokenCount(n json.Number) int64 {
+	v, err := n.Int64()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+func usageZero(u archive.Usage) bool {
+	return tokenCount(u.Input)+tokenCount(u.Output)+tokenCount(u.CacheRead)+tokenCount(u.CacheWrite) == 0
+}
+
+// thousands is n with commas between groups of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// dollars is an amount of US dollars for reading: to the cent from a
+// dollar up, to four places below, "<$0.0001" for less but not nothing.
+func dollars(usd json.Number) string {
+	f, err := strconv.ParseFloat(string(usd), 64)
+	switch {
+	case err != nil:
+		return "$" + string(usd)
+	case f >= 1:
+		return "$" + strconv.FormatFloat(f, 'f', 2, 64)
+	case f > 0 && f < 0.0001:
+		return "<$0.0001"
+	}
+	return "$" + strconv.FormatFloat(f, 'f', 4, 64)
+}
+
+// formatTurnEnd is the line that ends a turn: how it ended, its tokens
+// (cache reads and writes when any), the context in use after it with
+// the model's window when known, and its cost.
+func formatTurnEnd(end *itemmap.TurnEnd, st style) string {
+	parts := []string{"turn " + st.paint(statusStyle(end.Status), end.Status)}
+	u := end.Usage
+	tok := "tokens " + thousands(tokenCount(u.Input)) + " in / " + thousands(tokenCount(u.Output)) + " out"
+	if r, w := tokenCount(u.CacheRead), tokenCount(u.CacheWrite); r+w > 0 {
+		tok += " (cache " + thousands(r) + " read, " + thousands(w) + " written)"
+	}
+	parts = append(parts, tok)
+	if used, size := contextUse(end); size > 0 && used > 0 {
+		pct := float64(used) * 100 / float64(size)
+		prec := 0
+		if pct < 10 {
+			prec = 1
+		}
+		parts = append(parts, fmt.Sprintf("context %s / %s (%.*f%%)", thousands(used), thousands(size), prec, pct))
+	}
+	switch kind, usd := turnCost(end); kind {
+	case archive.CostUnknown:
+		parts = append(parts, "cost unknown")
+	default:
+		parts = append(parts, "cost "+dollars(usd)+" ("+kind+")")
+	}
+	return st.paint(sgrDim, "── ") + strings.Join(parts, st.paint(sgrDim, " · ")) + "\n"
+}
+
+// turnEndJSON is the record `run --json` writes after each turn.
+func turnEndJSON(end *itemmap.TurnEnd) map[string]any {
+	m := map[string]any{
+		"type":           "turnEnd",
+		"status":         end.Status,
+		"usage":          usageJSON(end.Usage),
+		"lastRoundUsage": usageJSON(end.LastRound),
+	}
+	if end.Model != "" {
+		m["model"] = end.Model
+	}
+	if used, size := contextUse(end); size > 0 {
+		m["contextWindow"] = size
+		m["contextUsed"] = used
+	}
+	kind, usd := turnCost(end)
+	cost := map[string]any{"kind": kind}
+	if usd != "" {
+		cost["usd"] = usd
+	}
+	m["cost"] = cost
+	return m
+}
+
+// usageJSON is a usage's token counts by name, leaving out the absent.
+func usageJSON(u archive.Usage) map[string]any {
+	m := map[string]any{}
+	for _, f := range []struct {
+		name string
+		n    json.Number
+	}{{"input", u.Input}, {"output", u.Output}, {"cacheRead", u.CacheRead}, {"cacheWrite", u.CacheWrite}} {
+		if _, err := f.n.Int64(); err == nil {
+			m[f.name] = f.n
+		}
+	}
+	return m
+}
+
+// A grant is what answering "a" (always) allows for the rest of the run.
+// A command (Claude's Bash, Codex's shell: an input with a "command") is
+// granted by its program and first argument, so "a" on `npm test` allows
+// `npm test -- --watch` but not `npm publish`; a command whose first
+// argument is an option (`rm -rf build`) or that uses the shell's
+// operators, pipes, redirections or substitutions is granted only as
+// exactly that command. Any other tool is granted whole, like
+// --allow-tool.
+type grant struct {
+	tool   string
+	prefix []string // the command's leading words; nil: every request of tool
+	exact  string   // the whole command, when granted only as itself
+}
+
+// shellSpecial are the characters that make a command more than a program
+// and its arguments.
+const shellSpecial = ";&|<>`$()\n\\*?{}[]~"
+
+// grantFor is the grant "a" gives for a.
+func grantFor(a itemmap.Approval) grant {
+	cmd := approvalCommand(a)
+	if cmd == "" {
+		return grant{tool: a.ToolName}
+	}
+	words := strings.Fields(cmd)
+	if strings.ContainsAny(cmd, shellSpecial) || len(words) < 2 || strings.HasPrefix(words[1], "-") {
+		return grant{tool: a.ToolName, exact: strings.Join(words, " ")}
+	}
+	return grant{tool: a.ToolName, prefix: words[:2]}
+}
+
+// allows reports whether g covers a.
+func (g grant) allows(a itemmap.Approval) bool {
+	if a.ToolName != g.tool {
+		return false
+	}
+	if g.exact == "" && g.prefix == nil {
+		return true
+	}
+	cmd := approvalCommand(a)
+	words := strings.Fields(cmd)
+	if g.exact != "" {
+		return strings.Join(words, " ") == g.exact
+	}
+	return !strings.ContainsAny(cmd, shellSpecial) && len(words) >= len(g.prefix) && slices.Equal(words[:len(g.prefix)], g.prefix)
+}
+
+// String says what g allows, for the prompt.
+func (g grant) String() string {
+	switch {
+	case g.exact != "":
+		return "`" + g.exact + "`"
+	case g.prefix != nil:
+		return "`" + strings.Join(g.prefix, " ") + " …`"
+	}
+	return "every " + g.tool + " request"
+}
+
+// approvalCommand is the command a permission request is about, "" when
+// it is not about a command.
+func approvalCommand(a itemmap.Approval) string {
+	var in struct {
+		Command json.RawMessage `json:"command"`
+	}
+	if json.Unmarshal(a.Input, &in) != nil || len(in.Command) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(in.Command, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	var argv []string
+	if json.Unmarshal(in.Command, &argv) == nil {
+		return strings.Join(argv, " ")
+	}
+	return ""
+}
+
+// maxPromptInput caps a tool's input as the prompt shows it.
+const maxPromptInput = 1 << 10
+
+// formatApproval is the question for a: the command to run, or the
+// edit's title and diffs, or the tool's input; then the choices, "a"
+// saying what it would allow.
+func formatApproval(a itemmap.Approval, g grant, st style) string {
+	var b strings.Builder
+	b.WriteString(st.paint(sgrBold, "Allow "+a.ToolName+"?"))
+	switch cmd := approvalCommand(a); {
+	case cmd != "":
+		b.WriteString(" Run " + st.paint(sgrCyan, "`"+cmd+"`") + "\n")
+	case a.Tool != nil && len(a.Tool.Diffs) > 0:
+		b.WriteString(" " + a.Tool.Title + "\n")
+		for _, d := range a.Tool.Diffs {
+			b.WriteString(formatDiff(d, "    ", st))
+		}
+	default:
+		in := strings.TrimSpace(string(a.Input))
+		if cut := cutBytes(in, maxPromptInput); cut != in {
+			in = cut + "…"
+		}
+		if a.Tool != nil && a.Tool.Title != "" && a.Tool.Title != a.ToolName {
+			b.WriteString(" " + a.Tool.Title)
+		}
+		b.WriteString(" " + in + "\n")
+	}
+	fmt.Fprintf(&b, "  y: once · a: always, %s in this run · n: no [y/a/N] ", g)
+	return b.String()
+}

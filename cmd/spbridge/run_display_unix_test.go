@@ -1,0 +1,117 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/creack/pty"
+)
+
+// runInPTY starts spbridge run PKG args… in a pseudo-terminal with a fake
+// claude selected by env.
+func runInPTY(t *testing.T, env []string, args ...string) (*exec.Cmd, *os.File) {
+	t.Helper()
+	exe, _ := os.Executable()
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(pkg, 0o755)
+	cmd := exec.Command(spbridgeBin(t), append([]string{"run", pkg}, args...)...)
+	cmd.Env = append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0", "NO_COLOR=")
+	cmd.Env = append(cmd.Env, env...)
+	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { master.Close() })
+	return cmd, master
+}
+
+// TestRunAskYAN: at a terminal, y allows once, a allows the command's
+// program and first argument for the rest of the run (no question for
+// `git status --short` after a on `git status -s`), n denies.
+func TestRunAskYAN(t *testing.T) {
+	cmds := []string{"git status", "git status -s", "git status --short", "rm -rf build"}
+	cmd, master := runInPTY(t, []string{fakeAsksEnv + "=" + strings.Join(cmds, "\n"), "NO_COLOR=1"}, "tidy up")
+	var out bytes.Buffer
+	for _, step := range []struct{ prompt, answer string }{
+		{"Allow Bash? Run `git status`\r\n  y: once · a: always, `git status …` in this run · n: no [y/a/N] ", "y"},
+		{"Allow Bash? Run `git status -s`\r\n  y: once · a: always, `git status …` in this run · n: no [y/a/N] ", "a"},
+		{"Allow Bash? Run `rm -rf build`", "n"},
+	} {
+		readUntil(t, master, &out, step.prompt)
+		master.Write([]byte(step.answer + "\r"))
+	}
+	readUntil(t, master, &out, "answers: allow,allow,allow,deny")
+	readUntil(t, master, &out, "cost $0.0042 (reported)")
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d: %q", code, out.String())
+	}
+	if n := strings.Count(out.String(), "[y/a/N]"); n != 3 {
+		t.Errorf("%d questions, want 3: %q", n, out.String())
+	}
+	for _, want := range []string{"tool `git status --short` (exit 0) [succeeded]", "tool `rm -rf build` [denied]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in %q", want, out.String())
+		}
+	}
+}
+
+// TestRunColor: colours at a terminal unless NO_COLOR (any value) or
+// --color never; piped only with --color always.
+func TestRunColor(t *testing.T) {
+	const green = "\x1b[32m+roses are blue\x1b[0m"
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		args  []string
+		tty   bool
+		color bool
+	}{
+		{"tty", nil, nil, true, true},
+		{"tty NO_COLOR", []string{"NO_COLOR=1"}, nil, true, false},
+		{"tty never", nil, []string{"--color", "never"}, true, false},
+		{"tty NO_COLOR always", []string{"NO_COLOR=1"}, []string{"--color", "always"}, true, true},
+		{"piped", nil, nil, false, false},
+		{"piped always", nil, []string{"--color", "always"}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append([]string{fakeEditEnv + "=1"}, tc.env...)
+			args := append(tc.args, "make it blue")
+			var out string
+			if tc.tty {
+				cmd, master := runInPTY(t, env, args...)
+				var buf bytes.Buffer
+				readUntil(t, master, &buf, "(reported)")
+				cmd.Wait()
+				out = buf.String()
+			} else {
+				exe, _ := os.Executable()
+				pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+				os.Mkdir(pkg, 0o755)
+				cmd := exec.Command(spbridgeBin(t), append([]string{"run", pkg}, args...)...)
+				cmd.Env = append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "NO_COLOR=")
+				cmd.Env = append(cmd.Env, env...)
+				b, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v: %s", err, b)
+				}
+				out = string(b)
+			}
+			if !strings.Contains(out, "-roses are red") || !strings.Contains(out, "+roses are blue") {
+				t.Errorf("no diff in %q", out)
+			}
+			if got := strings.Contains(out, green); got != tc.color {
+				t.Errorf("coloured diff %v, want %v: %q", got, tc.color, out)
+			}
+			if !tc.color && strings.Contains(out, "\x1b[") {
+				t.Errorf("escape sequences in %q", out)
+			}
+		})
+	}
+}
