@@ -115,3 +115,22 @@ func TestRunColor(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAskPiped: without a terminal a permission request is denied,
+// and standard error names the tool and the flag that allows it.
+func TestRunAskPiped(t *testing.T) {
+	exe, _ := os.Executable()
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(pkg, 0o755)
+	cmd := exec.Command(spbridgeBin(t), "run", pkg, "tidy up")
+	cmd.Env = append(os.Environ(), fakeAsksEnv+"=rm -rf build", "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s%s", err, stdout.String(), stderr.String())
+	}
+	want := "spbridge: denied Bash (`rm -rf build`): no terminal to ask on; allow it with --allow-tool Bash\n"
+	if !strings.Contains(stderr.String(), want) || !strings.Contains(stdout.String(), "answers: deny") {
+		t.Errorf("stdout %q\nstderr %q\nwant on stderr %q", stdout.String(), stderr.String(), want)
+	}
+}
