@@ -165,10 +165,18 @@ func TestE2EClaudeThinking(t *testing.T) {
 		e.fail("items %q", got)
 	}
 	// --json: one JSON line per item change, the user's item first, the
-	// reply growing under one id: added whole, then appends.
+	// reply growing under one id: added whole, then appends; last, the
+	// turnEnd record with the turn's usage, context and cost.
 	lines := strings.Split(strings.TrimSpace(e.stdout.String()), "\n")
-	if len(lines) < 3 {
+	if len(lines) < 4 {
 		e.fail("%d JSON lines", len(lines))
+		return
+	}
+	end := gjson.Parse(lines[len(lines)-1])
+	lines = lines[:len(lines)-1]
+	if end.Get("type").String() != "turnEnd" || end.Get("status").String() != "completed" || end.Get("usage.input").Int() == 0 ||
+		end.Get("contextWindow").Int() == 0 || end.Get("cost.kind").String() != "reported" || end.Get("cost.usd").Float() == 0 {
+		e.fail("the last line is no turnEnd record: %s", end.Raw)
 	}
 	ids := map[string]string{}
 	texts := map[string]string{}
