@@ -66,7 +66,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
 	allowTools := f.StringArray("allow-tool", nil, "allow permission requests of tool `NAME` without asking; repeatable")
 	asJSON := f.Bool("json", false, "print one JSON line per item change, and a turnEnd line after each turn")
-	color := f.String("color", "auto", "colour diffs, statuses and the plan: `WHEN` auto (on a terminal, unless NO_COLOR is set), always or never")
+	color := f.String("color", "auto", "colour diffs, statuses and the plan `WHEN`: auto (on a terminal, unless NO_COLOR is set), always or never")
 	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
