@@ -26,6 +26,11 @@ type acpEvent struct {
 	Error  json.RawMessage `json:"error"`
 	Answer json.RawMessage `json:"answer"`
 	Code   *int            `json:"code"`
+	// Children are a children step's processes.
+	Children []struct {
+		PID     int      `json:"pid"`
+		Command []string `json:"command"`
+	} `json:"children"`
 }
 
 // runACPClient runs testdata/acp-client/client.mjs (the official ACP

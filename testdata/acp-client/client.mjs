@@ -16,8 +16,8 @@
 // the event can no longer come. A run that hangs is ended by the caller's own
 // timeout (go test's -timeout).
 
-import { spawn } from "node:child_process";
-import { readFileSync, existsSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -339,6 +339,11 @@ function handleResponse(msg, issues) {
     return;
   }
   req.answered = true;
+  if (req.method === "session/new" && hasResult && typeof msg.result?.sessionId === "string") {
+    // Known as the response is read: the agent's next line may already be
+    // about it, before the SDK hands the result over.
+    knownSessions.add(msg.result.sessionId);
+  }
   if (req.rec && hasResult) {
     req.rec.hasWire = true;
     req.rec.wireResult = msg.result;
@@ -633,6 +638,9 @@ async function runStep(i, step, prevStart) {
       return request(i, step, "session/prompt", params);
     }
     case "ext":
+      if (step.method === "session/resume" && typeof step.params?.sessionId === "string") {
+        knownSessions.add(step.params.sessionId); // updates may come before the response
+      }
       return request(i, step, step.method, step.params ?? {});
     case "cancel": {
       const params = { sessionId: sessionOf(step.session) };
@@ -678,6 +686,18 @@ async function runStep(i, step, prevStart) {
     case "sleep":
       await new Promise((r) => setTimeout(r, step.ms ?? 0));
       return;
+    case "exec": {
+      // Runs a command to its end while the agent runs (with the scenario's
+      // environment and cwd), e.g. another program that needs what the
+      // agent should have released.
+      if (!Array.isArray(step.command) || step.command.length === 0) throw new StepFailure("exec needs a command");
+      const r = spawnSync(step.command[0], step.command.slice(1), { cwd: step.cwd ?? cwd, env, encoding: "utf8" });
+      emit({ event: "exec", step: i, code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, error: r.error?.message ?? null });
+      return;
+    }
+    case "children":
+      emit({ event: "children", step: i, children: childrenOf(child.pid) });
+      return;
     case "closeStdin":
       await flushWrites();
       child.stdin.end();
@@ -690,6 +710,32 @@ async function runStep(i, step, prevStart) {
     default:
       throw new StepFailure(`unknown op ${JSON.stringify(step.op)}`);
   }
+}
+
+// childrenOf lists the live processes whose parent is pid, as
+// {pid, command} (Linux /proc; elsewhere an empty list).
+function childrenOf(pid) {
+  const out = [];
+  let entries = [];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (!/^[0-9]+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // fields[0] is the state, fields[1] the parent; a zombie is gone.
+      if (Number(fields[1]) !== pid || fields[0] === "Z") continue;
+      const command = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").filter(Boolean);
+      out.push({ pid: Number(e), command });
+    } catch {
+      // the process ended while it was read
+    }
+  }
+  return out;
 }
 
 // shutdown ends the agent's stdin and waits for it to exit, as an agent
