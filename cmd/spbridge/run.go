@@ -315,6 +315,10 @@ func jsonLine(c itemmap.Change) map[string]any {
 	if c.Op == itemmap.OpUpdate && c.Delta != "" {
 		return map[string]any{"op": "append", "id": c.Item.ID(), "field": "text", "text": c.Delta}
 	}
+	if c.Op == itemmap.OpUpdate && c.OutputDelta != "" {
+		// The item did not change: only what the running command printed.
+		return map[string]any{"op": "output", "id": c.Item.ID(), "text": c.OutputDelta}
+	}
 	return map[string]any{"op": c.Op.String(), "item": c.Item.Map()}
 }
 

@@ -70,3 +70,20 @@ func TestRunJSONLinear(t *testing.T) {
 		t.Errorf("%d lines; the appends rebuild the text: %v", n, got.String() == text.String())
 	}
 }
+
+// TestRunJSONOutputDelta: what a running command prints goes as an output
+// line with only the new bytes, not as the whole unchanged item again.
+func TestRunJSONOutputDelta(t *testing.T) {
+	var out bytes.Buffer
+	h := &shellHost{out: &out, json: true}
+	tool := archive.NewItem(archive.TypeTool)
+	tool.Set("status", archive.StatusRunning)
+	tool.Set("detail", strings.Repeat("input ", 1000))
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: tool})
+	out.Reset()
+	h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool, OutputDelta: "line 1\n"})
+	var v struct{ Op, ID, Text string }
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Op != "output" || v.ID != tool.ID() || v.Text != "line 1\n" {
+		t.Errorf("output delta line %s (%v)", out.Bytes(), err)
+	}
+}
