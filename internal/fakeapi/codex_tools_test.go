@@ -89,6 +89,9 @@ func TestCodexToolsList(t *testing.T) {
 		t.Errorf("exec offers update_plan by default")
 	}
 	run = runCodex(t, srv, "", "", "hi", args("--sandbox", "workspace-write", "-c", planTool)...)
+	if run.err != nil {
+		t.Fatalf("codex with %s: %v\n%s", planTool, run.err, run.dump())
+	}
 	if names := codexToolNames(responsesBodies(t, srv)[1]); !slices.Contains(names, "update_plan") {
 		t.Errorf("with %s: tools %v", planTool, names)
 	}
