@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tidwall/gjson"
-
 	"spbridge/internal/archive"
 )
 
@@ -83,7 +81,7 @@ func invalidNotice(newID IDFunc, from string, n int) Result {
 // depth) that the mapper reads as JSON when it is.
 func validJSON(s string) bool {
 	// A read-only view of s's bytes: TooDeep does not keep or change them.
-	return !TooDeep(unsafe.Slice(unsafe.StringData(s), len(s))) && gjson.Valid(s)
+	return validLine(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // readLine checks a line before it is parsed: a line nested deeper than
@@ -91,14 +89,16 @@ func validJSON(s string) bool {
 // its notice (from names the CLI); any other line that is not valid JSON is
 // skipped silently. ok is set when the line can be parsed.
 func readLine(newID IDFunc, from string, line []byte) (r Result, ok bool) {
+	if validLine(line) {
+		return Result{}, true
+	}
+	// validLine stops at the first level past MaxDepth, so the line may
+	// also be too deep after where it went wrong: that notice comes first.
 	if TooDeep(line) {
 		return tooDeepNotice(newID, from, len(line)), false
 	}
-	if !gjson.ValidBytes(line) {
-		if len(line) > 0 && line[0] == '{' {
-			return invalidNotice(newID, from, len(line)), false
-		}
-		return Result{Skipped: true}, false
+	if len(line) > 0 && line[0] == '{' {
+		return invalidNotice(newID, from, len(line)), false
 	}
-	return Result{}, true
+	return Result{Skipped: true}, false
 }

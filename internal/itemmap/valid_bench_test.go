@@ -1,0 +1,39 @@
+package itemmap
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func BenchmarkValidLine(b *testing.B) {
+	stream, _ := benchStream(b, claudeStreams(b), 20<<20)
+	b.SetBytes(int64(len(stream)))
+	b.Run("validLine", func(b *testing.B) {
+		b.SetBytes(int64(len(stream)))
+		for b.Loop() {
+			readLines(stream, func(l []byte) { validLine(l) })
+		}
+	})
+	b.Run("gjson", func(b *testing.B) {
+		b.SetBytes(int64(len(stream)))
+		for b.Loop() {
+			readLines(stream, func(l []byte) { _ = !TooDeep(l) && gjson.ValidBytes(l) })
+		}
+	})
+}
+
+func readLines(s []byte, f func([]byte)) {
+	for len(s) > 0 {
+		i := bytes.IndexByte(s, '\n')
+		if i < 0 {
+			i = len(s)
+		}
+		f(s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+}
