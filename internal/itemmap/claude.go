@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -118,12 +119,17 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 // the mapper does not know, gives a Result with Skipped set; a line nested
 // deeper than MaxDepth, or one that starts as an object but is not valid
 // JSON, also gives a notice that says so.
+//
+// The mapper reads line in place: the items, history and presentation it
+// returns, now and later, may hold strings that share line's bytes, so
+// the caller must not change line afterwards (cliproc hands over each line
+// in a slice of its own).
 func (m *Claude) Line(line []byte) Result {
 	r, ok := readLine(m.newID, "Claude Code", line)
 	if !ok {
 		return r
 	}
-	raw := gjson.ParseBytes(line)
+	raw := gjson.Parse(unsafe.String(unsafe.SliceData(line), len(line)))
 	if !raw.IsObject() {
 		r.Skipped = true
 		return r
