@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/prices"
 )
@@ -412,94 +412,16 @@ func usageJSON(u archive.Usage) map[string]any {
 	return m
 }
 
-// A grant is what answering "a" (always) allows for the rest of the run.
-// A command (Claude's Bash, Codex's shell: an input with a "command") is
-// granted by its program and first argument, so "a" on `npm test` allows
-// `npm test -- --watch` but not `npm publish`; a command whose first
-// argument is an option (`rm -rf build`) or that uses the shell's
-// operators, pipes, redirections or substitutions is granted only as
-// exactly that command. Any other tool is granted whole, like
-// --allow-tool.
-type grant struct {
-	tool   string
-	prefix []string // the command's leading words; nil: every request of tool
-	exact  string   // the whole command, when granted only as itself
-}
-
-// shellSpecial are the characters that make a command more than a program
-// and its arguments.
-const shellSpecial = ";&|<>`$()\n\\*?{}[]~"
-
-// grantFor is the grant "a" gives for a.
-func grantFor(a itemmap.Approval) grant {
-	cmd := approvalCommand(a)
-	if cmd == "" {
-		return grant{tool: a.ToolName}
-	}
-	words := strings.Fields(cmd)
-	if strings.ContainsAny(cmd, shellSpecial) || len(words) < 2 || strings.HasPrefix(words[1], "-") {
-		return grant{tool: a.ToolName, exact: strings.Join(words, " ")}
-	}
-	return grant{tool: a.ToolName, prefix: words[:2]}
-}
-
-// allows reports whether g covers a.
-func (g grant) allows(a itemmap.Approval) bool {
-	if a.ToolName != g.tool {
-		return false
-	}
-	if g.exact == "" && g.prefix == nil {
-		return true
-	}
-	cmd := approvalCommand(a)
-	words := strings.Fields(cmd)
-	if g.exact != "" {
-		return strings.Join(words, " ") == g.exact
-	}
-	return !strings.ContainsAny(cmd, shellSpecial) && len(words) >= len(g.prefix) && slices.Equal(words[:len(g.prefix)], g.prefix)
-}
-
-// String says what g allows, for the prompt.
-func (g grant) String() string {
-	switch {
-	case g.exact != "":
-		return "`" + g.exact + "`"
-	case g.prefix != nil:
-		return "`" + strings.Join(g.prefix, " ") + " …`"
-	}
-	return "every " + g.tool + " request"
-}
-
-// approvalCommand is the command a permission request is about, "" when
-// it is not about a command.
-func approvalCommand(a itemmap.Approval) string {
-	var in struct {
-		Command json.RawMessage `json:"command"`
-	}
-	if json.Unmarshal(a.Input, &in) != nil || len(in.Command) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(in.Command, &s) == nil {
-		return strings.TrimSpace(s)
-	}
-	var argv []string
-	if json.Unmarshal(in.Command, &argv) == nil {
-		return strings.Join(argv, " ")
-	}
-	return ""
-}
-
 // maxPromptInput caps a tool's input as the prompt shows it.
 const maxPromptInput = 1 << 10
 
 // formatApproval is the question for a: the command to run, or the
 // edit's title and diffs, or the tool's input; then the choices, "a"
 // saying what it would allow.
-func formatApproval(a itemmap.Approval, g grant, st style) string {
+func formatApproval(a itemmap.Approval, g backend.Grant, st style) string {
 	var b strings.Builder
 	b.WriteString(st.paint(sgrBold, "Allow "+a.ToolName+"?"))
-	switch cmd := approvalCommand(a); {
+	switch cmd := backend.ApprovalCommand(a); {
 	case cmd != "":
 		b.WriteString(" Run " + st.paint(sgrCyan, "`"+cmd+"`") + "\n")
 	case a.Tool != nil && len(a.Tool.Diffs) > 0:

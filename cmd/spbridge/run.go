@@ -290,8 +290,8 @@ type shellHost struct {
 	statusWG  sync.WaitGroup
 	statusLen int
 
-	askMu      sync.Mutex // one question at a time
-	grants     []grant    // what "a" allowed
+	askMu      sync.Mutex      // one question at a time
+	grants     []backend.Grant // what "a" allowed
 	answerOnce sync.Once
 	answerCh   chan string
 }
@@ -493,13 +493,13 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	h.askMu.Lock()
 	defer h.askMu.Unlock()
 	for _, g := range h.grants {
-		if g.allows(a) {
+		if g.Allows(a) {
 			return backend.Decision{Allow: true}
 		}
 	}
 	if h.ask == nil {
 		what := ""
-		if cmd := approvalCommand(a); cmd != "" {
+		if cmd := backend.ApprovalCommand(a); cmd != "" {
 			what = " (`" + cutBytes(cmd, maxPromptInput) + "`)"
 		}
 		h.mu.Lock()
@@ -509,7 +509,7 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 		h.mu.Unlock()
 		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
 	}
-	g := grantFor(a)
+	g := backend.GrantFor(a)
 	answers := h.answers()
 	for drained := false; !drained; { // a line typed before the question is no answer to it
 		select {

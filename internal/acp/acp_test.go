@@ -145,6 +145,15 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool, Tool: &nv})
 		a.Set("text", "done")
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+	case strings.HasPrefix(text, "cmds "):
+		// "cmds A|B": one Bash permission request per command; the reply
+		// says how each was answered.
+		for i, cmd := range strings.Split(strings.TrimPrefix(text, "cmds "), "|") {
+			in, _ := json.Marshal(map[string]string{"command": cmd})
+			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("c", i), ToolName: "Bash", Input: in})
+			a.Set("text", a.String("text")+fmt.Sprintf("%s=%v/%v ", cmd, d.Allow, d.Always != nil))
+		}
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 	case strings.HasPrefix(text, "ask"):
 		tool := archive.NewItem(archive.TypeTool)
 		tool.Set("name", "Bash")
@@ -573,7 +582,7 @@ func TestPermissions(t *testing.T) {
 		if m["method"] == "session/request_permission" {
 			asked++
 			p := m["params"].(map[string]any)
-			if p["toolCall"].(map[string]any)["title"] != "Bash: rm -rf x" || len(p["options"].([]any)) != 3 {
+			if p["toolCall"].(map[string]any)["title"] != "Bash: rm -rf x" || len(p["options"].([]any)) != 4 {
 				t.Errorf("request %v", p)
 			}
 		}
@@ -587,6 +596,49 @@ func TestPermissions(t *testing.T) {
 	_, seen2 := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("ask")}})
 	if n := count(seen, "session/request_permission") + count(seen2, "session/request_permission"); n != 1 {
 		t.Errorf("%d requests after allow_always, want 1", n)
+	}
+}
+
+// TestPermissionScopes: "always" covers a command by its prefix, for
+// the session: allow_always on `npm test` lets `npm test -- --watch`
+// through but asks about `rm`; reject_always on `rm -rf x` rejects it from
+// then on, unasked. The options name their scope.
+func TestPermissionScopes(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.mu.Lock()
+	c.answers = []string{"allow_always", "reject_always"}
+	c.mu.Unlock()
+	prompt := func(text string) (string, []map[string]any) {
+		_, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock(text)}})
+		texts := updates(seen, "agent_message_chunk")
+		if len(texts) == 0 {
+			t.Fatalf("prompt %q: no reply", text)
+		}
+		return texts[0]["content"].(map[string]any)["text"].(string), seen
+	}
+	reply, seen := prompt("cmds npm test|npm test -- --watch|rm -rf x")
+	if want := "npm test=true/true npm test -- --watch=true/false rm -rf x=false/false "; reply != want {
+		t.Errorf("reply %q, want %q", reply, want)
+	}
+	var names []string
+	for _, m := range seen {
+		if m["method"] == "session/request_permission" {
+			for _, o := range m["params"].(map[string]any)["options"].([]any) {
+				names = append(names, o.(map[string]any)["kind"].(string)+": "+o.(map[string]any)["name"].(string))
+			}
+		}
+	}
+	want := []string{"allow_once: Allow once", "allow_always: Always allow `npm test …` in this session", "reject_once: Reject", "reject_always: Always reject `npm test …` in this session",
+		"allow_once: Allow once", "allow_always: Always allow `rm -rf x` in this session", "reject_once: Reject", "reject_always: Always reject `rm -rf x` in this session"}
+	if !slices.Equal(names, want) {
+		t.Errorf("options\n%q\nwant\n%q", names, want)
+	}
+	reply, seen = prompt("cmds rm -rf x|npm test")
+	if want := "rm -rf x=false/false npm test=true/false "; reply != want || count(seen, "session/request_permission") != 0 {
+		t.Errorf("reply %q with %d requests, want %q unasked", reply, count(seen, "session/request_permission"), want)
 	}
 }
 

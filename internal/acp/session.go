@@ -47,19 +47,20 @@ type acpSession struct {
 	// waiting), for session/cancel.
 	queuedJobs []*job
 
-	mu          sync.Mutex
-	opened      bool // pkg, lock and conv are set
-	closed      bool
-	backend     string
-	keep        bool
-	pkg         *archive.Package // the package acp saves
-	lock        *pkglock.Lock
-	conv        *session.Session // its Pkg is a view of pkg for the turns
-	model       string
-	waiting     []queuedPrompt // messages queued with _spbridge/queue
-	dirty       bool           // changed since the last save
-	allowAlways map[string]bool
-	cwd         string
+	mu      sync.Mutex
+	opened  bool // pkg, lock and conv are set
+	closed  bool
+	backend string
+	keep    bool
+	pkg     *archive.Package // the package acp saves
+	lock    *pkglock.Lock
+	conv    *session.Session // its Pkg is a view of pkg for the turns
+	model   string
+	waiting []queuedPrompt // messages queued with _spbridge/queue
+	dirty   bool           // changed since the last save
+	// What "always" answers covered, for the rest of the session.
+	allowAlways, rejectAlways []backend.Grant
+	cwd                       string
 	// While a turn runs, the conversation as it stands: base holds every
 	// field but the items as they were when the turn began, live the items
 	// (the turn's own as clones made as each change was applied). A save
@@ -250,7 +251,7 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the package %s is already open in this session", op.id))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.id, allowAlways: make(map[string]bool)}
+	ss := &acpSession{srv: s, id: op.id}
 	ss.qcond = sync.NewCond(&ss.qmu)
 	s.sessions[op.id] = ss
 	s.wg.Add(1)

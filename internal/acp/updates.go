@@ -31,6 +31,11 @@ type acpHost struct {
 	edited   bool                    // _spbridge/edited went out for this turn
 	failure  string                  // the text of the turn's last failure item
 	panicked string                  // a panic in a callback, "" when none
+
+	// from is where this turn's items begin in ss.live, set at the turn's
+	// first change; ss.mu guards it with ss.live.
+	from    int
+	fromSet bool
 }
 
 // recovered is called by the callbacks with what they recovered from a
@@ -85,11 +90,14 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 	ss.mu.Lock()
 	if ss.live != nil {
-		i := lastIndex(ss.live, it.ID())
+		i := h.liveIndex(it.ID(), c.Op == itemmap.OpAdd)
 		switch {
 		case c.Op == itemmap.OpRemove:
 			if i >= 0 {
 				ss.live = slices.Delete(ss.live, i, i+1)
+				if i < h.from {
+					h.from--
+				}
 			}
 		case i >= 0:
 			ss.live[i] = clone
@@ -328,6 +336,26 @@ func (ss *acpSession) plan(entries []itemmap.PlanEntry) {
 	ss.srv.w.write(func(b []byte) []byte { return appendPlan(b, ss.id, entries) })
 }
 
+// liveIndex is the index in ss.live of the item with this id, or -1; ss.mu
+// is held. A change is nearly always to one of the turn's own items, and
+// an add brings a new one (the mappers give each new item a new id), so
+// the turn's items are searched, and the conversation's earlier ones only
+// for an update or a removal not found among them: a long conversation's
+// items are not scanned on every add.
+func (h *acpHost) liveIndex(id string, add bool) int {
+	live := h.ss.live
+	if !h.fromSet || h.from > len(live) {
+		h.from, h.fromSet = len(live), true
+	}
+	if i := lastIndex(live[h.from:], id); i >= 0 {
+		return h.from + i
+	}
+	if add {
+		return -1
+	}
+	return lastIndex(live[:h.from], id)
+}
+
 // lastIndex is the index of the item with this id, searched from the end
 // (a turn changes its own items, the last ones), or -1.
 func lastIndex(items []archive.Item, id string) int {
@@ -362,12 +390,18 @@ func (h *acpHost) newText(it archive.Item, delta string) string {
 // Approval card states, as approvalCards keeps them by the toolApproval
 // item's id: {"state": …}.
 const (
-	CardAllowed       = "allowed"       // allowed once
-	CardAllowedAlways = "allowedAlways" // allowed, and the tool from now on in this session
-	CardRejected      = "rejected"
-	CardCancelled     = "cancelled" // the editor cancelled the request
+	CardAllowed        = "allowed"        // allowed once
+	CardAllowedAlways  = "allowedAlways"  // allowed, and what its grant covers from now on in this session
+	CardRejected       = "rejected"       // rejected once
+	CardRejectedAlways = "rejectedAlways" // rejected, and what its grant covers from now on in this session
+	CardCancelled      = "cancelled"      // the editor cancelled the request
 )
 
+// Approve asks the client about a permission request, unless an earlier
+// "always" answer of this session covers it (backend.Grant: a command by
+// its prefix, an edit by its file, any other tool by its name). An
+// allow_always answer goes back to the CLI with its grant, so that the CLI
+// itself asks no more (Claude: a session rule; Codex: acceptForSession).
 func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -377,9 +411,14 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	}()
 	ss := h.ss
 	ss.mu.Lock()
-	always := ss.allowAlways[a.ToolName]
+	allowed := slices.ContainsFunc(ss.allowAlways, func(g backend.Grant) bool { return g.Allows(a) })
+	rejected := slices.ContainsFunc(ss.rejectAlways, func(g backend.Grant) bool { return g.Allows(a) })
 	ss.mu.Unlock()
-	if always {
+	switch {
+	case rejected:
+		ss.card(a.ItemID, CardRejected)
+		return backend.Decision{Message: "The user rejected this for the rest of the session."}
+	case allowed:
 		ss.card(a.ItemID, CardAllowed)
 		return backend.Decision{Allow: true}
 	}
@@ -387,19 +426,50 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	if id == "" {
 		id = a.ItemID
 	}
+	g := backend.GrantFor(a)
 	params := map[string]any{
 		"sessionId": ss.id,
 		"toolCall":  permissionToolCall(id, a, ss.cwd),
 		"options": []any{
 			map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-			map[string]any{"optionId": "allow_always", "name": "Allow always in this session", "kind": "allow_always"},
+			map[string]any{"optionId": "allow_always", "name": "Always allow " + g.String() + " in this session", "kind": "allow_always"},
 			map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+			map[string]any{"optionId": "reject_always", "name": "Always reject " + g.String() + " in this session", "kind": "reject_always"},
 		},
 	}
 	m, err := ss.srv.request(ctx, "session/request_permission", params)
 	if err != nil {
 		return backend.Decision{Message: "The request was not answered: " + err.Error()}
 	}
+	optionID, ok := selected(m)
+	if !ok {
+		ss.card(a.ItemID, CardCancelled)
+		return backend.Decision{Message: "The user cancelled the request."}
+	}
+	switch optionID {
+	case "allow_once":
+		ss.card(a.ItemID, CardAllowed)
+		return backend.Decision{Allow: true}
+	case "allow_always":
+		ss.mu.Lock()
+		ss.allowAlways = append(ss.allowAlways, g)
+		ss.mu.Unlock()
+		ss.card(a.ItemID, CardAllowedAlways)
+		return backend.Decision{Allow: true, Always: &g}
+	case "reject_always":
+		ss.mu.Lock()
+		ss.rejectAlways = append(ss.rejectAlways, g)
+		ss.mu.Unlock()
+		ss.card(a.ItemID, CardRejectedAlways)
+		return backend.Decision{Message: "The user rejected this for the rest of the session."}
+	}
+	ss.card(a.ItemID, CardRejected)
+	return backend.Decision{Message: "The user rejected this from the editor."}
+}
+
+// selected is the option a session/request_permission answer selected;
+// false when the request was cancelled or the answer is not understood.
+func selected(m *message) (string, bool) {
 	var r struct {
 		Outcome struct {
 			Outcome  string `json:"outcome"`
@@ -407,22 +477,9 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 		} `json:"outcome"`
 	}
 	if json.Unmarshal(m.Result, &r) != nil || r.Outcome.Outcome != "selected" {
-		ss.card(a.ItemID, CardCancelled)
-		return backend.Decision{Message: "The user cancelled the request."}
+		return "", false
 	}
-	switch r.Outcome.OptionID {
-	case "allow_once":
-		ss.card(a.ItemID, CardAllowed)
-		return backend.Decision{Allow: true}
-	case "allow_always":
-		ss.mu.Lock()
-		ss.allowAlways[a.ToolName] = true
-		ss.mu.Unlock()
-		ss.card(a.ItemID, CardAllowedAlways)
-		return backend.Decision{Allow: true}
-	}
-	ss.card(a.ItemID, CardRejected)
-	return backend.Decision{Message: "The user rejected this from the editor."}
+	return r.Outcome.OptionID, true
 }
 
 // permissionToolCall is the toolCall of a session/request_permission for

@@ -59,6 +59,10 @@ type Decision struct {
 	Allow        bool
 	UpdatedInput json.RawMessage // optional, with Allow
 	Message      string          // optional, with a denial
+	// Always, with Allow, is what the user allowed for the rest of the
+	// session: the backend tells its CLI (Claude a session rule, Codex
+	// its "for this session" decision) so that it need not ask again.
+	Always *Grant
 }
 
 // Host receives a turn's item changes and answers its permission requests.

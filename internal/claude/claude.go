@@ -367,6 +367,16 @@ func respond(p *cliproc.Proc, requestID string, d backend.Decision) {
 		if len(d.UpdatedInput) > 0 {
 			resp["updatedInput"] = d.UpdatedInput
 		}
+		if g := d.Always; g != nil {
+			rule := map[string]any{"toolName": g.Tool}
+			if c := g.ClaudeRule(); c != "" {
+				rule["ruleContent"] = c
+			}
+			// A rule for this session only, as Claude Code keeps its own
+			// "don't ask again this session".
+			resp["updatedPermissions"] = []any{map[string]any{"type": "addRules", "rules": []any{rule},
+				"behavior": "allow", "destination": "session"}}
+		}
 	} else if d.Message == "" {
 		resp["message"] = "Denied from spbridge."
 	}

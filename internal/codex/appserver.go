@@ -224,7 +224,10 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	var ended *itemmap.TurnEnd // the turn's end, held until cleanID is answered
 	respond := func(id string, d backend.Decision) {
 		decision := "decline"
-		if d.Allow {
+		switch {
+		case d.Allow && d.Always != nil:
+			decision = "acceptForSession" // codex asks no more this session
+		case d.Allow:
 			decision = "accept"
 		}
 		b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": map[string]any{"decision": decision}})

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spbridge/internal/fakeapi"
+)
+
+// TestE2EServePermissionScope drives the real claude through spbridge
+// serve with the official ACP client: allow_always on `npm test` is a
+// grant of `npm test …` for the session, which Claude Code takes as a
+// session rule (the second `npm test -- --watch` runs unasked), and which
+// does not allow `rm`.
+func TestE2EServePermissionScope(t *testing.T) {
+	e := newE2E(t)
+	work := filepath.Dir(e.pkg)
+	bash := func(cmd string) fakeapi.Reply {
+		return fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Bash", Input: map[string]any{"command": cmd, "description": "run " + cmd}}}}
+	}
+	e.srv.Push(bash("npm test"), bash("npm test -- --watch"), bash("rm -f gone.txt"),
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Tested."}}})
+	envMap := map[string]string{}
+	for _, kv := range e.env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
+		"permissions": []string{"allow_always", "reject_once"},
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "run the tests, then clean up"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if r := response(t, events, 2); r["stopReason"] != "end_turn" {
+		t.Fatalf("prompt: %v", r)
+	}
+	var asked []string
+	for _, ev := range events {
+		if ev.Event != "request" || ev.Method != "session/request_permission" {
+			continue
+		}
+		var p struct {
+			ToolCall struct{ RawInput struct{ Command string } }
+			Options  []struct{ Kind, Name string }
+		}
+		json.Unmarshal(ev.Params, &p)
+		asked = append(asked, p.ToolCall.RawInput.Command)
+		if p.ToolCall.RawInput.Command == "npm test" {
+			var names []string
+			for _, o := range p.Options {
+				names = append(names, o.Kind+": "+o.Name)
+			}
+			if want := "allow_always: Always allow `npm test …` in this session"; !strings.Contains(strings.Join(names, "\n"), want) {
+				t.Errorf("options %q lack %q", names, want)
+			}
+		}
+	}
+	if strings.Join(asked, "|") != "npm test|rm -f gone.txt" {
+		t.Errorf("asked about %q, want npm test, then rm (npm test -- --watch allowed always)", asked)
+	}
+}
