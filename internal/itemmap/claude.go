@@ -224,18 +224,19 @@ func (m *Claude) findBlock(key blockKey) *claudeBlock {
 
 func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
-	e := ev.Get("event")
+	var e [len(eventFields)]gjson.Result
+	readFields(ev.Get("event"), eventFields[:], e[:])
 	msg := ev.Get("api_message_id").String()
-	switch e.Get("type").String() {
+	switch e[0].String() {
 	case "message_start":
-		if id := e.Get("message.id").String(); id != "" {
+		if id := e[3].Get("id").String(); id != "" {
 			msg = id
 		}
 		t.lastMsg = msg
-		t.lastRound = usageFromAPI(e.Get("message.usage"))
+		t.lastRound = usageFromAPI(e[3].Get("usage"))
 	case "content_block_start":
-		cb := e.Get("content_block")
-		b := &claudeBlock{key: blockKey{msg, int(e.Get("index").Int())}, kind: cb.Get("type").String()}
+		cb := e[4]
+		b := &claudeBlock{key: blockKey{msg, int(e[1].Int())}, kind: cb.Get("type").String()}
 		t.blocks = append(t.blocks, b)
 		switch b.kind {
 		case "text":
@@ -251,25 +252,26 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 			m.blockItem(b, r, "")
 		}
 	case "content_block_delta":
-		b := m.findBlock(blockKey{msg, int(e.Get("index").Int())})
+		b := m.findBlock(blockKey{msg, int(e[1].Int())})
 		if b == nil || b.complete {
 			return
 		}
-		d := e.Get("delta")
-		switch d.Get("type").String() {
+		var d [len(deltaFields)]gjson.Result
+		readFields(e[2], deltaFields[:], d[:])
+		switch d[0].String() {
 		case "text_delta":
-			s := d.Get("text").String()
+			s := d[1].String()
 			b.text.WriteString(s)
 			m.blockItem(b, r, s)
 		case "thinking_delta":
-			s := d.Get("thinking").String()
+			s := d[2].String()
 			b.text.WriteString(s)
 			m.blockItem(b, r, s)
 		case "input_json_delta":
-			b.input.WriteString(d.Get("partial_json").String())
+			b.input.WriteString(d[3].String())
 		}
 	case "content_block_stop":
-		b := m.findBlock(blockKey{msg, int(e.Get("index").Int())})
+		b := m.findBlock(blockKey{msg, int(e[1].Int())})
 		if b == nil {
 			return
 		}
@@ -280,13 +282,21 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 			}
 		}
 	case "message_delta":
-		t.lastRound = mergeUsage(t.lastRound, usageFromAPI(e.Get("usage")))
+		t.lastRound = mergeUsage(t.lastRound, usageFromAPI(e[5]))
 	case "message_stop":
 		if ab := ev.Get("abandoned_blocks"); ab.Exists() {
 			m.abandon(ab.Get("api_message_id").String(), int(ab.Get("from_block_index").Int()), r)
 		}
 	}
 }
+
+// eventFields are the fields streamEvent reads of a stream event, and
+// deltaFields those of a content_block_delta's delta, in the order
+// readFields gives them.
+var (
+	eventFields = [...]string{"type", "index", "delta", "message", "content_block", "usage"}
+	deltaFields = [...]string{"type", "text", "thinking", "partial_json"}
+)
 
 // blockItem creates or updates the item of a streaming text or thinking
 // block; delta is what was appended.
@@ -488,17 +498,19 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 	}
 	var results []archive.Block
 	toolResult := ev.Get("tool_use_result")
-	for _, c := range content.Array() {
-		switch c.Get("type").String() {
+	var f [len(userBlockFields)]gjson.Result
+	content.ForEach(func(_, c gjson.Result) bool {
+		readFields(c, userBlockFields[:], f[:])
+		switch f[0].String() {
 		case "text":
-			if strings.HasPrefix(c.Get("text").String(), "[Request interrupted by user") {
+			if strings.HasPrefix(f[1].String(), "[Request interrupted by user") {
 				t.aborted = true
 				m.interruptedRejections(r)
 			}
 		case "tool_result":
-			id := c.Get("tool_use_id").String()
-			out, images := toolResultContent(c.Get("content"))
-			isErr := c.Get("is_error").Bool()
+			id := f[2].String()
+			out, images := toolResultContent(f[3])
+			isErr := f[4].Bool()
 			tool, ok := t.tools[id]
 			name := ""
 			if ok {
@@ -512,7 +524,8 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 			results = append(results, archive.NewToolResultBlock(id, name, out, isErr))
 			results = append(results, imageBlocks(images)...)
 		}
-	}
+		return true
+	})
 	if len(results) > 0 {
 		// The results of parallel tool calls arrive one line each, in the
 		// order the tools finish; they answer one assistant message together.
@@ -522,6 +535,32 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 			t.history = append(t.history, archive.Message{Role: "tool", Content: results})
 		}
 	}
+}
+
+// userBlockFields are the fields user reads of a content block, in the
+// order readFields gives them.
+var userBlockFields = [...]string{"type", "text", "tool_use_id", "content", "is_error"}
+
+// readFields reads the fields names of object v in one pass into out, in
+// the same order; of a key given twice the first counts, as gjson's Get
+// reads it. A field v lacks, or every field when v is not an object, is
+// the zero Result.
+func readFields(v gjson.Result, names []string, out []gjson.Result) {
+	clear(out)
+	if !v.IsObject() {
+		return
+	}
+	v.ForEach(func(k, val gjson.Result) bool {
+		for i, n := range names {
+			if k.Str == n {
+				if !out[i].Exists() {
+					out[i] = val
+				}
+				break
+			}
+		}
+		return true
+	})
 }
 
 // toolResultText is a tool_result's content as text: a string as it is, a
