@@ -66,3 +66,63 @@ func TestE2EServePermissionScope(t *testing.T) {
 		t.Errorf("asked about %q, want npm test, then rm (npm test -- --watch allowed always)", asked)
 	}
 }
+
+// TestE2EServeQuestion drives the real claude through spbridge serve with
+// the official ACP client: Claude's AskUserQuestion comes to the editor as
+// a permission request whose options are the answers, and the one chosen
+// reaches the model as the tool's result; the questions item keeps it.
+func TestE2EServeQuestion(t *testing.T) {
+	e := newE2E(t)
+	work := filepath.Dir(e.pkg)
+	e.srv.Push(
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "AskUserQuestion", Input: map[string]any{"questions": []any{
+			map[string]any{"question": "Which lock?", "header": "Lock", "multiSelect": false, "options": []any{
+				map[string]any{"label": "flock", "description": "whole file"},
+				map[string]any{"label": "fcntl", "description": "ranges"}}}}}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "fcntl it is."}}})
+	envMap := map[string]string{}
+	for _, kv := range e.env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
+		"permissions": []any{map[string]any{"optionId": "answer-1"}},
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "ask me which lock"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if r := response(t, events, 2); r["stopReason"] != "end_turn" {
+		t.Fatalf("prompt: %v", r)
+	}
+	var options []string
+	for _, ev := range events {
+		if ev.Event == "request" && ev.Method == "session/request_permission" {
+			var p struct {
+				ToolCall struct{ Title string }
+				Options  []struct{ Name string }
+			}
+			json.Unmarshal(ev.Params, &p)
+			for _, o := range p.Options {
+				options = append(options, o.Name)
+			}
+			if p.ToolCall.Title != "Lock: Which lock?" {
+				t.Errorf("question title %q", p.ToolCall.Title)
+			}
+		}
+	}
+	if strings.Join(options, "|") != "flock|fcntl|Don't answer" {
+		t.Errorf("question options %q", options)
+	}
+	answered := false
+	for _, r := range e.srv.Requests() {
+		answered = answered || strings.Contains(string(r.Body), `\"Which lock?\"=\"fcntl\"`)
+	}
+	if !answered {
+		t.Error("the model did not get the answer")
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
@@ -144,6 +146,12 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 		*nv.ExitCode = 2
 		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: tool, Tool: &nv})
 		a.Set("text", "done")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+	case strings.HasPrefix(text, "question"):
+		in := `{"questions":[{"question":"Which lock?","header":"Lock","options":[{"label":"flock"},{"label":"fcntl"}]},` +
+			`{"question":"Why?","options":[{"label":"speed"},{"label":"safety"}]}]}`
+		d := h.Approve(ctx, itemmap.Approval{RequestID: "q", ToolName: "AskUserQuestion", Input: json.RawMessage(in)})
+		a.Set("text", fmt.Sprintf("%v %s", d.Allow, gjson.GetBytes(d.UpdatedInput, "answers").Raw))
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 	case strings.HasPrefix(text, "cmds "):
 		// "cmds A|B": one Bash permission request per command; the reply
@@ -639,6 +647,41 @@ func TestPermissionScopes(t *testing.T) {
 	reply, seen = prompt("cmds rm -rf x|npm test")
 	if want := "rm -rf x=false/false npm test=true/false "; reply != want || count(seen, "session/request_permission") != 0 {
 		t.Errorf("reply %q with %d requests, want %q unasked", reply, count(seen, "session/request_permission"), want)
+	}
+}
+
+// TestQuestion: an AskUserQuestion is one permission request per question
+// whose options are its answers; the answers go back in the tool's input.
+func TestQuestion(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.mu.Lock()
+	c.answers = []string{"answer-1", "answer-0", "answer-0", "reject"}
+	c.mu.Unlock()
+	_, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("question")}})
+	var asked []string
+	for _, m := range seen {
+		if m["method"] == "session/request_permission" {
+			p := m["params"].(map[string]any)
+			var names []string
+			for _, o := range p["options"].([]any) {
+				names = append(names, o.(map[string]any)["name"].(string))
+			}
+			asked = append(asked, p["toolCall"].(map[string]any)["title"].(string)+" "+strings.Join(names, "|"))
+		}
+	}
+	if want := []string{"Lock: Which lock? flock|fcntl|Don't answer", "Why? speed|safety|Don't answer"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %q, want %q", asked, want)
+	}
+	reply := updates(seen, "agent_message_chunk")[0]["content"].(map[string]any)["text"]
+	if want := `true {"Which lock?":"fcntl","Why?":"speed"}`; reply != want {
+		t.Errorf("reply %q, want %q", reply, want)
+	}
+	_, seen = c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("question")}})
+	if reply := updates(seen, "agent_message_chunk")[0]["content"].(map[string]any)["text"]; reply != "false " {
+		t.Errorf("an unanswered question: reply %q, want a denial", reply)
 	}
 }
 

@@ -410,6 +410,9 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 		}
 	}()
 	ss := h.ss
+	if qs := questionsOf(a); qs != nil {
+		return h.ask(ctx, a, qs)
+	}
 	ss.mu.Lock()
 	allowed := slices.ContainsFunc(ss.allowAlways, func(g backend.Grant) bool { return g.Allows(a) })
 	rejected := slices.ContainsFunc(ss.rejectAlways, func(g backend.Grant) bool { return g.Allows(a) })
@@ -663,6 +666,9 @@ func plainText(it archive.Item) string {
 		for _, q := range list {
 			m, _ := q.(map[string]any)
 			if s, _ := m["question"].(string); s != "" {
+				if a, _ := m["answer"].(string); a != "" {
+					s += " " + a
+				}
 				qs = append(qs, s)
 			}
 		}

@@ -51,7 +51,7 @@ func TestClaudeSpecialTools(t *testing.T) {
 		t.Errorf("webSearch = %v", ws.Map())
 	}
 	q := byType[archive.TypeQuestions]
-	wantQ := []any{map[string]any{"question": "Which lock?", "options": []any{"flock", "fcntl"}}}
+	wantQ := []any{map[string]any{"question": "Which lock?", "options": []any{"flock", "fcntl"}, "answer": "flock"}}
 	if !reflect.DeepEqual(q.Get("questions"), wantQ) {
 		t.Errorf("questions = %v", q.Map())
 	}

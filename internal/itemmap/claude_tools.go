@@ -3,6 +3,7 @@ package itemmap
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -68,10 +69,15 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 		tool.item.Set("query", in.Get("query").String())
 		m.toolChange(r, OpUpdate, tool)
 	case archive.TypeQuestions:
-		tool.item = m.newItem(archive.TypeQuestions)
+		// Its result gives each question its answer (withAnswers).
+		if tool.item.IsZero() {
+			tool.item = m.newItem(archive.TypeQuestions)
+			tool.item.Set("questions", questionsFrom(in))
+			m.add(r, tool.item)
+			break
+		}
 		tool.item.Set("questions", questionsFrom(in))
-		m.add(r, tool.item)
-		tool.done = true // answered by the user, not by a result
+		r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: tool.item})
 	case archive.TypeDirections:
 		tool.item = m.newItem(archive.TypeDirections)
 		tool.item.Set("text", in.Get("plan").String())
@@ -101,6 +107,14 @@ func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr 
 		} else {
 			out += "\n" + s
 		}
+	}
+	if tool.special == archive.TypeQuestions {
+		// The questions item has no status: its result only answers it.
+		tool.done = true
+		if !isErr && !tool.item.IsZero() && withAnswers(tool.item, structured, out) {
+			r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: tool.item})
+		}
+		return
 	}
 	switch {
 	case tool.special == archive.TypeWebSearch:
@@ -138,7 +152,7 @@ func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr 
 // finishTool ends a tool item with status, statusText and its output.
 func (m *Claude) finishTool(tool *claudeTool, status, statusText, out string, r *Result) {
 	tool.done = true
-	if tool.item.IsZero() {
+	if tool.item.IsZero() || tool.special == archive.TypeQuestions {
 		return
 	}
 	if tool.special == archive.TypeWebSearch {
@@ -275,6 +289,46 @@ func questionsFrom(in gjson.Result) []any {
 	}
 	return out
 }
+
+// withAnswers gives each question of a questions item the answer the
+// user chose, as "answer": from the result's structured answers (an
+// object of question to answer), else from its text, which Claude Code
+// writes as `"question"="answer"` pairs. It reports whether any question
+// got an answer.
+func withAnswers(it archive.Item, structured gjson.Result, out string) bool {
+	answers := map[string]string{}
+	structured.Get("answers").ForEach(func(k, v gjson.Result) bool {
+		answers[k.String()] = v.String()
+		return true
+	})
+	if len(answers) == 0 {
+		for _, m := range answerPair.FindAllStringSubmatch(out, -1) {
+			answers[m[1]] = m[2]
+		}
+	}
+	qs, _ := it.Get("questions").([]any)
+	if len(answers) == 0 || len(qs) == 0 {
+		return false
+	}
+	next := make([]any, 0, len(qs))
+	for _, q := range qs {
+		qm, ok := q.(map[string]any)
+		if !ok {
+			next = append(next, q)
+			continue
+		}
+		qm = maps.Clone(qm)
+		if text, _ := qm["question"].(string); answers[text] != "" {
+			qm["answer"] = answers[text]
+		}
+		next = append(next, qm)
+	}
+	it.Set("questions", next)
+	return true
+}
+
+// answerPair is one `"question"="answer"` of an AskUserQuestion result.
+var answerPair = regexp.MustCompile(`"([^"]*)"="([^"]*)"`)
 
 // searchResults collects every {title, url} a web search returned, from the
 // structured result when there is one, else from the text.

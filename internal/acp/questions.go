@@ -1,0 +1,102 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+)
+
+// askUserQuestion is Claude Code's tool that asks the user to choose.
+const askUserQuestion = "AskUserQuestion"
+
+// question is one question of an AskUserQuestion call.
+type question struct {
+	Question string `json:"question"`
+	Header   string `json:"header"`
+	Options  []struct {
+		Label       string `json:"label"`
+		Description string `json:"description"`
+	} `json:"options"`
+	MultiSelect bool `json:"multiSelect"`
+}
+
+// questionsOf is the questions an AskUserQuestion permission request
+// asks, nil when the request is about another tool or asks none.
+func questionsOf(a itemmap.Approval) []question {
+	if a.ToolName != askUserQuestion {
+		return nil
+	}
+	var in struct {
+		Questions []question `json:"questions"`
+	}
+	if json.Unmarshal(a.Input, &in) != nil || len(in.Questions) == 0 {
+		return nil
+	}
+	return in.Questions
+}
+
+// ask puts an AskUserQuestion's questions to the client, one
+// session/request_permission per question whose options are its answers
+// (and "Don't answer"). Every question answered, the call is allowed with
+// the answers in its input, as Claude Code takes them back: "answers", an
+// object of each question's text to the label chosen. A question not
+// answered denies the call, and the model hears so.
+func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) backend.Decision {
+	ss := h.ss
+	id := a.ToolItemID
+	if id == "" {
+		id = a.ItemID
+	}
+	var input map[string]any
+	json.Unmarshal(a.Input, &input)
+	answers := map[string]any{}
+	for i, q := range qs {
+		var opts []any
+		for j, o := range q.Options {
+			opt := map[string]any{"optionId": fmt.Sprint("answer-", j), "name": o.Label, "kind": "allow_once"}
+			if o.Description != "" {
+				opt["_meta"] = map[string]any{"spbridge": map[string]any{"description": o.Description}}
+			}
+			opts = append(opts, opt)
+		}
+		opts = append(opts, map[string]any{"optionId": "reject", "name": "Don't answer", "kind": "reject_once"})
+		title := q.Question
+		if q.Header != "" {
+			title = q.Header + ": " + q.Question
+		}
+		params := map[string]any{
+			"sessionId": ss.id,
+			"toolCall": map[string]any{"toolCallId": id, "title": title, "kind": "other", "status": "pending",
+				"rawInput": input, "_meta": map[string]any{"spbridge": map[string]any{"question": i}}},
+			"options": opts,
+		}
+		m, err := ss.srv.request(ctx, "session/request_permission", params)
+		if err != nil {
+			return backend.Decision{Message: "The question was not answered: " + err.Error()}
+		}
+		chosen, ok := selected(m)
+		var j int
+		if ok {
+			_, err := fmt.Sscanf(chosen, "answer-%d", &j)
+			ok = err == nil && j >= 0 && j < len(q.Options)
+		}
+		if !ok {
+			ss.card(a.ItemID, CardRejected)
+			return backend.Decision{Message: "The user did not answer the question."}
+		}
+		answers[q.Question] = q.Options[j].Label
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	input["answers"] = answers
+	raw, err := json.Marshal(input)
+	if err != nil {
+		return backend.Decision{Message: "spbridge could not pass the answers on."}
+	}
+	ss.card(a.ItemID, CardAllowed)
+	return backend.Decision{Allow: true, UpdatedInput: raw}
+}
