@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -20,8 +21,15 @@ var LoginArgs = []string{"login"}
 const NotLoggedInText = itemmap.CodexNotLoggedIn
 
 // GetAuthStatus asks `codex login status` whether codex is logged in. Its
-// output (which may show part of a key) is read, never passed on.
+// output (which may show part of a key) is read, never passed on. A codex
+// whose configuration chooses a model provider that takes its key from an
+// environment variable (env_key) runs turns without a log-in: with that
+// variable set (in env, or spbridge's own environment when env is nil) it
+// counts as logged in, by "api_key" from that variable.
 func GetAuthStatus(ctx context.Context, program string, env []string) (backend.AuthStatus, error) {
+	if name := configProviderKey(env); name != "" && lookupEnv(env, name) != "" {
+		return backend.AuthStatus{LoggedIn: true, Method: "api_key", Source: name}, nil
+	}
 	path, err := Program(program)
 	if err != nil {
 		return backend.AuthStatus{}, err
@@ -60,4 +68,19 @@ func GetAuthStatus(ctx context.Context, program string, env []string) (backend.A
 		return backend.AuthStatus{}, fmt.Errorf("codex login status: %w", err)
 	}
 	return backend.AuthStatus{}, fmt.Errorf("codex login status said neither logged in nor not")
+}
+
+// lookupEnv is the value of name in env, or in spbridge's own environment
+// when env is nil.
+func lookupEnv(env []string, name string) string {
+	if env == nil {
+		return os.Getenv(name)
+	}
+	v := ""
+	for _, kv := range env {
+		if s, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = s
+		}
+	}
+	return v
 }

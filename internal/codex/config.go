@@ -8,11 +8,12 @@ import (
 	"strings"
 )
 
-// configModel returns the model codex's configuration names (`model = "…"`
-// at the top of config.toml in CODEX_HOME, else in ~/.codex), the one codex
-// runs when not told one; "" when it names none (codex's built-in default,
-// which it does not say on the exec transport).
-func configModel(env []string) string {
+// configFile reads the string values of codex's configuration (config.toml
+// in CODEX_HOME, else in ~/.codex, as env or spbridge's own environment
+// says) by table: "" for the top-level keys, "model_providers.x" for
+// [model_providers.x]. It reads only what spbridge needs, key = "string"
+// lines; nil when there is no configuration.
+func configFile(env []string) map[string]map[string]string {
 	home := ""
 	userHome := os.Getenv("HOME")
 	for _, kv := range env {
@@ -23,46 +24,82 @@ func configModel(env []string) string {
 			userHome = v
 		}
 	}
+	if home == "" && env == nil {
+		home = os.Getenv("CODEX_HOME")
+	}
 	if home == "" {
 		if userHome == "" {
-			return ""
+			return nil
 		}
 		home = filepath.Join(userHome, ".codex")
 	}
 	f, err := os.Open(filepath.Join(home, "config.toml"))
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
+	tables := map[string]map[string]string{}
+	table := ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "[") {
-			return "" // a table: the top-level keys are behind
-		}
-		key, value, ok := strings.Cut(line, "=")
-		if !ok || strings.TrimSpace(key) != "model" {
+			name := strings.Trim(line, "[] ")
+			if i := strings.Index(name, "]"); i >= 0 {
+				name = name[:i]
+			}
+			table = strings.ReplaceAll(strings.ReplaceAll(name, `"`, ""), " ", "")
 			continue
 		}
-		value = strings.TrimSpace(value)
-		if i := strings.Index(value, " #"); i >= 0 && !strings.HasPrefix(value, `"`) {
-			value = strings.TrimSpace(value[:i])
+		key, value, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
 		}
-		if s, err := strconv.Unquote(value); err == nil {
-			return s
+		s, ok := tomlString(strings.TrimSpace(value))
+		if !ok {
+			continue
 		}
-		if len(value) >= 2 && value[0] == '\'' {
-			if j := strings.IndexByte(value[1:], '\''); j >= 0 {
-				return value[1 : j+1]
-			}
+		if tables[table] == nil {
+			tables[table] = map[string]string{}
 		}
-		// A double-quoted value with a comment after it.
-		if len(value) >= 2 && value[0] == '"' {
-			if j := strings.IndexByte(value[1:], '"'); j >= 0 {
-				return value[1 : j+1]
-			}
+		tables[table][strings.TrimSpace(key)] = s
+	}
+	return tables
+}
+
+// tomlString reads a quoted TOML string value, with or without a comment
+// after it.
+func tomlString(value string) (string, bool) {
+	if i := strings.Index(value, " #"); i >= 0 && !strings.HasPrefix(value, `"`) {
+		value = strings.TrimSpace(value[:i])
+	}
+	if s, err := strconv.Unquote(value); err == nil {
+		return s, true
+	}
+	if len(value) >= 2 && (value[0] == '\'' || value[0] == '"') {
+		if j := strings.IndexByte(value[1:], value[0]); j >= 0 {
+			return value[1 : j+1], true
 		}
+	}
+	return "", false
+}
+
+// configModel returns the model codex's configuration names (`model = "…"`
+// at its top), the one codex runs when not told one; "" when it names none
+// (codex's built-in default, which it does not say on the exec transport).
+func configModel(env []string) string {
+	return configFile(env)[""]["model"]
+}
+
+// configProviderKey returns the environment variable that holds the key of
+// the model provider codex's configuration chooses (`model_provider =
+// "x"` and `env_key` in [model_providers.x]), "" when it chooses none or
+// the provider takes no key from the environment.
+func configProviderKey(env []string) string {
+	cfg := configFile(env)
+	p := cfg[""]["model_provider"]
+	if p == "" {
 		return ""
 	}
-	return ""
+	return cfg["model_providers."+p]["env_key"]
 }

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,5 +35,26 @@ func TestConfigModel(t *testing.T) {
 	b := New(Options{Options: backend.Options{Env: []string{"CODEX_HOME=/nowhere"}}, Transport: TransportExec, CodexHome: home})
 	if got := b.withModel(&itemmap.TurnEnd{}).Model; got != "from-home" {
 		t.Errorf("exec turn's model = %q, want from-home", got)
+	}
+}
+
+// TestAuthStatusProviderKey: a configured provider whose env_key is set
+// counts as logged in, without asking codex; unset, codex is asked.
+func TestAuthStatusProviderKey(t *testing.T) {
+	home := t.TempDir()
+	cfg := "model = \"m\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Fake\"\nbase_url = \"http://127.0.0.1:1/v1\"\nenv_key = \"FAKE_KEY\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CODEX_HOME=" + home, "FAKE_KEY=secret"}
+	st, err := GetAuthStatus(context.Background(), "/nonexistent/codex", env)
+	if err != nil || !st.LoggedIn || st.Method != "api_key" || st.Source != "FAKE_KEY" {
+		t.Errorf("GetAuthStatus with FAKE_KEY set = %+v, %v; want logged in by api_key from FAKE_KEY", st, err)
+	}
+	if got := configModel(env); got != "m" {
+		t.Errorf("configModel = %q, want m", got)
+	}
+	if _, err := GetAuthStatus(context.Background(), "/nonexistent/codex", env[:1]); err == nil {
+		t.Error("GetAuthStatus without FAKE_KEY did not ask codex (which is missing)")
 	}
 }
