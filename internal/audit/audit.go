@@ -25,6 +25,7 @@ import (
 
 	"spbridge/internal/canonjson"
 	"spbridge/internal/statedir"
+	"spbridge/internal/statefile"
 )
 
 // StateDir returns spbridge's state folder (statedir.Dir):
@@ -358,7 +359,7 @@ func writeHead(path string, seq int64, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(headPath(path), data); err != nil {
+	if err := statefile.WriteAtomic(headPath(path), data); err != nil {
 		return fmt.Errorf("audit head: %w", err)
 	}
 	return nil

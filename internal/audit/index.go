@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"spbridge/internal/canonjson"
+	"spbridge/internal/statefile"
 )
 
 // IndexFile is the name of the index of every log's head in the state
@@ -125,35 +126,7 @@ func (ix *index) write(stateDir string, key []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(stateDir, IndexFile), data)
-}
-
-// writeAtomic writes data to path through a synced temporary file renamed
-// over it, then syncs the folder.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return statefile.WriteAtomic(filepath.Join(stateDir, IndexFile), data)
 }
 
 // maxIndex bounds what is read of the index (about two million logs).
@@ -175,16 +148,5 @@ func readLimited(path string, limit int64) ([]byte, error) {
 
 // withLock runs fn holding the state folder's audit lock.
 func withLock(stateDir string, fn func() error) error {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(stateDir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("audit lock: %w", err)
-	}
-	defer f.Close() // closing releases the lock
-	if err := lockFile(f); err != nil {
-		return fmt.Errorf("audit lock: %w", err)
-	}
-	return fn()
+	return statefile.WithLock(filepath.Join(stateDir, lockName), fn)
 }

@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"spbridge/internal/statefile"
 )
 
 // KeyFile is the name of the audit key in the state folder, beside (not
@@ -66,7 +68,7 @@ func loadKey(stateDir string, create bool) ([]byte, error) {
 	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("audit key: %w", err)
 	}
-	if err := syncDir(stateDir); err != nil {
+	if err := statefile.SyncDir(stateDir); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
 	}
 	return readKey(path)
@@ -92,17 +94,4 @@ func mac(key []byte, domain string, data []byte) string {
 	m.Write([]byte{0})
 	m.Write(data)
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-// syncDir makes the folder's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errSyncDirUnsupported) {
-		return err
-	}
-	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"unicode/utf8"
 
 	"spbridge/internal/statedir"
+	"spbridge/internal/statefile"
 )
 
 // ErrLocked is matched (through errors.Is) by the error Acquire returns when
@@ -208,9 +209,8 @@ func readRecord(path string) (record, bool) {
 	return r, true
 }
 
-// writeRecord replaces the record at path (in dir) through a temporary file,
-// so a reader sees the old record or the new one. A stale record is simply
-// replaced.
+// writeRecord replaces the record at path (in dir) atomically, so a reader
+// sees the old record or the new one. A stale record is simply replaced.
 func writeRecord(dir, path string, r record) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -219,23 +219,7 @@ func writeRecord(dir, path string, r record) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".record-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-	}
-	return werr
+	return statefile.WriteAtomic(path, data)
 }
 
 // ownCommand is this process's command line, as a holder record names it.

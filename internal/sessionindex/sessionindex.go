@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rivo/uniseg"
+
+	"spbridge/internal/statefile"
 )
 
 // File is the index's name in the state folder; lockName is the file whose
@@ -316,7 +318,7 @@ func (ix *Index) update(fn func([]Entry) []Entry) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(ix.dir, File), append(data, '\n')); err != nil {
+		if err := statefile.WriteAtomic(filepath.Join(ix.dir, File), append(data, '\n')); err != nil {
 			return fmt.Errorf("session index: %w", err)
 		}
 		return nil
@@ -325,44 +327,5 @@ func (ix *Index) update(fn func([]Entry) []Entry) error {
 
 // withLock runs fn holding the index's lock.
 func (ix *Index) withLock(fn func() error) error {
-	if err := os.MkdirAll(ix.dir, 0o700); err != nil {
-		return fmt.Errorf("session index: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(ix.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("session index lock: %w", err)
-	}
-	defer f.Close() // closing releases the lock
-	if err := lockFile(f); err != nil {
-		return fmt.Errorf("session index lock: %w", err)
-	}
-	return fn()
-}
-
-// writeAtomic writes data to path through a synced temporary file renamed
-// over it, then syncs the folder.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return statefile.WithLock(filepath.Join(ix.dir, lockName), fn)
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sessionindex
+package statefile
 
 import (
 	"errors"
@@ -9,8 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFile takes an exclusive lock on f, waiting for it; closing f
-// releases it.
+// lockFile takes an exclusive flock on f, waiting for it.
 func lockFile(f *os.File) error {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
@@ -20,8 +19,8 @@ func lockFile(f *os.File) error {
 	}
 }
 
-// syncDir makes the folder's entries durable.
-func syncDir(dir string) error {
+// SyncDir makes a folder's entries (renames, removals) durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
