@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"spbridge/internal/proctest"
 )
 
 // The end-to-end reaping tests: the real claude runs a Bash tool that
@@ -27,38 +28,10 @@ const goneWait = 60 * time.Second
 // markedProcs returns "pid argv" for each running process (zombies are dead)
 // whose environment holds one of the KEY=VALUE entries kvs.
 func markedProcs(kvs ...string) []string {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		dir := "/proc/" + e.Name()
-		env, err := os.ReadFile(dir + "/environ")
-		if err != nil {
-			continue // gone, or not ours
-		}
-		marked := false
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			for _, want := range kvs {
-				if string(kv) == want {
-					marked = true
-				}
-			}
-		}
-		if !marked {
-			continue
-		}
-		stat, _ := os.ReadFile(dir + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			continue
-		}
-		argv, _ := os.ReadFile(dir + "/cmdline")
-		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(argv, "\x00"), []byte{0}, []byte{' '})))
+	ps, _ := proctest.WithEnv(kvs...)
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = fmt.Sprintf("%d %s", p.PID, p.Argv)
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/proctest"
 )
 
 // markedBackend is a fake backend whose processes carry a marker of their
@@ -26,27 +26,11 @@ func markedBackend(t *testing.T, mode string, opts Options) (*Backend, string) {
 // markedProcs returns the processes whose environment holds marker.
 func markedProcs(t *testing.T, marker string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	ps, err := proctest.WithEnv(marker)
 	if err != nil {
-		t.Skip("no /proc:", err)
+		t.Skip(err)
 	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if string(kv) == marker {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
+	return proctest.PIDs(ps)
 }
 
 // bigMessage is larger than a pipe holds: a CLI that does not read its

@@ -3,7 +3,6 @@
 package codex
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/proctest"
 )
 
 // realCodex is a Backend on the real codex against a fake Responses API
@@ -44,22 +44,11 @@ func realCodex(t *testing.T, transport string, replies ...fakeapi.ResponsesReply
 // cmdlineProcs returns the processes whose command line holds marker.
 func cmdlineProcs(t *testing.T, marker string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	ps, err := proctest.WithArg(marker)
 	if err != nil {
-		t.Skip("no /proc:", err)
+		t.Skip(err)
 	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		argv, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(argv, []byte(marker)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return proctest.PIDs(ps)
 }
 
 // approver allows every request and records the items.

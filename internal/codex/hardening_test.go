@@ -14,6 +14,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/proctest"
 )
 
 // fakeCodexEnv turns the test binary into a misbehaving codex; its value
@@ -101,22 +102,11 @@ func fakeCodexBackend(t *testing.T, mode, transport string, opts Options) (*Back
 // markedProcs returns the processes whose environment holds marker.
 func markedProcs(t *testing.T, marker string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	ps, err := proctest.WithEnv(marker)
 	if err != nil {
-		t.Skip("no /proc:", err)
+		t.Skip(err)
 	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && strings.Contains("\x00"+string(env), "\x00"+marker+"\x00") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return proctest.PIDs(ps)
 }
 
 var bigMessage = backend.Message{Text: strings.Repeat("x", 1<<20)}

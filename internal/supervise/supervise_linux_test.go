@@ -10,11 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"spbridge/internal/proctest"
 )
 
 var cycles = flag.Int("cycles", 200, "cycles of each ending in TestNothingSurvives")
@@ -24,28 +25,10 @@ var cycles = flag.Int("cycles", 200, "cycles of each ending in TestNothingSurviv
 const markVar = "SPBRIDGE_SUPERVISE_MARK"
 
 // marked returns the pids of live processes whose environment holds
-// markVar=mark (a zombie's environment reads empty).
+// markVar=mark.
 func marked(mark string) []int {
-	want := []byte(markVar + "=" + mark)
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for kv := range bytes.SplitSeq(b, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
+	ps, _ := proctest.WithEnv(markVar + "=" + mark)
+	return proctest.PIDs(ps)
 }
 
 // waitUnmarked waits until no process carries mark. The deadline is only an

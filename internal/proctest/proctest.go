@@ -1,0 +1,46 @@
+// Package proctest finds the processes a test marked, so that the test can
+// check that nothing it started is left running. It reads /proc, so it
+// answers on Linux; elsewhere it reports ErrUnsupported and the test skips.
+package proctest
+
+import "errors"
+
+// ErrUnsupported is returned where the process table cannot be read.
+var ErrUnsupported = errors.New("no /proc to find processes in")
+
+// Proc is a live process: its pid and its command line, arguments joined
+// by spaces.
+type Proc struct {
+	PID  int
+	Argv string
+}
+
+// WithEnv returns the live processes (zombies left out), other than the
+// caller, whose environment holds one of kvs exactly ("KEY=VALUE").
+func WithEnv(kvs ...string) ([]Proc, error) {
+	return find(func(env, _ []byte) bool {
+		for _, kv := range splitNUL(env) {
+			for _, want := range kvs {
+				if string(kv) == want {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// WithArg returns the live processes, other than the caller, whose command
+// line holds s.
+func WithArg(s string) ([]Proc, error) {
+	return find(func(_, argv []byte) bool { return contains(argv, s) })
+}
+
+// PIDs lists the processes' pids.
+func PIDs(ps []Proc) []int {
+	pids := make([]int, len(ps))
+	for i, p := range ps {
+		pids[i] = p.PID
+	}
+	return pids
+}
