@@ -174,12 +174,36 @@ func fakeClaude(mode string) {
 			fmt.Println(`{"type":"assistant","padding":"` + strings.Repeat("x", 4096) + `"}`)
 			emit(assistantText(msgID, "still here"))
 			emit(result(session, "success", false, "completed", "still here"))
+		case mode == "background" && turn == 1:
+			// A subagent in the background, as Claude Code 2.1.328 runs one:
+			// the Agent call returns at once and the turn ends; the child's
+			// lines follow the result, then claude runs a turn of its own
+			// (origin task-notification) to pass on the report.
+			child := map[string]any{"parent_tool_use_id": "toolu_agent_1"}
+			line := func(v map[string]any, extra map[string]any) map[string]any {
+				for k, x := range extra {
+					v[k] = x
+				}
+				return v
+			}
+			emit(map[string]any{"type": "assistant", "message": map[string]any{"id": msgID, "model": "fake-model", "role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_agent_1", "name": "Agent", "input": map[string]any{"description": "Look", "prompt": "look at readme.txt"}}}}})
+			emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_agent_1", "content": []any{map[string]any{"type": "text", "text": "Async agent launched successfully."}}}}}})
+			emit(line(map[string]any{"type": "assistant", "message": map[string]any{"id": "msg_sub", "model": "fake-model", "role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_sub_read", "name": "Read", "input": map[string]any{"file_path": "/w/readme.txt"}}}}}, child))
+			emit(assistantText(msgID+"b", "launched"))
+			emit(result(session, "success", false, "completed", "launched"))
+			emit(line(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_sub_read", "content": "one two three four"}}}}, child))
+			emit(line(map[string]any{"type": "assistant", "message": map[string]any{"id": "msg_sub2", "model": "fake-model", "role": "assistant", "content": []any{map[string]any{"type": "text", "text": "4 words"}}}}, child))
+			emit(map[string]any{"type": "system", "subtype": "task_notification", "tool_use_id": "toolu_agent_1", "status": "completed", "summary": "4 words"})
+			emit(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": "fake-model"})
+			emit(assistantText("msg_report", "the subagent counted 4 words"))
+			emit(line(result(session, "success", false, "completed", "the subagent counted 4 words"),
+				map[string]any{"origin": map[string]any{"kind": "task-notification", "producer": "session-task"}}))
 		case mode == "garbage":
 			fmt.Println("this is not JSON")
 			fmt.Println(`{"broken":`)
 			emit(assistantText(msgID, "fine"))
 			emit(result(session, "success", false, "completed", "fine"))
-		default: // echo
+		default: // echo (and "background" after its first turn)
 			streamStart(emit, msgID)
 			reply := "echo: " + text
 			if mode == "resume-check" {
@@ -461,5 +485,41 @@ func TestOversizeLineSkipped(t *testing.T) {
 	got := rec.texts()
 	if len(got) != 2 || !strings.HasPrefix(got[0], "notice: Skipped a line of 4129 bytes") || got[1] != "assistant: still here" {
 		t.Errorf("items %q", got)
+	}
+}
+
+// TestBackgroundSubagentBetweenTurns: what a background subagent and the
+// turn claude runs for its report print after a turn's result is read by
+// the next turn, shown there, and neither ends that turn nor takes its
+// place.
+func TestBackgroundSubagentBetweenTurns(t *testing.T) {
+	b := fakeBackend(t, "background", Options{})
+	rec := &recorder{}
+	end := b.Turn(context.Background(), backend.Message{Text: "have a subagent look"}, rec)
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn 1 = %+v", end)
+	}
+	if got, want := rec.texts(), []string{"tool: succeeded", "assistant: launched"}; !slices.Equal(got, want) {
+		t.Errorf("turn 1 items = %q, want %q", got, want)
+	}
+	rec2 := &recorder{}
+	end = b.Turn(context.Background(), backend.Message{Text: "again"}, rec2)
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn 2 = %+v", end)
+	}
+	want := []string{"tool: succeeded", "assistant: the subagent counted 4 words", "assistant: echo: again"}
+	if got := rec2.texts(); !slices.Equal(got, want) {
+		t.Errorf("turn 2 items = %q, want %q", got, want)
+	}
+	var said []string
+	for _, m := range end.History {
+		for _, c := range m.Content {
+			if c.Type() == archive.BlockText {
+				said = append(said, c.String("text"))
+			}
+		}
+	}
+	if !slices.Contains(said, "echo: again") {
+		t.Errorf("turn 2 history = %q, want the reply to \"again\"", said)
 	}
 }

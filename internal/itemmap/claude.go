@@ -26,7 +26,9 @@ type Claude struct {
 	cwd       string // the CLI's working folder, to shorten paths in titles
 	lastTotal string // total_cost_usd of the previous result: the CLI reports it per process
 	turn      *claudeTurn
-	ev        claudeEvent // the line being mapped, reused
+	agents    map[string]string // Task/Agent call id → its item id, kept across turns for the subagent's lines
+	bgCalls   map[string]bgCall // a background subagent's calls waiting for their results
+	ev        claudeEvent       // the line being mapped, reused
 }
 
 // NewClaude returns a mapper that names new items with newID (nil: random
@@ -68,6 +70,13 @@ type claudeTool struct {
 	child   bool      // a subagent's call: not in this conversation's history
 }
 
+// bgCall is a call of a subagent that runs in the background: its lines
+// come after its Task/Agent call returned, and often after the turn's
+// result, so it is shown once its result is in, in the turn then running.
+type bgCall struct {
+	name, input, parent string // parent: the Task/Agent call's item id
+}
+
 type claudeTurn struct {
 	blocks    []*claudeBlock
 	tools     map[string]*claudeTool
@@ -82,6 +91,9 @@ type claudeTurn struct {
 	approvals map[string]string // request id → tool_use id
 	lastRound archive.Usage
 	lastMsg   string
+	bgTurns   int           // turns claude ran on its own meanwhile (background reports)
+	bgUsage   archive.Usage // what they used
+	bgCost    json.Number
 }
 
 func (m *Claude) ensureTurn() *claudeTurn {
@@ -196,6 +208,8 @@ func (m *Claude) system(ev *claudeEvent, r *Result) {
 		msg += fmt.Sprintf("; retrying, attempt %d of %d", ev.Get("attempt").Int(), ev.Get("max_retries").Int())
 		it.Set("text", msg)
 		m.add(r, it)
+	case "task_notification":
+		delete(m.agents, ev.Get("tool_use_id").String())
 	case "permission_denied":
 		t := m.ensureTurn()
 		id := ev.Get("tool_use_id").String()
@@ -658,6 +672,18 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 
 func (m *Claude) result(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
+	if ev.Get("origin.kind").String() == "task-notification" {
+		// The end of a turn claude ran on its own to pass on a background
+		// subagent's report, not of the one asked for: what it showed stays
+		// in the turn, which goes on to the next result.
+		u, cost := m.turnUsage(ev)
+		t.bgTurns++
+		t.bgUsage = t.bgUsage.Add(u)
+		if cost != "" {
+			t.bgCost = archive.AddNumbers(t.bgCost, cost)
+		}
+		return
+	}
 	reason := ev.Get("terminal_reason").String()
 	interrupted := t.aborted || reason == "aborted_streaming" || reason == "aborted_tools"
 	status := TurnCompleted
@@ -694,8 +720,15 @@ func (m *Claude) result(ev *claudeEvent, r *Result) {
 		}
 		m.fail(t, text, strings.Join(detail, "\n"), r)
 	}
+	bgTurns, bgUsage, bgCost := t.bgTurns, t.bgUsage, t.bgCost
 	end := m.endTurn(status, r)
 	end.Usage, end.CostUSD = m.turnUsage(ev)
+	if bgTurns > 0 {
+		end.Usage = bgUsage.Add(end.Usage)
+	}
+	if bgCost != "" {
+		end.CostUSD = archive.AddNumbers(bgCost, end.CostUSD)
+	}
 	end.ContextWindow = contextWindow(ev, m.model)
 	if sid := ev.Get("session_id").String(); sid != "" {
 		end.SessionID = sid
@@ -848,7 +881,7 @@ var claudeFields = [...]string{
 	"api_error_type", "error", "error_status", "attempt", "max_retries", "tool_use_id",
 	"tool_use_result", "request", "request_id", "response", "terminal_reason", "is_error",
 	"result", "errors", "model_usage_since_last_result", "usage", "total_cost_usd",
-	"cwd", "modelUsage",
+	"cwd", "modelUsage", "origin",
 }
 
 // claudeFieldIndex is a field's index in claudeFields, or -1.

@@ -45,6 +45,12 @@ func (m *Claude) startTool(id, name, parent string, r *Result) *claudeTool {
 	}
 	t.tools[id] = tool
 	t.order = append(t.order, id)
+	if parent == "" && (name == "Agent" || name == "Task") && !tool.item.IsZero() {
+		if m.agents == nil {
+			m.agents = make(map[string]string)
+		}
+		m.agents[id] = tool.item.ID()
+	}
 	if !tool.item.IsZero() {
 		m.toolChange(r, OpAdd, tool)
 	}

@@ -261,32 +261,45 @@ func (m *Claude) relPath(p string) string {
 }
 
 // subagent maps a line of a subagent's own (one with parent_tool_use_id):
-// while the call that started it runs (a foreground Task/Agent), its tool
-// calls show as calls of their own under that call's, and are not part of
-// this conversation's history. A background subagent's lines, which go on
-// after its call returned and after the turn, are not shown.
+// its tool calls show as calls of their own under the Task/Agent call that
+// started it, and are not part of this conversation's history. While that
+// call runs (a foreground subagent) each shows as it starts. A background
+// subagent's lines come after its call returned, mostly after the turn's
+// result and so in the next turn's stream: each of its calls shows once its
+// result is in, whole, in the turn running then.
 func (m *Claude) subagent(ev *claudeEvent, parentID string, r *Result) {
 	t := m.turn
-	if t == nil {
-		return
-	}
 	switch ev.Get("type").String() {
 	case "assistant":
-		p, ok := t.tools[parentID]
-		if !ok || p.done || p.item.IsZero() {
-			return
+		var parentItem string
+		foreground := false
+		if t != nil {
+			if p, ok := t.tools[parentID]; ok && !p.done && !p.item.IsZero() {
+				parentItem, foreground = p.item.ID(), true
+			}
 		}
-		parentItem := p.item.ID()
+		if !foreground {
+			if parentItem = m.agents[parentID]; parentItem == "" {
+				return
+			}
+		}
 		for _, c := range ev.Get("message.content").Array() {
 			if c.Get("type").String() != "tool_use" {
 				continue
 			}
+			input := c.Get("input").Raw
+			if input == "" {
+				input = "{}"
+			}
+			if !foreground {
+				if m.bgCalls == nil {
+					m.bgCalls = make(map[string]bgCall)
+				}
+				m.bgCalls[c.Get("id").String()] = bgCall{name: c.Get("name").String(), input: input, parent: parentItem}
+				continue
+			}
 			tool := m.startTool(c.Get("id").String(), c.Get("name").String(), parentItem, r)
 			if !tool.done {
-				input := c.Get("input").Raw
-				if input == "" {
-					input = "{}"
-				}
 				m.setToolInput(tool, input, r)
 			}
 		}
@@ -295,7 +308,20 @@ func (m *Claude) subagent(ev *claudeEvent, parentID string, r *Result) {
 			if c.Get("type").String() != "tool_result" {
 				continue
 			}
-			if tool, ok := t.tools[c.Get("tool_use_id").String()]; ok && tool.child && !tool.done {
+			id := c.Get("tool_use_id").String()
+			var tool *claudeTool
+			if t != nil {
+				if tt, ok := t.tools[id]; ok && tt.child && !tt.done {
+					tool = tt
+				}
+			}
+			if bc, ok := m.bgCalls[id]; ok && tool == nil {
+				delete(m.bgCalls, id)
+				m.ensureTurn()
+				tool = m.startTool(id, bc.name, bc.parent, r)
+				m.setToolInput(tool, bc.input, r)
+			}
+			if tool != nil {
 				out, images := toolResultContent(c.Get("content"))
 				m.toolResult(tool, out, images, c.Get("is_error").Bool(), ev.Get("tool_use_result"), r)
 			}
