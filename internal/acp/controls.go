@@ -101,6 +101,12 @@ func (ss *acpSession) events() backend.Events {
 			ss.cmu.Unlock()
 			ss.sendCommands()
 		},
+		ModelsChanged: func(list []backend.Model) {
+			ss.cmu.Lock()
+			ss.models = slices.Clone(list)
+			ss.cmu.Unlock()
+			ss.configChanged()
+		},
 	}
 }
 
@@ -172,9 +178,9 @@ func (ss *acpSession) takeControls(c backend.Controls) {
 	if c == nil {
 		return
 	}
-	modes, mode, cmds := c.Modes(), c.Mode(), c.Commands()
+	modes, mode, cmds, models, effort := c.Modes(), c.Mode(), c.Commands(), c.Models(), c.Effort()
 	ss.cmu.Lock()
-	ss.modes, ss.mode, ss.commands = modes, mode, cmds
+	ss.modes, ss.mode, ss.commands, ss.models, ss.effort = modes, mode, cmds, models, effort
 	ss.cmu.Unlock()
 }
 

@@ -27,6 +27,51 @@ type ctlBackend struct {
 	cmu      sync.Mutex
 	mode     string
 	prepared bool
+	// listed are the models Prepare says the CLI has (none: Prepare tells
+	// no ModelsChanged and Models is the alias list).
+	listed  []backend.Model
+	models  []backend.Model
+	efforts []string // every SetEffort, in order
+	chosen  string   // the model SetModel chose
+}
+
+func (b *ctlBackend) SetModel(m string) {
+	b.cmu.Lock()
+	b.chosen = m
+	b.cmu.Unlock()
+	b.fakeBackend.SetModel(m)
+}
+
+func (b *ctlBackend) model() string { b.cmu.Lock(); defer b.cmu.Unlock(); return b.chosen }
+
+func (b *ctlBackend) Models() []backend.Model {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	if b.models != nil {
+		return slices.Clone(b.models)
+	}
+	return []backend.Model{{ID: "default"}, {ID: "sonnet", Name: "Sonnet"}}
+}
+
+func (b *ctlBackend) Effort() string {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	if len(b.efforts) == 0 {
+		return ""
+	}
+	return b.efforts[len(b.efforts)-1]
+}
+
+func (b *ctlBackend) SetEffort(e string) {
+	b.cmu.Lock()
+	b.efforts = append(b.efforts, e)
+	b.cmu.Unlock()
+}
+
+func (b *ctlBackend) setEfforts() []string {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	return slices.Clone(b.efforts)
 }
 
 func (b *ctlBackend) Modes() []backend.Mode {
@@ -59,8 +104,15 @@ func (b *ctlBackend) Commands() []backend.Command {
 func (b *ctlBackend) Prepare(context.Context) error {
 	b.cmu.Lock()
 	b.prepared = true
+	if b.listed != nil {
+		b.models = b.listed
+	}
+	listed := b.listed
 	b.cmu.Unlock()
 	b.opts.Events.CommandsChanged(b.Commands())
+	if listed != nil {
+		b.opts.Events.ModelsChanged(slices.Clone(listed))
+	}
 	return nil
 }
 
@@ -79,10 +131,16 @@ func (b *ctlBackend) Turn(ctx context.Context, msg backend.Message, h backend.Ho
 // made.
 func startControls(t *testing.T, cfg Config, caps map[string]any) (*client, func(int) *ctlBackend) {
 	t.Helper()
+	return startListing(t, cfg, caps, nil)
+}
+
+// startListing is startControls with backends whose Prepare lists models.
+func startListing(t *testing.T, cfg Config, caps map[string]any, models []backend.Model) (*client, func(int) *ctlBackend) {
+	t.Helper()
 	var mu sync.Mutex
 	var made []*ctlBackend
 	cfg.NewBackend = func(name string, o BackendOptions) (backend.Backend, error) {
-		b := &ctlBackend{fakeBackend: newFake(), opts: o, mode: "default"}
+		b := &ctlBackend{fakeBackend: newFake(), opts: o, mode: "default", listed: models}
 		if o.Mode != "" {
 			b.mode = o.Mode
 		}
@@ -334,5 +392,69 @@ func TestAuthMethods(t *testing.T) {
 	data, _ := m["error"].(map[string]any)["data"].(map[string]any)
 	if errCode(m) != CodeAuthRequired || fmt.Sprint(data["authMethods"]) != "[claude-login codex-login]" {
 		t.Errorf("prompt not logged in: %v", m)
+	}
+}
+
+// TestModels: the model option lists the backend's models, first as it
+// knows them before its CLI starts, then as the CLI says (a
+// config_option_update); the reasoning_effort option shows where the
+// current model takes efforts; set_config_option on either reaches the
+// backend; an effort the model does not take is -32602, and changing to a
+// model without it sends the effort back to the CLI's own.
+func TestModels(t *testing.T) {
+	listed := []backend.Model{
+		{ID: "default", Name: "Default (recommended)", Efforts: []string{"low", "high"}},
+		{ID: "opus", Name: "Opus", Description: "the big one", Efforts: []string{"low", "high", "max"}},
+		{ID: "haiku", Name: "Haiku"},
+	}
+	c, be := startListing(t, Config{}, nil, listed)
+	res, _ := c.request("session/new", newSessionParams(newPackage(t)))
+	sid := res["sessionId"].(string)
+	values := func(o map[string]any) []string {
+		var out []string
+		for _, v := range o["options"].([]any) {
+			out = append(out, v.(map[string]any)["value"].(string))
+		}
+		return out
+	}
+	if o := option(res["configOptions"].([]any), "model"); !slices.Equal(values(o), []string{"default", "sonnet"}) || o["currentValue"] != "default" {
+		t.Errorf("model option at open %v", o)
+	}
+	if o := option(res["configOptions"].([]any), "reasoning_effort"); o != nil {
+		t.Errorf("reasoning_effort before the CLI said %v", o)
+	}
+	u := waitUpdate(c, "config_option_update")
+	opts := u["configOptions"].([]any)
+	if o := option(opts, "model"); !slices.Equal(values(o), []string{"default", "opus", "haiku"}) {
+		t.Errorf("model option after the CLI started %v", o)
+	}
+	if o := option(opts, "reasoning_effort"); o == nil || !slices.Equal(values(o), []string{"default", "low", "high"}) ||
+		o["currentValue"] != "default" || o["category"] != "thought_level" {
+		t.Errorf("reasoning_effort option %v", o)
+	}
+
+	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "model", "value": "opus"})
+	if o := option(res["configOptions"].([]any), "reasoning_effort"); o == nil || !slices.Equal(values(o), []string{"default", "low", "high", "max"}) {
+		t.Errorf("reasoning_effort for opus %v", o)
+	}
+	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "max"})
+	if o := option(res["configOptions"].([]any), "reasoning_effort"); o["currentValue"] != "max" {
+		t.Errorf("reasoning_effort after set %v", o)
+	}
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "extreme"})); errCode(m) != CodeInvalidParams {
+		t.Errorf("unknown effort: %v", m)
+	}
+	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "model", "value": "haiku"})
+	if o := option(res["configOptions"].([]any), "reasoning_effort"); o != nil {
+		t.Errorf("reasoning_effort for haiku %v", o)
+	}
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "low"})); errCode(m) != CodeInvalidParams {
+		t.Errorf("effort on a model without: %v", m)
+	}
+	if got := be(0).setEfforts(); !slices.Equal(got, []string{"max", ""}) {
+		t.Errorf("SetEffort calls %q, want max, then the CLI's own", got)
+	}
+	if got := be(0).model(); got != "haiku" {
+		t.Errorf("model %q", got)
 	}
 }

@@ -78,7 +78,9 @@ type acpSession struct {
 	modes     []backend.Mode
 	mode      string
 	commands  []backend.Command
-	announced bool // the open was answered: commands may go out
+	models    []backend.Model // the backend's models; nil: the static list
+	effort    string          // the reasoning effort chosen, "" for the CLI's
+	announced bool            // the open was answered: commands may go out
 	title     string
 
 	prepareCancel context.CancelFunc // ends the CLI's early start
@@ -516,37 +518,116 @@ func (ss *acpSession) endFailed() {
 // modelSetter is a backend whose model can change between turns.
 type modelSetter interface{ SetModel(string) }
 
-// models are the choices offered for the model option.
+// models are the choices offered for the model option when the backend
+// has no list of its own.
 var models = map[string][]string{
 	"claude": {"default", "sonnet", "opus", "haiku"},
 	"codex":  {"default"},
 }
 
-func (ss *acpSession) configOptions() []any {
-	ss.mu.Lock()
-	current := ss.model
-	ss.mu.Unlock()
-	if current == "" {
-		current = "default"
-	}
-	values := slices.Clone(models[ss.backend])
-	if !slices.Contains(values, current) {
-		values = append(values, current)
-	}
-	var opts []any
-	for _, v := range values {
-		name := v
-		if v == "default" {
-			name = "Default (the CLI's own choice)"
+// Config option ids.
+const (
+	optionModel  = "model"
+	optionMode   = "mode"
+	optionEffort = "reasoning_effort"
+)
+
+// effortDefault is the reasoning effort option's value for the CLI's own.
+const effortDefault = "default"
+
+// modelList is the models offered: the backend's, else the static list of
+// its name; the current model (id, "default" for the CLI's own) is added
+// when it is not among them.
+func (ss *acpSession) modelList(current string) []backend.Model {
+	ss.cmu.Lock()
+	list := slices.Clone(ss.models)
+	ss.cmu.Unlock()
+	if list == nil {
+		for _, v := range models[ss.backendName()] {
+			list = append(list, backend.Model{ID: v, Name: v})
 		}
-		opts = append(opts, map[string]any{"value": v, "name": name})
 	}
-	all := []any{map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
+	if !slices.ContainsFunc(list, func(m backend.Model) bool { return m.ID == current }) {
+		list = append(list, backend.Model{ID: current, Name: current})
+	}
+	for i := range list {
+		if list[i].ID == "default" && (list[i].Name == "" || list[i].Name == "default") {
+			list[i].Name = "Default (the CLI's own choice)"
+		}
+	}
+	return list
+}
+
+// backendName is the session's backend's name.
+func (ss *acpSession) backendName() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.backend
+}
+
+// currentModel is the model of the next turns, "default" for the CLI's own.
+func (ss *acpSession) currentModel() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.model == "" {
+		return "default"
+	}
+	return ss.model
+}
+
+// efforts are the reasoning efforts model takes, none when it takes none
+// or is not listed.
+func efforts(list []backend.Model, model string) []string {
+	if i := slices.IndexFunc(list, func(m backend.Model) bool { return m.ID == model }); i >= 0 {
+		return list[i].Efforts
+	}
+	return nil
+}
+
+// configOptions are the session's config options: the model, the
+// reasoning effort where the current model takes one, and the mode.
+func (ss *acpSession) configOptions() []any {
+	current := ss.currentModel()
+	list := ss.modelList(current)
+	var opts []any
+	for _, m := range list {
+		o := map[string]any{"value": m.ID, "name": m.Name}
+		if m.Description != "" {
+			o["description"] = m.Description
+		}
+		opts = append(opts, o)
+	}
+	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
 		"currentValue": current, "options": opts}}
+	if levels := efforts(list, current); len(levels) > 0 {
+		ss.cmu.Lock()
+		effort := ss.effort
+		ss.cmu.Unlock()
+		if effort == "" || !slices.Contains(levels, effort) {
+			effort = effortDefault
+		}
+		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
+		for _, l := range levels {
+			eopts = append(eopts, map[string]any{"value": l, "name": l})
+		}
+		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
+			"type": "select", "currentValue": effort, "options": eopts})
+	}
 	if mode := ss.modeOption(); mode != nil {
 		all = append(all, mode)
 	}
 	return all
+}
+
+// configChanged tells the client the config options changed, once it
+// knows the session.
+func (ss *acpSession) configChanged() {
+	ss.cmu.Lock()
+	announced := ss.announced
+	ss.cmu.Unlock()
+	if announced {
+		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
+	}
 }
 
 func (ss *acpSession) setConfigOption(j *job) (any, error) {
@@ -558,17 +639,31 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		return nil, err
 	}
 	value, ok := p.Value.(string)
-	if (p.ConfigID != "model" && p.ConfigID != "mode") || !ok || value == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\" and \"mode\", each a string value")
+	if (p.ConfigID != optionModel && p.ConfigID != optionMode && p.ConfigID != optionEffort) || !ok || value == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\" and \"mode\", each a string value")
 	}
-	if p.ConfigID == "mode" {
+	switch p.ConfigID {
+	case optionMode:
 		if err := ss.switchMode(value); err != nil {
 			return nil, err
 		}
-		return map[string]any{"configOptions": ss.configOptions()}, nil
+	case optionEffort:
+		if err := ss.setEffort(value); err != nil {
+			return nil, err
+		}
+	default:
+		if err := ss.setModel(value); err != nil {
+			return nil, err
+		}
 	}
+	return map[string]any{"configOptions": ss.configOptions()}, nil
+}
+
+// setModel chooses the model of the next turns ("default": the CLI's own).
+// An effort the new model does not take goes back to the CLI's own.
+func (ss *acpSession) setModel(value string) error {
 	if err := ss.ready(); err != nil {
-		return nil, err
+		return err
 	}
 	ss.model = value
 	if value == "default" {
@@ -580,7 +675,43 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	if ms, ok := be.(modelSetter); ok {
 		ms.SetModel(model)
 	}
-	return map[string]any{"configOptions": ss.configOptions()}, nil
+	c, _ := be.(backend.Controls)
+	if c == nil {
+		return nil
+	}
+	levels := efforts(ss.modelList(value), value)
+	ss.cmu.Lock()
+	reset := ss.effort != "" && !slices.Contains(levels, ss.effort)
+	if reset {
+		ss.effort = ""
+	}
+	ss.cmu.Unlock()
+	if reset {
+		c.SetEffort("")
+	}
+	return nil
+}
+
+// setEffort chooses the reasoning effort of the next turns: one the
+// current model takes, or "default" for the CLI's own.
+func (ss *acpSession) setEffort(value string) error {
+	c := ss.controls()
+	current := ss.currentModel()
+	levels := efforts(ss.modelList(current), current)
+	if c == nil || len(levels) == 0 {
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", current)
+	}
+	if value != effortDefault && !slices.Contains(levels, value) {
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", current, strings.Join(levels, ", "))
+	}
+	if value == effortDefault {
+		value = ""
+	}
+	ss.cmu.Lock()
+	ss.effort = value
+	ss.cmu.Unlock()
+	c.SetEffort(value)
+	return nil
 }
 
 // promptContent reads an ACP prompt: its text blocks (and links and
@@ -1200,6 +1331,14 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
 	}
 	ss.conv.Backend = be
+	if c, ok := be.(backend.Controls); ok {
+		ss.cmu.Lock()
+		effort := ss.effort
+		ss.cmu.Unlock()
+		if effort != "" {
+			c.SetEffort(effort)
+		}
+	}
 	if _, err := ss.pkg.NewConversation(); err != nil {
 		ss.mu.Unlock()
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)

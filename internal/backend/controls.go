@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // Mode is one of the modes a backend offers: how much its CLI may do
@@ -22,6 +23,27 @@ type Command struct {
 	InputHint   string
 }
 
+// Model is one of the models a backend's CLI offers. ID is what SetModel
+// takes ("default": the CLI's own choice). Efforts are the reasoning
+// efforts it takes, in the CLI's order, none when it takes none;
+// DefaultEffort is the one it runs with when none is chosen ("" when the
+// CLI does not say).
+type Model struct {
+	ID            string
+	Name          string
+	Description   string
+	Efforts       []string
+	DefaultEffort string
+}
+
+// EqualModels reports whether two lists of models are the same.
+func EqualModels(a, b []Model) bool {
+	return slices.EqualFunc(a, b, func(x, y Model) bool {
+		return x.ID == y.ID && x.Name == y.Name && x.Description == y.Description &&
+			slices.Equal(x.Efforts, y.Efforts) && x.DefaultEffort == y.DefaultEffort
+	})
+}
+
 // Events are told what a backend's CLI changes besides the conversation's
 // items. Each func may be nil. They are called from the goroutine that runs
 // Turn, Prepare or SetMode, and must neither block long nor call back into
@@ -34,6 +56,9 @@ type Events struct {
 	// CommandsChanged is called when the list of commands changes (the CLI
 	// started and said which it has).
 	CommandsChanged func([]Command)
+	// ModelsChanged is called when the list of models changes (the CLI
+	// started and said which it offers).
+	ModelsChanged func([]Model)
 }
 
 // Controls are what a backend offers besides turns: modes, commands and
@@ -55,6 +80,16 @@ type Controls interface {
 	// returns when the CLI answered, or ctx ends. It does nothing when the
 	// CLI runs or the backend starts one a turn.
 	Prepare(ctx context.Context) error
+	// Models lists the models the CLI offers, as known now: before the
+	// CLI said, a static list.
+	Models() []Model
+	// Effort returns the reasoning effort chosen for the next turns, ""
+	// for the CLI's own.
+	Effort() string
+	// SetEffort chooses the reasoning effort of the next turns ("" for the
+	// CLI's own); see each backend for when it applies. The backend does
+	// not check it against the model's Efforts: the model may change.
+	SetEffort(effort string)
 }
 
 // Errors of Controls.

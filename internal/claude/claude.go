@@ -46,6 +46,8 @@ type Backend struct {
 	toldMode string            // the mode Events.ModeChanged last heard
 	modeSeq  int               // numbers the set_permission_mode requests
 	commands []backend.Command // the CLI's commands, once it said them
+	models   []backend.Model   // the CLI's models, once it said them
+	effort   string            // the reasoning effort asked for, "" for the CLI's
 	mcpSaid  map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
 }
 
@@ -83,6 +85,9 @@ func (b *Backend) args() []string {
 		"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"}
 	if model := b.Model(); model != "" {
 		a = append(a, "--model", model)
+	}
+	if effort := b.Effort(); effort != "" {
+		a = append(a, "--effort", effort)
 	}
 	if bypassAllowed(b.Env()) {
 		// Lets set_permission_mode switch to bypassPermissions later.

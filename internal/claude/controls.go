@@ -204,6 +204,9 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 				b.confirmMode(mode)
 			}
 			b.setCommands(parseCommands(resp.Get("response.commands")), true)
+			if list := resp.Get("response.models"); list.IsArray() {
+				b.setModels(parseModels(list))
+			}
 		case strings.HasPrefix(id, "spbridge-mode-") && resp.Get("subtype").String() == "error":
 			b.mu.Lock()
 			refused := b.mode
@@ -288,6 +291,88 @@ func (b *Backend) fireMode() {
 	b.mu.Unlock()
 	if changed && b.Opts.Events.ModeChanged != nil {
 		b.Opts.Events.ModeChanged(mode)
+	}
+}
+
+// aliases are the models offered before the CLI said which it has: the
+// aliases --model takes.
+var aliases = []backend.Model{
+	{ID: "default", Name: "Default (the CLI's own choice)"},
+	{ID: "sonnet", Name: "Sonnet"},
+	{ID: "opus", Name: "Opus"},
+	{ID: "haiku", Name: "Haiku"},
+}
+
+// Models lists Claude Code's models: once the CLI started, those its
+// initialize answer offers (with their effort levels); before, the
+// aliases default, sonnet, opus and haiku, without efforts.
+func (b *Backend) Models() []backend.Model {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.models != nil {
+		return slices.Clone(b.models)
+	}
+	return slices.Clone(aliases)
+}
+
+// Effort returns the effort level chosen, "" for the CLI's own.
+func (b *Backend) Effort() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.effort
+}
+
+// SetEffort chooses the effort level of the next turns: a running claude
+// is told through its control protocol (apply_flag_settings effortLevel,
+// which lasts for the process and is written to no settings file), a
+// later one gets --effort. A level the CLI refuses shows in its log only:
+// the answer is not waited for, as with SetModel.
+func (b *Backend) SetEffort(effort string) {
+	b.mu.Lock()
+	b.effort = effort
+	b.mu.Unlock()
+	if p := b.Proc(); p != nil {
+		var level any = effort
+		if effort == "" {
+			level = nil // back to the CLI's own
+		}
+		post(p, map[string]any{"type": "control_request", "request_id": "spbridge-effort",
+			"request": map[string]any{"subtype": "apply_flag_settings", "settings": map[string]any{"effortLevel": level}}})
+	}
+}
+
+// parseModels reads the initialize answer's models: value, displayName,
+// description and, where supportsEffort, supportedEffortLevels.
+func parseModels(list gjson.Result) []backend.Model {
+	models := []backend.Model{}
+	for _, m := range list.Array() {
+		id := m.Get("value").String()
+		if id == "" {
+			continue
+		}
+		md := backend.Model{ID: id, Name: m.Get("displayName").String(), Description: m.Get("description").String()}
+		if md.Name == "" {
+			md.Name = id
+		}
+		if m.Get("supportsEffort").Bool() {
+			for _, e := range m.Get("supportedEffortLevels").Array() {
+				md.Efforts = append(md.Efforts, e.String())
+			}
+		}
+		models = append(models, md)
+	}
+	return models
+}
+
+// setModels records the CLI's models and tells Events.ModelsChanged when
+// they changed.
+func (b *Backend) setModels(models []backend.Model) {
+	b.mu.Lock()
+	changed := b.models == nil || !backend.EqualModels(models, b.models)
+	b.models = models
+	b.mu.Unlock()
+	if changed && b.Opts.Events.ModelsChanged != nil {
+		b.Opts.Events.ModelsChanged(slices.Clone(models))
 	}
 }
 

@@ -56,6 +56,9 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 		return err
 	}
 	b.appSend(map[string]any{"jsonrpc": "2.0", "method": "initialized"})
+	if err := b.listModels(ctx, h, interruptCh); errors.Is(err, errInterrupted) {
+		return err
+	}
 	params := map[string]any{"cwd": b.Opts.Dir, "approvalPolicy": pr.approval, "sandbox": pr.sandbox}
 	if model := b.Model(); model != "" {
 		params["model"] = model
@@ -198,6 +201,9 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 		params["model"] = model
 	}
 	b.mu.Lock()
+	if effort := b.turnEffort(); effort != "" {
+		params["effort"] = effort
+	}
 	mode := b.mode
 	if mode != b.threadMode {
 		// The thread runs in another mode: this turn and the next ones

@@ -64,7 +64,10 @@ type Backend struct {
 	mode       string // the mode of the next turn
 	threadMode string // the mode the app-server's thread runs in
 	thread     string
-	model      string // the model the thread runs on, as codex said
+	model      string          // the model the thread runs on, as codex said
+	models     []backend.Model // the app-server's model list, once it said it
+	effort     string          // the reasoning effort asked for, "" for codex's
+	sentEffort string          // the effort the app-server's thread was last given
 }
 
 // withModel names the model a turn ran on, for the price table and the
@@ -157,6 +160,9 @@ func (b *Backend) SetModel(model string) {
 // is read from stdin ("-").
 func (b *Backend) args(images []string) []string {
 	a := []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}
+	if effort := b.Effort(); effort != "" {
+		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
+	}
 	mcp, _, _ := mcpExecArgs(b.Opts.MCPServers)
 	a = append(append(a, mcp...), "exec")
 	if b.thread != "" {

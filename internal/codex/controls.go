@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -80,6 +81,130 @@ func (b *Backend) SetMode(ctx context.Context, id string) error {
 
 // preset returns the current mode's preset.
 func (b *Backend) preset() preset { return presets[b.Mode()] }
+
+// Models lists the models codex offers: once the app-server started (the
+// first turn), those of its model/list, after a "default" entry (codex's
+// own choice, with its default model's efforts); before, and with codex
+// exec, which has no list, only "default".
+func (b *Backend) Models() []backend.Model {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.models != nil {
+		return slices.Clone(b.models)
+	}
+	return []backend.Model{{ID: "default", Name: "Default (the CLI's own choice)"}}
+}
+
+// Effort returns the reasoning effort chosen, "" for codex's own.
+func (b *Backend) Effort() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.effort
+}
+
+// SetEffort chooses the reasoning effort of the next turns: the
+// app-server's turn/start gets it as effort, codex exec as
+// -c model_reasoning_effort. A running turn keeps its own.
+func (b *Backend) SetEffort(effort string) {
+	b.mu.Lock()
+	b.effort = effort
+	b.mu.Unlock()
+}
+
+// turnEffort is the effort the next turn/start carries, "" for none: the
+// one chosen when the thread does not have it yet; back to "" after
+// another, the default effort of the model the thread runs on (turn/start's
+// effort lasts for the turns after it). The caller holds b.mu.
+func (b *Backend) turnEffort() string {
+	effort := b.effort
+	if effort == b.sentEffort {
+		return ""
+	}
+	b.sentEffort = effort
+	if effort != "" {
+		return effort
+	}
+	model := b.model
+	if model == "" {
+		model = b.Model()
+	}
+	for _, m := range b.models {
+		if m.ID == model || model == "" && m.ID == "default" {
+			return m.DefaultEffort
+		}
+	}
+	return ""
+}
+
+// listModels asks the app-server for its models (model/list, every page,
+// hidden ones left out) and tells Events.ModelsChanged. A codex without
+// model/list keeps the static list; only an interrupt is an error.
+func (b *Backend) listModels(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
+	var all []gjson.Result
+	cursor := ""
+	for range 20 {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		res, err := b.appCall(ctx, h, interruptCh, "model/list", params)
+		if err != nil {
+			if errors.Is(err, errInterrupted) {
+				return err
+			}
+			return nil
+		}
+		all = append(all, res.Get("data").Array()...)
+		if cursor = res.Get("nextCursor").String(); cursor == "" {
+			break
+		}
+	}
+	models := parseModels(all)
+	b.mu.Lock()
+	changed := b.models == nil || !backend.EqualModels(models, b.models)
+	b.models = models
+	b.mu.Unlock()
+	if changed && b.Opts.Events.ModelsChanged != nil {
+		b.Opts.Events.ModelsChanged(slices.Clone(models))
+	}
+	return nil
+}
+
+// parseModels reads model/list's entries: "default" first (codex's own
+// choice, named after its isDefault model), then each model that is not
+// hidden, by its model name (what turn/start's model takes).
+func parseModels(list []gjson.Result) []backend.Model {
+	def := backend.Model{ID: "default", Name: "Default (the CLI's own choice)"}
+	models := []backend.Model{def}
+	for _, m := range list {
+		id := m.Get("model").String()
+		if id == "" {
+			id = m.Get("id").String()
+		}
+		if id == "" || id == "default" {
+			continue
+		}
+		md := backend.Model{ID: id, Name: m.Get("displayName").String(), Description: m.Get("description").String(),
+			DefaultEffort: m.Get("defaultReasoningEffort").String()}
+		if md.Name == "" {
+			md.Name = id
+		}
+		for _, e := range m.Get("supportedReasoningEfforts").Array() {
+			if v := e.Get("reasoningEffort").String(); v != "" {
+				md.Efforts = append(md.Efforts, v)
+			}
+		}
+		if m.Get("isDefault").Bool() {
+			models[0].Name = "Default (" + md.Name + ")"
+			models[0].Efforts, models[0].DefaultEffort = md.Efforts, md.DefaultEffort
+		}
+		if m.Get("hidden").Bool() {
+			continue
+		}
+		models = append(models, md)
+	}
+	return models
+}
 
 // Commands lists none yet: codex's own (/review, /compact, /init) are
 // operations of its terminal and app-server, not prompt text it expands; a
