@@ -31,7 +31,7 @@ func WithEnv(kvs ...string) ([]Proc, error) {
 }
 
 // WithArg returns the live processes, other than the caller, whose command
-// line holds s.
+// line (arguments joined by spaces) holds s.
 func WithArg(s string) ([]Proc, error) {
 	return find(func(_, argv []byte) bool { return contains(argv, s) })
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"strings"
 )
 
 func find(match func(env, argv []byte) bool) ([]Proc, error) {
@@ -24,11 +23,12 @@ func find(match func(env, argv []byte) bool) ([]Proc, error) {
 		if err != nil {
 			continue // gone, or not ours to read
 		}
-		argv, _ := os.ReadFile(dir + "/cmdline")
+		raw, _ := os.ReadFile(dir + "/cmdline")
+		argv := bytes.ReplaceAll(bytes.TrimRight(raw, "\x00"), []byte{0}, []byte{' '})
 		if !match(env, argv) || zombie(dir) {
 			continue
 		}
-		out = append(out, Proc{PID: pid, Argv: strings.TrimSpace(strings.ReplaceAll(string(argv), "\x00", " "))})
+		out = append(out, Proc{PID: pid, Argv: string(argv)})
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -18,17 +20,23 @@ func TestFind(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Skip("no sleep to run:", err)
 	}
-	ps, err := WithEnv(mark)
-	if errors.Is(err, ErrUnsupported) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Skip(err)
+	defer cmd.Process.Kill()
+	// Until the child has exec'd sleep, it has the test's environment and
+	// argv: wait for it to show.
+	var ps []Proc
+	for len(ps) == 0 {
+		var err error
+		ps, err = WithEnv(mark)
+		if errors.Is(err, ErrUnsupported) {
+			t.Skip(err)
+		}
+		runtime.Gosched()
 	}
 	if len(ps) != 1 || ps[0].PID != cmd.Process.Pid || ps[0].Argv != "sleep 3600" {
 		t.Errorf("WithEnv = %+v, want the child %d", ps, cmd.Process.Pid)
 	}
-	if ps, _ := WithArg("3600"); len(PIDs(ps)) == 0 {
-		t.Error("WithArg found no child")
+	if ps, _ := WithArg("sleep 3600"); !slices.Contains(PIDs(ps), cmd.Process.Pid) {
+		t.Errorf("WithArg = %+v, want the child %d among them", ps, cmd.Process.Pid)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
