@@ -127,39 +127,41 @@ func (ss *acpSession) update(u map[string]any) {
 // modeState is session/new's modes: the backend's modes and the current
 // one; nil when the backend has none.
 func (ss *acpSession) modeState() any {
-	ss.cmu.Lock()
-	defer ss.cmu.Unlock()
-	if len(ss.modes) == 0 {
+	avail, current := ss.modeEntries("id")
+	if avail == nil {
 		return nil
 	}
-	var avail []any
-	for _, m := range ss.modes {
-		e := map[string]any{"id": m.ID, "name": m.Name}
-		if m.Description != "" {
-			e["description"] = m.Description
-		}
-		avail = append(avail, e)
-	}
-	return map[string]any{"currentModeId": ss.mode, "availableModes": avail}
+	return map[string]any{"currentModeId": current, "availableModes": avail}
 }
 
 // modeOption is the mode as a config option, nil without modes.
 func (ss *acpSession) modeOption() any {
+	opts, current := ss.modeEntries("value")
+	if opts == nil {
+		return nil
+	}
+	return map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
+		"currentValue": current, "options": opts}
+}
+
+// modeEntries lists the backend's modes, each named by idKey ("id" for
+// modes, "value" for a config option's options), with the current mode;
+// nil without modes.
+func (ss *acpSession) modeEntries(idKey string) ([]any, string) {
 	ss.cmu.Lock()
 	defer ss.cmu.Unlock()
 	if len(ss.modes) == 0 {
-		return nil
+		return nil, ""
 	}
-	var opts []any
+	var entries []any
 	for _, m := range ss.modes {
-		o := map[string]any{"value": m.ID, "name": m.Name}
+		e := map[string]any{idKey: m.ID, "name": m.Name}
 		if m.Description != "" {
-			o["description"] = m.Description
+			e["description"] = m.Description
 		}
-		opts = append(opts, o)
+		entries = append(entries, e)
 	}
-	return map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
-		"currentValue": ss.mode, "options": opts}
+	return entries, ss.mode
 }
 
 // controls returns the session's backend's controls, nil when it has none.
