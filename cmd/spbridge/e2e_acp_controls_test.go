@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,44 +12,10 @@ import (
 	"spbridge/internal/fakeapi"
 )
 
-// fakeMCPEnv turns the test binary into a minimal MCP server on stdio.
-const fakeMCPEnv = "SPBRIDGE_FAKE_MCP"
-
-func init() { helperModes[fakeMCPEnv] = fakeMCPServer }
-
-// fakeMCPServer is an MCP server with one tool, "shout".
-func fakeMCPServer() int {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 16<<20)
-	out := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
-			continue // a notification
-		}
-		var result any
-		switch req.Method {
-		case "initialize":
-			var p struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			json.Unmarshal(req.Params, &p)
-			result = map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "fake", "version": "1"}}
-		case "tools/list":
-			result = map[string]any{"tools": []any{map[string]any{"name": "shout", "description": "Shouts the text back.",
-				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}}
-		default:
-			out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "no " + req.Method}})
-			continue
-		}
-		out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
-	}
-	return 0
+// fakeapi.MCPServerEnv turns the test binary into a minimal MCP server on
+// stdio.
+func init() {
+	helperModes[fakeapi.MCPServerEnv] = func() int { fakeapi.FakeMCPServer(os.Stdin, os.Stdout); return 0 }
 }
 
 // eventsOf returns the client's events of one kind (e.g. "exec").
@@ -100,7 +65,7 @@ func TestE2EServeControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
-	mcp := []any{map[string]any{"name": "fake", "command": exe, "args": []any{}, "env": []any{map[string]any{"name": fakeMCPEnv, "value": "1"}}}}
+	mcp := []any{map[string]any{"name": "fake", "command": exe, "args": []any{}, "env": []any{map[string]any{"name": fakeapi.MCPServerEnv, "value": "1"}}}}
 	bin := spbridgeBin(t)
 	prompt := func(text string) map[string]any { return map[string]any{"op": "prompt", "session": "s1", "text": text} }
 	sid := map[string]any{"sessionId": "$s1"}

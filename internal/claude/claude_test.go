@@ -17,6 +17,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/supervise"
 )
@@ -29,8 +30,8 @@ func TestMain(m *testing.M) {
 		fakeClaude(mode)
 		os.Exit(0)
 	}
-	if os.Getenv(fakeMCPEnv) != "" {
-		fakeMCPServer()
+	if os.Getenv(fakeapi.MCPServerEnv) != "" {
+		fakeapi.FakeMCPServer(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,50 +15,6 @@ import (
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 )
-
-const fakeMCPEnv = "SPBRIDGE_FAKE_MCP"
-
-// fakeMCPServer is a minimal MCP server on stdio with one tool, "shout".
-func fakeMCPServer() {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 16<<20)
-	out := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
-			continue // a notification
-		}
-		var result any
-		switch req.Method {
-		case "initialize":
-			var p struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			json.Unmarshal(req.Params, &p)
-			result = map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "fake", "version": "1"}}
-		case "tools/list":
-			result = map[string]any{"tools": []any{map[string]any{"name": "shout", "description": "Shouts the text back, with the token the server was given.",
-				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}}
-		case "tools/call":
-			var p struct {
-				Arguments struct {
-					Text string `json:"text"`
-				} `json:"arguments"`
-			}
-			json.Unmarshal(req.Params, &p)
-			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.ToUpper(p.Arguments.Text) + " " + os.Getenv("FAKE_MCP_TOKEN")}}}
-		default:
-			out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "no " + req.Method}})
-			continue
-		}
-		out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
-	}
-}
 
 // events records what Events hear.
 type events struct {
@@ -132,7 +87,7 @@ func TestE2EMCPServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers := []backend.MCPServer{
-		{Name: "fake", Transport: backend.MCPStdio, Command: exe, Env: []backend.NameValue{{Name: fakeMCPEnv, Value: "1"}, {Name: "FAKE_MCP_TOKEN", Value: "s3cret-token"}}},
+		{Name: "fake", Transport: backend.MCPStdio, Command: exe, Env: []backend.NameValue{{Name: fakeapi.MCPServerEnv, Value: "1"}, {Name: fakeapi.MCPTokenEnv, Value: "s3cret-token"}}},
 		{Name: "broken", Transport: backend.MCPStdio, Command: filepath.Join(t.TempDir(), "missing")},
 	}
 	b, s, _ := realClaude(t, Options{MCPServers: servers},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/supervise"
 )
@@ -22,8 +23,8 @@ const fakeAppServerEnv = "SPBRIDGE_FAKE_CODEX_APP_SERVER"
 
 func TestMain(m *testing.M) {
 	supervise.Main() // the CLIs the tests start run under this binary as supervisor
-	if os.Getenv(fakeMCPEnv) != "" {
-		fakeMCPServer()
+	if os.Getenv(fakeapi.MCPServerEnv) != "" {
+		fakeapi.FakeMCPServer(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
 	if os.Getenv(fakeAppServerEnv) != "" {

@@ -1,53 +1,15 @@
 package codex
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"spbridge/internal/backend"
 )
-
-const fakeMCPEnv = "SPBRIDGE_FAKE_MCP"
-
-// fakeMCPServer is a minimal MCP server on stdio with one tool, "shout".
-func fakeMCPServer() {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 16<<20)
-	out := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
-			continue
-		}
-		var result any
-		switch req.Method {
-		case "initialize":
-			var p struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			json.Unmarshal(req.Params, &p)
-			result = map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "fake", "version": "1"}}
-		case "tools/list":
-			result = map[string]any{"tools": []any{map[string]any{"name": "shout", "description": "Shouts the text back.",
-				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}}
-		default:
-			out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "no " + req.Method}})
-			continue
-		}
-		out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
-	}
-}
 
 func TestModes(t *testing.T) {
 	var heard []string

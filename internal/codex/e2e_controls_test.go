@@ -12,6 +12,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 )
 
@@ -28,7 +29,7 @@ func TestE2EMCPAndMode(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			b, srv := realCodex(t, transport)
 			b.Opts.MCPServers = []backend.MCPServer{
-				{Name: "fake", Transport: backend.MCPStdio, Command: exe, Env: []backend.NameValue{{Name: fakeMCPEnv, Value: "1"}}},
+				{Name: "fake", Transport: backend.MCPStdio, Command: exe, Env: []backend.NameValue{{Name: fakeapi.MCPServerEnv, Value: "1"}}},
 				{Name: "broken", Transport: backend.MCPStdio, Command: filepath.Join(t.TempDir(), "missing")},
 			}
 			a := &approver{streaming: make(chan struct{})}
