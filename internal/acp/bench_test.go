@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		fakeClaude()
 		os.Exit(0)
 	}
+	if path := os.Getenv(streamFakeEnv); path != "" {
+		fakeStreamClaude(path)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/sessionindex"
@@ -75,6 +76,9 @@ const CodeAuthRequired = -32000
 type Server struct {
 	cfg Config
 	w   *writer
+	// audit appends the sessions' audit records in the background: a
+	// prompt's answer does not wait for the disk. Shutdown waits for it.
+	audit *audit.Queue
 
 	mu       sync.Mutex
 	sessions map[string]*acpSession // open or opening, by id
@@ -106,14 +110,19 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	return &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message)}
+	s := &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message)}
+	if cfg.AuditDir != "" {
+		s.audit = audit.NewQueue(func(path string, err error) { cfg.Log.Printf("audit %s: %v", path, err) })
+	}
+	return s
 }
 
 // Serve reads messages from in until it ends or ctx is done. Then it shuts
 // down: queued prompts are cancelled, running turns are interrupted, what
 // is already queued for each session is handled, every session's CLI is
-// ended, every conversation that changed is saved, and every package lock
-// is released. It returns the first error of that shutdown.
+// ended, every conversation that changed is saved, every audit record is
+// on disk, and every package lock is released. It returns the first error
+// of that shutdown.
 func (s *Server) Serve(ctx context.Context, in io.Reader) error {
 	lines := make(chan cliproc.Line)
 	readErr := make(chan error, 1)
@@ -484,6 +493,9 @@ func (s *Server) shutdown() error {
 	var errs []error
 	for _, ss := range all {
 		errs = append(errs, ss.close())
+	}
+	if s.audit != nil {
+		s.audit.Flush()
 	}
 	return errors.Join(errs...)
 }

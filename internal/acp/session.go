@@ -293,7 +293,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	c, _ := be.(backend.Controls)
 	ss.takeControls(c)
-	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: providers[op.backend], AuditDir: ss.srv.cfg.AuditDir, Cwd: op.cwd}
+	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: providers[op.backend], AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Cwd: op.cwd}
 	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
 		conv.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -114,30 +115,181 @@ func tagOf(rec map[string]any) string {
 // appending to it does not hide the loss. Appends of every process are
 // serialised by a lock in the state folder.
 func Append(path string, record map[string]any) error {
-	stateDir, identity := stateOf(path)
-	return withLock(stateDir, func() error { return appendLocked(stateDir, identity, path, record) })
-}
-
-func appendLocked(stateDir, identity, path string, record map[string]any) error {
-	_, keyErr := os.Stat(filepath.Join(stateDir, KeyFile))
-	key, err := loadKey(stateDir, true)
+	delete(record, FieldSHA256)
+	delete(record, FieldHMAC)
+	p, err := prepare(path, record)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	appendMu.Lock()
+	defer appendMu.Unlock()
+	err = withLock(p.stateDir, func() error { return appendLocked(p.stateDir, []*prepared{p}) })
+	if err == nil {
+		err = p.err
+	}
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	ix, err := readIndex(stateDir, key)
-	switch {
-	case errors.Is(err, ErrIndexMissing) && keyErr != nil:
-		ix = &index{logs: map[string]*entry{}} // the first use: key and index are new
-	case errors.Is(err, ErrIndexMissing):
-		ix = &index{logs: map[string]*entry{}, restarted: now + ": the index was missing"}
-	case err != nil:
-		// Kept for whoever looks into it; a new index starts, marked.
-		bad := filepath.Join(stateDir, IndexFile+".bad-"+strings.ReplaceAll(now, ":", ""))
-		os.Rename(filepath.Join(stateDir, IndexFile), bad)
-		ix = &index{logs: map[string]*entry{}, restarted: now + ": the index did not match the key; it was kept as " + filepath.Base(bad)}
+	record[FieldSeq] = json.Number(strconv.FormatInt(p.seq, 10))
+	record[FieldPrev] = p.prev
+	record[FieldHMAC] = p.tag
+	if p.torn > 0 {
+		record[FieldTorn] = json.Number(strconv.FormatInt(p.torn, 10))
 	}
+	return nil
+}
 
+// FieldTorn is set on the record appended after a torn last line was cut
+// off: the bytes it had.
+const FieldTorn = "tornBytesRemoved"
+
+// appendMu serialises this process's appends (the state folder's lock
+// serialises those of every process), and guards the cache.
+var appendMu sync.Mutex
+
+// prepared is a record encoded ahead of its append: every member but those
+// the append sets (seq, prev, hmac, tornBytesRemoved), each as its key and
+// its value's canonical one-line encoding, keys sorted. It also carries
+// what the append gave it.
+type prepared struct {
+	path, stateDir, identity string
+	keys                     []string
+	vals                     [][]byte
+
+	// Set by the append.
+	seq  int64
+	prev string
+	tag  string
+	torn int64
+	err  error // this record's log could not be appended to
+}
+
+// prepare encodes record for the log at path.
+func prepare(path string, record map[string]any) (*prepared, error) {
+	stateDir, identity := stateOf(path)
+	p := &prepared{path: path, stateDir: stateDir, identity: identity}
+	for k := range record {
+		switch k {
+		case FieldSeq, FieldPrev, FieldHMAC, FieldSHA256, FieldTorn:
+			continue
+		}
+		p.keys = append(p.keys, k)
+	}
+	slices.Sort(p.keys)
+	p.vals = make([][]byte, len(p.keys))
+	var buf []byte
+	offs := make([]int, len(p.keys)+1)
+	for i, k := range p.keys {
+		var err error
+		if buf, err = canonjson.AppendCompact(buf, record[k]); err != nil {
+			return nil, err
+		}
+		offs[i+1] = len(buf)
+	}
+	for i := range p.keys {
+		p.vals[i] = buf[offs[i]:offs[i+1]:offs[i+1]]
+	}
+	return p, nil
+}
+
+// body is the record's canonical one-line encoding with seq, prev and (when
+// torn) tornBytesRemoved, without hmac; at is the offset where the hmac
+// member goes (before the first key that sorts after it, or the closing
+// brace).
+func (p *prepared) body() (body []byte, at int) {
+	type member struct {
+		key string
+		val []byte
+	}
+	extra := []member{{FieldPrev, canonjson.AppendString(nil, p.prev)}, {FieldSeq, strconv.AppendInt(nil, p.seq, 10)}}
+	if p.torn > 0 {
+		extra = append(extra, member{FieldTorn, strconv.AppendInt(nil, p.torn, 10)})
+	}
+	slices.SortFunc(extra, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	size := 2 + len(FieldHMAC) + 64 + 8
+	for i, k := range p.keys {
+		size += len(k) + len(p.vals[i]) + 4
+	}
+	for _, m := range extra {
+		size += len(m.key) + len(m.val) + 4
+	}
+	body = make([]byte, 0, size)
+	body = append(body, '{')
+	at = -1
+	add := func(k string, v []byte) {
+		if len(body) > 1 {
+			body = append(body, ',')
+		}
+		if at < 0 && k > FieldHMAC {
+			at = len(body)
+		}
+		body = canonjson.AppendString(body, k)
+		body = append(body, ':')
+		body = append(body, v...)
+	}
+	i := 0
+	for _, m := range extra {
+		for ; i < len(p.keys) && p.keys[i] < m.key; i++ {
+			add(p.keys[i], p.vals[i])
+		}
+		add(m.key, m.val)
+	}
+	for ; i < len(p.keys); i++ {
+		add(p.keys[i], p.vals[i])
+	}
+	if at < 0 {
+		at = len(body)
+	}
+	return append(body, '}'), at
+}
+
+// appendLocked appends records, in order, to their logs (all under
+// stateDir), each log's in one write and one sync, then updates each log's
+// head and the index once. A record whose log could not be written has its
+// err set; the error returned is one that stopped everything (the key, the
+// index). The state folder's lock and appendMu are held.
+func appendLocked(stateDir string, recs []*prepared) (err error) {
+	dc := cacheOf(stateDir)
+	defer func() {
+		if err != nil {
+			dc.forget()
+		}
+	}()
+	key, err := dc.loadKey()
+	if err != nil {
+		return err
+	}
+	ix, err := dc.readIndex(key)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for len(recs) > 0 {
+		n := 1
+		for n < len(recs) && recs[n].path == recs[0].path {
+			n++
+		}
+		group := recs[:n]
+		recs = recs[n:]
+		if err := appendLog(dc, ix, key, group); err != nil {
+			dc.forgetLog(group[0].path)
+			for _, p := range group {
+				p.err = err
+			}
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return dc.writeIndex(ix, key)
+}
+
+// appendLog appends recs (all of one log) and writes the log's head; it
+// updates the log's entry in ix.
+func appendLog(dc *dirCache, ix *index, key []byte, recs []*prepared) error {
+	path, identity := recs[0].path, recs[0].identity
+	now := time.Now().UTC().Format(time.RFC3339)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
@@ -146,15 +298,21 @@ func appendLocked(stateDir, identity, path string, record map[string]any) error 
 		return fmt.Errorf("audit log: %w", err)
 	}
 	defer f.Close()
-	last, end, err := lastRecord(f)
+	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
-	if size, err := f.Seek(0, io.SeekEnd); err == nil && size > end {
+	last, end, ok := dc.lastOf(path, fi)
+	if !ok {
+		if last, end, err = lastRecord(f); err != nil {
+			return fmt.Errorf("audit log %s: %w", path, err)
+		}
+	}
+	if size := fi.Size(); size > end {
 		if err := f.Truncate(end); err != nil {
 			return fmt.Errorf("audit log %s: cut a torn line: %w", path, err)
 		}
-		record["tornBytesRemoved"] = size - end
+		recs[0].torn = size - end
 	}
 	seq, prev := int64(1), zeroHash
 	if last != nil {
@@ -173,34 +331,30 @@ func appendLocked(stateDir, identity, path string, record map[string]any) error 
 			"found": json.Number(strconv.FormatInt(seq-1, 10)), "last": e.last})
 		e.keyedFrom = 0
 	}
-	record[FieldSeq] = json.Number(strconv.FormatInt(seq, 10))
-	record[FieldPrev] = prev
-	delete(record, FieldSHA256)
-	delete(record, FieldHMAC)
-	// The record is encoded once: what the hmac covers, then the line is
-	// that with the hmac member put in its place among the sorted keys.
-	body, at, err := encodeWithout(record, FieldHMAC)
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
+	var lines []byte
+	first := seq
+	for _, p := range recs {
+		p.seq, p.prev = seq, prev
+		body, at := p.body()
+		p.tag = mac(key, recordDomain(identity), body)
+		lines = append(lines, withMember(body, at, FieldHMAC, p.tag)...)
+		lines = append(lines, '\n')
+		seq, prev = seq+1, p.tag
 	}
-	tag := mac(key, recordDomain(identity), body)
-	record[FieldHMAC] = tag
-	line := append(withMember(body, at, FieldHMAC, tag), '\n')
-	if _, err := f.Write(line); err != nil {
+	seq--
+	if _, err := f.Write(lines); err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
-	if err := writeHead(path, seq, tag); err != nil {
+	dc.setLast(path, fi, end+int64(len(lines)), &lastInfo{seq: seq, tag: prev})
+	if err := writeHead(path, seq, prev); err != nil {
 		return err
 	}
-	e.records, e.last = seq, tag
-	if e.keyedFrom == 0 || e.keyedFrom > seq {
-		e.keyedFrom = seq
-	}
-	if err := ix.write(stateDir, key); err != nil {
-		return fmt.Errorf("audit index: %w", err)
+	e.records, e.last = seq, prev
+	if e.keyedFrom == 0 || e.keyedFrom > first {
+		e.keyedFrom = first
 	}
 	return nil
 }
@@ -232,38 +386,6 @@ func hashRecord(record map[string]any) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-// encodeWithout returns record's canonical one-line encoding (which must
-// not hold key) and the offset in it where the member key would go: the
-// start of the first member whose key sorts after it, or the closing brace.
-func encodeWithout(record map[string]any, key string) ([]byte, int, error) {
-	keys := make([]string, 0, len(record))
-	for k := range record {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	buf := []byte{'{'}
-	at := -1
-	for i, k := range keys {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		if at < 0 && k > key {
-			at = len(buf)
-		}
-		buf = canonjson.AppendString(buf, k)
-		buf = append(buf, ':')
-		v, err := canonjson.EncodeCompact(record[k])
-		if err != nil {
-			return nil, 0, err
-		}
-		buf = append(buf, v...)
-	}
-	if at < 0 {
-		at = len(buf)
-	}
-	return append(buf, '}'), at, nil
 }
 
 // withMember returns body, an object's one-line encoding, with the member

@@ -160,27 +160,36 @@ func TestStateDir(t *testing.T) {
 	}
 }
 
-// TestEncodeOnce checks that the record's line, made from the encoding the
-// hmac covers, is the record's own canonical encoding.
+// TestEncodeOnce checks that the record's line, made from the members
+// encoded ahead of the append and the ones the append sets, is the
+// record's own canonical encoding.
 func TestEncodeOnce(t *testing.T) {
 	for _, rec := range []map[string]any{
 		{},
 		{"a": "x"},
 		{"z": []any{"y", map[string]any{"k": true}}},
-		{"a": 1, "hmac0": "after", "h": nil, "seq": json.Number("3"), "prev": "p", "items": []any{map[string]any{"text": "é\n"}}},
+		{"a": 1, "hmac0": "after", "h": nil, "q": "between", "sz": "after seq", "u": 1, "items": []any{map[string]any{"text": "é\n"}}},
 	} {
-		body, at, err := encodeWithout(rec, FieldHMAC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want, _ := canonjson.EncodeCompact(rec); string(body) != string(want) {
-			t.Errorf("encodeWithout(%v) = %s, want %s", rec, body, want)
-		}
-		with := maps.Clone(rec)
-		with[FieldHMAC] = "tag"
-		want, _ := canonjson.EncodeCompact(with)
-		if got := withMember(body, at, FieldHMAC, "tag"); string(got) != string(want) {
-			t.Errorf("withMember(%s) = %s, want %s", body, got, want)
+		for _, torn := range []int64{0, 7} {
+			p, err := prepare("/state/audit/ID.jsonl", rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.seq, p.prev, p.torn = 3, "p", torn
+			body, at := p.body()
+			full := maps.Clone(rec)
+			full[FieldSeq], full[FieldPrev] = json.Number("3"), "p"
+			if torn > 0 {
+				full[FieldTorn] = json.Number("7")
+			}
+			if want, _ := canonjson.EncodeCompact(full); string(body) != string(want) {
+				t.Errorf("body(%v) = %s, want %s", rec, body, want)
+			}
+			full[FieldHMAC] = "tag"
+			want, _ := canonjson.EncodeCompact(full)
+			if got := withMember(body, at, FieldHMAC, "tag"); string(got) != string(want) {
+				t.Errorf("withMember(%s) = %s, want %s", body, got, want)
+			}
 		}
 	}
 }

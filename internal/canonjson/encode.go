@@ -61,7 +61,12 @@ type Raw []byte
 // EncodeCompact writes v on one line with sorted keys and no spaces, for
 // JSON-lines output. Strings and numbers are written as in Encode.
 func EncodeCompact(v any) ([]byte, error) {
-	e := encoder{compact: true}
+	return AppendCompact(nil, v)
+}
+
+// AppendCompact is EncodeCompact appending to buf.
+func AppendCompact(buf []byte, v any) ([]byte, error) {
+	e := encoder{buf: buf, compact: true}
 	if err := e.value(v, 0); err != nil {
 		return nil, err
 	}

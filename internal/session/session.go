@@ -35,6 +35,11 @@ type Session struct {
 	// AuditDir is the state folder the audit log is written under; "" writes
 	// none.
 	AuditDir string
+	// AuditQueue, when set, appends the audit records in the background
+	// (encoded when the turn ends, written in order; its Flush waits for
+	// them): Send does not wait for the disk, and an append that fails is
+	// reported by the queue, not in TurnResult.AuditErr.
+	AuditQueue *audit.Queue
 	// Cwd is the folder the CLI runs in, for the audit log.
 	Cwd string
 	// Now gives the time for the audit log (time.Now when nil).
@@ -60,8 +65,8 @@ var ErrNotStarted = errors.New("the turn did not start")
 // updated as the turn goes. After a restore the CLI receives the "#
 // Conversation so far" prefix before text; the items, the history and the
 // audit log only ever hold text itself. It returns when the turn ended
-// (completed, failed or interrupted), with its audit record written. Saving
-// is the caller's (Pkg.Save).
+// (completed, failed or interrupted), with its audit record written (or,
+// with an AuditQueue, queued). Saving is the caller's (Pkg.Save).
 //
 // A turn that never started (itemmap.TurnEnd.NotStarted, or a working
 // folder or program that cannot be used, found before the CLI is asked)
@@ -245,6 +250,9 @@ func (s *Session) audit(text string, userMsg archive.Message, items []archive.It
 	}
 	if end.CostUSD != "" {
 		record["costUSD"] = end.CostUSD
+	}
+	if s.AuditQueue != nil {
+		return s.AuditQueue.Append(path, record)
 	}
 	return audit.Append(path, record)
 }

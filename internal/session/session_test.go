@@ -301,3 +301,35 @@ func TestNoTurnEnd(t *testing.T) {
 		t.Errorf("audit: %v, %v", recs, err)
 	}
 }
+
+// TestAuditQueue checks that with an AuditQueue the turn's record is the
+// one Send would write, on disk once the queue is flushed, even when the
+// items changed after the turn ended.
+func TestAuditQueue(t *testing.T) {
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(pkg, 0o755)
+	p, _ := archive.Open(pkg, archive.KindDocument, false)
+	state := t.TempDir()
+	q := audit.NewQueue(func(path string, err error) { t.Errorf("audit %s: %v", path, err) })
+	s := &Session{Pkg: p, Backend: &fakeBackend{name: "claude"}, AuditDir: state, AuditQueue: q}
+	for _, msg := range []string{"one", "two"} {
+		res, err := s.Send(context.Background(), msg, nil, nopHost{})
+		if err != nil || res.AuditErr != nil {
+			t.Fatal(err, res.AuditErr)
+		}
+	}
+	last := p.Conv.Items[len(p.Conv.Items)-1]
+	text := last.String("text")
+	last.Set("text", "changed after the turn")
+	q.Flush()
+	path, _ := audit.Path(state, p.Conv.Identity())
+	if r, err := audit.Verify(path); err != nil || !r.OK() || r.Records != 2 {
+		t.Fatalf("audit: %+v, %v", r, err)
+	}
+	recs, _ := audit.Read(path)
+	items, _ := recs[1]["items"].([]any)
+	got, _ := items[len(items)-1].(map[string]any)
+	if recs[0]["user"] != "one" || recs[1]["user"] != "two" || got["text"] != text {
+		t.Errorf("records: %v, %v; last item %v, want text %q", recs[0]["user"], recs[1]["user"], got, text)
+	}
+}
