@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -29,6 +28,7 @@ type Claude struct {
 	agents    map[string]string // Task/Agent call id → its item id, kept across turns for the subagent's lines
 	bgCalls   map[string]bgCall // a background subagent's calls waiting for their results
 	ev        claudeEvent       // the line being mapped, reused
+	doc       jdoc              // the line being mapped, read once
 }
 
 // NewClaude returns a mapper that names new items with newID (nil: random
@@ -137,18 +137,18 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 // the caller must not change line afterwards (cliproc hands over each line
 // in a slice of its own).
 func (m *Claude) Line(line []byte) Result {
-	r, ok := readLine(m.newID, "Claude Code", line)
-	if !ok {
-		return r
+	if !m.doc.parse(line) {
+		return badLine(m.newID, "Claude Code", line)
 	}
-	raw := gjson.Parse(unsafe.String(unsafe.SliceData(line), len(line)))
+	var r Result
+	raw := m.doc.root()
 	if !raw.IsObject() {
 		r.Skipped = true
 		return r
 	}
 	ev := &m.ev
 	ev.read(raw)
-	if p := ev.Get("parent_tool_use_id"); p.Exists() && p.Type != gjson.Null {
+	if p := ev.Get("parent_tool_use_id"); p.Exists() && !p.IsNull() {
 		m.subagent(ev, p.String(), &r)
 		return r
 	}
@@ -199,8 +199,8 @@ func (m *Claude) system(ev *claudeEvent, r *Result) {
 		m.ensureTurn()
 		it := m.newItem(archive.TypeNotice)
 		msg := "API error"
-		if st := ev.Get("error_status"); st.Exists() && st.Type != gjson.Null {
-			msg += " " + st.Raw
+		if st := ev.Get("error_status"); st.Exists() && !st.IsNull() {
+			msg += " " + st.Raw()
 		}
 		if e := ev.Get("error").String(); e != "" {
 			msg += " (" + e + ")"
@@ -238,8 +238,8 @@ func (m *Claude) findBlock(key blockKey) *claudeBlock {
 
 func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
-	var e [len(eventFields)]gjson.Result
-	readFields(ev.Get("event"), eventFields[:], e[:])
+	var e [len(eventFields)]jval
+	ev.Get("event").readFields(eventFields[:], e[:])
 	msg := ev.Get("api_message_id").String()
 	switch e[0].String() {
 	case "message_start":
@@ -270,8 +270,8 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 		if b == nil || b.complete {
 			return
 		}
-		var d [len(deltaFields)]gjson.Result
-		readFields(e[2], deltaFields[:], d[:])
+		var d [len(deltaFields)]jval
+		e[2].readFields(deltaFields[:], d[:])
 		switch d[0].String() {
 		case "text_delta":
 			s := d[1].String()
@@ -414,7 +414,7 @@ func (m *Claude) assistant(ev *claudeEvent, r *Result) {
 		case "tool_use":
 			id := c.Get("id").String()
 			b := m.openBlock(msgID, kind)
-			input := c.Get("input").Raw
+			input := c.Get("input").Raw()
 			if b != nil && b.input.Len() > 0 {
 				input = b.input.String() // the exact bytes the model produced
 			}
@@ -460,7 +460,7 @@ func (m *Claude) appendHistory(msgID string, b archive.Block) {
 	t.history[i].Content = append(t.history[i].Content, b)
 }
 
-func (m *Claude) apiError(ev *claudeEvent, msg gjson.Result, r *Result) {
+func (m *Claude) apiError(ev *claudeEvent, msg jval, r *Result) {
 	t := m.turn
 	text := ""
 	for _, c := range msg.Get("content").Array() {
@@ -472,8 +472,8 @@ func (m *Claude) apiError(ev *claudeEvent, msg gjson.Result, r *Result) {
 		text = "API error"
 	}
 	var detail []string
-	if st := ev.Get("api_error_status"); st.Exists() && st.Type != gjson.Null {
-		detail = append(detail, "status: "+st.Raw)
+	if st := ev.Get("api_error_status"); st.Exists() && !st.IsNull() {
+		detail = append(detail, "status: "+st.Raw())
 	}
 	if s := ev.Get("api_error_type").String(); s != "" {
 		detail = append(detail, "type: "+s)
@@ -512,9 +512,9 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 	}
 	var results []archive.Block
 	toolResult := ev.Get("tool_use_result")
-	var f [len(userBlockFields)]gjson.Result
-	content.ForEach(func(_, c gjson.Result) bool {
-		readFields(c, userBlockFields[:], f[:])
+	var f [len(userBlockFields)]jval
+	content.ForEach(func(_, c jval) bool {
+		c.readFields(userBlockFields[:], f[:])
 		switch f[0].String() {
 		case "text":
 			if strings.HasPrefix(f[1].String(), "[Request interrupted by user") {
@@ -555,50 +555,43 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 // order readFields gives them.
 var userBlockFields = [...]string{"type", "text", "tool_use_id", "content", "is_error"}
 
-// readFields reads the fields names of object v in one pass into out, in
-// the same order; of a key given twice the first counts, as gjson's Get
-// reads it. A field v lacks, or every field when v is not an object, is
-// the zero Result.
-func readFields(v gjson.Result, names []string, out []gjson.Result) {
-	clear(out)
-	if !v.IsObject() {
-		return
-	}
-	v.ForEach(func(k, val gjson.Result) bool {
-		for i, n := range names {
-			if k.Str == n {
-				if !out[i].Exists() {
-					out[i] = val
-				}
-				break
-			}
-		}
-		return true
-	})
-}
-
 // toolResultText is a tool_result's content as text: a string as it is, a
 // list of blocks as their text joined by newlines (an image as [image]).
 func toolResultText(c gjson.Result) string {
-	out, _ := resultContent(c, false)
-	return out
+	if c.Type == gjson.String {
+		return c.String()
+	}
+	if !c.IsArray() {
+		if c.Exists() && c.Type != gjson.Null {
+			return c.Raw
+		}
+		return ""
+	}
+	var parts []string
+	for _, b := range c.Array() {
+		switch b.Get("type").String() {
+		case "text":
+			parts = append(parts, b.Get("text").String())
+		case "image":
+			parts = append(parts, "[image]")
+		default:
+			parts = append(parts, b.Raw)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // toolResultContent is a tool_result's content as its text and its images:
 // a string as it is, a list of blocks as their text joined by newlines and
 // the images in it (base64, as Claude Code sends a Read of a picture). An
 // image format 1 cannot keep stays in the text as [image].
-func toolResultContent(c gjson.Result) (string, []Image) {
-	return resultContent(c, true)
-}
-
-func resultContent(c gjson.Result, keepImages bool) (string, []Image) {
-	if c.Type == gjson.String {
+func toolResultContent(c jval) (string, []Image) {
+	if c.Type() == gjson.String {
 		return c.String(), nil
 	}
 	if !c.IsArray() {
-		if c.Exists() && c.Type != gjson.Null {
-			return c.Raw, nil
+		if c.Exists() && !c.IsNull() {
+			return c.Raw(), nil
 		}
 		return "", nil
 	}
@@ -609,7 +602,7 @@ func resultContent(c gjson.Result, keepImages bool) (string, []Image) {
 		case "text":
 			parts = append(parts, b.Get("text").String())
 		case "image":
-			if keepImages && b.Get("source.type").String() == "base64" {
+			if b.Get("source.type").String() == "base64" {
 				if im, ok := decodeImage(b.Get("source.media_type").String(), b.Get("source.data").String()); ok {
 					images = append(images, im)
 					continue
@@ -617,7 +610,7 @@ func resultContent(c gjson.Result, keepImages bool) (string, []Image) {
 			}
 			parts = append(parts, "[image]")
 		default:
-			parts = append(parts, b.Raw)
+			parts = append(parts, b.Raw())
 		}
 	}
 	return strings.Join(parts, "\n"), images
@@ -632,7 +625,7 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 		return
 	}
 	name := req.Get("tool_name").String()
-	input := req.Get("input")
+	input := req.Get("input").Result()
 	it := m.newItem(archive.TypeToolApproval)
 	it.Set("name", name)
 	it.Set("summary", toolSummary(name, input))
@@ -704,8 +697,8 @@ func (m *Claude) result(ev *claudeEvent, r *Result) {
 			text = "Claude Code reported an error (" + ev.Get("subtype").String() + ")"
 		}
 		var detail []string
-		if st := ev.Get("api_error_status"); st.Exists() && st.Type != gjson.Null {
-			detail = append(detail, "status: "+st.Raw)
+		if st := ev.Get("api_error_status"); st.Exists() && !st.IsNull() {
+			detail = append(detail, "status: "+st.Raw())
 		}
 		if s := ev.Get("api_error_type").String(); s != "" {
 			detail = append(detail, "type: "+s)
@@ -794,7 +787,7 @@ func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 	var cost json.Number
 	since := ev.Get("model_usage_since_last_result")
 	if since.IsObject() {
-		since.ForEach(func(_, mu gjson.Result) bool {
+		since.ForEach(func(_, mu jval) bool {
 			u.Input = archive.AddNumbers(u.Input, num(mu.Get("inputTokens")))
 			u.Output = archive.AddNumbers(u.Output, num(mu.Get("outputTokens")))
 			u.CacheRead = archive.AddNumbers(u.CacheRead, num(mu.Get("cacheReadInputTokens")))
@@ -812,7 +805,7 @@ func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 		u = usageFromAPI(ev.Get("usage"))
 	}
 	total := ev.Get("total_cost_usd")
-	if cost == "" && total.Exists() && total.Type == gjson.Number {
+	if cost == "" && total.Exists() && total.Type() == gjson.Number {
 		cost = num(total)
 		if m.lastTotal != "" {
 			prev, _ := strconv.ParseFloat(m.lastTotal, 64)
@@ -821,8 +814,8 @@ func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 			}
 		}
 	}
-	if total.Exists() && total.Type == gjson.Number {
-		m.lastTotal = total.Raw
+	if total.Exists() && total.Type() == gjson.Number {
+		m.lastTotal = total.Raw()
 	}
 	if cost != "" {
 		u.ReportedCost = cost
@@ -831,7 +824,7 @@ func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 }
 
 // usageFromAPI reads an Anthropic API usage object.
-func usageFromAPI(v gjson.Result) archive.Usage {
+func usageFromAPI(v jval) archive.Usage {
 	var u archive.Usage
 	if !v.IsObject() {
 		return u
@@ -864,11 +857,11 @@ func mergeUsage(u, later archive.Usage) archive.Usage {
 }
 
 // num returns a JSON number's text, or "" when v is not a number.
-func num(v gjson.Result) json.Number {
-	if v.Type != gjson.Number {
+func num(v jval) json.Number {
+	if v.Type() != gjson.Number {
 		return ""
 	}
-	return json.Number(v.Raw)
+	return json.Number(v.Raw())
 }
 
 // claudeFields are the top-level fields of a stream-json line the mapper
@@ -886,35 +879,105 @@ var claudeFields = [...]string{
 
 // claudeFieldIndex is a field's index in claudeFields, or -1.
 func claudeFieldIndex(key string) int {
-	for i, f := range claudeFields {
-		if f == key {
-			return i
-		}
+	switch key {
+	case "type":
+		return 0
+	case "subtype":
+		return 1
+	case "parent_tool_use_id":
+		return 2
+	case "session_id":
+		return 3
+	case "model":
+		return 4
+	case "message":
+		return 5
+	case "event":
+		return 6
+	case "api_message_id":
+		return 7
+	case "abandoned_blocks":
+		return 8
+	case "aborted":
+		return 9
+	case "is_api_error_message":
+		return 10
+	case "api_error_status":
+		return 11
+	case "api_error_type":
+		return 12
+	case "error":
+		return 13
+	case "error_status":
+		return 14
+	case "attempt":
+		return 15
+	case "max_retries":
+		return 16
+	case "tool_use_id":
+		return 17
+	case "tool_use_result":
+		return 18
+	case "request":
+		return 19
+	case "request_id":
+		return 20
+	case "response":
+		return 21
+	case "terminal_reason":
+		return 22
+	case "is_error":
+		return 23
+	case "result":
+		return 24
+	case "errors":
+		return 25
+	case "model_usage_since_last_result":
+		return 26
+	case "usage":
+		return 27
+	case "total_cost_usd":
+		return 28
+	case "cwd":
+		return 29
+	case "modelUsage":
+		return 30
+	case "origin":
+		return 31
 	}
 	return -1
 }
 
 // claudeEvent is one stream-json line: its top-level fields as read.
 type claudeEvent struct {
-	raw gjson.Result
-	f   [len(claudeFields)]gjson.Result
+	raw jval
+	f   [len(claudeFields)]jval
 }
 
 // read reads the fields of object raw in one pass; of a key given twice
 // the first counts, as gjson's Get reads it.
-func (ev *claudeEvent) read(raw gjson.Result) {
+func (ev *claudeEvent) read(raw jval) {
 	*ev = claudeEvent{raw: raw}
-	raw.ForEach(func(k, v gjson.Result) bool {
-		if i := claudeFieldIndex(k.Str); i >= 0 && !ev.f[i].Exists() {
-			ev.f[i] = v
+	d := raw.d
+	nodes := d.nodes
+	end := nodes[raw.i].next
+	for k := raw.i + 1; k < end; k = nodes[k+1].next {
+		kn := &nodes[k]
+		var key string
+		if kn.esc {
+			key = d.str(kn)
+		} else {
+			key = d.s[kn.start+1 : kn.end-1]
 		}
-		return true
-	})
+		if i := claudeFieldIndex(key); i >= 0 && ev.f[i].d == nil {
+			ev.f[i] = jval{d, k + 1}
+		}
+	}
 }
 
 // Get reads path ("field" or "field.sub.path") from the fields read; a
 // field not among claudeFields is looked up in the line.
-func (ev *claudeEvent) Get(path string) gjson.Result {
+func (ev *claudeEvent) Get(path string) jval {
 	key, rest, nested := strings.Cut(path, ".")
 	i := claudeFieldIndex(key)
 	if i < 0 {

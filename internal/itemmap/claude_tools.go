@@ -102,7 +102,7 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 // toolResult records a tool's result on its item.
 // images are the images the result holds (a Read of a picture): the item
 // names them, its view carries them.
-func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr bool, structured gjson.Result, r *Result) {
+func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr bool, structured jval, r *Result) {
 	t := m.turn
 	ran := !t.denyIDs[tool.id] && !(isErr && (strings.HasPrefix(out, "[Request interrupted by user") || strings.HasPrefix(out, claudeRejected)))
 	tool.view = resultView(tool.name, tool.view, out, ran, structured)
@@ -117,7 +117,7 @@ func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr 
 	if tool.special == archive.TypeQuestions {
 		// The questions item has no status: its result only answers it.
 		tool.done = true
-		if !isErr && !tool.item.IsZero() && withAnswers(tool.item, structured, out) {
+		if !isErr && !tool.item.IsZero() && withAnswers(tool.item, structured.Result(), out) {
 			r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: tool.item})
 		}
 		return
@@ -129,7 +129,7 @@ func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr 
 			status = archive.StatusFailed
 		}
 		tool.item.Set("status", status)
-		tool.item.Set("results", searchResults(structured, out))
+		tool.item.Set("results", searchResults(structured.Result(), out))
 		tool.done = true
 		m.toolChange(r, OpUpdate, tool)
 	case isErr && strings.HasPrefix(out, "[Request interrupted by user"):
@@ -210,7 +210,7 @@ func failedStatusText(name, out string) string {
 	return "error"
 }
 
-func succeededStatusText(name, out string, structured gjson.Result) string {
+func succeededStatusText(name, out string, structured jval) string {
 	switch name {
 	case "Bash":
 		if structured.Get("interrupted").Bool() {

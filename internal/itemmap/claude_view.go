@@ -156,7 +156,7 @@ func (m *Claude) inputView(name string, in gjson.Result, parent string) *ToolVie
 // changed (per hunk, as Claude Code reports it in the line's
 // tool_use_result) and where, and what a command printed (out, when the
 // call ran: not refused or stopped before it could).
-func resultView(name string, v *ToolView, out string, ran bool, structured gjson.Result) *ToolView {
+func resultView(name string, v *ToolView, out string, ran bool, structured jval) *ToolView {
 	nv := *v
 	switch name {
 	case "Bash":
@@ -171,7 +171,7 @@ func resultView(name string, v *ToolView, out string, ran bool, structured gjson
 		if p == "" {
 			break
 		}
-		if structured.Get("type").String() == "create" && structured.Get("originalFile").Type == gjson.Null {
+		if structured.Get("type").String() == "create" && structured.Get("originalFile").Type() == gjson.Null {
 			nv.Diffs = []Diff{{Path: p, NewText: structured.Get("content").String()}}
 			nv.Locations = []Location{{Path: p, Line: 1}}
 			break
@@ -184,7 +184,7 @@ func resultView(name string, v *ToolView, out string, ran bool, structured gjson
 		p := structured.Get("notebook_path").String()
 		if o, u := structured.Get("original_file"), structured.Get("updated_file"); p != "" && u.Exists() {
 			d := Diff{Path: p, NewText: u.String()}
-			if o.Exists() && o.Type != gjson.Null {
+			if o.Exists() && !o.IsNull() {
 				old := o.String()
 				d.OldText = &old
 			}
@@ -197,7 +197,7 @@ func resultView(name string, v *ToolView, out string, ran bool, structured gjson
 // patchDiffs reads a structuredPatch (hunks of {oldStart, newStart,
 // lines: [" ctx", "-old", "+new"]}) as one diff per hunk, and the first
 // changed line of the file after the change.
-func patchDiffs(path string, patch gjson.Result) ([]Diff, int) {
+func patchDiffs(path string, patch jval) ([]Diff, int) {
 	var diffs []Diff
 	first := 0
 	for _, h := range patch.Array() {
@@ -287,7 +287,7 @@ func (m *Claude) subagent(ev *claudeEvent, parentID string, r *Result) {
 			if c.Get("type").String() != "tool_use" {
 				continue
 			}
-			input := c.Get("input").Raw
+			input := c.Get("input").Raw()
 			if input == "" {
 				input = "{}"
 			}
@@ -333,7 +333,7 @@ func (m *Claude) subagent(ev *claudeEvent, parentID string, r *Result) {
 // (modelUsage: {model: {contextWindow}}), the largest when it names
 // several models and model is not among them; 0 when it reports none.
 func contextWindow(ev *claudeEvent, model string) int64 {
-	mu := ev.Get("modelUsage")
+	mu := ev.Get("modelUsage").Result()
 	if n := mu.Get(gjson.Escape(model) + ".contextWindow").Int(); model != "" && n > 0 {
 		return n
 	}

@@ -92,13 +92,20 @@ func readLine(newID IDFunc, from string, line []byte) (r Result, ok bool) {
 	if validLine(line) {
 		return Result{}, true
 	}
+	return badLine(newID, from, line), false
+}
+
+// badLine is what a line that is not valid JSON no deeper than MaxDepth
+// gives: a notice when it is too deep or starts as an object, a skip
+// otherwise.
+func badLine(newID IDFunc, from string, line []byte) Result {
 	// validLine stops at the first level past MaxDepth, so the line may
 	// also be too deep after where it went wrong: that notice comes first.
 	if TooDeep(line) {
-		return tooDeepNotice(newID, from, len(line)), false
+		return tooDeepNotice(newID, from, len(line))
 	}
 	if len(line) > 0 && line[0] == '{' {
-		return invalidNotice(newID, from, len(line)), false
+		return invalidNotice(newID, from, len(line))
 	}
-	return Result{Skipped: true}, false
+	return Result{Skipped: true}
 }

@@ -37,3 +37,14 @@ func readLines(s []byte, f func([]byte)) {
 		s = s[i:]
 	}
 }
+
+// BenchmarkJSONDoc reads the recorded claude streams line by line into a
+// jdoc, as the claude mapper does first with every line.
+func BenchmarkJSONDoc(b *testing.B) {
+	stream, _ := benchStream(b, claudeStreams(b), 20<<20)
+	b.SetBytes(int64(len(stream)))
+	var d jdoc
+	for b.Loop() {
+		readLines(stream, func(l []byte) { d.parse(l) })
+	}
+}

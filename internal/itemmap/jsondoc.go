@@ -1,0 +1,615 @@
+package itemmap
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// jdoc is one line read once: validated (the grammar validLine accepts,
+// nested no deeper than MaxDepth) and laid out as a list of its values in
+// order, each with its place in the line, so that finding a field, walking
+// an array or skipping a value of any size costs a few steps, never a scan
+// of the bytes again. A mapper keeps one jdoc and reads every line into it;
+// the values read from it (jval) are valid until the next line.
+type jdoc struct {
+	s     string  // the line (shares the caller's bytes)
+	nodes []jnode // the values in the order they start; an object's keys are values too
+	stack []int32 // the containers open while parsing
+	buf   []byte  // scratch for unescaping keys
+}
+
+// jnode is one value of a line: its raw text is s[start:end]. next is the
+// index of the first node after the value and everything in it, so a value
+// is skipped in one step. An object's children are its keys and values,
+// alternately; an array's, its elements.
+type jnode struct {
+	start, end uint32
+	next       int32
+	kind       byte // '{', '[', '"', '0' (a number), 't', 'f', 'n'
+	esc        bool // a string with a backslash: its text must be unescaped
+}
+
+// parse reads line into d and reports whether it is valid JSON no deeper
+// than MaxDepth (exactly when validLine says so). The line's bytes must not
+// change while d's values are used.
+func (d *jdoc) parse(line []byte) bool {
+	if uint64(len(line)) >= 1<<31 {
+		return false
+	}
+	d.s = unsafe.String(unsafe.SliceData(line), len(line))
+	var ok bool
+	d.nodes, d.stack, ok = parseNodes(line, d.nodes[:0], d.stack[:0])
+	if !ok {
+		d.nodes = d.nodes[:0]
+	}
+	return ok
+}
+
+// parseNodes appends the nodes of line b to nodes, with stack as scratch.
+func parseNodes(b []byte, nodes []jnode, stack []int32) (_ []jnode, _ []int32, ok bool) {
+	n := len(b)
+	i := skipSpace(b, 0)
+value: // a value starts at i
+	if i >= n {
+		return nodes, stack, false
+	}
+	switch c := b[i]; c {
+	case '{', '[':
+		if len(stack) >= MaxDepth {
+			return nodes, stack, false
+		}
+		stack = append(stack, int32(len(nodes)))
+		nodes = append(nodes, jnode{start: uint32(i), kind: c})
+		i = skipSpace(b, i+1)
+		if i < n && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+			i++
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			nodes[top].end, nodes[top].next = uint32(i), int32(len(nodes))
+			goto after
+		}
+		if c == '{' {
+			goto key
+		}
+		goto value
+	case '"':
+		j, esc, ok := scanString(b, i+1)
+		if !ok {
+			return nodes, stack, false
+		}
+		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: '"', esc: esc})
+		i = j
+	case 't', 'f', 'n':
+		w := "null"
+		if c == 't' {
+			w = "true"
+		} else if c == 'f' {
+			w = "false"
+		}
+		j, ok := validWord(b, i, w)
+		if !ok {
+			return nodes, stack, false
+		}
+		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: c})
+		i = j
+	default:
+		if c != '-' && (c < '0' || c > '9') {
+			return nodes, stack, false
+		}
+		j, ok := validNumber(b, i)
+		if !ok {
+			return nodes, stack, false
+		}
+		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: '0'})
+		i = j
+	}
+after: // a value ended at i
+	if len(stack) == 0 {
+		return nodes, stack, skipSpace(b, i) == n
+	}
+	i = skipSpace(b, i)
+	if i >= n {
+		return nodes, stack, false
+	}
+	{
+		top := stack[len(stack)-1]
+		switch c := b[i]; c {
+		case ',':
+			i = skipSpace(b, i+1)
+			if nodes[top].kind == '{' {
+				goto key
+			}
+			goto value
+		case '}', ']':
+			if c != nodes[top].kind+2 {
+				return nodes, stack, false
+			}
+			i++
+			stack = stack[:len(stack)-1]
+			nodes[top].end, nodes[top].next = uint32(i), int32(len(nodes))
+			goto after
+		default:
+			return nodes, stack, false
+		}
+	}
+key: // an object's key starts at i
+	if i >= n || b[i] != '"' {
+		return nodes, stack, false
+	}
+	{
+		j, esc, ok := scanString(b, i+1)
+		if !ok {
+			return nodes, stack, false
+		}
+		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: '"', esc: esc})
+		i = skipSpace(b, j)
+		if i >= n || b[i] != ':' {
+			return nodes, stack, false
+		}
+		i = skipSpace(b, i+1)
+	}
+	goto value
+}
+
+// scanString reads a string's contents and closing quote at b[i:] and
+// returns the index after the quote and whether the string holds an
+// escape. It passes over 32 bytes at a time while none of them is a quote,
+// a backslash or a control character, then goes to the first that is.
+func scanString(b []byte, i int) (end int, esc, ok bool) {
+	for {
+		for len(b)-i >= 32 {
+			s := b[i : i+32 : i+32]
+			m := specialMask(binary.LittleEndian.Uint64(s)) | specialMask(binary.LittleEndian.Uint64(s[8:])) |
+				specialMask(binary.LittleEndian.Uint64(s[16:])) | specialMask(binary.LittleEndian.Uint64(s[24:]))
+			if m != 0 {
+				break
+			}
+			i += 32
+		}
+		for len(b)-i >= 8 {
+			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				// The lowest byte flagged is exact: a formula's borrow
+				// only runs upwards from a byte it rightly flags.
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(b) && !stringStop[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return i, esc, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, esc, true
+		case c < ' ':
+			return i, esc, false
+		default: // a backslash
+			esc = true
+			i++
+			if i >= len(b) {
+				return i, esc, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if len(b)-i < 5 || !ishex(b[i+1]) || !ishex(b[i+2]) || !ishex(b[i+3]) || !ishex(b[i+4]) {
+					return i, esc, false
+				}
+				i += 5
+			default:
+				return i, esc, false
+			}
+		}
+	}
+}
+
+// specialMask has the high bit of each byte of w that is below 0x20, a
+// quote or a backslash set (and maybe of bytes above the lowest such one).
+func specialMask(w uint64) uint64 {
+	lt := (w - ones*0x20) &^ w
+	q := w ^ (ones * '"')
+	q = (q - ones) &^ q
+	bs := w ^ (ones * '\\')
+	bs = (bs - ones) &^ bs
+	return (lt | q | bs) & highs
+}
+
+// stringStop marks the bytes a string's scan stops at.
+var stringStop = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// root is the line's value.
+func (d *jdoc) root() jval {
+	if len(d.nodes) == 0 {
+		return jval{}
+	}
+	return jval{d, 0}
+}
+
+// jval is one value of a jdoc, or no value (the zero jval, what a missing
+// field gives). Its methods read as gjson.Result's do, so the mapper sees
+// exactly what it saw when it read lines with gjson.
+type jval struct {
+	d *jdoc
+	i int32
+}
+
+func (v jval) node() *jnode { return &v.d.nodes[v.i] }
+
+// Exists reports whether v is a value.
+func (v jval) Exists() bool { return v.d != nil }
+
+// Raw is v's JSON text, "" when v does not exist.
+func (v jval) Raw() string {
+	if v.d == nil {
+		return ""
+	}
+	n := v.node()
+	return v.d.s[n.start:n.end]
+}
+
+// Type is v's type as gjson names it.
+func (v jval) Type() gjson.Type {
+	if v.d == nil {
+		return gjson.Null
+	}
+	switch v.node().kind {
+	case '"':
+		return gjson.String
+	case '0':
+		return gjson.Number
+	case 't':
+		return gjson.True
+	case 'f':
+		return gjson.False
+	case 'n':
+		return gjson.Null
+	}
+	return gjson.JSON
+}
+
+// IsObject reports whether v is an object.
+func (v jval) IsObject() bool { return v.d != nil && v.node().kind == '{' }
+
+// IsArray reports whether v is an array.
+func (v jval) IsArray() bool { return v.d != nil && v.node().kind == '[' }
+
+// IsNull reports whether v is a JSON null (not a missing value).
+func (v jval) IsNull() bool { return v.d != nil && v.node().kind == 'n' }
+
+// str is the text of string node n.
+func (d *jdoc) str(n *jnode) string {
+	raw := d.s[n.start+1 : n.end-1]
+	if !n.esc {
+		return raw
+	}
+	return string(unescapeJSON(make([]byte, 0, len(raw)), raw))
+}
+
+// String is v as gjson's Result.String gives it: a string's text, a
+// number's digits (or its value formatted when it has a fraction or an
+// exponent), true or false, an object's or array's JSON, "" for null or a
+// missing value.
+func (v jval) String() string {
+	if v.d == nil {
+		return ""
+	}
+	n := v.node()
+	switch n.kind {
+	case '"':
+		return v.d.str(n)
+	case '0':
+		raw := v.d.s[n.start:n.end]
+		if plainInt(raw) {
+			return raw
+		}
+		return strconv.FormatFloat(v.num(), 'f', -1, 64)
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	case 'n':
+		return ""
+	}
+	return v.d.s[n.start:n.end]
+}
+
+// plainInt reports whether a number's text is digits with an optional
+// minus.
+func plainInt(raw string) bool {
+	i := 0
+	if raw[0] == '-' {
+		i++
+	}
+	for ; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (v jval) num() float64 {
+	f, _ := strconv.ParseFloat(v.Raw(), 64)
+	return f
+}
+
+// Int is v as gjson's Result.Int gives it.
+func (v jval) Int() int64 {
+	if v.d != nil && v.node().kind == '0' {
+		// A short integer reads as itself: what gjson gives for any
+		// integer a float64 holds exactly.
+		if raw := v.Raw(); len(raw) <= 15 && plainInt(raw) && raw != "-" {
+			n := int64(0)
+			neg := raw[0] == '-'
+			if neg {
+				raw = raw[1:]
+			}
+			for i := 0; i < len(raw); i++ {
+				n = n*10 + int64(raw[i]-'0')
+			}
+			if neg {
+				n = -n
+			}
+			return n
+		}
+	}
+	return v.Result().Int()
+}
+
+// Bool is v as gjson's Result.Bool gives it.
+func (v jval) Bool() bool {
+	if v.d == nil {
+		return false
+	}
+	switch v.node().kind {
+	case 't':
+		return true
+	case 'f', 'n', '{', '[':
+		return false
+	}
+	return v.Result().Bool()
+}
+
+// Float is v as gjson's Result.Float gives it.
+func (v jval) Float() float64 { return v.Result().Float() }
+
+// Result is v as the gjson.Result gjson would give for it (Index aside).
+func (v jval) Result() gjson.Result {
+	if v.d == nil {
+		return gjson.Result{}
+	}
+	n := v.node()
+	raw := v.d.s[n.start:n.end]
+	switch n.kind {
+	case '"':
+		return gjson.Result{Type: gjson.String, Raw: raw, Str: v.d.str(n)}
+	case '0':
+		return gjson.Result{Type: gjson.Number, Raw: raw, Num: v.num()}
+	case 't':
+		return gjson.Result{Type: gjson.True, Raw: raw}
+	case 'f':
+		return gjson.Result{Type: gjson.False, Raw: raw}
+	case 'n':
+		return gjson.Result{Type: gjson.Null, Raw: raw}
+	}
+	return gjson.Result{Type: gjson.JSON, Raw: raw}
+}
+
+// keyIs reports whether key node k reads as key.
+func (d *jdoc) keyIs(k *jnode, key string) bool {
+	raw := d.s[k.start+1 : k.end-1]
+	if !k.esc {
+		return raw == key
+	}
+	d.buf = unescapeJSON(d.buf[:0], raw)
+	return string(d.buf) == key
+}
+
+// field is the value of v's first field named key (a name, not a path);
+// no value when v is not an object or has no such field.
+func (v jval) field(key string) jval {
+	if v.d == nil {
+		return jval{}
+	}
+	nodes := v.d.nodes
+	o := &nodes[v.i]
+	if o.kind != '{' {
+		return jval{}
+	}
+	for k := v.i + 1; k < o.next; k = nodes[k+1].next {
+		if v.d.keyIs(&nodes[k], key) {
+			return jval{v.d, k + 1}
+		}
+	}
+	return jval{}
+}
+
+// Get reads path: field names joined by dots ("message.content"), each
+// looked up as gjson's Get looks up a plain name. It takes no wildcards,
+// array indexes or escapes.
+func (v jval) Get(path string) jval {
+	for {
+		key, rest, more := strings.Cut(path, ".")
+		v = v.field(key)
+		if !more || v.d == nil {
+			return v
+		}
+		path = rest
+	}
+}
+
+// ForEach calls fn with each field of an object (key, value) or each
+// element of an array (no key, value) in order until fn returns false, and
+// once with v itself (no key) for any other value, as gjson's ForEach does
+// (which gives an array element's index as its key: the mapper never reads
+// it).
+func (v jval) ForEach(fn func(k, v jval) bool) {
+	if v.d == nil {
+		return
+	}
+	nodes := v.d.nodes
+	o := &nodes[v.i]
+	switch o.kind {
+	case '{':
+		for k := v.i + 1; k < o.next; k = nodes[k+1].next {
+			if !fn(jval{v.d, k}, jval{v.d, k + 1}) {
+				return
+			}
+		}
+	case '[':
+		for e := v.i + 1; e < o.next; e = nodes[e].next {
+			if !fn(jval{}, jval{v.d, e}) {
+				return
+			}
+		}
+	default:
+		fn(jval{}, v)
+	}
+}
+
+// elems iterates an array's elements (none for other values).
+func (v jval) elems() jiter {
+	if v.d == nil || v.node().kind != '[' {
+		return jiter{}
+	}
+	return jiter{d: v.d, i: v.i + 1, end: v.node().next}
+}
+
+// Array is an array's elements, as gjson's Array gives them: none for
+// null or a missing value, v alone for any other value.
+func (v jval) Array() []jval {
+	if v.d == nil || v.node().kind == 'n' {
+		return nil
+	}
+	if v.node().kind != '[' {
+		return []jval{v}
+	}
+	var out []jval
+	for it := v.elems(); ; {
+		e, ok := it.next()
+		if !ok {
+			return out
+		}
+		out = append(out, e)
+	}
+}
+
+// jiter walks the elements of an array.
+type jiter struct {
+	d      *jdoc
+	i, end int32
+}
+
+func (it *jiter) next() (jval, bool) {
+	if it.d == nil || it.i >= it.end {
+		return jval{}, false
+	}
+	v := jval{it.d, it.i}
+	it.i = it.d.nodes[it.i].next
+	return v, true
+}
+
+// readFields reads the fields names of object v in one pass into out, in
+// the same order; of a key given twice the first counts, as gjson's Get
+// reads it. A field v lacks, or every field when v is not an object, is
+// no value.
+func (v jval) readFields(names []string, out []jval) {
+	clear(out)
+	if !v.IsObject() {
+		return
+	}
+	nodes := v.d.nodes
+	o := &nodes[v.i]
+	for k := v.i + 1; k < o.next; k = nodes[k+1].next {
+		for i, name := range names {
+			if out[i].d == nil && v.d.keyIs(&nodes[k], name) {
+				out[i] = jval{v.d, k + 1}
+				break
+			}
+		}
+	}
+}
+
+// unescapeJSON appends the text of the contents s of a valid JSON string
+// to dst, exactly as gjson unescapes it: an escaped UTF-16 surrogate pair
+// is one character, a lone surrogate U+FFFD, other bytes as they are.
+func unescapeJSON(dst []byte, s string) []byte {
+	for {
+		j := strings.IndexByte(s, '\\')
+		if j < 0 {
+			return append(dst, s...)
+		}
+		dst = append(dst, s[:j]...)
+		if j+1 >= len(s) {
+			return dst
+		}
+		c := s[j+1]
+		s = s[j+2:]
+		switch c {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			if len(s) < 4 {
+				return dst
+			}
+			r := hex4(s)
+			s = s[4:]
+			if r >= 0xD800 && r < 0xDC00 && len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+				if r2 := hex4(s[2:]); r2 >= 0xDC00 && r2 < 0xE000 {
+					r = utf16.DecodeRune(r, r2)
+					s = s[6:]
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		case '"', '\\', '/':
+			dst = append(dst, c)
+		default:
+			return dst
+		}
+	}
+}
+
+// hex4 reads four hex digits (checked by the parse).
+func hex4(s string) rune {
+	var r rune
+	for i := 0; i < 4; i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return utf8.RuneError // not reached for a parsed line
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
