@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -183,6 +184,10 @@ func input(msg backend.Message) []any {
 
 // appTurn runs a turn on the app-server transport.
 func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
+	cmd, cmdArg, isCmd := commandOf(msg.Text)
+	if isCmd && cmd == CommandCompact && b.Thread() == "" {
+		return failBeforeStart(b.Opts.NewID, h, "Nothing to compact: Codex has no conversation in this session yet.", "")
+	}
 	if b.app.proc == nil {
 		if err := b.appStart(ctx, h, interruptCh); err != nil {
 			b.appReap()
@@ -196,27 +201,20 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			return failBeforeStart(b.Opts.NewID, h, text, joinLines(err.Error(), b.StderrTail()))
 		}
 	}
-	params := map[string]any{"threadId": b.thread, "input": input(msg)}
-	if model := b.Model(); model != "" {
-		params["model"] = model
+	method, params := "turn/start", map[string]any{"threadId": b.thread}
+	switch {
+	case isCmd && cmd == CommandReview:
+		// Inline: on the thread itself, so that later turns know it.
+		method, params["target"], params["delivery"] = "review/start", reviewTarget(cmdArg), "inline"
+	case isCmd && cmd == CommandCompact:
+		method = "thread/compact/start"
+	default:
+		params["input"] = input(msg)
+		b.turnSettings(params)
 	}
-	b.mu.Lock()
-	if effort := b.turnEffort(); effort != "" {
-		params["effort"] = effort
-	}
-	mode := b.mode
-	if mode != b.threadMode {
-		// The thread runs in another mode: this turn and the next ones
-		// take this one's policies.
-		pr := presets[mode]
-		params["sandboxPolicy"] = map[string]any{"type": pr.policy}
-		params["approvalPolicy"] = pr.approval
-		b.threadMode = mode
-	}
-	b.mu.Unlock()
 	// The message is written while the server's lines are read: a server
 	// that does not read it counts toward the idle timeout.
-	startID, startSent := b.appRequest("turn/start", params)
+	startID, startSent := b.appRequest(method, params)
 	p, m := b.app.proc, b.app.mapper
 	approvals := backend.NewApprovals(ctx, h)
 	defer approvals.Close()
@@ -314,10 +312,19 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 					return r.End
 				}
 				b.app.turnID = msgLine.Get("result.turn.id").String()
-				if interrupted {
+				if interrupted && b.app.turnID != "" {
 					cleanID = b.appInterrupt()
 				}
 				continue
+			}
+			if b.app.turnID == "" && bytes.Contains(line.Data, []byte(`"turn/started"`)) {
+				// thread/compact/start answers without the turn it starts.
+				if v := gjson.ParseBytes(line.Data); v.Get("method").String() == "turn/started" {
+					b.app.turnID = v.Get("params.turn.id").String()
+					if interrupted {
+						cleanID = b.appInterrupt()
+					}
+				}
 			}
 			if cleanID != "" {
 				if _, ok := response(line.Data, cleanID); ok {
@@ -401,6 +408,27 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			}
 			return r.End
 		}
+	}
+}
+
+// turnSettings adds to turn/start's params what the turn runs with: the
+// model, the effort, and the mode's policies when they changed.
+func (b *Backend) turnSettings(params map[string]any) {
+	if model := b.Model(); model != "" {
+		params["model"] = model
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if effort := b.turnEffort(); effort != "" {
+		params["effort"] = effort
+	}
+	if mode := b.mode; mode != b.threadMode {
+		// The thread runs in another mode: this turn and the next ones
+		// take this one's policies.
+		pr := presets[mode]
+		params["sandboxPolicy"] = map[string]any{"type": pr.policy}
+		params["approvalPolicy"] = pr.approval
+		b.threadMode = mode
 	}
 }
 

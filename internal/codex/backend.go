@@ -227,6 +227,11 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if b.transport == TransportAppServer {
 		return b.withModel(b.appTurn(ctx, msg, h, interruptCh))
 	}
+	if name, _, ok := commandOf(msg.Text); ok {
+		// Not sent as text: the model would take it for a request of its
+		// own and act on it.
+		return failBeforeStart(b.Opts.NewID, h, fmt.Sprintf("/%s is not available with codex exec: it needs the app-server transport (spbridge serve --codex-transport app-server).", name), "")
+	}
 	_, _, skipped := mcpExecArgs(b.Opts.MCPServers)
 	b.mcpSkippedNotice(h, skipped)
 	dir, images, err := writeImages(msg.Images)

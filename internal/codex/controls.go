@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/restore"
 )
 
 // Codex's modes, as codex-acp presents its approval presets.
@@ -206,10 +207,75 @@ func parseModels(list []gjson.Result) []backend.Model {
 	return models
 }
 
-// Commands lists none yet: codex's own (/review, /compact, /init) are
-// operations of its terminal and app-server, not prompt text it expands; a
-// prompt that starts with one reaches codex as plain text.
-func (b *Backend) Commands() []backend.Command { return []backend.Command{} }
+// Codex's own commands that spbridge runs on the app-server: a prompt
+// that starts with "/review" or "/compact" (commandOf).
+const (
+	CommandReview  = "review"
+	CommandCompact = "compact"
+)
+
+var commands = []backend.Command{
+	{Name: CommandReview, Description: "Have Codex review the uncommitted changes in the working folder, or what you name",
+		InputHint: "what to look at (empty: the uncommitted changes; --base BRANCH; --commit SHA)"},
+	{Name: CommandCompact, Description: "Have Codex summarize the conversation so far, to free its context"},
+}
+
+// Commands lists /review and /compact, which the app-server runs
+// (review/start, thread/compact/start); codex exec has neither, so with it
+// none. Codex's other commands are operations of its terminal.
+func (b *Backend) Commands() []backend.Command {
+	if b.transport == TransportExec {
+		return []backend.Command{}
+	}
+	return slices.Clone(commands)
+}
+
+// commandOf reads a prompt that runs one of Codex's commands: its name
+// and what follows it. After a restore the prompt opens with the
+// conversation so far (restore.Heading); the command is then the text after
+// it, the last paragraph.
+func commandOf(text string) (name, arg string, ok bool) {
+	if strings.HasPrefix(text, restore.Heading) {
+		if i := strings.LastIndex(text, "\n\n"); i >= 0 {
+			text = text[i+2:]
+		}
+	}
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") {
+		return "", "", false
+	}
+	name, arg = t[1:], ""
+	if i := strings.IndexAny(name, " \t\n"); i >= 0 {
+		name, arg = name[:i], strings.TrimSpace(name[i+1:])
+	}
+	switch name {
+	case CommandReview:
+		return name, arg, true
+	case CommandCompact:
+		if arg == "" {
+			return name, "", true
+		}
+	}
+	return "", "", false
+}
+
+// reviewTarget is review/start's target for /review's argument: the
+// uncommitted changes when there is none, a base branch (--base BRANCH),
+// a commit (--commit SHA), else the argument as the review's instructions.
+func reviewTarget(arg string) map[string]any {
+	if arg == "" {
+		return map[string]any{"type": "uncommittedChanges"}
+	}
+	if f := strings.Fields(arg); len(f) == 2 {
+		switch f[0] {
+		case "--base":
+			return map[string]any{"type": "baseBranch", "branch": f[1]}
+		case "--commit":
+			return map[string]any{"type": "commit", "sha": f[1]}
+		}
+	}
+	return map[string]any{"type": "custom", "instructions": arg}
+}
 
 // Prepare does nothing: codex starts with the first turn.
 func (b *Backend) Prepare(ctx context.Context) error { return nil }

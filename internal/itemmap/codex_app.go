@@ -338,6 +338,24 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 	case "imageView":
 		ev["type"] = codexImage
 		ev["path"] = it.Get("path").String()
+	case "enteredReviewMode":
+		// /review (review/start): its findings follow as an agentMessage,
+		// the same text as exitedReviewMode's, which is not shown twice.
+		if !completed {
+			return Result{}
+		}
+		text := "Codex is reviewing the changes."
+		if what := it.Get("review").String(); what != "" {
+			text = "Codex is reviewing: " + what
+		}
+		return a.notice(text)
+	case "contextCompaction":
+		// /compact (thread/compact/start), or codex's own when the context
+		// filled up.
+		if !completed {
+			return Result{}
+		}
+		return a.notice("Codex compacted the conversation.")
 	default:
 		return Result{} // the user's own message, and kinds not shown
 	}
@@ -346,6 +364,16 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 		typ = "item.completed"
 	}
 	return a.exec(map[string]any{"type": typ, "item": ev})
+}
+
+// notice shows text as a notice of the turn.
+func (a *CodexApp) notice(text string) Result {
+	var r Result
+	a.m.ensureTurn()
+	it := a.m.newItem(archive.TypeNotice)
+	it.Set("text", text)
+	a.m.add(&r, it)
+	return r
 }
 
 // turnCompleted ends the turn as the server reports it.

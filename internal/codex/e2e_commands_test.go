@@ -1,0 +1,118 @@
+//go:build linux
+
+package codex
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
+	"spbridge/internal/itemmap"
+)
+
+// reviewJSON is a review as the model answers codex's review prompt.
+const reviewJSON = `{"findings":[{"title":"[P1] Check the error","body":"The error of os.Remove is dropped.","confidence_score":0.8,"priority":1,"code_location":{"absolute_file_path":"/tmp/x/main.go","line_range":{"start":3,"end":3}}}],"overall_correctness":"patch is incorrect","overall_explanation":"One dropped error.","overall_confidence_score":0.7}`
+
+// itemTexts lists the items as "type: text".
+func itemTexts(items []archive.Item) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Type()+": "+it.String("text"))
+	}
+	return out
+}
+
+// TestE2ECommands: on the app-server, /compact before any turn is refused
+// without starting codex, "/review INSTRUCTIONS" runs review/start (the
+// model gets codex's review prompt with them; its findings are the turn's
+// reply and history), and /compact then compacts the thread (a notice).
+// codex exec runs neither and says so.
+func TestE2ECommands(t *testing.T) {
+	b, srv := realCodex(t, TransportAppServer, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(reviewJSON)}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Summary of the review.")}})
+	if cmds := b.Commands(); !slices.ContainsFunc(cmds, func(c backend.Command) bool { return c.Name == "review" && c.InputHint != "" }) ||
+		!slices.ContainsFunc(cmds, func(c backend.Command) bool { return c.Name == "compact" }) {
+		t.Errorf("Commands() = %+v", cmds)
+	}
+	a := &approver{streaming: make(chan struct{})}
+	if end := b.Turn(context.Background(), backend.Message{Text: "/compact"}, a); end.Status != itemmap.TurnFailed || !end.NotStarted {
+		t.Errorf("/compact first: %+v", end)
+	}
+	if len(srv.Requests()) != 0 || b.Started() {
+		t.Errorf("/compact before any turn reached codex")
+	}
+	a = &approver{streaming: make(chan struct{})}
+	end := b.Turn(context.Background(), backend.Message{Text: "/review look at main.go"}, a)
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("/review: %v %q", end.Status, itemTexts(a.items))
+	}
+	texts := itemTexts(a.items)
+	if !slices.Contains(texts, "notice: Codex is reviewing: look at main.go") ||
+		!slices.ContainsFunc(texts, func(s string) bool {
+			return strings.HasPrefix(s, "assistant: One dropped error.") && strings.Contains(s, "[P1] Check the error")
+		}) {
+		t.Errorf("/review items = %q", texts)
+	}
+	if len(end.History) != 1 || !strings.Contains(end.History[0].Content[0].String("text"), "Check the error") {
+		t.Errorf("/review history = %+v", end.History)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "look at main.go") {
+		t.Fatalf("%d requests; the review's instructions did not reach the model", len(reqs))
+	}
+	a = &approver{streaming: make(chan struct{})}
+	if end := b.Turn(context.Background(), backend.Message{Text: "/compact"}, a); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("/compact: %v %q", end.Status, itemTexts(a.items))
+	}
+	if texts := itemTexts(a.items); !slices.Contains(texts, "notice: Codex compacted the conversation.") {
+		t.Errorf("/compact items = %q", texts)
+	}
+	if len(srv.Requests()) != 2 {
+		t.Errorf("%d requests after /compact, want 2", len(srv.Requests()))
+	}
+
+	ex, exSrv := realCodex(t, TransportExec)
+	if cmds := ex.Commands(); len(cmds) != 0 {
+		t.Errorf("exec Commands() = %+v", cmds)
+	}
+	for _, cmd := range []string{"/review", "/compact"} {
+		a := &approver{streaming: make(chan struct{})}
+		end := ex.Turn(context.Background(), backend.Message{Text: cmd}, a)
+		if !end.NotStarted || len(a.items) != 1 || !strings.Contains(a.items[0].String("text"), "not available with codex exec") {
+			t.Errorf("exec %s: %+v %q", cmd, end, itemTexts(a.items))
+		}
+	}
+	if len(exSrv.Requests()) != 0 {
+		t.Errorf("exec sent a command to the model")
+	}
+}
+
+// TestCommandOf: which prompts are Codex's commands.
+func TestCommandOf(t *testing.T) {
+	for _, tc := range []struct {
+		text, name, arg string
+		ok              bool
+	}{
+		{"/review", "review", "", true},
+		{"  /review  look at\nmain.go ", "review", "look at\nmain.go", true},
+		{"/compact", "compact", "", true},
+		{"/compact now", "", "", false},
+		{"/reviewer", "", "", false},
+		{"review", "", "", false},
+		{"# Conversation so far\nUser: hi\n\nAssistant: hello\n\n/review --base main", "review", "--base main", true},
+	} {
+		name, arg, ok := commandOf(tc.text)
+		if name != tc.name || arg != tc.arg || ok != tc.ok {
+			t.Errorf("commandOf(%q) = %q, %q, %v, want %q, %q, %v", tc.text, name, arg, ok, tc.name, tc.arg, tc.ok)
+		}
+	}
+	for arg, want := range map[string]string{"": "uncommittedChanges", "--base main": "baseBranch", "--commit abc": "commit", "look here": "custom"} {
+		if got := reviewTarget(arg)["type"]; got != want {
+			t.Errorf("reviewTarget(%q) type = %v, want %s", arg, got, want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package fakeapi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// runRequest starts a request that begins a turn (review/start,
+// thread/compact/start) and reads until that turn completes, answering
+// each server request with answer, as runTurn does for turn/start.
+func (a *appServer) runRequest(method string, params map[string]any, answer func(req map[string]any) any) *appTurn {
+	a.t.Helper()
+	id := a.request(method, params)
+	tr := &appTurn{}
+	for {
+		m := a.next()
+		if m["id"] == id && m["method"] == nil {
+			if m["error"] != nil {
+				a.t.Fatalf("%s: error %v", method, m["error"])
+			}
+			if turn, ok := m["result"].(map[string]any)["turn"].(map[string]any); ok {
+				tr.id, _ = turn["id"].(string)
+			}
+			continue
+		}
+		tr.msgs = append(tr.msgs, m)
+		if m["id"] != nil && m["method"] != nil {
+			var result any
+			if answer != nil {
+				result = answer(m)
+			}
+			if result == nil {
+				a.t.Fatalf("unexpected server request %v", m)
+			}
+			a.send(map[string]any{"id": m["id"], "result": result})
+			continue
+		}
+		if m["method"] == "turn/completed" {
+			tr.completed, _ = paramsOf(m)["turn"].(map[string]any)
+			return tr
+		}
+	}
+}
+
+// reviewJSON is a review as the model answers codex's review prompt.
+const reviewJSON = `{"findings":[{"title":"[P1] Check the error","body":"The error of os.Remove is dropped.","confidence_score":0.8,"priority":1,"code_location":{"absolute_file_path":"/tmp/x/main.go","line_range":{"start":3,"end":3}}}],"overall_correctness":"patch is incorrect","overall_explanation":"One dropped error.","overall_confidence_score":0.7}`
+
+// TestAppServerReview: review/start with custom instructions runs inline
+// on the thread as a turn of its own: enteredReviewMode, the model's
+// review, exitedReviewMode whose review is the text to show.
+func TestAppServerReview(t *testing.T) {
+	t.Parallel()
+	srv := startOpenAI(t, ResponsesReply{Items: []OutputItem{MessageItem(reviewJSON)}})
+	a := startAppServer(t, srv, "", "")
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThread()
+	tr := a.runRequest("review/start", map[string]any{"threadId": thread,
+		"target": map[string]any{"type": "custom", "instructions": "look at main.go"}}, nil)
+	defer a.save("review")
+	if tr.completed["status"] != "completed" {
+		t.Errorf("review turn = %v", tr.completed)
+	}
+	entered := completedItems(tr.msgs, "enteredReviewMode")
+	exited := completedItems(tr.msgs, "exitedReviewMode")
+	if len(entered) != 1 || len(exited) != 1 {
+		t.Fatalf("review items: entered %v, exited %v; methods %v", entered, exited, methods(tr.msgs))
+	}
+	if r, _ := exited[0]["review"].(string); !strings.Contains(r, "Check the error") {
+		t.Errorf("exitedReviewMode review = %q", r)
+	}
+	bodies := responsesBodies(t, srv)
+	if b, _ := json.Marshal(bodies); len(bodies) != 1 || !strings.Contains(string(b), "look at main.go") {
+		t.Errorf("%d requests; the review's instructions are not in the model's request", len(bodies))
+	}
+}
+
+// TestAppServerCompact: thread/compact/start on a thread with a turn runs a
+// compaction turn: a contextCompaction item, turn/completed.
+func TestAppServerCompact(t *testing.T) {
+	t.Parallel()
+	srv := startOpenAI(t, ResponsesReply{Items: []OutputItem{MessageItem("Hello.")}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Summary: the user said hi.")}})
+	a := startAppServer(t, srv, "", "")
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThread()
+	a.runTurn(map[string]any{"threadId": thread, "input": textInput("hi")}, nil)
+	tr := a.runRequest("thread/compact/start", map[string]any{"threadId": thread}, nil)
+	defer a.save("compact")
+	if tr.completed["status"] != "completed" {
+		t.Errorf("compact turn = %v", tr.completed)
+	}
+	if cs := completedItems(tr.msgs, "contextCompaction"); len(cs) != 1 {
+		t.Errorf("contextCompaction items %v; methods %v", cs, methods(tr.msgs))
+	}
+}
+
+// TestAppServerRequestUserInput: with the feature
+// default_mode_request_user_input, the model's request_user_input call
+// reaches the client as item/tool/requestUserInput; the answer (question
+// id → labels) goes back to the model as the call's output.
+func TestAppServerRequestUserInput(t *testing.T) {
+	t.Parallel()
+	args := map[string]any{"questions": []any{map[string]any{
+		"id": "color", "header": "Color", "question": "Which color?",
+		"options": []any{map[string]any{"label": "Red (Recommended)", "description": "warm"}, map[string]any{"label": "Blue", "description": "cool"}}}}}
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "request_user_input", Arguments: args}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Blue it is.")}})
+	a := startAppServer(t, srv, "", "", "-c", "features.default_mode_request_user_input=true")
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThread()
+	var asked []map[string]any
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("ask me")}, func(req map[string]any) any {
+		if req["method"] != "item/tool/requestUserInput" {
+			return nil
+		}
+		asked = append(asked, paramsOf(req))
+		return map[string]any{"answers": map[string]any{"color": map[string]any{"answers": []any{"Blue"}}}}
+	})
+	defer a.save("request_user_input")
+	if len(asked) != 1 {
+		t.Fatalf("%d requestUserInput requests; methods %v", len(asked), methods(tr.msgs))
+	}
+	qs, _ := asked[0]["questions"].([]any)
+	if len(qs) != 1 || qs[0].(map[string]any)["id"] != "color" {
+		t.Errorf("questions = %v", asked[0]["questions"])
+	}
+	bodies := responsesBodies(t, srv)
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	found := false
+	for _, in := range bodies[1]["input"].([]any) {
+		b, _ := json.Marshal(in)
+		if strings.Contains(string(b), "function_call_output") && strings.Contains(string(b), "Blue") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the answer did not reach the model")
+	}
+}
