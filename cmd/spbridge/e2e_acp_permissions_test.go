@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"spbridge/internal/archive"
 	"spbridge/internal/fakeapi"
 )
 
@@ -124,5 +126,62 @@ func TestE2EServeQuestion(t *testing.T) {
 	}
 	if !answered {
 		t.Error("the model did not get the answer")
+	}
+}
+
+// TestE2EServeAllEdits drives the real claude through spbridge serve with
+// the official ACP client: an edit's permission request offers "Allow all
+// edits in this session"; chosen, the session goes into acceptEdits
+// (current_mode_update) and the next edit, of another file, runs without a
+// request, while both files are written.
+func TestE2EServeAllEdits(t *testing.T) {
+	e := newE2E(t)
+	work := filepath.Dir(e.pkg)
+	first, second := filepath.Join(work, "first.txt"), filepath.Join(work, "second.txt")
+	write := func(id, path, content string) fakeapi.Reply {
+		return fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: id, Name: "Write", Input: map[string]any{"file_path": path, "content": content}}}}
+	}
+	e.srv.Push(write("toolu_first", first, "one\n"), write("toolu_second", second, "two\n"),
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Both written."}}})
+	envMap := map[string]string{}
+	for _, kv := range e.env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
+		"permissions": []any{map[string]any{"optionId": "allow_all_edits"}},
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "write both files"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if r := response(t, events, 2); r["stopReason"] != "end_turn" {
+		t.Fatalf("prompt: %v", r)
+	}
+	if n := len(eventsOf(events, "request")); n != 1 {
+		t.Errorf("%d permission requests, want one (the first Write)", n)
+	}
+	kinds, _ := updatesOf(events)
+	if !strings.Contains(strings.Join(kinds, " "), "current_mode_update") {
+		t.Errorf("no current_mode_update in %v", kinds)
+	}
+	// Claude Code itself asked once: in acceptEdits it asks no more.
+	approvals := 0
+	for _, it := range e.conv().Items {
+		if it.Type() == archive.TypeToolApproval {
+			approvals++
+		}
+	}
+	if approvals != 1 {
+		t.Errorf("%d toolApproval items, want 1", approvals)
+	}
+	for path, want := range map[string]string{first: "one\n", second: "two\n"} {
+		if got, err := os.ReadFile(path); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v", path, got, err)
+		}
 	}
 }

@@ -162,6 +162,15 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			a.Set("text", a.String("text")+fmt.Sprintf("%s=%v/%v ", cmd, d.Allow, d.Always != nil))
 		}
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+	case strings.HasPrefix(text, "edits "):
+		// "edits TOOL:FILE|…": one edit permission request per file.
+		for i, e := range strings.Split(strings.TrimPrefix(text, "edits "), "|") {
+			tool, file, _ := strings.Cut(e, ":")
+			in, _ := json.Marshal(map[string]string{"file_path": file})
+			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("e", i), ToolName: tool, Input: in})
+			a.Set("text", a.String("text")+fmt.Sprintf("%s=%v ", file, d.Allow))
+		}
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 	case strings.HasPrefix(text, "ask"):
 		tool := archive.NewItem(archive.TypeTool)
 		tool.Set("name", "Bash")
@@ -647,6 +656,29 @@ func TestPermissionScopes(t *testing.T) {
 	reply, seen = prompt("cmds rm -rf x|npm test")
 	if want := "rm -rf x=false/false npm test=true/false "; reply != want || count(seen, "session/request_permission") != 0 {
 		t.Errorf("reply %q with %d requests, want %q unasked", reply, count(seen, "session/request_permission"), want)
+	}
+
+	// An edit offers all edits of the session too; once chosen, no edit
+	// of any file asks again, a command still does.
+	c.mu.Lock()
+	c.answers = []string{"allow_all_edits", "allow_once"}
+	c.mu.Unlock()
+	reply, seen = prompt("edits Edit:/w/a.go|Write:/w/new.go|MultiEdit:/x/b.go")
+	names = nil
+	for _, m := range seen {
+		if m["method"] == "session/request_permission" {
+			for _, o := range m["params"].(map[string]any)["options"].([]any) {
+				names = append(names, o.(map[string]any)["optionId"].(string)+": "+o.(map[string]any)["name"].(string))
+			}
+		}
+	}
+	want = []string{"allow_once: Allow once", "allow_always: Always allow Edit of /w/a.go in this session", "allow_all_edits: Allow all edits in this session",
+		"reject_once: Reject", "reject_always: Always reject Edit of /w/a.go in this session"}
+	if reply != "/w/a.go=true /w/new.go=true /x/b.go=true " || !slices.Equal(names, want) {
+		t.Errorf("reply %q, options\n%q\nwant\n%q", reply, names, want)
+	}
+	if reply, seen = prompt("cmds make x"); reply != "make x=true/false " || count(seen, "session/request_permission") != 1 {
+		t.Errorf("a command after all edits: %q with %d requests, want it asked", reply, count(seen, "session/request_permission"))
 	}
 }
 

@@ -430,15 +430,22 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 		id = a.ItemID
 	}
 	g := backend.GrantFor(a)
+	options := []any{
+		map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+		map[string]any{"optionId": "allow_always", "name": "Always allow " + g.String() + " in this session", "kind": "allow_always"},
+	}
+	if g.File != "" {
+		// An edit: or every edit of the session, as the CLI's own
+		// accept-edits mode does.
+		options = append(options, map[string]any{"optionId": "allow_all_edits", "name": "Allow all edits in this session", "kind": "allow_always"})
+	}
+	options = append(options,
+		map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+		map[string]any{"optionId": "reject_always", "name": "Always reject " + g.String() + " in this session", "kind": "reject_always"})
 	params := map[string]any{
 		"sessionId": ss.id,
 		"toolCall":  permissionToolCall(id, a, ss.cwd),
-		"options": []any{
-			map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-			map[string]any{"optionId": "allow_always", "name": "Always allow " + g.String() + " in this session", "kind": "allow_always"},
-			map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-			map[string]any{"optionId": "reject_always", "name": "Always reject " + g.String() + " in this session", "kind": "reject_always"},
-		},
+		"options":   options,
 	}
 	m, err := ss.srv.request(ctx, "session/request_permission", params)
 	if err != nil {
@@ -459,6 +466,14 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 		ss.mu.Unlock()
 		ss.card(a.ItemID, CardAllowedAlways)
 		return backend.Decision{Allow: true, Always: &g}
+	case "allow_all_edits":
+		all := backend.Grant{AllEdits: true}
+		ss.mu.Lock()
+		ss.allowAlways = append(ss.allowAlways, all)
+		ss.mu.Unlock()
+		ss.card(a.ItemID, CardAllowedAlways)
+		ss.acceptEdits()
+		return backend.Decision{Allow: true, Always: &all}
 	case "reject_always":
 		ss.mu.Lock()
 		ss.rejectAlways = append(ss.rejectAlways, g)

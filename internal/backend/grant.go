@@ -19,11 +19,16 @@ import (
 // covered only as exactly that command. An edit (an input naming a
 // file_path or notebook_path) is covered for that file. Any other tool (an
 // MCP tool, say) is covered by its name.
+//
+// AllEdits covers every edit of the session, whatever the tool and file:
+// the editor's "allow all edits", which also puts a CLI that has such a
+// mode into it (Claude Code's acceptEdits).
 type Grant struct {
-	Tool   string
-	Prefix []string // the command's leading words
-	Exact  string   // the whole command, when covered only as itself
-	File   string   // the edited file
+	Tool     string
+	Prefix   []string // the command's leading words
+	Exact    string   // the whole command, when covered only as itself
+	File     string   // the edited file
+	AllEdits bool     // every edit, of any file
 }
 
 // shellSpecial are the characters that make a command more than a program
@@ -47,6 +52,9 @@ func GrantFor(a itemmap.Approval) Grant {
 
 // Allows reports whether g covers a.
 func (g Grant) Allows(a itemmap.Approval) bool {
+	if g.AllEdits {
+		return approvalFile(a) != "" && ApprovalCommand(a) == ""
+	}
 	if a.ToolName != g.Tool {
 		return false
 	}
@@ -67,6 +75,8 @@ func (g Grant) Allows(a itemmap.Approval) bool {
 // a.go", "every mcp__s__t request".
 func (g Grant) String() string {
 	switch {
+	case g.AllEdits:
+		return "all edits"
 	case g.File != "":
 		return g.Tool + " of " + g.File
 	case g.Exact != "":

@@ -49,6 +49,11 @@ func TestGrant(t *testing.T) {
 	if r := GrantFor(bash("npm test")).ClaudeRule(); r != "npm test:*" {
 		t.Errorf("ClaudeRule(npm test) = %q", r)
 	}
+	all := Grant{AllEdits: true}
+	write := itemmap.Approval{ToolName: "Write", Input: json.RawMessage(`{"file_path":"/q/new.go","content":"x"}`)}
+	if !all.Allows(edit("/p/a.go")) || !all.Allows(write) || all.Allows(bash("ls")) || all.Allows(mcp) || all.String() != "all edits" {
+		t.Errorf("AllEdits: want every edit of any file and nothing else")
+	}
 	codex := itemmap.Approval{ToolName: "shell", Input: json.RawMessage(`{"command":["git","status"]}`)}
 	if g := GrantFor(codex); g.String() != "`git status …`" {
 		t.Errorf("GrantFor(%s) = %v", codex.Input, g)

@@ -372,7 +372,8 @@ func respond(p *cliproc.Proc, requestID string, d backend.Decision) {
 		if len(d.UpdatedInput) > 0 {
 			resp["updatedInput"] = d.UpdatedInput
 		}
-		if g := d.Always; g != nil {
+		// All edits: the mode the session switched to covers them.
+		if g := d.Always; g != nil && !g.AllEdits {
 			rule := map[string]any{"toolName": g.Tool}
 			if c := g.ClaudeRule(); c != "" {
 				rule["ruleContent"] = c
