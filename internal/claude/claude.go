@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,7 +63,30 @@ func New(opts Options) *Backend {
 	if mode == "" {
 		mode = ModeDefault
 	}
-	return &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode}
+	b := &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode}
+	b.Environ = func() []string { return withTodoTools(b.Opts.Env) }
+	return b
+}
+
+// todoToolsEnv switch on Claude Code's TodoWrite, whose list becomes the
+// editor's plan: in -p mode, Claude Code 2.1.328 offers it only with both
+// set (and then as a deferred tool, found through ToolSearch).
+var todoToolsEnv = []string{"CLAUDE_CODE_ENABLE_TODO_TOOLS=true", "CLAUDE_CODE_ENABLE_TASKS=false"}
+
+// withTodoTools is env (nil: this process's) with todoToolsEnv, each
+// unless env sets that variable itself: the user's choice stands.
+func withTodoTools(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := env[:len(env):len(env)]
+	for _, kv := range todoToolsEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // ErrNotFound is matched by the error of a claude program that is not
