@@ -9,9 +9,6 @@ import (
 	"spbridge/internal/itemmap"
 )
 
-// askUserQuestion is Claude Code's tool that asks the user to choose.
-const askUserQuestion = "AskUserQuestion"
-
 // question is one question of an AskUserQuestion call.
 type question struct {
 	Question string `json:"question"`
@@ -23,10 +20,12 @@ type question struct {
 	MultiSelect bool `json:"multiSelect"`
 }
 
-// questionsOf is the questions an AskUserQuestion permission request
-// asks, nil when the request is about another tool or asks none.
+// questionsOf is the questions a permission request of
+// itemmap.QuestionsTool (Claude Code's AskUserQuestion, Codex's
+// requestUserInput) asks, nil when the request is about another tool or
+// asks none.
 func questionsOf(a itemmap.Approval) []question {
-	if a.ToolName != askUserQuestion {
+	if a.ToolName != itemmap.QuestionsTool {
 		return nil
 	}
 	var in struct {
@@ -38,10 +37,10 @@ func questionsOf(a itemmap.Approval) []question {
 	return in.Questions
 }
 
-// ask puts an AskUserQuestion's questions to the client, one
+// ask puts a questions request's questions to the client, one
 // session/request_permission per question whose options are its answers
 // (and "Don't answer"). Every question answered, the call is allowed with
-// the answers in its input, as Claude Code takes them back: "answers", an
+// the answers in its input (itemmap.QuestionsTool): "answers", an
 // object of each question's text to the label chosen. A question not
 // answered denies the call, and the model hears so.
 func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) backend.Decision {

@@ -43,7 +43,12 @@ var errInterrupted = errors.New("interrupted")
 // meanwhile returns errInterrupted.
 func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
 	pr := b.preset()
-	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", pr.sandbox), "app-server"})
+	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", pr.sandbox),
+		// The model may ask the user to choose (request_user_input, which
+		// codex otherwise offers only in its plan mode): the editor
+		// answers (item/tool/requestUserInput).
+		"-c", "features.default_mode_request_user_input=true", "-c", "suppress_unstable_features_warning=true",
+		"app-server"})
 	if err != nil {
 		return err
 	}
@@ -227,6 +232,13 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	cleanID := ""              // the clean request of an interrupt, until answered
 	var ended *itemmap.TurnEnd // the turn's end, held until cleanID is answered
 	respond := func(id string, d backend.Decision) {
+		if result, r, ok := m.AnswerQuestions(id, answersOf(d)); ok {
+			for _, c := range r.Changes {
+				h.Change(c)
+			}
+			b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
+			return
+		}
 		decision := "decline"
 		switch {
 		case d.Allow && d.Always != nil:
@@ -409,6 +421,19 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			return r.End
 		}
 	}
+}
+
+// answersOf reads the answers of a questions request from the host's
+// decision (itemmap.QuestionsTool): none when it was not allowed.
+func answersOf(d backend.Decision) map[string]string {
+	answers := map[string]string{}
+	if d.Allow {
+		gjson.GetBytes(d.UpdatedInput, "answers").ForEach(func(k, v gjson.Result) bool {
+			answers[k.String()] = v.String()
+			return true
+		})
+	}
+	return answers
 }
 
 // turnSettings adds to turn/start's params what the turn runs with: the

@@ -4,6 +4,7 @@ package codex
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -113,6 +114,85 @@ func TestCommandOf(t *testing.T) {
 	for arg, want := range map[string]string{"": "uncommittedChanges", "--base main": "baseBranch", "--commit abc": "commit", "look here": "custom"} {
 		if got := reviewTarget(arg)["type"]; got != want {
 			t.Errorf("reviewTarget(%q) type = %v, want %s", arg, got, want)
+		}
+	}
+}
+
+// chooser answers questions requests with the first option whose label
+// starts with pick, and records the items.
+type chooser struct {
+	approver
+	asked []itemmap.Approval
+	pick  string
+}
+
+func (c *chooser) Approve(_ context.Context, a itemmap.Approval) backend.Decision {
+	c.mu.Lock()
+	c.asked = append(c.asked, a)
+	c.mu.Unlock()
+	var in struct {
+		Questions []struct {
+			Question string
+			Options  []struct{ Label string }
+		}
+	}
+	if a.ToolName != itemmap.QuestionsTool || json.Unmarshal(a.Input, &in) != nil {
+		return backend.Decision{}
+	}
+	answers := map[string]string{}
+	for _, q := range in.Questions {
+		for _, o := range q.Options {
+			if strings.HasPrefix(o.Label, c.pick) {
+				answers[q.Question] = o.Label
+				break
+			}
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"answers": answers})
+	return backend.Decision{Allow: true, UpdatedInput: raw}
+}
+
+// TestE2EQuestions: the model's request_user_input reaches the host as a
+// questions request; the answer goes back to the model as the call's
+// output and stays on the questions item; a question not answered tells
+// the model so.
+func TestE2EQuestions(t *testing.T) {
+	args := map[string]any{"questions": []any{map[string]any{
+		"id": "color", "header": "Color", "question": "Which color?",
+		"options": []any{map[string]any{"label": "Red (Recommended)", "description": "warm"}, map[string]any{"label": "Blue", "description": "cool"}}}}}
+	call := fakeapi.OutputItem{Type: "function_call", Name: "request_user_input", Arguments: args}
+	b, srv := realCodex(t, TransportAppServer,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{call}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Blue it is.")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{call}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("No answer, then.")}})
+	for i, pick := range []string{"Blue", "nothing"} {
+		c := &chooser{approver: approver{streaming: make(chan struct{})}, pick: pick}
+		if end := b.Turn(context.Background(), backend.Message{Text: "ask me"}, c); end.Status != itemmap.TurnCompleted {
+			t.Fatalf("turn %d: %v %q", i, end.Status, itemTexts(c.items))
+		}
+		if len(c.asked) != 1 || c.asked[0].ToolItemID == "" {
+			t.Fatalf("turn %d asked %+v", i, c.asked)
+		}
+		var qs []archive.Item
+		for _, it := range c.items {
+			if it.Type() == archive.TypeQuestions {
+				qs = append(qs, it)
+			}
+		}
+		if len(qs) != 1 || qs[0].ID() != c.asked[0].ToolItemID {
+			t.Fatalf("turn %d: questions items %v", i, qs)
+		}
+		q, _ := qs[0].Get("questions").([]any)
+		answer, _ := q[0].(map[string]any)["answer"].(string)
+		reqs := srv.Requests()
+		body := string(reqs[len(reqs)-1].Body)
+		if pick == "Blue" {
+			if answer != "Blue" || !strings.Contains(body, `function_call_output`) || !strings.Contains(body, `Blue`) {
+				t.Errorf("answered: item answer %q; the answer did not reach the model: %.2000s", answer, body)
+			}
+		} else if answer != "" {
+			t.Errorf("not answered: item answer %q", answer)
 		}
 	}
 }

@@ -23,17 +23,34 @@ import (
 type CodexApp struct {
 	m *Codex
 
-	parts     map[string]int    // reasoning summary parts begun, by item id
-	total     json.RawMessage   // the thread's usage so far, as exec reports it
-	last      json.RawMessage   // the turn's last API request's usage, in exec's fields
-	window    int64             // the model's context window as last reported, 0 when not
-	approvals map[string]string // request id → codex item id
+	parts     map[string]int             // reasoning summary parts begun, by item id
+	total     json.RawMessage            // the thread's usage so far, as exec reports it
+	last      json.RawMessage            // the turn's last API request's usage, in exec's fields
+	window    int64                      // the model's context window as last reported, 0 when not
+	approvals map[string]string          // request id → codex item id
+	questions map[string]*codexQuestions // requestUserInput requests not yet answered, by request id
+}
+
+// QuestionsTool is the tool name of an Approval that asks the user to
+// choose (Claude Code's AskUserQuestion; Codex's requestUserInput is
+// presented the same way). Its Input is {"questions": [{question, header,
+// options: [{label, description}], multiSelect}]}, and an answer allows it
+// with "answers" added to the input: an object of each question's text to
+// the label chosen.
+const QuestionsTool = "AskUserQuestion"
+
+// codexQuestions is a requestUserInput request: its questions item and
+// each question's id and text.
+type codexQuestions struct {
+	item      archive.Item
+	ids, text []string
 }
 
 // NewCodexApp returns a mapper that names new items with newID (nil: random
 // UUIDs). Use one for every process of one thread.
 func NewCodexApp(newID IDFunc) *CodexApp {
-	return &CodexApp{m: NewCodex(newID), parts: make(map[string]int), approvals: make(map[string]string)}
+	return &CodexApp{m: NewCodex(newID), parts: make(map[string]int), approvals: make(map[string]string),
+		questions: make(map[string]*codexQuestions)}
 }
 
 // InTurn reports whether a turn has started and not ended.
@@ -444,6 +461,8 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 		if g := p.Get("grantRoot").String(); g != "" {
 			input["grantRoot"] = g
 		}
+	case "item/tool/requestUserInput":
+		return a.askUser(id, itemID, p)
 	default:
 		r.ControlRequests = append(r.ControlRequests, ControlRequest{RequestID: id, Subtype: method})
 		return r
@@ -475,4 +494,70 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 	a.approvals[id] = itemID
 	r.Approvals = append(r.Approvals, ap)
 	return r
+}
+
+// askUser maps a requestUserInput request (the model's request_user_input
+// call, callID): a questions item, a toolApproval item, and an Approval of
+// QuestionsTool for the host. AnswerQuestions gives its answer.
+func (a *CodexApp) askUser(id, callID string, p gjson.Result) Result {
+	var r Result
+	a.m.ensureTurn()
+	q := &codexQuestions{}
+	var shown, asked []any
+	for _, qu := range p.Get("questions").Array() {
+		labels := []any{}
+		var opts []any
+		for _, o := range qu.Get("options").Array() {
+			labels = append(labels, o.Get("label").String())
+			opts = append(opts, map[string]any{"label": o.Get("label").String(), "description": o.Get("description").String()})
+		}
+		text := qu.Get("question").String()
+		q.ids, q.text = append(q.ids, qu.Get("id").String()), append(q.text, text)
+		shown = append(shown, map[string]any{"question": text, "options": labels})
+		asked = append(asked, map[string]any{"question": text, "header": qu.Get("header").String(),
+			"options": orEmptyList(opts), "multiSelect": false})
+	}
+	q.item = a.m.newItem(archive.TypeQuestions)
+	q.item.Set("questions", orEmptyList(shown))
+	a.m.add(&r, q.item)
+	it := a.m.newItem(archive.TypeToolApproval)
+	it.Set("name", "request_user_input")
+	if len(q.text) > 0 {
+		it.Set("summary", firstLine(q.text[0]))
+	}
+	a.m.add(&r, it)
+	raw, _ := json.Marshal(map[string]any{"questions": orEmptyList(asked)})
+	a.questions[id] = q
+	r.Approvals = append(r.Approvals, Approval{RequestID: id, ToolUseID: callID, ToolName: QuestionsTool, Input: raw,
+		ItemID: it.ID(), ToolItemID: q.item.ID()})
+	return r
+}
+
+// AnswerQuestions gives a requestUserInput request its answers (each
+// question's text to the label chosen; none when the user did not answer):
+// the questions item keeps them, and result is the response codex takes
+// ({"answers": {question id: {"answers": [label]}}}). ok is false when
+// requestID is no such request.
+func (a *CodexApp) AnswerQuestions(requestID string, answers map[string]string) (result map[string]any, r Result, ok bool) {
+	q := a.questions[requestID]
+	if q == nil {
+		return nil, r, false
+	}
+	delete(a.questions, requestID)
+	delete(a.approvals, requestID)
+	out := map[string]any{}
+	byText := map[string]string{}
+	for i, text := range q.text {
+		if ans, found := answers[text]; found {
+			out[q.ids[i]] = map[string]any{"answers": []any{ans}}
+			byText[text] = ans
+		}
+	}
+	if len(byText) > 0 {
+		data, _ := json.Marshal(map[string]any{"answers": byText})
+		if withAnswers(q.item, gjson.ParseBytes(data), "") {
+			r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: q.item})
+		}
+	}
+	return map[string]any{"answers": out}, r, true
 }

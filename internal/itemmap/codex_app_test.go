@@ -21,13 +21,13 @@ import (
 // appServerSession reads a recorded app-server session: the server's lines
 // as one stream, and the client's answers to approval requests by request
 // id.
-func appServerSession(t *testing.T, path string) ([]byte, map[string]bool) {
+func appServerSession(t *testing.T, path string) ([]byte, map[string]gjson.Result) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	answers := map[string]bool{}
+	answers := map[string]gjson.Result{} // the client's results, by request id
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		rec := gjson.ParseBytes(line)
 		msg := rec.Get("msg")
@@ -36,15 +36,15 @@ func appServerSession(t *testing.T, path string) ([]byte, map[string]bool) {
 			out.WriteString(msg.Raw)
 			out.WriteByte('\n')
 		case "in":
-			if d := msg.Get("result.decision"); d.Exists() {
-				answers[msg.Get("id").Raw] = strings.HasPrefix(d.String(), "accept")
+			if res := msg.Get("result"); res.Exists() && msg.Get("method").String() == "" {
+				answers[msg.Get("id").Raw] = res
 			}
 		}
 	}
 	return out.Bytes(), answers
 }
 
-func runCodexApp(t *testing.T, r io.Reader, answers map[string]bool) *panel {
+func runCodexApp(t *testing.T, r io.Reader, answers map[string]gjson.Result) *panel {
 	t.Helper()
 	m := NewCodexApp(SequentialIDs())
 	p := &panel{}
@@ -54,10 +54,26 @@ func runCodexApp(t *testing.T, r io.Reader, answers map[string]bool) *panel {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		if len(line) > 0 {
 			res := m.Line(line)
-			for _, a := range res.Approvals {
-				m.Answered(a.RequestID, answers[a.RequestID])
-			}
 			p.apply(t, res)
+			for _, a := range res.Approvals {
+				ans := answers[a.RequestID]
+				if a.ToolName != QuestionsTool {
+					m.Answered(a.RequestID, strings.HasPrefix(ans.Get("decision").String(), "accept"))
+					continue
+				}
+				// As internal/codex does: the labels chosen, by question.
+				chosen := map[string]string{}
+				for _, q := range gjson.GetBytes(line, "params.questions").Array() {
+					if l := ans.Get("answers." + q.Get("id").String() + ".answers.0"); l.Exists() {
+						chosen[q.Get("question").String()] = l.String()
+					}
+				}
+				_, r, ok := m.AnswerQuestions(a.RequestID, chosen)
+				if !ok {
+					t.Errorf("AnswerQuestions(%s) not a question", a.RequestID)
+				}
+				p.apply(t, r)
+			}
 			if id, ok := viewedImage(line); ok {
 				// As internal/codex does: the file the item named, read.
 				p.apply(t, m.ViewedImage(id, Image{MimeType: "image/png", Data: redPNG}))
