@@ -27,6 +27,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // claudeArgs are the arguments internal/claude gives claude.
@@ -653,4 +654,133 @@ func TestClaudeToolsInterruptSIGINT(t *testing.T) {
 	t.Logf("exit: %v", err)
 	t.Logf("tool result: %v", s.toolResults()["toolu_slow_1"])
 	t.Logf("user texts: %q", s.userTexts())
+}
+
+// writeFifo opens the named pipe at path for writing (waiting for a
+// reader) and writes text to it.
+func writeFifo(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClaudeToolsSubagentRace records the user sending a message while a
+// background subagent still runs: the subagent's Bash waits on a pipe past
+// the first turn's result; the second prompt's own Bash waits on another
+// while the subagent's is let go, so that the subagent's last lines and
+// its notification come during the second turn.
+func TestClaudeToolsSubagentRace(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	subStarted, subRelease := filepath.Join(work, "sub-started.fifo"), filepath.Join(work, "sub-release.fifo")
+	mainStarted, mainRelease := filepath.Join(work, "main-started.fifo"), filepath.Join(work, "main-release.fifo")
+	for _, f := range []string{subStarted, subRelease, mainStarted, mainRelease} {
+		mkfifo(t, f)
+	}
+	main := func(body []byte) bool { return !isSubagent(body) && !isSide(body) }
+	sub := func(body []byte) bool { return isSubagent(body) && !isSide(body) }
+	input := map[string]any{"description": "Run the slow command", "prompt": "SUBAGENT TASK: run the slow command.", "subagent_type": "claude"}
+	srv := start(t,
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "I'll ask a subagent."}, tool("toolu_agent_1", "Agent", input)}},
+		Reply{Match: sub, Blocks: []Block{tool("toolu_sub_bash", "Bash", map[string]any{
+			"command": "echo running > " + subStarted + "; cat " + subRelease, "description": "Slow command"})}},
+		Reply{Match: sub, Blocks: []Block{{Type: "text", Text: "The slow command said go."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "The subagent is on its way."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "Running mine."}, tool("toolu_main_bash", "Bash", map[string]any{
+			"command": "echo running > " + mainStarted + "; cat " + mainRelease, "description": "Other command"})}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "Mine said done."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "The subagent reported go."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "Anything else is done."}}},
+	)
+	s := startClaude(t, srv, work, nil)
+	s.prompt("have a subagent run the slow command")
+	readFifo(t, subStarted)
+	s.note("the subagent's Bash command is running")
+	s.result()
+	s.note("read the first turn's result")
+	s.prompt("meanwhile, run the other command")
+	readFifo(t, mainStarted)
+	s.note("the second turn's Bash command is running")
+	writeFifo(t, subRelease, "go\n")
+	s.note("let the subagent's command go")
+	s.until(func(m map[string]any) bool { return m["type"] == "system" && m["subtype"] == "task_notification" })
+	s.note("read the subagent's task_notification")
+	writeFifo(t, mainRelease, "done\n")
+	s.note("let the second turn's command go")
+	results := 1
+	for results < 2 {
+		if m := s.next(); m["type"] == "result" {
+			results++
+		}
+	}
+	s.note("read the second result")
+	if err := s.finish(); err != nil {
+		t.Errorf("claude: %v", err)
+	}
+	s.save("tool_agent_background_race")
+	var children int
+	var results2 []string
+	for _, l := range s.lines() {
+		if p, _ := l["parent_tool_use_id"].(string); p == "toolu_agent_1" {
+			children++
+		}
+		if l["type"] == "result" {
+			origin, _ := l["origin"].(map[string]any)
+			results2 = append(results2, fmt.Sprintf("%v (origin %v)", l["result"], origin["kind"]))
+		}
+	}
+	if children == 0 {
+		t.Errorf("no lines with parent_tool_use_id toolu_agent_1")
+	}
+	t.Logf("%d child lines; results %q; asked %d", children, results2, len(s.asked))
+}
+
+// TestClaudeToolsSubagentPermission records a background subagent whose
+// tool needs a permission after the turn's result: its first reply streams
+// slowly, so that its Bash call, and the can_use_tool request for it, come
+// between turns; then the turn claude runs on its own for the report, and
+// a second prompt.
+func TestClaudeToolsSubagentPermission(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	main := func(body []byte) bool { return !isSubagent(body) && !isSide(body) }
+	sub := func(body []byte) bool { return isSubagent(body) && !isSide(body) }
+	input := map[string]any{"description": "Make a file", "prompt": "SUBAGENT TASK: make a file.", "subagent_type": "claude"}
+	srv := start(t,
+		Reply{Match: main, Blocks: []Block{tool("toolu_agent_1", "Agent", input)}},
+		Reply{Match: sub, ChunkDelay: 100 * time.Millisecond, Blocks: []Block{tool("toolu_sub_bash", "Bash", map[string]any{
+			"command": "touch made.txt", "description": "Make the file"})}},
+		Reply{Match: sub, Blocks: []Block{{Type: "text", Text: "Made it."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "The subagent is on its way."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "The subagent made the file."}}},
+		Reply{Match: main, Blocks: []Block{{Type: "text", Text: "Second answer."}}},
+	)
+	s := startClaude(t, srv, work, nil)
+	s.prompt("have a subagent make a file")
+	s.result()
+	s.note("read the first turn's result")
+	s.until(func(m map[string]any) bool {
+		return m["type"] == "result" && m["result"] == "The subagent made the file."
+	})
+	s.note("read the result of the turn for the report")
+	s.prompt("anything else?")
+	s.until(func(m map[string]any) bool { return m["type"] == "result" && m["result"] == "Second answer." })
+	if err := s.finish(); err != nil {
+		t.Errorf("claude: %v", err)
+	}
+	s.save("tool_agent_background_permission")
+	var afterResult bool
+	for _, l := range s.lines() {
+		if l["type"] == "result" {
+			afterResult = true
+		}
+		if req, _ := l["request"].(map[string]any); l["type"] == "control_request" && req["subtype"] == "can_use_tool" {
+			t.Logf("can_use_tool %v after the first result: %v", req["tool_name"], afterResult)
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "made.txt")); err != nil {
+		t.Errorf("the subagent's command did not run: %v", err)
+	}
 }
