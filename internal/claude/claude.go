@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,7 +41,9 @@ type Backend struct {
 	*backend.CLI // the process, its options, stderr tail and reaping
 
 	mapper *itemmap.Claude
-	lines  sync.Mutex // held by whoever reads the process's lines: a turn, Prepare, SetMode
+	lines  sync.Mutex // held by a turn, which reads the process's lines, and by Prepare while it starts one
+	bt     between    // the lines between turns
+	inTurn atomic.Bool
 
 	mu       sync.Mutex
 	session  string            // the CLI's session id, once it reported one
@@ -200,11 +203,30 @@ const NotFoundText = "Claude Code (claude) was not found. Install it with `npm i
 // the CLI never took (it could not start, did not read the message, or
 // printed nothing of it) is marked NotStarted. Cancelling ctx interrupts
 // the turn.
-func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+//
+// What claude printed between turns while no host watched (see Watch) is
+// reported to h first; the end of a turn claude ran on its own meanwhile
+// is folded into this turn's.
+func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host) (end *itemmap.TurnEnd) {
+	release := b.Hold()
+	defer release()
 	b.lines.Lock()
 	defer b.lines.Unlock()
+	b.inTurn.Store(true)
+	defer b.inTurn.Store(false)
 	interruptCh, done := b.BeginTurn(msg.Text)
 	defer done()
+	held, heldEnd := b.takeHeld()
+	for _, c := range held {
+		h.Change(c)
+	}
+	if heldEnd != nil {
+		defer func() {
+			if end != nil && !end.NotStarted {
+				end = mergeEnds(heldEnd, end)
+			}
+		}()
+	}
 
 	data, err := json.Marshal(userMessage(msg))
 	if err != nil {
@@ -285,7 +307,16 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 
 	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
-	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0) }
+
+	// Permission requests asked between turns may be answered now.
+	var bgAnswers <-chan backend.Answer
+	asks := b.asks(p, false)
+	if asks != nil {
+		bgAnswers = asks.Answers()
+	}
+	resetIdle := func() {
+		backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0 && (asks == nil || asks.Pending() == 0))
+	}
 
 	interrupted := false
 	var escalate <-chan time.Time
@@ -341,6 +372,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				continue
 			}
 			b.observe(line.Data, h)
+			b.answerWaiter(line.Data)
 			r := m.Line(line.Data)
 			if r.Skipped {
 				b.Skipped()
@@ -358,6 +390,12 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 			m.Answered(a.RequestID, a.Decision.Allow)
 			respond(p, a.RequestID, a.Decision)
 			resetIdle()
+		case a := <-bgAnswers:
+			if asks.Take(a) {
+				m.Answered(a.RequestID, a.Decision.Allow)
+				respond(p, a.RequestID, a.Decision)
+				resetIdle()
+			}
 		case <-interruptCh:
 			startInterrupt()
 		case <-ctxDone:
@@ -374,7 +412,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				go p.Close(b.Opts.Grace) // stdin closed, then SIGINT, SIGTERM, SIGKILL; Lines closes
 			}
 		case <-idle.C:
-			if approvals.Pending() > 0 {
+			if approvals.Pending() > 0 || (asks != nil && asks.Pending() > 0) {
 				continue
 			}
 			text := fmt.Sprintf("Claude Code printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)

@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 // fakeClaude impersonates `claude -p --input-format stream-json …`: it reads
 // stream-json lines on stdin and answers each user message as mode says.
 func fakeClaude(mode string) {
+	if path, ok := strings.CutPrefix(mode, "replay:"); ok {
+		replayClaude(path)
+		return
+	}
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	emit := func(v any) {
@@ -89,8 +93,29 @@ func fakeClaude(mode string) {
 		switch v["type"] {
 		case "control_request":
 			req := v["request"].(map[string]any)
+			if (mode == "ask-at-init" && req["subtype"] == "initialize") || (mode == "ask-at-mode" && req["subtype"] == "set_permission_mode") {
+				// A background subagent's permission request comes before
+				// the answer, which waits for it: one left unanswered
+				// leaves the caller waiting too.
+				emit(map[string]any{"type": "control_request", "request_id": "perm-between", "request": map[string]any{
+					"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_bg", "input": map[string]any{"command": "touch x"}}})
+				behavior := "unanswered"
+				for c := range lines {
+					resp, _ := c["response"].(map[string]any)
+					if c["type"] == "control_response" && resp["request_id"] == "perm-between" {
+						behavior = resp["response"].(map[string]any)["behavior"].(string)
+						break
+					}
+				}
+				if req["subtype"] == "set_permission_mode" {
+					emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "error", "request_id": v["request_id"], "error": "answered " + behavior}})
+				} else {
+					emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": v["request_id"],
+						"response": map[string]any{"commands": []any{map[string]any{"name": "answered-" + behavior}}}}})
+				}
+				continue
+			}
 			emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": v["request_id"], "response": map[string]any{}}})
-			_ = req
 			continue
 		case "user":
 		default:

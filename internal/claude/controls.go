@@ -12,12 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/backend"
-	"spbridge/internal/cliproc"
 )
 
 // Claude Code's permission modes that spbridge offers.
@@ -76,7 +74,7 @@ func (b *Backend) Mode() string {
 // SetMode switches Claude Code's permission mode. Without a running CLI it
 // is kept for the next process (--permission-mode). A running CLI is told
 // through its control protocol (set_permission_mode): between turns SetMode
-// waits for its answer (its refusal is ErrModeRefused, and the mode stays);
+// waits for its answer (which the reader of claude's lines hands it) (its refusal is ErrModeRefused, and the mode stays);
 // during a turn it returns at once, and a refusal shows as a notice of that
 // turn and Events.ModeChanged tells the mode that stays.
 func (b *Backend) SetMode(ctx context.Context, id string) error {
@@ -96,16 +94,18 @@ func (b *Backend) SetMode(ctx context.Context, id string) error {
 	if p == nil {
 		return nil
 	}
+	ch := b.wait(reqID)
 	sent := post(p, map[string]any{"type": "control_request", "request_id": reqID,
 		"request": map[string]any{"subtype": "set_permission_mode", "mode": id}})
-	if !b.lines.TryLock() {
-		return nil // a turn reads the answer
+	if b.inTurn.Load() {
+		b.unwait(reqID)
+		return nil // the turn reads the answer
 	}
-	defer b.lines.Unlock()
 	if err := <-sent; err != nil {
+		b.unwait(reqID)
 		return fmt.Errorf("set mode: %w", err)
 	}
-	resp, err := b.await(ctx, p, reqID)
+	resp, err := b.await(ctx, p, reqID, ch)
 	if err != nil {
 		return err
 	}
@@ -136,43 +136,23 @@ func (b *Backend) Prepare(ctx context.Context) error {
 	if !b.lines.TryLock() {
 		return nil // a turn runs
 	}
-	defer b.lines.Unlock()
+	release := b.Hold()
 	if b.Proc() != nil {
+		release()
+		b.lines.Unlock()
 		return nil
 	}
+	ch := b.wait(initRequestID)
 	p, err := b.start()
+	// The between-turn reader reads the answer, and what comes with it.
+	release()
+	b.lines.Unlock()
 	if err != nil {
+		b.unwait(initRequestID)
 		return err
 	}
-	_, err = b.await(ctx, p, initRequestID)
+	_, err = b.await(ctx, p, initRequestID, ch)
 	return err
-}
-
-// await reads p's lines, outside a turn, until the control response to
-// request id, and returns it. The lines before it are observed (mode,
-// commands) and otherwise dropped: outside a turn the CLI prints nothing of
-// the conversation. The caller holds b.lines.
-func (b *Backend) await(ctx context.Context, p *cliproc.Proc, id string) (gjson.Result, error) {
-	timeout := time.NewTimer(min(b.Opts.IdleTimeout, time.Minute))
-	defer timeout.Stop()
-	for {
-		select {
-		case line, ok := <-p.Lines():
-			if !ok {
-				<-p.Done()
-				b.Reap(p)
-				return gjson.Result{}, fmt.Errorf("claude ended before it answered %s: %v", id, p.Err())
-			}
-			b.observe(line.Data, nil)
-			if resp, ok := controlResponse(line.Data); ok && resp.Get("request_id").String() == id {
-				return resp, nil
-			}
-		case <-timeout.C:
-			return gjson.Result{}, fmt.Errorf("claude did not answer %s", id)
-		case <-ctx.Done():
-			return gjson.Result{}, ctx.Err()
-		}
-	}
 }
 
 // controlResponse returns the response of a control_response line.

@@ -748,6 +748,25 @@ func (m *Claude) Finish(interrupted bool, text, detail string) Result {
 	return r
 }
 
+// Settle ends what Claude Code showed on its own since the last turn it
+// was asked for ended (a background subagent's calls, the turn it ran to
+// pass on the subagent's report), when no turn of the host's runs: the
+// Result's End holds its history and the usage and cost of the turns
+// claude ran on its own, as a completed turn. It returns nothing when no
+// turn is open. Call it between turns only, after a result: a turn still
+// streaming would lose what is in flight.
+func (m *Claude) Settle() Result {
+	var r Result
+	t := m.turn
+	if t == nil {
+		return r
+	}
+	usage, cost := t.bgUsage, t.bgCost
+	r.End = m.endTurn(TurnCompleted, &r)
+	r.End.Usage, r.End.CostUSD = usage, cost
+	return r
+}
+
 // endTurn closes the turn: running tools are cancelled, an interrupted turn
 // gets its notice, and the history and last request's usage are handed over.
 func (m *Claude) endTurn(status string, r *Result) *TurnEnd {
