@@ -501,7 +501,7 @@ func TestInitializeAndErrors(t *testing.T) {
 	c := startServer(t)
 	res, _ := c.request("initialize", map[string]any{"protocolVersion": 1})
 	caps := res["agentCapabilities"].(map[string]any)
-	if res["protocolVersion"] != float64(1) || caps["loadSession"] != true || caps["promptCapabilities"].(map[string]any)["image"] != true {
+	if res["protocolVersion"] != float64(1) || caps["loadSession"] != true || caps["promptCapabilities"].(map[string]any)["image"] != true || caps["promptCapabilities"].(map[string]any)["embeddedContext"] != true {
 		t.Errorf("initialize = %v", res)
 	}
 	c.raw("{not json")

@@ -440,7 +440,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		"protocolVersion": ProtocolVersion,
 		"agentCapabilities": map[string]any{
 			"loadSession":         true,
-			"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": false},
+			"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
 			"mcpCapabilities":     map[string]any{"http": true, "sse": true},
 			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
 		},

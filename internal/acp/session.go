@@ -714,8 +714,12 @@ func (ss *acpSession) setEffort(value string) error {
 	return nil
 }
 
-// promptContent reads an ACP prompt: its text blocks (and links and
-// embedded text) joined by newlines, and its images.
+// promptContent reads an ACP prompt: its text blocks, links and embedded
+// resources joined by newlines, and its images. A link is `[name](uri)`;
+// an embedded text resource (a file the editor attached, perhaps unsaved)
+// is its link followed by `<context ref="uri">` and the text, so the model
+// knows where the text comes from; an embedded image is an image, any
+// other binary resource its link alone.
 func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 	var blocks []struct {
 		Type     string `json:"type"`
@@ -725,8 +729,10 @@ func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 		URI      string `json:"uri"`
 		Name     string `json:"name"`
 		Resource *struct {
-			URI  string `json:"uri"`
-			Text string `json:"text"`
+			URI      string  `json:"uri"`
+			Text     *string `json:"text"`
+			Blob     string  `json:"blob"`
+			MimeType string  `json:"mimeType"`
 		} `json:"resource"`
 	}
 	if err := json.Unmarshal(raw, &blocks); err != nil {
@@ -751,8 +757,20 @@ func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 			}
 			texts = append(texts, fmt.Sprintf("[%s](%s)", name, b.URI))
 		case "resource":
-			if b.Resource != nil && b.Resource.Text != "" {
-				texts = append(texts, b.Resource.Text)
+			r := b.Resource
+			switch {
+			case r == nil:
+				return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: a resource block without its resource", i)
+			case r.Text != nil:
+				texts = append(texts, fmt.Sprintf("[%s](%s)\n<context ref=%q>\n%s\n</context>", resourceName(r.URI), r.URI, r.URI, *r.Text))
+			case strings.HasPrefix(r.MimeType, "image/"):
+				data, err := base64.StdEncoding.DecodeString(r.Blob)
+				if err != nil {
+					return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: the resource's blob is not base64", i)
+				}
+				images = append(images, backend.Image{MimeType: r.MimeType, Data: data})
+			default:
+				texts = append(texts, fmt.Sprintf("[%s](%s)", resourceName(r.URI), r.URI))
 			}
 		default:
 			return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: %q content is not supported", i, b.Type)
@@ -763,6 +781,19 @@ func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 		return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: the prompt is empty")
 	}
 	return text, images, nil
+}
+
+// resourceName is the name a link to uri shows: its last path element
+// ("app.go" for file:///src/app.go), or uri itself.
+func resourceName(uri string) string {
+	name := uri
+	if i := strings.LastIndexAny(strings.TrimRight(uri, "/"), "/"); i >= 0 && i < len(uri)-1 {
+		name = strings.TrimRight(uri[i+1:], "/")
+	}
+	if name == "" {
+		return uri
+	}
+	return name
 }
 
 // CodeNotStarted is the error of a prompt whose turn never started (the
