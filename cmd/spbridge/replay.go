@@ -118,7 +118,13 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer) er
 			flush()
 		}
 	}
-	err := cliproc.ReadLines(in, 0, func(l cliproc.Line) bool {
+	read := cliproc.ReadLines
+	if backend == "claude" {
+		// The claude mapper keeps nothing of a line: each is read in
+		// place, in the reader's buffer.
+		read = readBorrowedLines
+	}
+	err := read(in, 0, func(l cliproc.Line) bool {
 		if l.Oversize > 0 {
 			it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice,
 				"text": fmt.Sprintf("Skipped a line of %d bytes: longer than the %d-byte limit.", l.Oversize, cliproc.DefaultMaxLine)})
@@ -162,4 +168,57 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer) er
 		_, err = out.WriteString("\n]\n")
 	}
 	return err
+}
+
+// readBorrowedLines reads r line by line as cliproc.ReadLines does (the
+// same lines, the same Oversize reports), but hands fn each line in a
+// buffer of its own that the next line reuses: fn must keep nothing of
+// Data once it returns.
+func readBorrowedLines(r io.Reader, maxLine int, fn func(cliproc.Line) bool) error {
+	if maxLine <= 0 {
+		maxLine = cliproc.DefaultMaxLine
+	}
+	br := bufio.NewReaderSize(r, 256<<10)
+	var (
+		acc      []byte // the line so far, when it spans several fragments
+		spanning bool   // acc holds the line's start
+		n        int64  // the line's length so far
+		over     bool   // the line is longer than maxLine and is being skipped
+	)
+	for {
+		frag, err := br.ReadSlice('\n')
+		complete := err == nil
+		if complete {
+			frag = frag[:len(frag)-1]
+		}
+		n += int64(len(frag))
+		if !over && n > int64(maxLine) {
+			over, acc, spanning = true, acc[:0], false
+		}
+		if !over && (!complete || spanning) {
+			acc, spanning = append(acc, frag...), true
+		}
+		if complete || err != nil && err != bufio.ErrBufferFull && n > 0 {
+			var line cliproc.Line
+			switch {
+			case over:
+				line.Oversize = n
+			case spanning:
+				line.Data = acc
+			default:
+				line.Data = frag
+			}
+			if !fn(line) {
+				return nil
+			}
+			acc, spanning, n, over = acc[:0], false, 0, false
+		}
+		switch err {
+		case nil, bufio.ErrBufferFull:
+		case io.EOF:
+			return nil
+		default:
+			return err
+		}
+	}
 }

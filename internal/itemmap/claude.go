@@ -132,10 +132,8 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 // deeper than MaxDepth, or one that starts as an object but is not valid
 // JSON, also gives a notice that says so.
 //
-// The mapper reads line in place: the items, history and presentation it
-// returns, now and later, may hold strings that share line's bytes, so
-// the caller must not change line afterwards (cliproc hands over each line
-// in a slice of its own).
+// The mapper only borrows line: what it returns or keeps has memory of its
+// own, so the caller may reuse line's bytes once Line returns.
 func (m *Claude) Line(line []byte) Result {
 	if !m.doc.parse(line) {
 		return badLine(m.newID, "Claude Code", line)
@@ -152,7 +150,7 @@ func (m *Claude) Line(line []byte) Result {
 		m.subagent(ev, p.String(), &r)
 		return r
 	}
-	switch ev.Get("type").String() {
+	switch ev.Get("type").view() {
 	case "system":
 		m.system(ev, &r)
 	case "stream_event":
@@ -184,7 +182,7 @@ func (m *Claude) update(r *Result, it archive.Item, delta string) {
 }
 
 func (m *Claude) system(ev *claudeEvent, r *Result) {
-	switch ev.Get("subtype").String() {
+	switch ev.Get("subtype").view() {
 	case "init":
 		m.ensureTurn()
 		m.session = ev.Get("session_id").String()
@@ -240,17 +238,19 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
 	var e [len(eventFields)]jval
 	ev.Get("event").readFields(eventFields[:], e[:])
-	msg := ev.Get("api_message_id").String()
-	switch e[0].String() {
+	msg := ev.Get("api_message_id").view() // kept only as a copy
+	switch e[0].view() {
 	case "message_start":
 		if id := e[3].Get("id").String(); id != "" {
 			msg = id
+		} else {
+			msg = strings.Clone(msg)
 		}
 		t.lastMsg = msg
 		t.lastRound = usageFromAPI(e[3].Get("usage"))
 	case "content_block_start":
 		cb := e[4]
-		b := &claudeBlock{key: blockKey{msg, int(e[1].Int())}, kind: cb.Get("type").String()}
+		b := &claudeBlock{key: blockKey{strings.Clone(msg), int(e[1].Int())}, kind: cb.Get("type").String()}
 		t.blocks = append(t.blocks, b)
 		switch b.kind {
 		case "text":
@@ -272,17 +272,13 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 		}
 		var d [len(deltaFields)]jval
 		e[2].readFields(deltaFields[:], d[:])
-		switch d[0].String() {
+		switch d[0].view() {
 		case "text_delta":
-			s := d[1].String()
-			b.text.WriteString(s)
-			m.blockItem(b, r, s)
+			m.blockDelta(b, r, d[1].view())
 		case "thinking_delta":
-			s := d[2].String()
-			b.text.WriteString(s)
-			m.blockItem(b, r, s)
+			m.blockDelta(b, r, d[2].view())
 		case "input_json_delta":
-			b.input.WriteString(d[3].String())
+			b.input.WriteString(d[3].view())
 		}
 	case "content_block_stop":
 		b := m.findBlock(blockKey{msg, int(e[1].Int())})
@@ -311,6 +307,14 @@ var (
 	eventFields = [...]string{"type", "index", "delta", "message", "content_block", "usage"}
 	deltaFields = [...]string{"type", "text", "thinking", "partial_json"}
 )
+
+// blockDelta appends delta (the line's bytes) to a streaming block and
+// updates its item; the change's Delta is the block's own copy.
+func (m *Claude) blockDelta(b *claudeBlock, r *Result, delta string) {
+	b.text.WriteString(delta)
+	text := b.text.String()
+	m.blockItem(b, r, text[len(text)-len(delta):])
+}
 
 // blockItem creates or updates the item of a streaming text or thinking
 // block; delta is what was appended.
@@ -515,9 +519,9 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 	var f [len(userBlockFields)]jval
 	content.ForEach(func(_, c jval) bool {
 		c.readFields(userBlockFields[:], f[:])
-		switch f[0].String() {
+		switch f[0].view() {
 		case "text":
-			if strings.HasPrefix(f[1].String(), "[Request interrupted by user") {
+			if strings.HasPrefix(f[1].view(), "[Request interrupted by user") {
 				t.aborted = true
 				m.interruptedRejections(r)
 			}

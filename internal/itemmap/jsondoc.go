@@ -18,6 +18,11 @@ import (
 // an array or skipping a value of any size costs a few steps, never a scan
 // of the bytes again. A mapper keeps one jdoc and reads every line into it;
 // the values read from it (jval) are valid until the next line.
+//
+// The line is borrowed: its bytes are the caller's again once the mapper
+// returns. So what a jval gives as a string (String, Raw, Result) has
+// memory of its own, and may be kept; view and rawView give the line's own
+// bytes, for what is compared or copied at once and never kept.
 type jdoc struct {
 	s     string  // the line (shares the caller's bytes)
 	nodes []jnode // the values in the order they start; an object's keys are values too
@@ -256,13 +261,7 @@ func (v jval) node() *jnode { return &v.d.nodes[v.i] }
 func (v jval) Exists() bool { return v.d != nil }
 
 // Raw is v's JSON text, "" when v does not exist.
-func (v jval) Raw() string {
-	if v.d == nil {
-		return ""
-	}
-	n := v.node()
-	return v.d.s[n.start:n.end]
-}
+func (v jval) Raw() string { return strings.Clone(v.rawView()) }
 
 // Type is v's type as gjson names it.
 func (v jval) Type() gjson.Type {
@@ -293,13 +292,57 @@ func (v jval) IsArray() bool { return v.d != nil && v.node().kind == '[' }
 // IsNull reports whether v is a JSON null (not a missing value).
 func (v jval) IsNull() bool { return v.d != nil && v.node().kind == 'n' }
 
-// str is the text of string node n.
+// str is the text of string node n, in memory of its own.
 func (d *jdoc) str(n *jnode) string {
+	raw := d.s[n.start+1 : n.end-1]
+	if !n.esc {
+		return strings.Clone(raw)
+	}
+	b := unescapeJSON(make([]byte, 0, len(raw)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// strView is the text of string node n: the line's bytes when it has no
+// escape.
+func (d *jdoc) strView(n *jnode) string {
 	raw := d.s[n.start+1 : n.end-1]
 	if !n.esc {
 		return raw
 	}
-	return string(unescapeJSON(make([]byte, 0, len(raw)), raw))
+	b := unescapeJSON(make([]byte, 0, len(raw)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// view is String, sharing the line's bytes where it can: not to be kept.
+func (v jval) view() string {
+	if v.d != nil && v.node().kind == '"' {
+		return v.d.strView(v.node())
+	}
+	return v.String()
+}
+
+// is reports whether v is a string whose text is s.
+func (v jval) is(s string) bool {
+	if v.d == nil {
+		return false
+	}
+	n := v.node()
+	if n.kind != '"' {
+		return false
+	}
+	if !n.esc {
+		return v.d.s[n.start+1:n.end-1] == s
+	}
+	return v.d.keyIs(n, s)
+}
+
+// rawView is Raw, sharing the line's bytes: not to be kept.
+func (v jval) rawView() string {
+	if v.d == nil {
+		return ""
+	}
+	n := v.node()
+	return v.d.s[n.start:n.end]
 }
 
 // String is v as gjson's Result.String gives it: a string's text, a
@@ -317,7 +360,7 @@ func (v jval) String() string {
 	case '0':
 		raw := v.d.s[n.start:n.end]
 		if plainInt(raw) {
-			return raw
+			return strings.Clone(raw)
 		}
 		return strconv.FormatFloat(v.num(), 'f', -1, 64)
 	case 't':
@@ -327,7 +370,7 @@ func (v jval) String() string {
 	case 'n':
 		return ""
 	}
-	return v.d.s[n.start:n.end]
+	return strings.Clone(v.d.s[n.start:n.end])
 }
 
 // plainInt reports whether a number's text is digits with an optional
@@ -346,7 +389,7 @@ func plainInt(raw string) bool {
 }
 
 func (v jval) num() float64 {
-	f, _ := strconv.ParseFloat(v.Raw(), 64)
+	f, _ := strconv.ParseFloat(v.rawView(), 64)
 	return f
 }
 
@@ -355,7 +398,7 @@ func (v jval) Int() int64 {
 	if v.d != nil && v.node().kind == '0' {
 		// A short integer reads as itself: what gjson gives for any
 		// integer a float64 holds exactly.
-		if raw := v.Raw(); len(raw) <= 15 && plainInt(raw) && raw != "-" {
+		if raw := v.rawView(); len(raw) <= 15 && plainInt(raw) && raw != "-" {
 			n := int64(0)
 			neg := raw[0] == '-'
 			if neg {
@@ -370,7 +413,7 @@ func (v jval) Int() int64 {
 			return n
 		}
 	}
-	return v.Result().Int()
+	return v.result(false).Int()
 }
 
 // Bool is v as gjson's Result.Bool gives it.
@@ -384,22 +427,32 @@ func (v jval) Bool() bool {
 	case 'f', 'n', '{', '[':
 		return false
 	}
-	return v.Result().Bool()
+	return v.result(false).Bool()
 }
 
 // Float is v as gjson's Result.Float gives it.
-func (v jval) Float() float64 { return v.Result().Float() }
+func (v jval) Float() float64 { return v.result(false).Float() }
 
-// Result is v as the gjson.Result gjson would give for it (Index aside).
-func (v jval) Result() gjson.Result {
+// Result is v as the gjson.Result gjson would give for it (Index aside),
+// in memory of its own.
+func (v jval) Result() gjson.Result { return v.result(true) }
+
+// result is Result; unless own is set, it shares the line's bytes.
+func (v jval) result(own bool) gjson.Result {
 	if v.d == nil {
 		return gjson.Result{}
 	}
 	n := v.node()
 	raw := v.d.s[n.start:n.end]
+	if own {
+		raw = strings.Clone(raw)
+	}
 	switch n.kind {
 	case '"':
-		return gjson.Result{Type: gjson.String, Raw: raw, Str: v.d.str(n)}
+		if !n.esc {
+			return gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+		}
+		return gjson.Result{Type: gjson.String, Raw: raw, Str: v.d.strView(n)}
 	case '0':
 		return gjson.Result{Type: gjson.Number, Raw: raw, Num: v.num()}
 	case 't':

@@ -2,6 +2,8 @@ package itemmap
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -42,6 +44,20 @@ func readLines(s []byte, f func([]byte)) {
 // jdoc, as the claude mapper does first with every line.
 func BenchmarkJSONDoc(b *testing.B) {
 	stream, _ := benchStream(b, claudeStreams(b), 20<<20)
+	b.SetBytes(int64(len(stream)))
+	var d jdoc
+	for b.Loop() {
+		readLines(stream, func(l []byte) { d.parse(l) })
+	}
+}
+
+// BenchmarkJSONDocHarness reads the side-by-side harness's 100 MB Claude
+// stream (scripts/bench builds it in .tools/perf) into a jdoc line by line.
+func BenchmarkJSONDocHarness(b *testing.B) {
+	stream, err := os.ReadFile(filepath.Join("..", "..", ".tools", "perf", "stream-100M.jsonl"))
+	if err != nil {
+		b.Skipf("no harness stream: %v", err)
+	}
 	b.SetBytes(int64(len(stream)))
 	var d jdoc
 	for b.Loop() {
