@@ -93,6 +93,10 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	if err := s.preflight(); err != nil {
 		return nil, err
 	}
+	// Nothing the CLI does between turns lands in the conversation while
+	// this turn changes it.
+	release := s.Hold()
+	defer release()
 	cliText := text
 	if s.Restore != nil {
 		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, conv.History, text)
@@ -146,6 +150,67 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		res.AuditErr = s.audit(text, userMsg, conv.Items[min(first, len(conv.Items)):], end)
 	}
 	return res, nil
+}
+
+// Hold keeps the backend from telling what its CLI does between turns
+// until release is called, where the backend tells it at all
+// (backend.Background); Send holds it for its turn. A caller that does
+// more around a turn (answers its prompt, saves) may hold it for longer.
+func (s *Session) Hold() (release func()) {
+	if bg, ok := s.Backend.(backend.Background); ok {
+		return bg.Hold()
+	}
+	return func() {}
+}
+
+// Watch attaches h to hear what the backend's CLI does between turns, and
+// reports whether the backend tells that (backend.Background). h is called
+// on the backend's goroutine, never while Send runs (see Hold); it brings
+// each change into the conversation with ApplyChange and each end with
+// ApplyOwnTurn, under whatever guards the conversation. Without a host the
+// backend keeps what happens between turns for the next turn.
+func (s *Session) Watch(h backend.Between) bool {
+	bg, ok := s.Backend.(backend.Background)
+	if ok {
+		bg.Watch(h)
+	}
+	return ok
+}
+
+// ApplyChange brings an item change into conv's items, as a turn's changes
+// are brought in: an add appends the item, a removal takes it out (looked
+// for from the end), an update changed the item in place already.
+func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
+	items := conv.Items
+	switch c.Op {
+	case itemmap.OpAdd:
+		conv.Items = append(items, c.Item)
+	case itemmap.OpUpdate:
+		// The mapper changes the item in place; nothing to copy.
+	case itemmap.OpRemove:
+		// The item is the turn's, near the end: look from there, so a
+		// removal costs nothing of the conversation's length.
+		id := c.Item.ID()
+		for i := len(items) - 1; i >= 0; i-- {
+			if items[i].ID() == id {
+				conv.Items = slices.Delete(items, i, i+1)
+				break
+			}
+		}
+	}
+}
+
+// ApplyOwnTurn brings the end of a turn the CLI ran on its own between
+// turns (Claude Code passing on a background subagent's report) into the
+// conversation like a turn's: its history after what is there, its usage
+// and cost into the totals (Apply). There is no user message: the CLI
+// wrote its own.
+func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd) {
+	if end == nil {
+		return
+	}
+	archive.CompactHistory(end.History)
+	Apply(s.Pkg.Conv, end, s.Provider)
 }
 
 // preflight refuses a turn that cannot start, before anything changes: a
@@ -284,23 +349,7 @@ type applier struct {
 }
 
 func (a *applier) Change(c itemmap.Change) {
-	items := a.conv.Items
-	switch c.Op {
-	case itemmap.OpAdd:
-		a.conv.Items = append(items, c.Item)
-	case itemmap.OpUpdate:
-		// The mapper changes the item in place; nothing to copy.
-	case itemmap.OpRemove:
-		// The item is the turn's, near the end: look from there, so a
-		// removal costs nothing of the conversation's length.
-		id := c.Item.ID()
-		for i := len(items) - 1; i >= 0; i-- {
-			if items[i].ID() == id {
-				a.conv.Items = slices.Delete(items, i, i+1)
-				break
-			}
-		}
-	}
+	ApplyChange(a.conv, c)
 	a.host.Change(c)
 }
 
