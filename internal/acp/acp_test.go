@@ -362,6 +362,9 @@ func (c *client) answerPermission(m map[string]any) {
 		answer, c.answers = c.answers[0], c.answers[1:]
 	}
 	c.mu.Unlock()
+	if answer == "unanswered" {
+		return
+	}
 	outcome := map[string]any{"outcome": "cancelled"}
 	if answer != "cancelled" {
 		outcome = map[string]any{"outcome": "selected", "optionId": answer}

@@ -3,9 +3,11 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -613,5 +615,70 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("the condition never held")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCancelRequest: $/cancel_request on a running prompt interrupts its
+// turn, which answers cancelled; on a prompt queued behind it, that prompt
+// alone answers cancelled without running, and the running one ends as it
+// would. An id that names no prompt changes nothing.
+func TestCancelRequest(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+
+	slow := c.call("session/prompt", promptParams(sid, "slow"))
+	<-c.backend(0).began
+	c.write(map[string]any{"jsonrpc": "2.0", "method": "$/cancel_request", "params": map[string]any{"requestId": 999999}})
+	c.write(map[string]any{"jsonrpc": "2.0", "method": "$/cancel_request", "params": map[string]any{"requestId": slow}})
+	if m, _ := c.response(slow); stopReason(t, m) != "cancelled" {
+		t.Errorf("the running prompt: %v", m)
+	}
+
+	first := c.call("session/prompt", promptParams(sid, "quiet"))
+	<-c.backend(0).began
+	queued := c.call("session/prompt", promptParams(sid, "hi"))
+	c.until(func(m map[string]any) bool { return m["method"] == "_spbridge/edited" })
+	c.write(map[string]any{"jsonrpc": "2.0", "method": "$/cancel_request", "params": map[string]any{"requestId": queued}})
+	if m, _ := c.response(queued); stopReason(t, m) != "cancelled" {
+		t.Errorf("the queued prompt: %v", m)
+	}
+	c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+	if m, _ := c.response(first); stopReason(t, m) != "cancelled" {
+		t.Errorf("the first prompt: %v", m)
+	}
+	if got := c.backend(0).texts(); slices.Contains(got, "hi") {
+		t.Errorf("the cancelled queued prompt ran: %q", got)
+	}
+	c.request("_spbridge/save", map[string]any{"sessionId": sid})
+	if p, err := archive.Open(pkg, archive.KindDocument, true); err != nil || fmt.Sprint(p.Conv.Unsent) != "[hi]" || len(p.Conv.Queued) != 0 {
+		t.Errorf("saved: unsent %q, queued %q, %v; want the cancelled prompt handed back", p.Conv.Unsent, p.Conv.Queued, err)
+	}
+	if res, _ := c.request("session/prompt", promptParams(sid, "hi")); res["stopReason"] != "end_turn" {
+		t.Errorf("after the cancels: %v", res)
+	}
+}
+
+// TestCancelledPermissionRequest: a permission request left unanswered
+// when its turn is cancelled is withdrawn with $/cancel_request naming it.
+func TestCancelledPermissionRequest(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	c.mu.Lock()
+	c.answers = []string{"unanswered"}
+	c.mu.Unlock()
+	id := c.call("session/prompt", promptParams(sid, "ask"))
+	asked, _ := c.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" })
+	c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+	withdrawn, _ := c.until(func(m map[string]any) bool { return m["method"] == "$/cancel_request" })
+	if got := withdrawn["params"].(map[string]any)["requestId"]; got != asked["id"] {
+		t.Errorf("$/cancel_request for %v, want the permission request %v", got, asked["id"])
+	}
+	// The fake turn goes on to its end once denied: the prompt is answered.
+	if m, _ := c.response(id); m["result"] == nil {
+		t.Errorf("the prompt: %v", m)
 	}
 }

@@ -97,6 +97,9 @@ type Server struct {
 	nextID  atomic.Int64
 	pmu     sync.Mutex
 	pending map[int64]chan *message // our requests to the client, by id
+	// prompts are the session/prompt requests not answered yet, by their
+	// id's JSON, for $/cancel_request (under pmu).
+	prompts map[string]promptRequest
 
 	wg sync.WaitGroup // handlers, session workers, turns and interrupts
 
@@ -110,7 +113,8 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	s := &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message)}
+	s := &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message),
+		prompts: make(map[string]promptRequest)}
 	if cfg.AuditDir != "" {
 		s.audit = audit.NewQueue(func(path string, err error) { cfg.Log.Printf("audit %s: %v", path, err) })
 	}
@@ -226,6 +230,11 @@ func (s *Server) reply(m *message, result any, err error) {
 	if !m.isRequest() {
 		return
 	}
+	if m.Method == "session/prompt" {
+		s.pmu.Lock()
+		delete(s.prompts, string(m.ID))
+		s.pmu.Unlock()
+	}
 	if err != nil {
 		var rerr *RPCError
 		if !errors.As(err, &rerr) {
@@ -271,6 +280,8 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		s.goReply(m, func() (any, error) { return s.listSessions(m.Params) })
 	case "session/cancel":
 		s.cancel(m)
+	case "$/cancel_request":
+		s.cancelRequest(m)
 	default:
 		handle, ok := sessionMethods[m.Method]
 		if !ok {
@@ -293,6 +304,11 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		j := &job{m: m, run: handle}
 		if m.Method == "session/prompt" {
 			j.ctx, j.cancel = context.WithCancel(context.Background())
+			if m.isRequest() {
+				s.pmu.Lock()
+				s.prompts[string(m.ID)] = promptRequest{ss, j}
+				s.pmu.Unlock()
+			}
 		}
 		if !ss.enqueue(j) {
 			s.reply(m, nil, rpcErrorf(CodeNotFound, "session %q has ended", p.SessionID))
@@ -332,6 +348,34 @@ func (s *Server) cancel(m *message) {
 	}
 	ss.cancelPrompts()
 	s.reply(m, nil, nil)
+}
+
+// promptRequest is a session/prompt not answered yet.
+type promptRequest struct {
+	ss *acpSession
+	j  *job
+}
+
+// cancelRequest handles $/cancel_request: a session/prompt not answered
+// yet is cancelled as session/cancel would cancel it, alone: not started,
+// it answers cancelled without running; running, its turn is interrupted
+// (the CLI stays) and it answers cancelled. The session's other prompts go
+// on. A request that is answered already, or that takes no time, is left
+// as it is.
+func (s *Server) cancelRequest(m *message) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if decode(m.Params, &p) != nil {
+		return
+	}
+	s.pmu.Lock()
+	pr, ok := s.prompts[string(trimSpace(p.RequestID))]
+	s.pmu.Unlock()
+	if !ok {
+		return
+	}
+	pr.ss.cancelPrompt(pr.j)
 }
 
 func trimSpace(b []byte) []byte {
@@ -382,6 +426,9 @@ func (s *Server) request(ctx context.Context, method string, params any) (*messa
 		}
 		return m, nil
 	case <-ctx.Done():
+		// The client may stop asking (a permission request of a turn that
+		// was cancelled, say): its answer is no longer wanted.
+		s.w.notify("$/cancel_request", map[string]any{"requestId": id})
 		return nil, ctx.Err()
 	}
 }

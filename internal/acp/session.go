@@ -414,6 +414,57 @@ func (ss *acpSession) cancelPrompts() {
 	}
 }
 
+// cancelPrompt cancels one prompt. Running, its turn is interrupted (a
+// turn runs under its prompt's context, so cancelling the prompt is what
+// ends that turn's context); queued behind another turn, it leaves the
+// queue for the composer (unsent) and answers cancelled at once; not
+// handled yet, it answers cancelled when its turn would begin.
+func (ss *acpSession) cancelPrompt(j *job) {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	j.cancel()
+	if slices.Contains(ss.queuedJobs, j) {
+		ss.srv.wg.Add(1)
+		go ss.dropQueued(j)
+		return
+	}
+	if t := ss.turn; t != nil && t.ctx.Err() != nil {
+		ss.interrupt(t)
+	}
+}
+
+// dropQueued takes a cancelled prompt out of the queue behind the running
+// turn, hands its text back as unsent and answers it cancelled; when the
+// turn's end took it first, that turn answers it.
+func (ss *acpSession) dropQueued(j *job) {
+	defer ss.srv.wg.Done()
+	ss.mu.Lock()
+	ss.qmu.Lock()
+	i := slices.Index(ss.queuedJobs, j)
+	k := slices.IndexFunc(ss.waiting, func(q queuedPrompt) bool { return q.job == j })
+	if i < 0 || k < 0 {
+		ss.qmu.Unlock()
+		ss.mu.Unlock()
+		return
+	}
+	ss.queuedJobs = slices.Delete(ss.queuedJobs, i, i+1)
+	conv := ss.pkg.Conv
+	// conv.Queued ends with the texts of waiting, in order.
+	if at := len(conv.Queued) - len(ss.waiting) + k; at >= 0 && at < len(conv.Queued) {
+		conv.Queued = slices.Delete(conv.Queued, at, at+1)
+	}
+	conv.Unsent = append(conv.Unsent, ss.waiting[k].text)
+	ss.waiting = slices.Delete(ss.waiting, k, k+1)
+	ss.dirty = true
+	keep := ss.keep
+	ss.qmu.Unlock()
+	ss.mu.Unlock()
+	if keep {
+		ss.edited()
+	}
+	ss.srv.reply(j.m, cancelledResponse(), nil)
+}
+
 // interrupt cancels a running turn and asks its CLI to stop, on a
 // goroutine of its own so that a CLI slow to take it holds up nothing.
 // qmu is held.
