@@ -300,6 +300,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	ss.mu.Lock()
 	ss.opened, ss.backend, ss.keep, ss.pkg, ss.lock, ss.conv = true, op.backend, op.keep, pkg, lock, conv
 	ss.model, ss.cwd, ss.mcp = op.model, op.cwd, op.mcp
+	ss.watchBetween(be)
 	ss.mu.Unlock()
 	locked = false
 	ss.touch()
@@ -1002,6 +1003,10 @@ type nextTurn struct {
 // the next queued message's turn, already begun, when there is one. A panic
 // in the turn ends the session.
 func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTurn, more bool) {
+	// What the CLI does between turns waits until the prompt is answered:
+	// nothing of it goes out among the turn's updates.
+	release := ss.conv.Hold()
+	defer release()
 	h := &acpHost{ss: ss, t: t}
 	var answer any
 	var answerErr error
@@ -1413,6 +1418,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
 	}
 	ss.conv.Backend = be
+	ss.watchBetween(be)
 	if c, ok := be.(backend.Controls); ok {
 		ss.cmu.Lock()
 		effort := ss.effort

@@ -23,7 +23,7 @@ import (
 // the turn ends.
 type acpHost struct {
 	ss *acpSession
-	t  *turn
+	t  *turn // nil for what happens between turns (betweenHost)
 
 	mu       sync.Mutex
 	sent     map[string]int          // item id → bytes of its text sent as chunks
@@ -48,7 +48,7 @@ func (h *acpHost) recovered(where string, r any) {
 	}
 	h.mu.Unlock()
 	h.ss.qmu.Lock()
-	if h.ss.turn == h.t {
+	if h.t != nil && h.ss.turn == h.t {
 		h.ss.interrupt(h.t)
 	}
 	h.ss.qmu.Unlock()
