@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"spbridge/internal/canonjson"
@@ -11,11 +12,63 @@ import (
 
 var authCommands = []command{
 	{"status", "say whether claude and codex are logged in", runAuthStatus},
+	{"logout", "log out of claude and codex", runAuthLogout},
+}
+
+// logout logs the CLI name out (claude auth logout, codex logout).
+func logout(ctx context.Context, name string) error {
+	switch name {
+	case "claude":
+		return claude.New(claude.Options{}).Logout(ctx)
+	case "codex":
+		return codex.Logout(ctx, "", nil)
+	}
+	return fmt.Errorf("unknown backend %q (want claude or codex)", name)
+}
+
+func runAuthLogout(ctx context.Context, st stdio, args []string) error {
+	f := newFlagSet("auth logout", "[--backend claude|codex]",
+		"Log out of each CLI (claude auth logout, codex logout): the CLI forgets the\n"+
+			"log-in it stored, for every program that uses it, not only spbridge. A CLI\n"+
+			"that is not installed is skipped; one logged out already stays so.")
+	backend := f.String("backend", "", "only this CLI: claude or codex")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if err := f.noArgs(); err != nil {
+		return err
+	}
+	backends := []string{"claude", "codex"}
+	switch *backend {
+	case "":
+	case "claude", "codex":
+		backends = []string{*backend}
+	default:
+		return usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
+	}
+	var failed error
+	for _, name := range backends {
+		switch err := logout(ctx, name); {
+		case err == nil:
+			fmt.Fprintf(st.out, "%s: logged out\n", name)
+		case *backend == "" && notInstalled(err):
+			fmt.Fprintf(st.out, "%s: not installed\n", name)
+		default:
+			fmt.Fprintf(st.err, "%s: %v\n", name, err)
+			failed = err
+		}
+	}
+	return failed
+}
+
+// notInstalled reports whether err says a CLI is not installed.
+func notInstalled(err error) bool {
+	return errors.Is(err, claude.ErrNotFound) || errors.Is(err, codex.ErrNotFound)
 }
 
 func runAuth(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "auth",
-		"Check the CLIs' log-in. To log in, use spbridge login.", authCommands)
+		"Check the CLIs' log-in, or log out of them. To log in, use spbridge login.", authCommands)
 }
 
 // notLoggedIn is the error of auth status when a CLI is not logged in.

@@ -82,6 +82,14 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		}
 		return false, fmt.Errorf("unknown backend %s", name)
 	}
+	cfg.Logout = func(ctx context.Context) error {
+		for _, name := range []string{"claude", "codex"} {
+			if err := logout(ctx, name); err != nil && !notInstalled(err) {
+				return err
+			}
+		}
+		return nil
+	}
 	srv := acp.NewServer(st.out, cfg)
 	start := time.Now()
 	err = srv.Serve(ctx, st.in)

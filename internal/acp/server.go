@@ -56,6 +56,9 @@ type Config struct {
 	// AuthStatus says whether a backend's CLI is logged in, for
 	// authenticate; nil answers every authenticate with success.
 	AuthStatus func(ctx context.Context, backend string) (bool, error)
+	// Logout, when set, logs out of every CLI (ACP's logout method,
+	// advertised as agentCapabilities.auth.logout).
+	Logout func(ctx context.Context) error
 	// Index keeps the packages opened through serve, for session/list;
 	// nil lists none.
 	Index *sessionindex.Index
@@ -270,6 +273,16 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })
+	case "logout":
+		s.goReply(m, func() (any, error) {
+			if s.cfg.Logout == nil {
+				return nil, rpcErrorf(CodeMethodNotFound, "method not found: logout")
+			}
+			if err := s.cfg.Logout(ctx); err != nil {
+				return nil, rpcErrorf(CodeInternalError, "logout: %v", err)
+			}
+			return struct{}{}, nil
+		})
 	case "session/new":
 		s.open(m, openNew)
 	case "session/load":
@@ -483,14 +496,18 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	if p.ProtocolVersion == nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: protocolVersion is required")
 	}
+	caps := map[string]any{
+		"loadSession":         true,
+		"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
+		"mcpCapabilities":     map[string]any{"http": true, "sse": true},
+		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
+	}
+	if s.cfg.Logout != nil {
+		caps["auth"] = map[string]any{"logout": map[string]any{}}
+	}
 	return map[string]any{
-		"protocolVersion": ProtocolVersion,
-		"agentCapabilities": map[string]any{
-			"loadSession":         true,
-			"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":     map[string]any{"http": true, "sse": true},
-			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
-		},
+		"protocolVersion":   ProtocolVersion,
+		"agentCapabilities": caps,
 		"authMethods": authMethods(wantsTerminalAuth(params)),
 		"agentInfo":   map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
 	}, nil

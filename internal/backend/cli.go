@@ -387,3 +387,14 @@ func ResetIdle(t *time.Timer, d time.Duration, armed bool) {
 		t.Reset(d)
 	}
 }
+
+// LastLine is the last line of a command's output that is not blank, cut
+// to 200 bytes: what a failed CLI command said last, for its error.
+func LastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if len(line) > 200 {
+		line = strings.ToValidUTF8(line[:200], "") + "…"
+	}
+	return line
+}

@@ -44,5 +44,24 @@ func (b *Backend) AuthStatus(ctx context.Context) (backend.AuthStatus, error) {
 	return st, nil
 }
 
+// Logout runs `claude auth logout`: Claude Code forgets the log-in it
+// stored (for every program that uses it, not only spbridge). Being logged
+// out already is no error.
+func (b *Backend) Logout(ctx context.Context) error {
+	path, err := b.Program()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "auth", "logout")
+	cmd.Env = b.Opts.Env
+	cmd.Dir = b.Opts.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("claude auth logout: %w: %s", err, backend.LastLine(out))
+	}
+	return nil
+}
+
 // NotLoggedInText is the failure shown when Claude Code is not logged in.
 const NotLoggedInText = itemmap.ClaudeNotLoggedIn

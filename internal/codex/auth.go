@@ -70,6 +70,24 @@ func GetAuthStatus(ctx context.Context, program string, env []string) (backend.A
 	return backend.AuthStatus{}, fmt.Errorf("codex login status said neither logged in nor not")
 }
 
+// Logout runs `codex logout`: codex removes the credentials it stored
+// (for every program that uses them, not only spbridge). Being logged out
+// already is no error.
+func Logout(ctx context.Context, program string, env []string) error {
+	path, err := Program(program)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "logout")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("codex logout: %w: %s", err, backend.LastLine(out))
+	}
+	return nil
+}
+
 // lookupEnv is the value of name in env, or in spbridge's own environment
 // when env is nil.
 func lookupEnv(env []string, name string) string {
