@@ -508,8 +508,8 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	return map[string]any{
 		"protocolVersion":   ProtocolVersion,
 		"agentCapabilities": caps,
-		"authMethods": authMethods(wantsTerminalAuth(params)),
-		"agentInfo":   map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
+		"authMethods":       authMethods(wantsTerminalAuth(params)),
+		"agentInfo":         map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
 	}, nil
 }
 
