@@ -291,8 +291,11 @@ func (b *Backend) endedBetween(p *cliproc.Proc) {
 	if s.End != nil {
 		h.End(s.End)
 	}
-	text := backend.ExitedText("Claude Code", p)
-	backend.Notice(b.Opts.NewID, h, "Between turns: "+text[:len(text)-1]+"; the next message starts it again.")
+	text := "Claude Code exited between turns"
+	if err := p.Err(); err != nil {
+		text += " (" + err.Error() + ")"
+	}
+	backend.Notice(b.Opts.NewID, h, text+"; the next message starts it again.")
 }
 
 // wait registers a waiter for the control response to request id; the

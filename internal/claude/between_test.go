@@ -396,3 +396,42 @@ func TestBetweenTurnsDelivered(t *testing.T) {
 		t.Errorf("next turn's items = %q", got)
 	}
 }
+
+// noticeHost is a between-turn host that hands over each notice's text.
+type noticeHost struct{ notices chan string }
+
+func (n noticeHost) Change(c itemmap.Change) {
+	if c.Item.Type() == archive.TypeNotice {
+		n.notices <- c.Item.String("text")
+	}
+}
+func (n noticeHost) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{}
+}
+func (n noticeHost) End(*itemmap.TurnEnd) {}
+
+// TestExitBetweenTurns: claude exiting after a turn is noticed between
+// turns (the watching host is told, the process is reaped), and the next
+// turn starts claude again, resuming.
+func TestExitBetweenTurns(t *testing.T) {
+	b := fakeBackend(t, "exit-after-turn", Options{})
+	h := noticeHost{notices: make(chan string, 10)}
+	b.Watch(h)
+	if end := b.Turn(context.Background(), backend.Message{Text: "one"}, &recorder{}); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn = %+v", end)
+	}
+	if got := <-h.notices; !strings.HasPrefix(got, "Claude Code exited between turns") {
+		t.Errorf("notice %q", got)
+	}
+	if b.Proc() != nil {
+		t.Error("the process that exited is still held")
+	}
+	// The fake refuses to start again: the next turn tried, resuming.
+	rec := &recorder{}
+	if end := b.Turn(context.Background(), backend.Message{Text: "two"}, rec); !end.NotStarted {
+		t.Errorf("turn two = %+v, want one that did not start", end)
+	}
+	if !strings.Contains(strings.Join(b.args(), " "), "--resume fake-session-1") {
+		t.Errorf("args %q", b.args())
+	}
+}
