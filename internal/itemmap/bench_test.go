@@ -71,3 +71,28 @@ func BenchmarkClaudeMapper(b *testing.B) {
 		return NewClaude(SequentialIDs())
 	})
 }
+
+// BenchmarkClaudeTextDelta maps the line the claude stream has most of: a
+// text_delta of a streaming reply (per line: ns, bytes and allocations).
+func BenchmarkClaudeTextDelta(b *testing.B) {
+	m := NewClaude(SequentialIDs())
+	for _, l := range []string{
+		`{"type":"system","subtype":"init","session_id":"s","model":"m"}`,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{}}},"session_id":"s","parent_tool_use_id":null}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}},"session_id":"s","parent_tool_use_id":null,"api_message_id":"msg_1"}`,
+	} {
+		m.Line([]byte(l))
+	}
+	line := []byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" parse I'll \"quoted\" -\u003e now"}},"session_id":"1f7b169c-846f-418a-a552-fa82fbf86758","parent_tool_use_id":null,"uuid":"d838ddd4-2f59-4f58-ab1b-9ff1f6f40b7a","api_message_id":"msg_1"}`)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n++; n%1000 == 0 {
+			// A new block now and then, so the text does not grow without end.
+			m.Line([]byte(`{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}},"session_id":"s","parent_tool_use_id":null,"api_message_id":"msg_1"}`))
+			m.turn.blocks = m.turn.blocks[len(m.turn.blocks)-1:]
+		}
+		m.Line(line)
+	}
+}

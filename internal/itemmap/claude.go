@@ -29,6 +29,8 @@ type Claude struct {
 	bgCalls   map[string]bgCall // a background subagent's calls waiting for their results
 	ev        claudeEvent       // the line being mapped, reused
 	doc       jdoc              // the line being mapped, read once
+	scratch   []byte            // an unescaped delta
+	noFast    bool              // every line the general way (tests)
 }
 
 // NewClaude returns a mapper that names new items with newID (nil: random
@@ -135,6 +137,12 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 // The mapper only borrows line: what it returns or keeps has memory of its
 // own, so the caller may reuse line's bytes once Line returns.
 func (m *Claude) Line(line []byte) Result {
+	if !m.noFast {
+		var r Result
+		if m.fastLine(line, &r) {
+			return r
+		}
+	}
 	if !m.doc.parse(line) {
 		return badLine(m.newID, "Claude Code", line)
 	}

@@ -64,3 +64,27 @@ func BenchmarkJSONDocHarness(b *testing.B) {
 		readLines(stream, func(l []byte) { d.parse(l) })
 	}
 }
+
+// BenchmarkJSONDocDelta reads one text_delta line into a jdoc.
+func BenchmarkJSONDocDelta(b *testing.B) {
+	line := []byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" parse I'll \"quoted\" -\u003e now"}},"session_id":"1f7b169c-846f-418a-a552-fa82fbf86758","parent_tool_use_id":null,"uuid":"d838ddd4-2f59-4f58-ab1b-9ff1f6f40b7a","api_message_id":"msg_mock_492f2b8a67697c4f"}`)
+	b.Run("jdoc", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		var d jdoc
+		for b.Loop() {
+			d.parse(line)
+		}
+	})
+	b.Run("gjsonType", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			gjson.GetBytes(line, "type")
+		}
+	})
+	b.Run("validLine", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			validLine(line)
+		}
+	})
+}
