@@ -28,8 +28,9 @@ const (
 // `codex app-server` process carrying every turn of the open, its thread,
 // and the requests in flight.
 type appState struct {
-	proc   *cliproc.Proc
-	mapper *itemmap.CodexApp // one for the thread, across processes
+	proc     *cliproc.Proc
+	threaded bool              // proc has the thread (started or resumed)
+	mapper   *itemmap.CodexApp // one for the thread, across processes
 	nextID int64
 	turnID string
 }
@@ -38,12 +39,21 @@ type appState struct {
 // cut short.
 var errInterrupted = errors.New("interrupted")
 
-// appStart starts `codex app-server`, says hello, and starts the thread, or
-// resumes it when an earlier process of this open had one. An interrupt
-// meanwhile returns errInterrupted.
+// appStart starts `codex app-server` unless Prepare did, and starts the
+// thread on it, or resumes it when an earlier process of this open had
+// one. An interrupt meanwhile returns errInterrupted.
 func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
-	pr := b.preset()
-	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", pr.sandbox),
+	if b.app.proc == nil {
+		if err := b.appLaunch(ctx, h, interruptCh); err != nil {
+			return err
+		}
+	}
+	return b.appThread(ctx, h, interruptCh)
+}
+
+// appLaunch starts `codex app-server`, says hello and asks for its models.
+func (b *Backend) appLaunch(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
+	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox),
 		// The model may ask the user to choose (request_user_input, which
 		// codex otherwise offers only in its plan mode): the editor
 		// answers (item/tool/requestUserInput).
@@ -62,9 +72,13 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 		return err
 	}
 	b.appSend(map[string]any{"jsonrpc": "2.0", "method": "initialized"})
-	if err := b.listModels(ctx, h, interruptCh); errors.Is(err, errInterrupted) {
-		return err
-	}
+	return b.listModels(ctx, h, interruptCh)
+}
+
+// appThread starts the thread on the running app-server, or resumes the
+// one of an earlier process.
+func (b *Backend) appThread(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
+	pr := b.preset()
 	params := map[string]any{"cwd": b.Opts.Dir, "approvalPolicy": pr.approval, "sandbox": pr.sandbox}
 	if model := b.Model(); model != "" {
 		params["model"] = model
@@ -92,6 +106,7 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 	if err != nil {
 		return err
 	}
+	b.app.threaded = true
 	if id := res.Get("thread.id").String(); id != "" {
 		b.mu.Lock()
 		b.thread = id
@@ -193,7 +208,14 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	if isCmd && cmd == CommandCompact && b.Thread() == "" {
 		return failBeforeStart(b.Opts.NewID, h, "Nothing to compact: Codex has no conversation in this session yet.", "")
 	}
-	if b.app.proc == nil {
+	if p := b.app.proc; p != nil {
+		select {
+		case <-p.Done():
+			b.appReap() // the server Prepare started ended: start another
+		default:
+		}
+	}
+	if !b.app.threaded {
 		if err := b.appStart(ctx, h, interruptCh); err != nil {
 			b.appReap()
 			if errors.Is(err, errInterrupted) {
@@ -488,6 +510,7 @@ func (b *Backend) appReap() {
 		return
 	}
 	b.app.proc = nil
+	b.app.threaded = false
 	b.app.turnID = ""
 	p.CloseStdin()
 	b.Reap(p)

@@ -59,6 +59,7 @@ type Backend struct {
 	sseSaid   bool           // the SSE servers left out were noticed
 	mapper    *itemmap.Codex // exec: one for the thread (codex reports its running total)
 	app       appState
+	run       sync.Mutex // held by Turn, and by Prepare while it starts the app-server
 
 	mu         sync.Mutex
 	mode       string // the mode of the next turn
@@ -218,6 +219,8 @@ func writeImages(images []backend.Image) (string, []string, error) {
 // patch outside the workspace), while exec has no one to ask and codex
 // refuses it.
 func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	b.run.Lock()
+	defer b.run.Unlock()
 	interruptCh, done := b.BeginTurn(msg.Text)
 	defer done()
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
 	"spbridge/internal/restore"
 )
 
@@ -277,8 +278,37 @@ func reviewTarget(arg string) map[string]any {
 	return map[string]any{"type": "custom", "instructions": arg}
 }
 
-// Prepare does nothing: codex starts with the first turn.
-func (b *Backend) Prepare(ctx context.Context) error { return nil }
+// Prepare starts the app-server ahead of the first turn and asks it for
+// its models (model/list; Events.ModelsChanged hears them), so that the
+// editor can choose one before it sends a prompt; the thread starts with
+// the first turn. It does nothing while a turn runs, once the server runs,
+// and with codex exec. A server that cannot start is an error here, and
+// the first turn tries again.
+func (b *Backend) Prepare(ctx context.Context) error {
+	if b.transport != TransportAppServer || !b.run.TryLock() {
+		return nil
+	}
+	defer b.run.Unlock()
+	if b.app.proc != nil {
+		return nil
+	}
+	if _, err := b.Program(); err != nil {
+		return err
+	}
+	if err := b.appLaunch(ctx, discard{}, ctx.Done()); err != nil {
+		b.appReap()
+		return err
+	}
+	return nil
+}
+
+// discard is the host of what an app-server says outside a turn: nothing
+// of the conversation, and no request (it has no thread).
+type discard struct{}
+
+func (discard) Change(itemmap.Change) {}
+
+func (discard) Approve(context.Context, itemmap.Approval) backend.Decision { return backend.Decision{} }
 
 // mcpName makes an MCP server's name a bare key of codex's configuration:
 // what is not a letter, digit, '-' or '_' becomes '_'.

@@ -196,3 +196,40 @@ func TestE2EQuestions(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EPrepare: Prepare starts the app-server and lists its models
+// (Events.ModelsChanged) before any turn, without a thread; the first turn
+// runs on that same server. codex exec has nothing to prepare.
+func TestE2EPrepare(t *testing.T) {
+	b, _ := realCodex(t, TransportAppServer)
+	changed := make(chan []backend.Model, 1)
+	b.Opts.Events.ModelsChanged = func(m []backend.Model) { changed <- m }
+	if err := b.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	models := <-changed
+	if len(models) < 2 || models[0].ID != "default" || !slices.EqualFunc(models, b.Models(), func(x, y backend.Model) bool { return x.ID == y.ID }) {
+		t.Errorf("models after Prepare = %+v", models)
+	}
+	if b.Started() {
+		t.Error("Prepare started a thread")
+	}
+	p := b.app.proc
+	if p == nil {
+		t.Fatal("no app-server after Prepare")
+	}
+	if err := b.Prepare(context.Background()); err != nil || b.app.proc != p {
+		t.Errorf("a second Prepare: %v, another server %v", err, b.app.proc != p)
+	}
+	a := &approver{streaming: make(chan struct{})}
+	if end := b.Turn(context.Background(), backend.Message{Text: "hi"}, a); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn after Prepare: %v %q", end.Status, itemTexts(a.items))
+	}
+	if b.app.proc != p || !b.Started() {
+		t.Errorf("the turn did not run on the prepared server")
+	}
+	ex, _ := realCodex(t, TransportExec)
+	if err := ex.Prepare(context.Background()); err != nil || ex.Proc() != nil {
+		t.Errorf("exec Prepare: %v, process %v", err, ex.Proc())
+	}
+}
