@@ -2,6 +2,8 @@ package fakeapi
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -139,5 +141,38 @@ func TestAppServerRequestUserInput(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the answer did not reach the model")
+	}
+}
+
+// TestAppServerCommandActions: a commandExecution item carries the
+// actions codex parsed from its command: read (with the file's name and
+// path), listFiles and search (query and path).
+func TestAppServerCommandActions(t *testing.T) {
+	t.Parallel()
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{ExecCommandCall("cat notes.txt")}},
+		ResponsesReply{Items: []OutputItem{ExecCommandCall("ls src")}},
+		ResponsesReply{Items: []OutputItem{ExecCommandCall("rg -n TODO src")}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Looked.")}})
+	a := startAppServer(t, srv, "", "")
+	for name, data := range map[string]string{"notes.txt": "a note\n", "src/app.go": "package app // TODO\n"} {
+		p := filepath.Join(a.work, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThread()
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("look around")}, nil)
+	defer a.save("command_actions")
+	var types []string
+	for _, c := range completedItems(tr.msgs, "commandExecution") {
+		for _, act := range c["commandActions"].([]any) {
+			types = append(types, act.(map[string]any)["type"].(string))
+		}
+	}
+	if strings.Join(types, " ") != "read listFiles search" {
+		t.Errorf("command actions %v, want read listFiles search", types)
 	}
 }

@@ -320,6 +320,9 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 			ev["exit_code"] = json.Number(x.Raw)
 		}
 		ev["status"] = appStatus(it.Get("status").String())
+		if acts := it.Get("commandActions"); acts.IsArray() {
+			ev["command_actions"] = json.RawMessage(acts.Raw)
+		}
 	case "fileChange":
 		ev["type"] = codexFiles
 		var changes []any

@@ -75,6 +75,7 @@ func (m *Codex) command(e *codexEntry, it gjson.Result, completed bool, r *Resul
 		out = e.stream.String()
 	}
 	v := commandView(cmd, out)
+	m.actionsView(v, it.Get("command_actions"))
 	if ended && exit.Type == gjson.Number {
 		n := int(exit.Int())
 		v.ExitCode = &n
@@ -346,6 +347,58 @@ func commandView(cmd, out string) *ToolView {
 		v.Title = "`" + c + "`"
 	}
 	return v
+}
+
+// actionsView titles a command by what codex parsed it to do (the
+// app-server's commandActions): "Read a.go", "List src", `Search "TODO" in
+// src`, joined by ", " when it does several things; its kind is read when
+// it only reads, search when it lists or searches too. A command with an
+// action codex did not recognize keeps its own title and kind.
+func (m *Codex) actionsView(v *ToolView, acts gjson.Result) {
+	list := acts.Array()
+	if len(list) == 0 {
+		return
+	}
+	var titles []string
+	var locs []Location
+	kind := KindRead
+	for _, a := range list {
+		path := a.Get("path").String()
+		shown := relTo(m.cwd, path)
+		switch a.Get("type").String() {
+		case "read":
+			name := a.Get("name").String()
+			if shown != "" && shown != path {
+				name = shown // the path in the working folder says more than the name
+			}
+			if name == "" {
+				name = shown
+			}
+			titles = append(titles, "Read "+name)
+			if path != "" {
+				locs = append(locs, Location{Path: path})
+			}
+		case "listFiles":
+			kind = KindSearch
+			if shown == "" {
+				shown = "files"
+			}
+			titles = append(titles, "List "+shown)
+		case "search":
+			kind = KindSearch
+			t := "Search"
+			if q := a.Get("query").String(); q != "" {
+				t += " " + strconv.Quote(q)
+			}
+			if shown != "" {
+				t += " in " + shown
+			}
+			titles = append(titles, t)
+		default:
+			return
+		}
+	}
+	v.Kind, v.Title, v.Locations = kind, strings.Join(titles, ", "), locs
 }
 
 // changeView is how a file_change shows: the files it changes (a moved

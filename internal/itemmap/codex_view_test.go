@@ -159,3 +159,40 @@ func TestCodexAppApprovalView(t *testing.T) {
 		t.Errorf("approval diffs = %+v, want %+v", got, want)
 	}
 }
+
+// TestCodexAppCommandActions: a command codex parsed as a read, a listing
+// or a search is titled and kinded by it; one it did not recognize keeps
+// its command as its title.
+func TestCodexAppCommandActions(t *testing.T) {
+	changes, _ := appChanges(t, "command_actions")
+	views := map[string]*ToolView{} // by summary, the last view
+	for _, c := range changes {
+		if c.Item.String("name") == codexShellTool && c.Tool != nil {
+			views[c.Item.String("summary")] = c.Tool
+		}
+	}
+	for _, tc := range []struct{ cmd, kind, title, loc string }{
+		{"cat notes.txt", KindRead, "Read notes.txt", "/home/dev/capture/codex-work/notes.txt"},
+		{"ls src", KindSearch, "List src", ""},
+		{"rg -n TODO src", KindSearch, `Search "TODO" in src`, ""},
+	} {
+		v := views[tc.cmd]
+		if v == nil {
+			t.Errorf("no view of %q", tc.cmd)
+			continue
+		}
+		var loc string
+		if len(v.Locations) > 0 {
+			loc = v.Locations[0].Path
+		}
+		if v.Kind != tc.kind || v.Title != tc.title || loc != tc.loc || !v.Terminal {
+			t.Errorf("%q: kind %q title %q location %q, want %q %q %q", tc.cmd, v.Kind, v.Title, loc, tc.kind, tc.title, tc.loc)
+		}
+	}
+	changes, _ = appChanges(t, "command_output_deltas")
+	for _, c := range changes {
+		if c.Tool != nil && c.Item.String("name") == codexShellTool && (c.Tool.Kind != KindExecute || !strings.HasPrefix(c.Tool.Title, "`")) {
+			t.Errorf("an unknown action's view: %q %q", c.Tool.Kind, c.Tool.Title)
+		}
+	}
+}
