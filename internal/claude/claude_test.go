@@ -514,10 +514,11 @@ func TestOversizeLineSkipped(t *testing.T) {
 	}
 }
 
-// TestBackgroundSubagentBetweenTurns: what a background subagent and the
-// turn claude runs for its report print after a turn's result is read by
-// the next turn, shown there, and neither ends that turn nor takes its
-// place.
+// TestBackgroundSubagentBetweenTurns: with no host watching between turns
+// (Watch), what a background subagent and the turn claude runs for its
+// report print after a turn's result is kept for the next turn, shown
+// there, and neither ends that turn nor takes its place. (With a host, see
+// TestBetweenTurnsDelivered.)
 func TestBackgroundSubagentBetweenTurns(t *testing.T) {
 	b := fakeBackend(t, "background", Options{})
 	rec := &recorder{}
