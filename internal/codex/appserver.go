@@ -31,8 +31,8 @@ type appState struct {
 	proc     *cliproc.Proc
 	threaded bool              // proc has the thread (started or resumed)
 	mapper   *itemmap.CodexApp // one for the thread, across processes
-	nextID int64
-	turnID string
+	nextID   int64
+	turnID   string
 }
 
 // errInterrupted ends the start of an app-server that the turn's interrupt
