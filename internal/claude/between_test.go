@@ -435,3 +435,44 @@ func TestExitBetweenTurns(t *testing.T) {
 		t.Errorf("args %q", b.args())
 	}
 }
+
+// gateHost is a between-turn host whose Approve waits for gate.
+type gateHost struct {
+	asked chan itemmap.Approval
+	gate  chan struct{}
+}
+
+func (g gateHost) Change(itemmap.Change) {}
+func (g gateHost) Approve(ctx context.Context, a itemmap.Approval) backend.Decision {
+	g.asked <- a
+	<-g.gate
+	return backend.Decision{Allow: true}
+}
+func (g gateHost) End(*itemmap.TurnEnd) {}
+
+// TestPermissionBetweenAnsweredInTurn: a permission request asked between
+// turns whose answer comes while the next turn runs is answered by that
+// turn's reader: claude gets it, and the turn goes on.
+func TestPermissionBetweenAnsweredInTurn(t *testing.T) {
+	b := fakeBackend(t, "ask-between", Options{})
+	g := gateHost{asked: make(chan itemmap.Approval, 1), gate: make(chan struct{})}
+	b.Watch(g)
+	if end := b.Turn(context.Background(), backend.Message{Text: "one"}, &recorder{}); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn one = %+v", end)
+	}
+	if a := <-g.asked; a.ToolName != "Bash" {
+		t.Fatalf("asked about %s", a.ToolName)
+	}
+	// Held: only the turn's reader can take the answer.
+	release := b.Hold()
+	close(g.gate)
+	rec := &recorder{}
+	end := b.Turn(context.Background(), backend.Message{Text: "two"}, rec)
+	release()
+	if end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn two = %+v", end)
+	}
+	if got := rec.texts(); len(got) != 1 || got[0] != "assistant: echo: two (between turns: allow)" {
+		t.Errorf("turn two's items = %q", got)
+	}
+}

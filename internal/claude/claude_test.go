@@ -89,6 +89,7 @@ func fakeClaude(mode string) {
 		close(lines)
 	}()
 	turn := 0
+	bgBehavior := "" // how the permission request between turns ("ask-between") was answered
 	for v := range lines {
 		switch v["type"] {
 		case "control_request":
@@ -116,6 +117,11 @@ func fakeClaude(mode string) {
 				continue
 			}
 			emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": v["request_id"], "response": map[string]any{}}})
+			continue
+		case "control_response":
+			if resp, _ := v["response"].(map[string]any); resp["request_id"] == "perm-bg" {
+				bgBehavior = resp["response"].(map[string]any)["behavior"].(string)
+			}
 			continue
 		case "user":
 		default:
@@ -232,6 +238,20 @@ func fakeClaude(mode string) {
 		default: // echo (and "background" after its first turn)
 			streamStart(emit, msgID)
 			reply := "echo: " + text
+			if mode == "ask-between" && turn == 2 {
+				// The answer to the request asked between turns comes
+				// before this turn's reply.
+				for bgBehavior == "" {
+					c, ok := <-lines
+					if !ok {
+						os.Exit(0)
+					}
+					if resp, _ := c["response"].(map[string]any); c["type"] == "control_response" && resp["request_id"] == "perm-bg" {
+						bgBehavior = resp["response"].(map[string]any)["behavior"].(string)
+					}
+				}
+				reply += " (between turns: " + bgBehavior + ")"
+			}
 			if mode == "resume-check" {
 				reply = fmt.Sprintf("turn %d args %s", turn, strings.Join(os.Args[1:], " "))
 			}
@@ -241,6 +261,11 @@ func fakeClaude(mode string) {
 			emit(assistantText(msgID, reply))
 			emit(map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "content_block_stop", "index": 0}})
 			emit(result(session, "success", false, "completed", reply))
+			if mode == "ask-between" && turn == 1 {
+				// A background subagent asks after the turn's result.
+				emit(map[string]any{"type": "control_request", "request_id": "perm-bg", "request": map[string]any{
+					"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_bg", "input": map[string]any{"command": "touch y"}}})
+			}
 			if mode == "exit-after-turn" {
 				os.Exit(0)
 			}
