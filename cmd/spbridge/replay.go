@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 
 	"github.com/tidwall/gjson"
@@ -47,7 +49,9 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 		in = file
 	}
 	out := bufio.NewWriterSize(st.out, 64<<10)
-	if err := replayStream(in, *backend, *transport, out); err != nil {
+	gc := newReplayGC()
+	defer gc.restore()
+	if err := replayStream(in, *backend, *transport, out, gc.turnWritten); err != nil {
 		return err
 	}
 	return out.Flush()
@@ -68,7 +72,7 @@ type mapper interface {
 // A mapper keeps nothing of a turn once it ended, so the items a turn made
 // are final when the mapper is between turns: they are written then and
 // dropped, and the memory held is one turn's items, not the stream's.
-func replayStream(in io.Reader, backend, transport string, out *bufio.Writer) error {
+func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, turnWritten func()) error {
 	newID := itemmap.SequentialIDs()
 	var m mapper = itemmap.NewClaude(newID)
 	app := backend == "codex" && transport == codex.TransportAppServer
@@ -102,6 +106,9 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer) er
 			written++
 		}
 		items = items[:0]
+		if turnWritten != nil {
+			turnWritten()
+		}
 	}
 	apply := func(r itemmap.Result) {
 		for _, c := range r.Changes {
@@ -220,5 +227,56 @@ func readBorrowedLines(r io.Reader, maxLine int, fn func(cliproc.Line) bool) err
 		default:
 			return err
 		}
+	}
+}
+
+// replayGC paces the garbage collector for replay. What replay holds is
+// small (one turn's items and the mapper's state of the turn) while it
+// allocates the stream's strings as it goes, so at the default pace the
+// collector runs every few megabytes, some fifty times a 100 MB stream.
+// While the live heap is small, replay lets the heap grow to five times
+// it (a few megabytes more at most); once a turn holds more than
+// replayLiveLimit, the default pace again, so the peak stays near what
+// is held. GOGC, when set, decides alone.
+type replayGC struct {
+	prev    int // the GC percent before replay
+	percent int // the GC percent set now; 0 when GOGC decides
+	sample  []metrics.Sample
+}
+
+const (
+	replayGCPercent = 400
+	replayLiveLimit = 6 << 20
+)
+
+func newReplayGC() *replayGC {
+	g := &replayGC{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	if os.Getenv("GOGC") == "" {
+		g.percent = replayGCPercent
+		g.prev = debug.SetGCPercent(replayGCPercent)
+	}
+	return g
+}
+
+// turnWritten looks at the live heap after each turn written, and sets
+// the pace it calls for.
+func (g *replayGC) turnWritten() {
+	if g.percent == 0 {
+		return
+	}
+	metrics.Read(g.sample)
+	want := replayGCPercent
+	if live := g.sample[0].Value.Uint64(); live > replayLiveLimit {
+		want = 100
+	}
+	if want != g.percent {
+		debug.SetGCPercent(want)
+		g.percent = want
+	}
+}
+
+func (g *replayGC) restore() {
+	if g.percent != 0 {
+		debug.SetGCPercent(g.prev)
 	}
 }

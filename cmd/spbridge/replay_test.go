@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,4 +68,51 @@ func TestReadBorrowedLines(t *testing.T) {
 			}
 		}
 	}
+}
+
+// heldByTest is memory TestReplayGCPace holds.
+var heldByTest []byte
+
+// TestReplayGCPace checks how replay paces the collector: five times the
+// live heap while it is small, the default pace once a turn holds more
+// than replayLiveLimit, GOGC alone when it is set, and the pace as it was
+// once replay is done.
+func TestReplayGCPace(t *testing.T) {
+	t.Setenv("GOGC", "")
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	percent := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	g := newReplayGC()
+	if p := percent(); p != replayGCPercent {
+		t.Fatalf("replay's pace %d, want %d", p, replayGCPercent)
+	}
+	heldByTest = make([]byte, 2*replayLiveLimit)
+	runtime.GC()
+	g.turnWritten()
+	if p := percent(); p != 100 {
+		t.Fatalf("pace %d with %d bytes held, want 100", p, len(heldByTest))
+	}
+	heldByTest = nil
+	runtime.GC()
+	g.turnWritten()
+	if p := percent(); p != replayGCPercent {
+		t.Fatalf("pace %d once the turn was let go, want %d", p, replayGCPercent)
+	}
+	g.restore()
+	if p := percent(); p != 100 {
+		t.Fatalf("pace %d after replay, want 100 as before", p)
+	}
+
+	t.Setenv("GOGC", "50")
+	debug.SetGCPercent(50)
+	g = newReplayGC()
+	g.turnWritten()
+	if p := percent(); p != 50 {
+		t.Fatalf("pace %d with GOGC=50, want 50", p)
+	}
+	g.restore()
 }
