@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/session"
 	"spbridge/internal/audit"
 	"spbridge/internal/canonjson"
 )
@@ -168,6 +169,9 @@ func auditText(rec map[string]any) string {
 	fmt.Fprintf(&b, "\n  %s %s (%s), model %s\n  in %s\n", str("backend"), str("programVersion"), str("program"), str("model"), str("cwd"))
 	if e := str("exitStatus"); e != "" {
 		fmt.Fprintf(&b, "  the CLI ended: %s\n", e)
+	}
+	if str("origin") == session.OriginCLI {
+		b.WriteString("  a turn the CLI ran on its own (a background subagent's report)\n")
 	}
 	items, _ := rec["items"].([]any)
 	for _, x := range items {

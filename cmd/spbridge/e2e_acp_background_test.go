@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"spbridge/internal/audit"
 	"spbridge/internal/fakeapi"
 )
 
@@ -178,5 +180,26 @@ func TestE2EServeClaudeBackground(t *testing.T) {
 		"assistant: The subagent made the file.", "user: anything else?", "assistant: Second answer."}
 	if strings.Join(said, "|") != strings.Join(want, "|") {
 		t.Errorf("saved history says %q, want %q", said, want)
+	}
+	// Three turns in the audit log: the user's two and, between them, the
+	// one claude ran on its own for the report.
+	var stateDir string
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "SPBRIDGE_STATE_DIR="); ok {
+			stateDir = v
+		}
+	}
+	path, err := audit.Path(stateDir, e.conv().Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := audit.Read(path)
+	var origins []string
+	for _, r := range records {
+		o, _ := r["origin"].(string)
+		origins = append(origins, o+"/"+fmt.Sprint(r["user"]))
+	}
+	if err != nil || strings.Join(origins, "|") != "/have a subagent make a file|cli/|/anything else?" {
+		t.Errorf("audit records (origin/user): %q, %v", origins, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/session"
@@ -26,9 +27,10 @@ type betweenHost struct {
 	ss *acpSession
 	be backend.Backend
 
-	mu   sync.Mutex
-	h    *acpHost // the notifications; no turn
-	dead bool     // a panic ended the session
+	mu    sync.Mutex
+	h     *acpHost       // the notifications; no turn
+	dead  bool           // a panic ended the session
+	items []archive.Item // added since the last turn the CLI ran on its own, for its audit record
 }
 
 // watchBetween attaches a between-turn host for the session's backend, be;
@@ -74,6 +76,11 @@ func (b *betweenHost) Change(c itemmap.Change) {
 	if b.current() && (c.Op != itemmap.OpUpdate || c.OutputDelta == "") {
 		session.ApplyChange(ss.pkg.Conv, c)
 		ss.dirty = true
+		if c.Op == itemmap.OpAdd {
+			b.mu.Lock()
+			b.items = append(b.items, c.Item)
+			b.mu.Unlock()
+		}
 	}
 }
 
@@ -114,7 +121,13 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 		ss.mu.Unlock()
 		return
 	}
-	ss.conv.ApplyOwnTurn(end)
+	b.mu.Lock()
+	items := b.items
+	b.items = nil
+	b.mu.Unlock()
+	if err := ss.conv.ApplyOwnTurn(end, items); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: audit: %v", ss.id, err)
+	}
 	ss.dirty = true
 	keep := ss.keep
 	ss.mu.Unlock()

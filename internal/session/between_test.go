@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
@@ -80,7 +82,15 @@ func (w *convWatcher) Approve(context.Context, itemmap.Approval) backend.Decisio
 	return backend.Decision{}
 }
 func (w *convWatcher) End(end *itemmap.TurnEnd) {
-	w.s.ApplyOwnTurn(end)
+	var items []archive.Item
+	for _, c := range w.seen {
+		if c.Op == itemmap.OpAdd {
+			items = append(items, c.Item)
+		}
+	}
+	if err := w.s.ApplyOwnTurn(end, items); err != nil {
+		panic(err)
+	}
 	w.ends++
 }
 
@@ -98,7 +108,8 @@ func TestBetweenTurnsSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	be := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
-	s := &Session{Pkg: p, Backend: be, Provider: "claude-code"}
+	auditDir := t.TempDir()
+	s := &Session{Pkg: p, Backend: be, Provider: "claude-code", AuditDir: auditDir}
 	w := &convWatcher{s: s}
 	if !s.Watch(w) {
 		t.Fatal("Watch = false for a backend.Background")
@@ -136,5 +147,19 @@ func TestBetweenTurnsSaved(t *testing.T) {
 	}
 	if conv.Usage.Input != "15" || conv.EstimatedCost.Dollars != "0.75" || conv.EstimatedCost.Kind != archive.CostReported {
 		t.Errorf("usage %+v, cost %+v: the report's turn is not in the totals", conv.Usage, conv.EstimatedCost)
+	}
+	// Both turns are in the audit log: the user's, then the CLI's own with
+	// what it showed between turns.
+	path, err := audit.Path(auditDir, conv.Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := audit.Read(path)
+	if err != nil || len(records) != 2 {
+		t.Fatalf("%d audit records, %v; want 2", len(records), err)
+	}
+	own := records[1]
+	if fmt.Sprint(own["origin"]) != OriginCLI || fmt.Sprint(own["user"]) != "" || len(own["items"].([]any)) != 2 || fmt.Sprint(own["costUSD"]) != "0.25" || records[0]["origin"] != nil {
+		t.Errorf("audit records: %v\n%v", records[0], own)
 	}
 }

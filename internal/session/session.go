@@ -147,7 +147,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	Apply(conv, end, s.Provider)
 	res := &TurnResult{End: end, UserItem: user}
 	if s.AuditDir != "" {
-		res.AuditErr = s.audit(text, userMsg, conv.Items[min(first, len(conv.Items)):], end)
+		res.AuditErr = s.audit(text, userMsg, conv.Items[min(first, len(conv.Items)):], end, "")
 	}
 	return res, nil
 }
@@ -204,14 +204,24 @@ func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
 // turns (Claude Code passing on a background subagent's report) into the
 // conversation like a turn's: its history after what is there, its usage
 // and cost into the totals (Apply). There is no user message: the CLI
-// wrote its own.
-func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd) {
+// wrote its own. Like every turn it gets an audit record, with items (what
+// the CLI showed between turns), an empty user line and origin "cli"; the
+// error is that record's.
+func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error {
 	if end == nil {
-		return
+		return nil
 	}
 	archive.CompactHistory(end.History)
 	Apply(s.Pkg.Conv, end, s.Provider)
+	if s.AuditDir == "" {
+		return nil
+	}
+	return s.audit("", archive.Message{}, items, end, OriginCLI)
 }
+
+// OriginCLI is the audit record's origin of a turn the CLI ran on its own
+// (a record without an origin is a turn the user's message began).
+const OriginCLI = "cli"
 
 // preflight refuses a turn that cannot start, before anything changes: a
 // working folder that is not there, or a program named by the backend's
@@ -272,8 +282,9 @@ func failureText(items []archive.Item) string {
 	return strings.Join(parts, "; ")
 }
 
-// audit appends the turn's record to the conversation's audit log.
-func (s *Session) audit(text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd) error {
+// audit appends the turn's record to the conversation's audit log; origin,
+// when set, says who began the turn.
+func (s *Session) audit(text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string) error {
 	conv := s.Pkg.Conv
 	path, err := audit.Path(s.AuditDir, conv.Identity())
 	if err != nil {
@@ -315,6 +326,9 @@ func (s *Session) audit(text string, userMsg archive.Message, items []archive.It
 	}
 	if end.CostUSD != "" {
 		record["costUSD"] = end.CostUSD
+	}
+	if origin != "" {
+		record["origin"] = origin
 	}
 	if s.AuditQueue != nil {
 		return s.AuditQueue.Append(path, record)
