@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/session"
 	"spbridge/internal/audit"
 	"spbridge/internal/canonjson"
+	"spbridge/internal/session"
 )
 
 // auditCommands are the subcommands of "spbridge audit".
