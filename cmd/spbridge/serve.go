@@ -58,7 +58,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Index:          sessionindex.New(state),
 		Log:            log.New(st.err, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
-			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, Mode: o.Mode, Events: o.Events}
+			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events}
 			switch name {
 			case "claude":
 				return claude.New(opts), nil

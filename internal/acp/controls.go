@@ -387,6 +387,9 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 		if e.Title != "" {
 			info["title"] = e.Title
 		}
+		if len(e.AdditionalDirectories) > 0 {
+			info["additionalDirectories"] = e.AdditionalDirectories
+		}
 		sessions = append(sessions, info)
 	}
 	res := map[string]any{"sessions": sessions}
@@ -402,7 +405,7 @@ func (ss *acpSession) touch() {
 	if ix == nil {
 		return
 	}
-	if err := ix.Touch(ss.id, ss.cwd); err != nil {
+	if err := ix.Touch(ss.id, ss.cwd, ss.addDirs); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}

@@ -26,6 +26,9 @@ type BackendOptions struct {
 	Model string
 	// MCPServers are the editor's MCP servers (session/new, load, resume).
 	MCPServers []backend.MCPServer
+	// AddDirs are the editor's additional folders (session/new, load,
+	// resume's additionalDirectories): absolute, clean, each once.
+	AddDirs []string
 	// Mode is the mode to start in ("" for the backend's default).
 	Mode string
 	// Events are the session's: the backend tells it of mode and command
@@ -500,7 +503,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		"loadSession":         true,
 		"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
 		"mcpCapabilities":     map[string]any{"http": true, "sse": true},
-		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
+		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "additionalDirectories": map[string]any{}},
 	}
 	if s.cfg.Logout != nil {
 		caps["auth"] = map[string]any{"logout": map[string]any{}}

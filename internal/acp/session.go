@@ -70,6 +70,7 @@ type acpSession struct {
 	live        []archive.Item
 	savedInTurn bool
 	mcp         []backend.MCPServer // the editor's MCP servers, for every backend of the session
+	addDirs     []string            // the editor's additional folders, for every backend of the session
 
 	// cmu guards what the backend's events change (they come on its
 	// goroutines, which never wait for mu): the modes and commands as last
@@ -155,6 +156,10 @@ type openParams struct {
 	model   string
 	cwd     string
 	mcp     []backend.MCPServer
+	// addDirs are the additionalDirectories of the request: absolute,
+	// clean, each once, in order. Only this open's: a load or resume
+	// without them has none, whatever an earlier open had.
+	addDirs []string
 }
 
 // parseOpen checks a session/new or session/load request and names the
@@ -162,10 +167,11 @@ type openParams struct {
 func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, error) {
 	load := how != openNew
 	var p struct {
-		SessionID  string          `json:"sessionId"`
-		Cwd        string          `json:"cwd"`
-		MCPServers json.RawMessage `json:"mcpServers"`
-		Meta       struct {
+		SessionID             string          `json:"sessionId"`
+		Cwd                   string          `json:"cwd"`
+		AdditionalDirectories []string        `json:"additionalDirectories"`
+		MCPServers            json.RawMessage `json:"mcpServers"`
+		Meta                  struct {
 			Spbridge *spbridgeMeta `json:"spbridge"`
 		} `json:"_meta"`
 	}
@@ -229,8 +235,40 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	if !filepath.IsAbs(op.cwd) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
+	if op.addDirs, err = parseAddDirs(p.AdditionalDirectories); err != nil {
+		return nil, err
+	}
 	op.id, op.backend, op.model = pkgPath, m.Backend, m.Model
 	return op, nil
+}
+
+// parseAddDirs checks a request's additionalDirectories: each an absolute
+// path. They come back clean, each once, in their order.
+func parseAddDirs(dirs []string) ([]string, error) {
+	var out []string
+	for i, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: additionalDirectories[%d] %q must be an absolute path", i, d)
+		}
+		if d = filepath.Clean(d); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// checkAddDirs checks that each additional folder is a folder.
+func checkAddDirs(dirs []string) error {
+	for _, d := range dirs {
+		st, err := os.Stat(d)
+		if err == nil && !st.IsDir() {
+			err = errors.New("not a folder")
+		}
+		if err != nil {
+			return rpcErrorf(CodeInvalidParams, "invalid params: additional directory %s: %v", d, err)
+		}
+	}
+	return nil
 }
 
 // open handles session/new and session/load: the session is known by its
@@ -265,6 +303,9 @@ func (s *Server) open(m *message, how openHow) {
 // open opens the package and its CLI (the first job of a session's
 // worker). When it fails the session ends (see runJob).
 func (ss *acpSession) open(op *openParams) (any, error) {
+	if err := checkAddDirs(op.addDirs); err != nil {
+		return nil, err
+	}
 	if op.fresh {
 		if err := os.MkdirAll(op.id, 0o700); err != nil {
 			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
@@ -287,7 +328,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
-	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, Events: ss.events()})
+	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events()})
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
@@ -299,7 +340,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	ss.mu.Lock()
 	ss.opened, ss.backend, ss.keep, ss.pkg, ss.lock, ss.conv = true, op.backend, op.keep, pkg, lock, conv
-	ss.model, ss.cwd, ss.mcp = op.model, op.cwd, op.mcp
+	ss.model, ss.cwd, ss.mcp, ss.addDirs = op.model, op.cwd, op.mcp, op.addDirs
 	ss.watchBetween(be)
 	ss.mu.Unlock()
 	locked = false
@@ -1412,7 +1453,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	ss.cmu.Lock()
 	mode := ss.mode
 	ss.cmu.Unlock()
-	be, err := ss.srv.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, Mode: mode, Events: ss.events()})
+	be, err := ss.srv.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, AddDirs: ss.addDirs, Mode: mode, Events: ss.events()})
 	if err != nil {
 		ss.mu.Unlock()
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)

@@ -45,6 +45,10 @@ type Options struct {
 	// MCPServers are the editor's MCP servers, given to every process the
 	// CLI starts (in addition to its own configuration).
 	MCPServers []MCPServer
+	// AddDirs are folders besides Dir the CLI's agent may read and write
+	// (absolute paths, each once): claude's and codex exec's --add-dir,
+	// and the app-server's writable roots. They are never saved.
+	AddDirs []string
 	// Mode is the mode the first process starts in ("" for the CLI's
 	// default); SetMode changes it at run time. It is never saved.
 	Mode string

@@ -125,6 +125,10 @@ func (b *Backend) args() []string {
 	if mode := b.Mode(); mode != ModeDefault {
 		a = append(a, "--permission-mode", mode)
 	}
+	for _, dir := range b.Opts.AddDirs {
+		// One flag a folder: each value is a whole path, whatever it holds.
+		a = append(a, "--add-dir", dir)
+	}
 	if session := b.SessionID(); session != "" {
 		a = append(a, "--resume", session)
 	}

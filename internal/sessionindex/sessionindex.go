@@ -50,6 +50,10 @@ type Entry struct {
 	Package string `json:"package"`
 	// Cwd is the working folder the editor gave when it opened it.
 	Cwd string `json:"cwd"`
+	// AdditionalDirectories are the further folders the editor gave the
+	// session when it last opened it (ACP's additionalDirectories), in its
+	// order; none when it gave none.
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
 	// Title is the conversation's first user message, cut (Title); "" until
 	// the first turn.
 	Title string `json:"title,omitempty"`
@@ -93,10 +97,21 @@ func Title(message string) string {
 	return s
 }
 
-// Touch records that pkg was opened from the working folder cwd, now: a
-// new entry without a title, or the entry's cwd and UpdatedAt changed.
-func (ix *Index) Touch(pkg, cwd string) error {
-	return ix.change(pkg, func(e *Entry) { e.Cwd = cleanOrEmpty(cwd) })
+// Touch records that pkg was opened from the working folder cwd with the
+// additional folders dirs, now: a new entry without a title, or the
+// entry's cwd, folders and UpdatedAt changed. dirs replace the entry's
+// whole list; none clears it.
+func (ix *Index) Touch(pkg, cwd string, dirs []string) error {
+	var list []string
+	for _, d := range dirs {
+		if d = cleanOrEmpty(d); d != "" {
+			list = append(list, d)
+		}
+	}
+	return ix.change(pkg, func(e *Entry) {
+		e.Cwd = cleanOrEmpty(cwd)
+		e.AdditionalDirectories = list
+	})
 }
 
 // Record records a turn of pkg, now: message is the user's message of the

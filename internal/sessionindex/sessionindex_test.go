@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func TestTouchRecordList(t *testing.T) {
 		if i == 2 {
 			cwd = "/elsewhere"
 		}
-		if err := ix.Touch(p, cwd); err != nil {
+		if err := ix.Touch(p, cwd, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,7 +114,7 @@ func TestTouchRecordList(t *testing.T) {
 func TestPagination(t *testing.T) {
 	ix := clocked(t)
 	for i := range 7 {
-		if err := ix.Touch(fmt.Sprintf("/p/%d.silverpoint", i), "/p"); err != nil {
+		if err := ix.Touch(fmt.Sprintf("/p/%d.silverpoint", i), "/p", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,7 +136,7 @@ func TestPagination(t *testing.T) {
 		cursor = page.NextCursor
 		if pages == 1 {
 			// A change between pages: 6 moves to the front, already seen.
-			ix.Touch("/p/0.silverpoint", "/p")
+			ix.Touch("/p/0.silverpoint", "/p", nil)
 		}
 	}
 	// 0 moved ahead of the cursor after the first page: not listed again
@@ -179,10 +180,50 @@ func TestUnreadableIndex(t *testing.T) {
 	if page, err := ix.List("", "", 0); err != nil || len(page.Entries) != 0 {
 		t.Errorf("List of an unreadable index = %v, %v", page, err)
 	}
-	if err := ix.Touch("/p/a.silverpoint", "/p"); err != nil {
+	if err := ix.Touch("/p/a.silverpoint", "/p", nil); err != nil {
 		t.Fatal(err)
 	}
 	if page, _ := ix.List("", "", 0); len(page.Entries) != 1 {
 		t.Errorf("after a change: %v", page.Entries)
+	}
+}
+
+// TestAdditionalDirectories: each open records the folders it was given,
+// in order, replacing the last open's; a turn keeps them; an open without
+// any clears them.
+func TestAdditionalDirectories(t *testing.T) {
+	ix := clocked(t)
+	pkg := "/home/me/docs/A.silverpoint"
+	dirs := []string{"/home/me/assets/", "/srv/shared", "/home/me/assets/../lib"}
+	if err := ix.Touch(pkg, "/home/me/docs", dirs); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Record(pkg, "", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/home/me/assets", "/srv/shared", "/home/me/lib"}
+	e, _, err := ix.Get(pkg)
+	if err != nil || !slices.Equal(e.AdditionalDirectories, want) {
+		t.Errorf("Get after Touch(%q) and Record = %q, %v, want %q", dirs, e.AdditionalDirectories, err, want)
+	}
+	page, _ := ix.List("", "", 0)
+	if len(page.Entries) != 1 || !slices.Equal(page.Entries[0].AdditionalDirectories, want) {
+		t.Errorf("List = %+v, want the folders %q", page.Entries, want)
+	}
+	if err := ix.Touch(pkg, "/home/me/docs", []string{"/srv/shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := ix.Get(pkg); !slices.Equal(e.AdditionalDirectories, []string{"/srv/shared"}) {
+		t.Errorf("after a second open with one folder: %q", e.AdditionalDirectories)
+	}
+	if err := ix.Touch(pkg, "/home/me/docs", nil); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := ix.Get(pkg); e.AdditionalDirectories != nil {
+		t.Errorf("after an open without folders: %q, want none", e.AdditionalDirectories)
+	}
+	data, _ := os.ReadFile(filepath.Join(ix.dir, File))
+	if strings.Contains(string(data), "additionalDirectories") {
+		t.Errorf("the index keeps an empty list:\n%s", data)
 	}
 }
