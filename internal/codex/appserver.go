@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -459,7 +460,10 @@ func answersOf(d backend.Decision) map[string]string {
 }
 
 // turnSettings adds to turn/start's params what the turn runs with: the
-// model, the effort, and the mode's policies when they changed.
+// model, the effort, and the mode's policies when they changed, or on
+// every turn when the session has additional folders and the mode writes
+// in the workspace (its writable roots; the policy holds for the thread,
+// and a resumed thread starts from its mode's default again).
 func (b *Backend) turnSettings(params map[string]any) {
 	if model := b.Model(); model != "" {
 		params["model"] = model
@@ -469,14 +473,28 @@ func (b *Backend) turnSettings(params map[string]any) {
 	if effort := b.turnEffort(); effort != "" {
 		params["effort"] = effort
 	}
-	if mode := b.mode; mode != b.threadMode {
+	pr := presets[b.mode]
+	if roots := b.writableRoots(pr); b.mode != b.threadMode || len(roots) > 0 {
 		// The thread runs in another mode: this turn and the next ones
 		// take this one's policies.
-		pr := presets[mode]
-		params["sandboxPolicy"] = map[string]any{"type": pr.policy}
+		policy := map[string]any{"type": pr.policy}
+		if len(roots) > 0 {
+			policy["writableRoots"] = roots
+		}
+		params["sandboxPolicy"] = policy
 		params["approvalPolicy"] = pr.approval
-		b.threadMode = mode
+		b.threadMode = b.mode
 	}
+}
+
+// writableRoots are the session's additional folders when the mode's
+// sandbox writes in the workspace; none otherwise (read-only writes
+// nowhere, full access everywhere).
+func (b *Backend) writableRoots(pr preset) []string {
+	if pr.policy != "workspaceWrite" || len(b.Opts.AddDirs) == 0 {
+		return nil
+	}
+	return slices.Clone(b.Opts.AddDirs)
 }
 
 // appInterrupt asks the server to interrupt the running turn and to stop

@@ -166,6 +166,11 @@ func (b *Backend) args(images []string) []string {
 	}
 	mcp, _, _ := mcpExecArgs(b.Opts.MCPServers)
 	a = append(append(a, mcp...), "exec")
+	for _, dir := range b.Opts.AddDirs {
+		// exec's own flag, before resume (which has none): codex applies
+		// it to the resumed thread's turn too.
+		a = append(a, "--add-dir", dir)
+	}
 	if b.thread != "" {
 		a = append(a, "resume")
 	}
