@@ -54,12 +54,12 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 
 // appLaunch starts `codex app-server`, says hello and asks for its models.
 func (b *Backend) appLaunch(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
-	p, err := b.Start([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox),
+	p, err := b.Start(slices.Concat([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool, []string{
 		// The model may ask the user to choose (request_user_input, which
 		// codex otherwise offers only in its plan mode): the editor
 		// answers (item/tool/requestUserInput).
 		"-c", "features.default_mode_request_user_input=true", "-c", "suppress_unstable_features_warning=true",
-		"app-server"})
+		"app-server"}))
 	if err != nil {
 		return err
 	}

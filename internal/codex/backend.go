@@ -157,10 +157,15 @@ func (b *Backend) SetModel(model string) {
 	b.mu.Unlock()
 }
 
+// planTool turns on codex's update_plan tool, which 0.169.0 offers only
+// some models: its plans are the editor's plan (the app-server's
+// turn/plan/updated, exec's todo_list).
+var planTool = []string{"-c", "tools.update_plan.enabled=true"}
+
 // args builds the command line of a turn. The message never goes on it: it
 // is read from stdin ("-").
 func (b *Backend) args(images []string) []string {
-	a := []string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}
+	a := append([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool...)
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
@@ -260,7 +265,9 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	// codex reads the prompt to the end of stdin (an open stdin hangs it):
 	// the loop closes stdin once the prompt is written.
 	sent := p.Send([]byte(msg.Text))
-	return b.withModel(b.loop(ctx, p, sent, h, interruptCh))
+	end := b.loop(ctx, p, sent, h, interruptCh)
+	b.execLastRound(end)
+	return b.withModel(end)
 }
 
 // failBeforeStart reports a turn that failed before codex took it.

@@ -16,13 +16,13 @@ import (
 
 func TestExecArgs(t *testing.T) {
 	b := New(Options{Transport: TransportExec})
-	want := []string{"-c", `sandbox_mode="workspace-write"`, "exec", "--json", "--skip-git-repo-check", "-"}
+	want := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "exec", "--json", "--skip-git-repo-check", "-"}
 	if got := b.args(nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("first turn: %q", got)
 	}
 	b.thread = "th-1"
 	b.SetModel("gpt-5")
-	want = []string{"-c", `sandbox_mode="workspace-write"`, "exec", "resume", "--json", "-m", "gpt-5", "-i", "/a.png", "--skip-git-repo-check", "th-1", "-"}
+	want = []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "exec", "resume", "--json", "-m", "gpt-5", "-i", "/a.png", "--skip-git-repo-check", "th-1", "-"}
 	if got := b.args([]string{"/a.png"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("later turn: %q", got)
 	}

@@ -761,3 +761,10 @@ func (m *Codex) turnUsage(v gjson.Result) archive.Usage {
 	m.total, m.totalThread = total, m.thread
 	return turn.usage()
 }
+
+// CodexTokens reads a usage object in codex's fields (input_tokens,
+// cached_input_tokens, cache_write_input_tokens, output_tokens), as exec's
+// turn.completed and codex's own session log report it.
+func CodexTokens(usage []byte) archive.Usage {
+	return readCodexTokens(gjson.ParseBytes(usage)).usage()
+}
