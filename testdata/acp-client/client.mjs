@@ -615,6 +615,7 @@ async function runStep(i, step, prevStart) {
     }
     case "newSession": {
       const params = { cwd: path.resolve(step.cwd ?? cwd), mcpServers: step.mcpServers ?? [] };
+      if (step.additionalDirectories !== undefined) params.additionalDirectories = step.additionalDirectories;
       if (step.meta !== undefined) params._meta = step.meta;
       return request(i, step, "session/new", params, (result) => {
         if (isObject(result) && typeof result.sessionId === "string") {
@@ -626,6 +627,7 @@ async function runStep(i, step, prevStart) {
     case "loadSession": {
       const sessionId = sessionOf(step.sessionId);
       const params = { sessionId, cwd: path.resolve(step.cwd ?? cwd), mcpServers: step.mcpServers ?? [] };
+      if (step.additionalDirectories !== undefined) params.additionalDirectories = step.additionalDirectories;
       if (step.meta !== undefined) params._meta = step.meta;
       knownSessions.add(sessionId); // history replay arrives before the response
       return request(i, step, "session/load", params, () => {
