@@ -1,8 +1,10 @@
 package itemmap
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -71,7 +73,7 @@ value: // a value starts at i
 			return nodes, stack, false
 		}
 		stack = append(stack, int32(len(nodes)))
-		nodes = append(nodes, jnode{start: uint32(i), kind: c})
+		nodes = pushNode(nodes, i, 0, c, false)
 		i = skipSpace(b, i+1)
 		if i < n && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 			i++
@@ -89,7 +91,7 @@ value: // a value starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: '"', esc: esc})
+		nodes = pushNode(nodes, i, j, '"', esc)
 		i = j
 	case 't', 'f', 'n':
 		w := "null"
@@ -102,7 +104,7 @@ value: // a value starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: c})
+		nodes = pushNode(nodes, i, j, c, false)
 		i = j
 	default:
 		if c != '-' && (c < '0' || c > '9') {
@@ -112,7 +114,7 @@ value: // a value starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: '0'})
+		nodes = pushNode(nodes, i, j, '0', false)
 		i = j
 	}
 after: // a value ended at i
@@ -153,7 +155,7 @@ key: // an object's key starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = append(nodes, jnode{start: uint32(i), end: uint32(j), next: int32(len(nodes) + 1), kind: '"', esc: esc})
+		nodes = pushNode(nodes, i, j, '"', esc)
 		i = skipSpace(b, j)
 		if i >= n || b[i] != ':' {
 			return nodes, stack, false
@@ -163,60 +165,141 @@ key: // an object's key starts at i
 	goto value
 }
 
+// pushNode appends a node for the value at b[start:end] (end is set later
+// for an array or object). It writes the node's fields in place: a node
+// built aside and copied in whole is read back before its parts are
+// written, which stalls the parse at every value.
+func pushNode(nodes []jnode, start, end int, kind byte, esc bool) []jnode {
+	if len(nodes) == cap(nodes) {
+		nodes = slices.Grow(nodes, 1)
+	}
+	nodes = nodes[:len(nodes)+1]
+	n := &nodes[len(nodes)-1]
+	n.start, n.end, n.next, n.kind, n.esc = uint32(start), uint32(end), int32(len(nodes)), kind, esc
+	return nodes
+}
+
 // scanString reads a string's contents and closing quote at b[i:] and
 // returns the index after the quote and whether the string holds an
-// escape. It passes over 32 bytes at a time while none of them is a quote,
-// a backslash or a control character, then goes to the first that is.
+// escape. A short string is read eight bytes at a time; in a longer one
+// the closing quote and each backslash are found with bytes.IndexByte and
+// the runs between them are checked for control characters.
 func scanString(b []byte, i int) (end int, esc, ok bool) {
+	for k := 0; k < 2; k++ {
+		if len(b)-i < 8 {
+			return scanStringTail(b, i, esc)
+		}
+		if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			// The lowest byte flagged is exact: a formula's borrow only
+			// runs upwards from a byte it rightly flags.
+			i += bits.TrailingZeros64(m) >> 3
+			switch c := b[i]; {
+			case c == '"':
+				return i + 1, esc, true
+			case c < ' ':
+				return i, esc, false
+			}
+			esc = true
+			if i, ok = skipEscape(b, i+1); !ok {
+				return i, esc, false
+			}
+			return scanLong(b, i, esc)
+		}
+		i += 8
+	}
+	return scanLong(b, i, esc)
+}
+
+// scanLong is scanString past a string's first bytes.
+func scanLong(b []byte, i int, esc bool) (end int, _, ok bool) {
+	q := -1 // the next quote at or after i, when known
 	for {
-		for len(b)-i >= 32 {
-			s := b[i : i+32 : i+32]
-			m := specialMask(binary.LittleEndian.Uint64(s)) | specialMask(binary.LittleEndian.Uint64(s[8:])) |
-				specialMask(binary.LittleEndian.Uint64(s[16:])) | specialMask(binary.LittleEndian.Uint64(s[24:]))
-			if m != 0 {
-				break
+		if q < i {
+			if q = bytes.IndexByte(b[i:], '"'); q < 0 {
+				return len(b), esc, false
 			}
-			i += 32
+			q += i
 		}
-		for len(b)-i >= 8 {
-			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				// The lowest byte flagged is exact: a formula's borrow
-				// only runs upwards from a byte it rightly flags.
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
+		run := b[i:q]
+		bs := bytes.IndexByte(run, '\\')
+		if bs >= 0 {
+			run = run[:bs]
 		}
-		for i < len(b) && !stringStop[b[i]] {
-			i++
-		}
-		if i >= len(b) {
+		if hasControl(run) {
 			return i, esc, false
 		}
+		if bs < 0 {
+			return q + 1, esc, true
+		}
+		esc = true
+		if i, ok = skipEscape(b, i+bs+1); !ok {
+			return i, esc, false
+		}
+	}
+}
+
+// scanStringTail is scanString over the last few bytes of b.
+func scanStringTail(b []byte, i int, esc bool) (end int, _, ok bool) {
+	for i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, esc, true
 		case c < ' ':
 			return i, esc, false
-		default: // a backslash
+		case c == '\\':
 			esc = true
+			if i, ok = skipEscape(b, i+1); !ok {
+				return i, esc, false
+			}
+		default:
 			i++
-			if i >= len(b) {
-				return i, esc, false
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
-			case 'u':
-				if len(b)-i < 5 || !ishex(b[i+1]) || !ishex(b[i+2]) || !ishex(b[i+3]) || !ishex(b[i+4]) {
-					return i, esc, false
-				}
-				i += 5
-			default:
-				return i, esc, false
-			}
 		}
 	}
+	return i, esc, false
+}
+
+// skipEscape reads the rest of an escape at b[i:], after its backslash.
+func skipEscape(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch b[i] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 1, true
+	case 'u':
+		if len(b)-i < 5 || !ishex(b[i+1]) || !ishex(b[i+2]) || !ishex(b[i+3]) || !ishex(b[i+4]) {
+			return i, false
+		}
+		return i + 5, true
+	}
+	return i, false
+}
+
+// hasControl reports whether b has a byte below 0x20, looking at 32 bytes
+// at a time.
+func hasControl(b []byte) bool {
+	const lt = ones * 0x20
+	for len(b) >= 32 {
+		w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
+		if ((w0-lt)&^w0|(w1-lt)&^w1|(w2-lt)&^w2|(w3-lt)&^w3)&highs != 0 {
+			return true
+		}
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		if (w-lt)&^w&highs != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < ' ' {
+			return true
+		}
+	}
+	return false
 }
 
 // specialMask has the high bit of each byte of w that is below 0x20, a
@@ -230,14 +313,6 @@ func specialMask(w uint64) uint64 {
 	return (lt | q | bs) & highs
 }
 
-// stringStop marks the bytes a string's scan stops at.
-var stringStop = func() (t [256]bool) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = true
-	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
 
 // root is the line's value.
 func (d *jdoc) root() jval {
