@@ -28,7 +28,9 @@ type Claude struct {
 	agents    map[string]string // Task/Agent call id → its item id, kept across turns for the subagent's lines
 	bgCalls   map[string]bgCall // a background subagent's calls waiting for their results
 	ev        claudeEvent       // the line being mapped, reused
-	doc       jdoc              // the line being mapped, read once
+	cur       ClaudeLine        // the line being mapped, read once
+	nodes     []jnode           // cur's values
+	stack     []int32           // for reading cur
 	scratch   []byte            // an unescaped delta
 	noFast    bool              // every line the general way (tests)
 }
@@ -137,17 +139,21 @@ func (m *Claude) Answered(requestID string, allowed bool) {
 // The mapper only borrows line: what it returns or keeps has memory of its
 // own, so the caller may reuse line's bytes once Line returns.
 func (m *Claude) Line(line []byte) Result {
-	if !m.noFast {
-		var r Result
-		if m.fastLine(line, &r) {
-			return r
-		}
-	}
-	if !m.doc.parse(line) {
-		return badLine(m.newID, "Claude Code", line)
-	}
+	m.nodes, m.stack = m.cur.read(line, !m.noFast, m.nodes[:0], m.stack)
+	return m.mapLine(&m.cur)
+}
+
+// mapLine maps a line read with read.
+func (m *Claude) mapLine(l *ClaudeLine) Result {
 	var r Result
-	raw := m.doc.root()
+	if l.fast.kind != 0 {
+		m.applyFast(&l.fast, &r)
+		return r
+	}
+	if !l.valid {
+		return badLine(m.newID, "Claude Code", l.line)
+	}
+	raw := l.doc.root()
 	if !raw.IsObject() {
 		r.Skipped = true
 		return r

@@ -32,21 +32,31 @@ var (
 	thinkingTokens = []byte(`{"type":"system","subtype":"thinking_tokens",`)
 )
 
-// Delta kinds of the fast path.
+// Kinds of the lines the fast path takes.
 const (
 	fastText = iota + 1
 	fastThinking
 	fastInputJSON
+	fastNothing // a line that changes nothing shown
 )
 
-// fastLine maps line if it has one of the shapes above, and reports
-// whether it did.
-func (m *Claude) fastLine(line []byte, r *Result) bool {
+// fastLine is what the fast path read of a line.
+type fastLine struct {
+	kind  int // 0: the line is not one the fast path takes
+	index int
+	text  []byte // the delta as written in the line, escapes and all
+	esc   bool   // text has an escape
+	msg   []byte // api_message_id
+}
+
+// readFast reads line if it has one of the shapes above, and reports
+// whether it does. It needs nothing of the mapper's state.
+func readFast(line []byte) (fastLine, bool) {
 	if bytes.HasPrefix(line, thinkingTokens) {
 		// Changes nothing shown; a subagent's (parent_tool_use_id set)
 		// neither.
 		_, _, ok := scanFlatFields(line, len(thinkingTokens)-1)
-		return ok
+		return fastLine{kind: fastNothing}, ok
 	}
 	var (
 		kind, index int
@@ -58,7 +68,7 @@ func (m *Claude) fastLine(line []byte, r *Result) bool {
 	case bytes.HasPrefix(line, deltaPrefix):
 		j := len(deltaPrefix)
 		if index, j, ok = smallIndex(line, j); !ok {
-			return false
+			return fastLine{}, false
 		}
 		rest := line[j:]
 		switch {
@@ -69,11 +79,11 @@ func (m *Claude) fastLine(line []byte, r *Result) bool {
 		case bytes.HasPrefix(rest, deltaInputJSON):
 			kind, j = fastInputJSON, j+len(deltaInputJSON)
 		default:
-			return false
+			return fastLine{}, false
 		}
 		textStart := j
 		if end, esc, ok = scanString(line, j); !ok || len(line)-end < 2 || line[end] != '}' || line[end+1] != '}' {
-			return false
+			return fastLine{}, false
 		}
 		text = line[textStart : end-1]
 		end += 2
@@ -86,44 +96,52 @@ func (m *Claude) fastLine(line []byte, r *Result) bool {
 			}
 		}
 		if kind == 0 {
-			return false
+			return fastLine{}, false
 		}
 		textStart := j + len(sortedFields[kind])
 		if j, esc, ok = scanString(line, textStart); !ok {
-			return false
+			return fastLine{}, false
 		}
 		text = line[textStart : j-1]
 		rest = bytesString(line[j:])
 		if len(rest) < len(sortedTypes[kind]) || rest[:len(sortedTypes[kind])] != sortedTypes[kind] {
-			return false
+			return fastLine{}, false
 		}
 		if index, j, ok = smallIndex(line, j+len(sortedTypes[kind])); !ok || !bytes.HasPrefix(line[j:], sortedEventType) {
-			return false
+			return fastLine{}, false
 		}
 		end = j + len(sortedEventType)
 	default:
-		return false
+		return fastLine{}, false
 	}
 	msg, nullParent, ok := scanFlatFields(line, end)
 	if !ok || !nullParent {
-		return false
+		return fastLine{}, false
+	}
+	return fastLine{kind: kind, index: index, text: text, esc: esc, msg: msg}, true
+}
+
+// applyFast maps a line the fast path read, as the general way would.
+func (m *Claude) applyFast(f *fastLine, r *Result) {
+	if f.kind == fastNothing {
+		return
 	}
 	m.ensureTurn()
-	b := m.findBlock(blockKey{bytesString(msg), index})
+	b := m.findBlock(blockKey{bytesString(f.msg), f.index})
 	if b == nil || b.complete {
-		return true
+		return
 	}
-	if esc {
+	text := f.text
+	if f.esc {
 		m.scratch = unescapeJSON(m.scratch[:0], bytesString(text))
 		text = m.scratch
 	}
-	switch kind {
+	switch f.kind {
 	case fastText, fastThinking:
 		m.blockDelta(b, r, bytesString(text))
 	case fastInputJSON:
 		b.input.Write(text)
 	}
-	return true
 }
 
 // smallIndex reads a block index at b[i:]: a small integer (no sign,

@@ -33,7 +33,8 @@ type jdoc struct {
 }
 
 // jnode is one value of a line: its raw text is s[start:end]. next is the
-// index of the first node after the value and everything in it, so a value
+// index (among the line's nodes) of the first node after the value and
+// everything in it, so a value
 // is skipped in one step. An object's children are its keys and values,
 // alternately; an array's, its elements.
 type jnode struct {
@@ -60,7 +61,9 @@ func (d *jdoc) parse(line []byte) bool {
 }
 
 // parseNodes appends the nodes of line b to nodes, with stack as scratch.
+// The line's nodes count from its first: next is an index among them.
 func parseNodes(b []byte, nodes []jnode, stack []int32) (_ []jnode, _ []int32, ok bool) {
+	base := len(nodes)
 	n := len(b)
 	i := skipSpace(b, 0)
 value: // a value starts at i
@@ -73,13 +76,13 @@ value: // a value starts at i
 			return nodes, stack, false
 		}
 		stack = append(stack, int32(len(nodes)))
-		nodes = pushNode(nodes, i, 0, c, false)
+		nodes = pushNode(nodes, base, i, 0, c, false)
 		i = skipSpace(b, i+1)
 		if i < n && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 			i++
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			nodes[top].end, nodes[top].next = uint32(i), int32(len(nodes))
+			nodes[top].end, nodes[top].next = uint32(i), int32(len(nodes)-base)
 			goto after
 		}
 		if c == '{' {
@@ -91,7 +94,7 @@ value: // a value starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = pushNode(nodes, i, j, '"', esc)
+		nodes = pushNode(nodes, base, i, j, '"', esc)
 		i = j
 	case 't', 'f', 'n':
 		w := "null"
@@ -104,7 +107,7 @@ value: // a value starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = pushNode(nodes, i, j, c, false)
+		nodes = pushNode(nodes, base, i, j, c, false)
 		i = j
 	default:
 		if c != '-' && (c < '0' || c > '9') {
@@ -114,7 +117,7 @@ value: // a value starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = pushNode(nodes, i, j, '0', false)
+		nodes = pushNode(nodes, base, i, j, '0', false)
 		i = j
 	}
 after: // a value ended at i
@@ -140,7 +143,7 @@ after: // a value ended at i
 			}
 			i++
 			stack = stack[:len(stack)-1]
-			nodes[top].end, nodes[top].next = uint32(i), int32(len(nodes))
+			nodes[top].end, nodes[top].next = uint32(i), int32(len(nodes)-base)
 			goto after
 		default:
 			return nodes, stack, false
@@ -155,7 +158,7 @@ key: // an object's key starts at i
 		if !ok {
 			return nodes, stack, false
 		}
-		nodes = pushNode(nodes, i, j, '"', esc)
+		nodes = pushNode(nodes, base, i, j, '"', esc)
 		i = skipSpace(b, j)
 		if i >= n || b[i] != ':' {
 			return nodes, stack, false
@@ -169,13 +172,13 @@ key: // an object's key starts at i
 // for an array or object). It writes the node's fields in place: a node
 // built aside and copied in whole is read back before its parts are
 // written, which stalls the parse at every value.
-func pushNode(nodes []jnode, start, end int, kind byte, esc bool) []jnode {
+func pushNode(nodes []jnode, base, start, end int, kind byte, esc bool) []jnode {
 	if len(nodes) == cap(nodes) {
 		nodes = slices.Grow(nodes, 1)
 	}
 	nodes = nodes[:len(nodes)+1]
 	n := &nodes[len(nodes)-1]
-	n.start, n.end, n.next, n.kind, n.esc = uint32(start), uint32(end), int32(len(nodes)), kind, esc
+	n.start, n.end, n.next, n.kind, n.esc = uint32(start), uint32(end), int32(len(nodes)-base), kind, esc
 	return nodes
 }
 
@@ -312,7 +315,6 @@ func specialMask(w uint64) uint64 {
 	bs = (bs - ones) &^ bs
 	return (lt | q | bs) & highs
 }
-
 
 // root is the line's value.
 func (d *jdoc) root() jval {

@@ -1,0 +1,65 @@
+package itemmap
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// checkReadAhead maps stream line by line with Line, and again in batches
+// of batch lines read ahead into a ClaudeLines (each batch read whole
+// before any of it is mapped, the batch reused): every line must give the
+// same result.
+func checkReadAhead(t *testing.T, stream []byte, batch int) {
+	t.Helper()
+	lines := bytes.Split(stream, []byte("\n"))
+	one, ahead := NewClaude(SequentialIDs()), NewClaude(SequentialIDs())
+	var b ClaudeLines
+	for start := 0; start < len(lines); start += batch {
+		end := min(start+batch, len(lines))
+		b.Reset()
+		for _, l := range lines[start:end] {
+			b.Read(l)
+		}
+		if b.Len() != end-start {
+			t.Fatalf("batch holds %d lines, want %d", b.Len(), end-start)
+		}
+		for i := range b.Len() {
+			got, want := dumpResult(t, ahead.MapRead(&b, i)), dumpResult(t, one.Line(lines[start+i]))
+			if got != want {
+				t.Fatalf("line %d read ahead gives\n%s\nLine gives\n%s", start+i+1, got, want)
+			}
+		}
+	}
+	if got, want := dumpResult(t, ahead.Finish(false, "end", "")), dumpResult(t, one.Finish(false, "end", "")); got != want {
+		t.Fatalf("finish: read ahead gives\n%s\nLine gives\n%s", got, want)
+	}
+}
+
+// TestClaudeReadAhead checks that lines read ahead in batches map as Line
+// maps them, on the recorded streams.
+func TestClaudeReadAhead(t *testing.T) {
+	streams := [][]byte{[]byte(fastLines), []byte(specialStream)}
+	for _, f := range claudeStreams(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, data)
+	}
+	for _, s := range streams {
+		for _, batch := range []int{1, 3, 64} {
+			checkReadAhead(t, s, batch)
+		}
+	}
+}
+
+// FuzzClaudeReadAhead checks on any stream that lines read ahead map as
+// Line maps them.
+func FuzzClaudeReadAhead(f *testing.F) {
+	f.Add([]byte(fastLines), uint8(3))
+	f.Add([]byte(specialStream), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, batch uint8) {
+		checkReadAhead(t, data, int(batch%16)+1)
+	})
+}
