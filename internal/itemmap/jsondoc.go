@@ -34,9 +34,9 @@ type jdoc struct {
 
 // jnode is one value of a line: its raw text is s[start:end]. next is the
 // index (among the line's nodes) of the first node after the value and
-// everything in it, so a value
-// is skipped in one step. An object's children are its keys and values,
-// alternately; an array's, its elements.
+// everything in it, so a value is skipped in one step. An object's
+// children are its keys and values, alternately; an array's, its
+// elements.
 type jnode struct {
 	start, end uint32
 	next       int32
