@@ -125,37 +125,56 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, tu
 			flush()
 		}
 	}
-	read := cliproc.ReadLines
-	if backend == "claude" {
-		// The claude mapper keeps nothing of a line: each is read in
-		// place, in the reader's buffer.
-		read = readBorrowedLines
+	oversize := func(n int64) {
+		it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice,
+			"text": fmt.Sprintf("Skipped a line of %d bytes: longer than the %d-byte limit.", n, cliproc.DefaultMaxLine)})
+		items = append(items, it)
+		if !m.InTurn() {
+			flush()
+		}
 	}
-	err := read(in, 0, func(l cliproc.Line) bool {
-		if l.Oversize > 0 {
-			it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice,
-				"text": fmt.Sprintf("Skipped a line of %d bytes: longer than the %d-byte limit.", l.Oversize, cliproc.DefaultMaxLine)})
-			items = append(items, it)
-			if !m.InTurn() {
-				flush()
+	var err error
+	if c, ok := m.(*itemmap.Claude); ok && backend == "claude" {
+		// Lines are read (validated, their fields found) on a goroutine
+		// of their own, ahead of the mapping and writing on this one.
+		err = readAhead(in, 0, func(b *replayBatch) bool {
+			i := 0
+			for _, e := range b.entries {
+				switch {
+				case e > 0:
+					oversize(e)
+				case e == 0:
+					apply(c.MapRead(&b.lines, i))
+					i++
+				}
+				if werr != nil {
+					return false
+				}
+			}
+			return true
+		})
+	} else {
+		err = cliproc.ReadLines(in, 0, func(l cliproc.Line) bool {
+			if l.Oversize > 0 {
+				oversize(l.Oversize)
+				return werr == nil
+			}
+			data := l.Data
+			if app {
+				// A recorded session: only what the server wrote.
+				if rec := gjson.ParseBytes(data); rec.Get("dir").Exists() {
+					if rec.Get("dir").String() != "out" {
+						return true
+					}
+					data = []byte(rec.Get("msg").Raw)
+				}
+			}
+			if len(data) > 0 {
+				apply(m.Line(data))
 			}
 			return werr == nil
-		}
-		data := l.Data
-		if app {
-			// A recorded session: only what the server wrote.
-			if rec := gjson.ParseBytes(data); rec.Get("dir").Exists() {
-				if rec.Get("dir").String() != "out" {
-					return true
-				}
-				data = []byte(rec.Get("msg").Raw)
-			}
-		}
-		if len(data) > 0 {
-			apply(m.Line(data))
-		}
-		return werr == nil
-	})
+		})
+	}
 	if werr != nil {
 		return werr
 	}
@@ -175,6 +194,101 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, tu
 		_, err = out.WriteString("\n]\n")
 	}
 	return err
+}
+
+// replayBatch is a batch of a claude stream's lines read ahead.
+type replayBatch struct {
+	data  []byte // the lines' bytes
+	lines itemmap.ClaudeLines
+	// entries are the stream's lines in the batch, in order: an
+	// oversize line's length, 0 for the next line in lines, -1 for an
+	// empty line.
+	entries []int64
+	last    bool  // reading ended after this batch
+	err     error // with this error (nil: at the end of the stream)
+}
+
+func (b *replayBatch) reset() {
+	b.data, b.entries, b.last, b.err = b.data[:0], b.entries[:0], false, nil
+	if cap(b.data) > 2*replayBatchBytes {
+		b.data = nil // grown for a long line: not kept for every batch
+	}
+	b.lines.Reset()
+}
+
+// Batches of lines read ahead: a batch is handed over once it holds this
+// many bytes or lines; this many batches go round.
+const (
+	replayBatchBytes = 256 << 10
+	replayBatchLines = 2048
+	replayBatches    = 3
+)
+
+// readAhead reads a claude stream from r as readBorrowedLines does, on a
+// goroutine of its own, into batches of lines read ahead
+// (itemmap.ClaudeLines), and hands each batch to fn in order on the
+// calling goroutine until the stream ends or fn returns false. A batch's
+// lines are valid until fn returns. It returns nil at the end of r and
+// r's error otherwise; when fn stops early, the reading goroutine ends
+// at its next read and is not waited for.
+func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
+	free := make(chan *replayBatch, replayBatches)
+	full := make(chan *replayBatch, replayBatches)
+	done := make(chan struct{})
+	for range replayBatches {
+		free <- new(replayBatch)
+	}
+	go func() {
+		defer close(full)
+		b := <-free
+		hand := func() bool {
+			select {
+			case full <- b:
+			case <-done:
+				return false
+			}
+			select {
+			case b = <-free:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		err := readBorrowedLines(r, maxLine, func(l cliproc.Line) bool {
+			switch {
+			case l.Oversize > 0:
+				b.entries = append(b.entries, l.Oversize)
+			case len(l.Data) == 0:
+				b.entries = append(b.entries, -1)
+			default:
+				start := len(b.data)
+				b.data = append(b.data, l.Data...)
+				b.lines.Read(b.data[start:])
+				b.entries = append(b.entries, 0)
+			}
+			if len(b.data) >= replayBatchBytes || len(b.entries) >= replayBatchLines {
+				return hand()
+			}
+			return true
+		})
+		b.last, b.err = true, err
+		select {
+		case full <- b:
+		case <-done:
+		}
+	}()
+	for b := range full {
+		if !fn(b) {
+			close(done)
+			return nil
+		}
+		if b.last {
+			return b.err
+		}
+		b.reset()
+		free <- b
+	}
+	return nil // not reached: the last batch returns
 }
 
 // readBorrowedLines reads r line by line as cliproc.ReadLines does (the
@@ -235,25 +349,28 @@ func readBorrowedLines(r io.Reader, maxLine int, fn func(cliproc.Line) bool) err
 // allocates the stream's strings as it goes, so at the default pace the
 // collector runs every few megabytes, some fifty times a 100 MB stream.
 // While the live heap is small, replay lets the heap grow to five times
-// it (a few megabytes more at most); once a turn holds more than
-// replayLiveLimit, the default pace again, so the peak stays near what
-// is held. GOGC, when set, decides alone.
+// it, up to replayMemoryLimit in all; once a turn holds more than
+// replayLiveLimit, the default pace again (and no limit), so the peak
+// stays near what is held. GOGC or GOMEMLIMIT, when set, decide alone.
 type replayGC struct {
-	prev    int // the GC percent before replay
-	percent int // the GC percent set now; 0 when GOGC decides
-	sample  []metrics.Sample
+	prev      int   // the GC percent before replay
+	prevLimit int64 // the memory limit before replay
+	percent   int   // the GC percent set now; 0 when GOGC decides
+	sample    []metrics.Sample
 }
 
 const (
-	replayGCPercent = 400
-	replayLiveLimit = 6 << 20
+	replayGCPercent   = 400
+	replayLiveLimit   = 6 << 20
+	replayMemoryLimit = 24 << 20
 )
 
 func newReplayGC() *replayGC {
 	g := &replayGC{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	if os.Getenv("GOGC") == "" {
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		g.percent = replayGCPercent
 		g.prev = debug.SetGCPercent(replayGCPercent)
+		g.prevLimit = debug.SetMemoryLimit(replayMemoryLimit)
 	}
 	return g
 }
@@ -271,6 +388,11 @@ func (g *replayGC) turnWritten() {
 	}
 	if want != g.percent {
 		debug.SetGCPercent(want)
+		if want == replayGCPercent {
+			debug.SetMemoryLimit(replayMemoryLimit)
+		} else {
+			debug.SetMemoryLimit(g.prevLimit)
+		}
 		g.percent = want
 	}
 }
@@ -278,5 +400,6 @@ func (g *replayGC) turnWritten() {
 func (g *replayGC) restore() {
 	if g.percent != 0 {
 		debug.SetGCPercent(g.prev)
+		debug.SetMemoryLimit(g.prevLimit)
 	}
 }

@@ -32,9 +32,10 @@ func readAllLines(t *testing.T, read func(io.Reader, int, func(cliproc.Line) boo
 	return got
 }
 
-// TestReadBorrowedLines checks that replay's reader hands over the lines
-// and oversize reports cliproc.ReadLines does, whatever the line lengths
-// (past the reader's buffer too) and however the input arrives.
+// TestReadBorrowedLines checks that replay's readers (in place, and read
+// ahead in batches) hand over the lines and oversize reports
+// cliproc.ReadLines does, whatever the line lengths (past the reader's
+// buffer and a batch too) and however the input arrives.
 func TestReadBorrowedLines(t *testing.T) {
 	big := strings.Repeat("b", 600<<10)
 	inputs := []string{
@@ -53,6 +54,28 @@ func TestReadBorrowedLines(t *testing.T) {
 		}
 		inputs = append(inputs, b.String())
 	}
+	readAheadLines := func(r io.Reader, maxLine int, fn func(cliproc.Line) bool) error {
+		return readAhead(r, maxLine, func(b *replayBatch) bool {
+			i := 0
+			for _, e := range b.entries {
+				var l cliproc.Line
+				switch {
+				case e > 0:
+					l.Oversize = e
+				case e == 0:
+					l.Data = b.lines.Line(i)
+					i++
+				}
+				if !fn(l) {
+					return false
+				}
+			}
+			if i != b.lines.Len() {
+				t.Fatalf("a batch of %d lines read has %d entries for them", b.lines.Len(), i)
+			}
+			return true
+		})
+	}
 	readers := map[string]func(string) io.Reader{
 		"whole": func(s string) io.Reader { return strings.NewReader(s) },
 		"half":  func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
@@ -65,6 +88,10 @@ func TestReadBorrowedLines(t *testing.T) {
 				if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 					t.Fatalf("input %d, maxLine %d, %s reads: got %d lines, want %d", i, maxLine, name, len(got), len(want))
 				}
+				got = readAllLines(t, readAheadLines, reader(in), maxLine)
+				if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+					t.Fatalf("read ahead: input %d, maxLine %d, %s reads: got %d lines, want %d", i, maxLine, name, len(got), len(want))
+				}
 			}
 		}
 	}
@@ -74,9 +101,9 @@ func TestReadBorrowedLines(t *testing.T) {
 var heldByTest []byte
 
 // TestReplayGCPace checks how replay paces the collector: five times the
-// live heap while it is small, the default pace once a turn holds more
-// than replayLiveLimit, GOGC alone when it is set, and the pace as it was
-// once replay is done.
+// live heap (up to replayMemoryLimit) while it is small, the default pace
+// once a turn holds more than replayLiveLimit, GOGC alone when it is set,
+// and the pace as it was once replay is done.
 func TestReplayGCPace(t *testing.T) {
 	t.Setenv("GOGC", "")
 	prev := debug.SetGCPercent(100)
@@ -86,15 +113,21 @@ func TestReplayGCPace(t *testing.T) {
 		debug.SetGCPercent(p)
 		return p
 	}
+	t.Setenv("GOMEMLIMIT", "")
+	limit := func() int64 { return debug.SetMemoryLimit(-1) }
+	prevLimit := limit()
 	g := newReplayGC()
 	if p := percent(); p != replayGCPercent {
 		t.Fatalf("replay's pace %d, want %d", p, replayGCPercent)
 	}
+	if l := limit(); l != replayMemoryLimit {
+		t.Fatalf("replay's memory limit %d, want %d", l, replayMemoryLimit)
+	}
 	heldByTest = make([]byte, 2*replayLiveLimit)
 	runtime.GC()
 	g.turnWritten()
-	if p := percent(); p != 100 {
-		t.Fatalf("pace %d with %d bytes held, want 100", p, len(heldByTest))
+	if p, l := percent(), limit(); p != 100 || l != prevLimit {
+		t.Fatalf("pace %d, memory limit %d with %d bytes held, want 100 and %d", p, l, len(heldByTest), prevLimit)
 	}
 	heldByTest = nil
 	runtime.GC()
@@ -103,8 +136,8 @@ func TestReplayGCPace(t *testing.T) {
 		t.Fatalf("pace %d once the turn was let go, want %d", p, replayGCPercent)
 	}
 	g.restore()
-	if p := percent(); p != 100 {
-		t.Fatalf("pace %d after replay, want 100 as before", p)
+	if p, l := percent(), limit(); p != 100 || l != prevLimit {
+		t.Fatalf("pace %d, memory limit %d after replay, want 100 and %d as before", p, l, prevLimit)
 	}
 
 	t.Setenv("GOGC", "50")
@@ -115,4 +148,31 @@ func TestReplayGCPace(t *testing.T) {
 		t.Fatalf("pace %d with GOGC=50, want 50", p)
 	}
 	g.restore()
+}
+
+// TestReadAheadStops checks that replay's read-ahead stops when the
+// mapping side does, with the stream not read to its end, and reports a
+// read error after the lines before it.
+func TestReadAheadStops(t *testing.T) {
+	line := strings.Repeat("x", 1000) + "\n"
+	in := strings.NewReader(strings.Repeat(line, 10*replayBatchLines))
+	batches := 0
+	if err := readAhead(in, 0, func(*replayBatch) bool { batches++; return false }); err != nil {
+		t.Fatal(err)
+	}
+	if batches != 1 {
+		t.Fatalf("%d batches handed over after the first said stop", batches)
+	}
+
+	broken := io.MultiReader(strings.NewReader("a\nb\n"), iotest.ErrReader(io.ErrUnexpectedEOF))
+	var got []string
+	err := readAhead(broken, 0, func(b *replayBatch) bool {
+		for i := range b.lines.Len() {
+			got = append(got, string(b.lines.Line(i)))
+		}
+		return true
+	})
+	if err != io.ErrUnexpectedEOF || strings.Join(got, ",") != "a,b" {
+		t.Fatalf("read %q then %v, want a, b then %v", got, err, io.ErrUnexpectedEOF)
+	}
 }

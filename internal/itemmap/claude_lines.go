@@ -64,6 +64,9 @@ func (b *ClaudeLines) Read(line []byte) {
 	b.nodes, b.stack = b.lines[len(b.lines)-1].read(line, true, b.nodes, b.stack)
 }
 
+// Line is line i of the batch, as it was read.
+func (b *ClaudeLines) Line(i int) []byte { return b.lines[i].line }
+
 // Len is the number of lines read into the batch.
 func (b *ClaudeLines) Len() int { return len(b.lines) }
 

@@ -25,6 +25,11 @@ func checkReadAhead(t *testing.T, stream []byte, batch int) {
 			t.Fatalf("batch holds %d lines, want %d", b.Len(), end-start)
 		}
 		for i := range b.Len() {
+			if !bytes.Equal(b.Line(i), lines[start+i]) {
+				t.Fatalf("line %d of the batch is %q, want %q", i, b.Line(i), lines[start+i])
+			}
+		}
+		for i := range b.Len() {
 			got, want := dumpResult(t, ahead.MapRead(&b, i)), dumpResult(t, one.Line(lines[start+i]))
 			if got != want {
 				t.Fatalf("line %d read ahead gives\n%s\nLine gives\n%s", start+i+1, got, want)
