@@ -52,40 +52,11 @@ func Text(items []archive.Item, history []archive.Message) string {
 // userImages returns, by item index, how the images of each user item with
 // hasImage read in the transcript, as far as the history tells: " [image]"
 // when it kept one, and the omitted-image placeholder for each it holds as
-// imageOmitted. A user item is matched with the next user message of the
-// history whose text is the item's (or ends with it, as a host that adds
-// context before the message writes it); an item with no match is left out.
+// imageOmitted. An item with no history message (UserMessages) is left out.
 func userImages(items []archive.Item, history []archive.Message) map[int]string {
-	if len(history) == 0 {
-		return nil
-	}
-	// The text of each user message, read once.
-	var users []userMsg
-	for _, m := range history {
-		if m.Role != "user" {
-			continue
-		}
-		var t strings.Builder
-		for _, b := range m.Content {
-			if b.Type() == archive.BlockText {
-				t.WriteString(b.String("text"))
-			}
-		}
-		users = append(users, userMsg{t.String(), m})
-	}
 	var out map[int]string
-	next := 0 // the first user message not matched yet
-	for i, it := range items {
-		if it.Type() != archive.TypeUser {
-			continue
-		}
-		j := matchUser(users[next:], it.String("text"))
-		if j < 0 {
-			continue
-		}
-		msg := users[next+j].msg
-		next += j + 1
-		if !it.Bool("hasImage") {
+	for i, msg := range UserMessages(items, history) {
+		if !items[i].Bool("hasImage") {
 			continue
 		}
 		var s string
@@ -108,6 +79,48 @@ func userImages(items []archive.Item, history []archive.Message) map[int]string 
 			out = make(map[int]string)
 		}
 		out[i] = s
+	}
+	return out
+}
+
+// UserMessages pairs the user items with their history messages: by item
+// index, the message each user item was sent as. A user item is matched
+// with the next user message of the history whose text is the item's (or
+// ends with it, as a host that adds context before the message writes
+// it); an item with no match is left out.
+func UserMessages(items []archive.Item, history []archive.Message) map[int]archive.Message {
+	if len(history) == 0 {
+		return nil
+	}
+	// The text of each user message, read once.
+	var users []userMsg
+	for _, m := range history {
+		if m.Role != "user" {
+			continue
+		}
+		var t strings.Builder
+		for _, b := range m.Content {
+			if b.Type() == archive.BlockText {
+				t.WriteString(b.String("text"))
+			}
+		}
+		users = append(users, userMsg{t.String(), m})
+	}
+	var out map[int]archive.Message
+	next := 0 // the first user message not matched yet
+	for i, it := range items {
+		if it.Type() != archive.TypeUser {
+			continue
+		}
+		j := matchUser(users[next:], it.String("text"))
+		if j < 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[int]archive.Message)
+		}
+		out[i] = users[next+j].msg
+		next += j + 1
 	}
 	return out
 }
