@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/transcript"
 )
 
 // acpHost turns a session's item changes into ACP session/update
@@ -699,9 +701,13 @@ func (ss *acpSession) replay() {
 	ss.mu.Lock()
 	list := append([]archive.Item(nil), ss.pkg.Conv.Items...)
 	cards := maps.Clone(ss.pkg.Conv.ApprovalCards)
+	var sent map[int]archive.Message // the history message of each user item with images
+	if slices.ContainsFunc(list, func(it archive.Item) bool { return it.Type() == archive.TypeUser && it.Bool("hasImage") }) {
+		sent = transcript.UserMessages(list, ss.pkg.Conv.History)
+	}
 	ss.mu.Unlock()
 	items := ss.srv.items.Load()
-	for _, it := range list {
+	for i, it := range list {
 		if items {
 			var card any
 			if c, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
@@ -711,7 +717,13 @@ func (ss *acpSession) replay() {
 		}
 		switch it.Type() {
 		case archive.TypeUser:
-			ss.chunk(userMessageChunk, it.String("text"))
+			text := it.String("text")
+			if text != "" || !it.Bool("hasImage") {
+				ss.chunk(userMessageChunk, text)
+			}
+			if it.Bool("hasImage") {
+				ss.replayImages(sent[i], text != "")
+			}
 		case archive.TypeAssistant:
 			ss.chunk(agentMessageChunk, it.String("text"))
 		case archive.TypeThinking:
@@ -727,6 +739,33 @@ func (ss *acpSession) replay() {
 			ss.tool(toolUpdateOf("tool_call", it, nil, ss.cwd))
 		case archive.TypeFailure, archive.TypeQuestions:
 			ss.chunk(agentMessageChunk, plainText(it))
+		}
+	}
+}
+
+// replayImages sends a replayed user message's images, in their order, as
+// user_message_chunk image content after its text. An image the package
+// no longer holds (omitted for the size cap, missing or altered) is the
+// text archive.ImageOmittedText, a paragraph of its own after what came
+// before it.
+func (ss *acpSession) replayImages(msg archive.Message, afterText bool) {
+	for _, b := range msg.Content {
+		switch b.Type() {
+		case archive.BlockImage:
+			data := b.ImageData()
+			if data == nil {
+				continue
+			}
+			ss.update(map[string]any{"sessionUpdate": userMessageChunk, "content": map[string]any{
+				"type": "image", "mimeType": b.String("mimeType"), "data": base64.StdEncoding.EncodeToString(data)}})
+			afterText = true
+		case archive.BlockImageOmitted:
+			text := archive.ImageOmittedText
+			if afterText {
+				text = "\n\n" + text
+			}
+			ss.chunk(userMessageChunk, text)
+			afterText = true
 		}
 	}
 }
