@@ -262,6 +262,17 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
 			return
 		}
+		if m.TakeElicitation(id) {
+			result := map[string]any{"action": "decline", "content": nil}
+			if d.Allow {
+				result["action"] = "accept"
+				if d.Always != nil {
+					result["_meta"] = map[string]any{"persist": "session"} // codex asks no more this session
+				}
+			}
+			b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
+			return
+		}
 		decision := "decline"
 		switch {
 		case d.Allow && d.Always != nil:

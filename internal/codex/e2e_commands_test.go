@@ -5,6 +5,7 @@ package codex
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -231,5 +232,58 @@ func TestE2EPrepare(t *testing.T) {
 	ex, _ := realCodex(t, TransportExec)
 	if err := ex.Prepare(context.Background()); err != nil || ex.Proc() != nil {
 		t.Errorf("exec Prepare: %v, process %v", err, ex.Proc())
+	}
+}
+
+// always allows every request for the rest of the session, and counts
+// them.
+type always struct {
+	approver
+	asked []itemmap.Approval
+}
+
+func (a *always) Approve(_ context.Context, ap itemmap.Approval) backend.Decision {
+	a.mu.Lock()
+	a.asked = append(a.asked, ap)
+	a.mu.Unlock()
+	g := backend.GrantFor(ap)
+	return backend.Decision{Allow: true, Always: &g}
+}
+
+// TestE2EMCPApproval: codex asks (as an MCP elicitation) before an MCP
+// server's tool runs; the host is asked about the call, and its answer
+// holds: allowed for the session, the tool runs, and its second call is
+// not asked about again.
+func TestE2EMCPApproval(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := fakeapi.OutputItem{Type: "function_call", Name: "shout", Namespace: "mcp__fake", Arguments: map[string]any{"text": "hi"}}
+	b, _ := realCodex(t, TransportAppServer,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "tool_search_call", Query: "shout"}}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{call}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{call}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Shouted twice.")}})
+	b.Opts.MCPServers = []backend.MCPServer{{Name: "fake", Transport: backend.MCPStdio, Command: exe,
+		Env: []backend.NameValue{{Name: fakeapi.MCPServerEnv, Value: "1"}, {Name: fakeapi.MCPTokenEnv, Value: "tok"}}}}
+	h := &always{approver: approver{streaming: make(chan struct{})}}
+	if end := b.Turn(context.Background(), backend.Message{Text: "shout hi twice"}, h); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn: %v %q", end.Status, itemTexts(h.items))
+	}
+	if len(h.asked) != 1 || h.asked[0].ToolName != "fake.shout" || h.asked[0].ToolItemID == "" {
+		t.Fatalf("asked %+v, want the first call only", h.asked)
+	}
+	var ran int
+	for _, it := range h.items {
+		if it.Type() == archive.TypeTool && it.String("name") == "fake.shout" {
+			if it.String("status") != archive.StatusSucceeded || !strings.Contains(it.String("detail"), "HI tok") {
+				t.Errorf("the MCP call %v", it.Map())
+			}
+			ran++
+		}
+	}
+	if ran != 2 {
+		t.Errorf("%d MCP calls ran, want 2: %q", ran, itemTexts(h.items))
 	}
 }

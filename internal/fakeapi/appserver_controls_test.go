@@ -176,3 +176,53 @@ func TestAppServerCommandActions(t *testing.T) {
 		t.Errorf("command actions %v, want read listFiles search", types)
 	}
 }
+
+// TestMain lets the test binary be the fake MCP server codex starts.
+func TestMain(m *testing.M) {
+	if os.Getenv(MCPServerEnv) != "" {
+		FakeMCPServer(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestAppServerMCPApproval: the model finds an MCP server's tool with
+// tool_search and calls it; codex asks the client whether it may, as an
+// MCP elicitation (mcpServer/elicitation/request, form mode, its _meta
+// saying it is a tool call's approval); accepted, the tool runs.
+func TestAppServerMCPApproval(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{{Type: "tool_search_call", Query: "shout"}}},
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "shout", Namespace: "mcp__fake", Arguments: map[string]any{"text": "hi"}}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Shouted.")}})
+	a := startAppServer(t, srv, "", "")
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThreadWith(map[string]any{"config": map[string]any{"mcp_servers": map[string]any{
+		"fake": map[string]any{"command": exe, "args": []any{}, "env": map[string]any{MCPServerEnv: "1", MCPTokenEnv: "tok"}}}}})
+	var asked []map[string]any
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("shout hi")}, func(req map[string]any) any {
+		if req["method"] != "mcpServer/elicitation/request" {
+			return nil
+		}
+		asked = append(asked, paramsOf(req))
+		return map[string]any{"action": "accept", "content": nil}
+	})
+	defer a.save("mcp_tool_approval", exe, "/home/dev/capture/spbridge-test-binary")
+	if len(asked) != 1 {
+		t.Fatalf("%d elicitations; methods %v", len(asked), methods(tr.msgs))
+	}
+	calls := completedItems(tr.msgs, "mcpToolCall")
+	if len(calls) != 1 || calls[0]["status"] != "completed" || !strings.Contains(fmtJSON(calls[0]["result"]), "HI tok") {
+		t.Errorf("mcpToolCall items %v", calls)
+	}
+}
+
+func fmtJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

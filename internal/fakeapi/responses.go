@@ -68,7 +68,7 @@ type ResponsesReply struct {
 // acts on.
 type OutputItem struct {
 	// Type is "message" (also for an empty or unknown Type), "reasoning",
-	// "function_call" or "custom_tool_call".
+	// "function_call", "custom_tool_call" or "tool_search_call".
 	Type string
 
 	// ID is the item's id; empty means a generated one ("msg_fake_…",
@@ -91,6 +91,11 @@ type OutputItem struct {
 	// "exec_command" or "apply_patch".
 	Name string
 
+	// Namespace is a function_call's namespace, the prefix of the deferred
+	// tools it belongs to (an MCP server's, "mcp__SERVER__"); empty leaves
+	// the field out.
+	Namespace string
+
 	// CallID is a tool call's call_id, which the output in the next request
 	// refers to; empty means a generated "call_fake_…" id.
 	CallID string
@@ -106,6 +111,12 @@ type OutputItem struct {
 
 	// Input is a custom_tool_call's freeform input.
 	Input string
+
+	// Query is a tool_search_call's query: Codex searches the deferred
+	// tools (an MCP server's) with it and offers those it finds to the
+	// next request, where a function_call with their Namespace may call
+	// them.
+	Query string
 }
 
 // MessageItem returns an assistant message with text.
@@ -283,9 +294,24 @@ type outputItem struct {
 	Phase     string         `json:"phase,omitempty"`
 	Summary   *[]contentPart `json:"summary,omitempty"`
 	Name      string         `json:"name,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
 	CallID    string         `json:"call_id,omitempty"`
 	Arguments *string        `json:"arguments,omitempty"`
 	Input     *string        `json:"input,omitempty"`
+	// Search is a tool_search_call's arguments (an object, unlike a
+	// function call's string).
+	Search map[string]any `json:"-"`
+}
+
+// MarshalJSON writes a tool_search_call with its arguments as an object
+// and execution "client"; any other item as its fields say.
+func (o outputItem) MarshalJSON() ([]byte, error) {
+	type plain outputItem
+	if o.Type != "tool_search_call" {
+		return json.Marshal(plain(o))
+	}
+	return json.Marshal(map[string]any{"type": o.Type, "id": o.ID, "status": o.Status, "call_id": o.CallID,
+		"execution": "client", "arguments": o.Search})
 }
 
 // contentPart is a part of a message's content (output_text) or of a
@@ -332,7 +358,7 @@ func (s *OpenAIServer) response(reply *ResponsesReply, model string) *response {
 			if oi.ID == "" {
 				oi.ID = "fc_fake_" + s.nextID()
 			}
-			oi.Name, oi.CallID = it.Name, it.CallID
+			oi.Name, oi.Namespace, oi.CallID = it.Name, it.Namespace, it.CallID
 			args := "{}"
 			if it.ArgumentsText != "" {
 				args = it.ArgumentsText
@@ -345,6 +371,11 @@ func (s *OpenAIServer) response(reply *ResponsesReply, model string) *response {
 			}
 			oi.Arguments = &args
 			outBytes += len(args)
+		case "tool_search_call":
+			if oi.ID == "" {
+				oi.ID = "tsc_fake_" + s.nextID()
+			}
+			oi.CallID, oi.Search = it.CallID, map[string]any{"query": it.Query, "limit": 8}
 		case "custom_tool_call":
 			if oi.ID == "" {
 				oi.ID = "ctc_fake_" + s.nextID()
@@ -362,7 +393,7 @@ func (s *OpenAIServer) response(reply *ResponsesReply, model string) *response {
 			oi.Content = &[]contentPart{{Type: "output_text", Text: it.Text, Annotations: &[]any{}}}
 			outBytes += len(it.Text)
 		}
-		if (oi.Type == "function_call" || oi.Type == "custom_tool_call") && oi.CallID == "" {
+		if (oi.Type == "function_call" || oi.Type == "custom_tool_call" || oi.Type == "tool_search_call") && oi.CallID == "" {
 			oi.CallID = "call_fake_" + s.nextID()
 		}
 		resp.items = append(resp.items, oi)
@@ -494,6 +525,8 @@ func addedItem(it outputItem) outputItem {
 		it.Status, it.Arguments = "in_progress", &empty
 	case "custom_tool_call":
 		it.Status, it.Input = "in_progress", &empty
+	case "tool_search_call":
+		it.Status = "in_progress"
 	default:
 		it.Status, it.Content = "in_progress", &[]contentPart{}
 	}
@@ -536,6 +569,8 @@ func itemEvents(it outputItem) []sseEventData {
 			add("response.custom_tool_call_input.delta", map[string]any{"call_id": it.CallID, "delta": c})
 		}
 		add("response.custom_tool_call_input.done", map[string]any{"call_id": it.CallID, "input": *it.Input})
+	case "tool_search_call":
+		// Sent whole in response.output_item.done.
 	default:
 		part := (*it.Content)[0]
 		add("response.content_part.added", map[string]any{"content_index": 0, "part": contentPart{Type: "output_text", Annotations: &[]any{}}})

@@ -29,6 +29,20 @@ type CodexApp struct {
 	window    int64                      // the model's context window as last reported, 0 when not
 	approvals map[string]string          // request id → codex item id
 	questions map[string]*codexQuestions // requestUserInput requests not yet answered, by request id
+	// elicitations are the MCP tool approvals (mcpServer/elicitation/request)
+	// not yet answered, by request id.
+	elicitations map[string]bool
+}
+
+// TakeElicitation reports whether request requestID is an MCP tool's
+// approval that codex asked as an MCP elicitation: its answer is
+// {"action": "accept"|"decline", "content": null}, with
+// "_meta": {"persist": "session"} for the rest of the session, not a
+// decision. It forgets the request.
+func (a *CodexApp) TakeElicitation(requestID string) bool {
+	ok := a.elicitations[requestID]
+	delete(a.elicitations, requestID)
+	return ok
 }
 
 // QuestionsTool is the tool name of an Approval that asks the user to
@@ -50,7 +64,7 @@ type codexQuestions struct {
 // UUIDs). Use one for every process of one thread.
 func NewCodexApp(newID IDFunc) *CodexApp {
 	return &CodexApp{m: NewCodex(newID), parts: make(map[string]int), approvals: make(map[string]string),
-		questions: make(map[string]*codexQuestions)}
+		questions: make(map[string]*codexQuestions), elicitations: make(map[string]bool)}
 }
 
 // InTurn reports whether a turn has started and not ended.
@@ -466,11 +480,40 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 		}
 	case "item/tool/requestUserInput":
 		return a.askUser(id, itemID, p)
+	case "mcpServer/elicitation/request":
+		if p.Get("_meta.codex_approval_kind").String() != "mcp_tool_call" {
+			// An MCP server's own form or URL: not asked (refused).
+			r.ControlRequests = append(r.ControlRequests, ControlRequest{RequestID: id, Subtype: method})
+			return r
+		}
+		// Codex asks whether an MCP tool may run; the call it is about
+		// started just before (it has no item id: the running call of
+		// that server's tool).
+		name = joinNonEmpty(".", p.Get("serverName").String(), p.Get("_meta.tool_name").String())
+		if t := a.m.turn; t != nil {
+			for _, e := range t.byID {
+				if e.kind == codexMCP && !e.finished && !e.item.IsZero() && e.item.String("name") == name {
+					itemID = e.id
+				}
+			}
+		}
+		params := p.Get("_meta.tool_params")
+		if params.IsObject() {
+			json.Unmarshal([]byte(params.Raw), &input)
+		}
+		summary = toolSummary("", params)
+		if summary == "" && params.IsObject() && params.Raw != "{}" {
+			summary = firstLine(compactJSON(params.Raw))
+		}
+		a.elicitations[id] = true
 	default:
 		r.ControlRequests = append(r.ControlRequests, ControlRequest{RequestID: id, Subtype: method})
 		return r
 	}
 	reason := p.Get("reason").String()
+	if reason == "" {
+		reason = p.Get("message").String() // an elicitation's question
+	}
 	if reason != "" {
 		input["reason"] = reason
 	}
