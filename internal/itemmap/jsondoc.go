@@ -185,9 +185,9 @@ func pushNode(nodes []jnode, base, start, end int, kind byte, esc bool) []jnode 
 // scanString reads a string's contents and closing quote at b[i:] and
 // returns the index after the quote and whether the string holds an
 // escape. A short string (up to 48 bytes) is read eight bytes at a time;
-// in a longer one
-// the closing quote and each backslash are found with bytes.IndexByte and
-// the runs between them are checked for control characters.
+// in a longer one the closing quote and each backslash are found with
+// bytes.IndexByte and the runs between them are checked for control
+// characters.
 func scanString(b []byte, i int) (end int, esc, ok bool) {
 	for k := 0; k < 6; k++ {
 		if len(b)-i < 8 {
