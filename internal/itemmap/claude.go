@@ -29,6 +29,7 @@ type Claude struct {
 	bgCalls   map[string]bgCall // a background subagent's calls waiting for their results
 	ev        claudeEvent       // the line being mapped, reused
 	cur       ClaudeLine        // the line being mapped, read once
+	line      *ClaudeLine       // the line being mapped: cur or one read ahead
 	nodes     []jnode           // cur's values
 	stack     []int32           // for reading cur
 	scratch   []byte            // an unescaped delta
@@ -145,6 +146,8 @@ func (m *Claude) Line(line []byte) Result {
 
 // mapLine maps a line read with read.
 func (m *Claude) mapLine(l *ClaudeLine) Result {
+	m.line = l
+	defer func() { m.line = nil }()
 	var r Result
 	if l.fast.kind != 0 {
 		m.applyFast(&l.fast, &r)
@@ -541,7 +544,7 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 			}
 		case "tool_result":
 			id := f[2].String()
-			out, images := toolResultContent(f[3])
+			out, images := m.toolResultContent(f[3])
 			isErr := f[4].Bool()
 			tool, ok := t.tools[id]
 			name := ""

@@ -37,8 +37,9 @@ var fastLines = `{"type":"system","subtype":"init","session_id":"s","model":"m"}
 {"type":"result","subtype":"success","is_error":false,"result":"","session_id":"s"}
 {"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"after"}},"api_message_id":"msg_1"}`
 
-// checkFastPath maps stream with the fast path and without it: every
-// line must give the same result, and the mappers end the same.
+// checkFastPath maps stream with the fast ways (the fast path, the tool
+// results read ahead) and without them: every line must give the same
+// result, and the mappers end the same.
 func checkFastPath(t *testing.T, stream []byte) {
 	t.Helper()
 	fast, general := NewClaude(SequentialIDs()), NewClaude(SequentialIDs())
@@ -78,8 +79,8 @@ func TestClaudeFastPath(t *testing.T) {
 	}
 }
 
-// FuzzClaudeFastPath checks on any stream that the fast path maps what it
-// takes as the general way does.
+// FuzzClaudeFastPath checks on any stream that the fast path (and the
+// tool results read ahead) map what they take as the general way does.
 func FuzzClaudeFastPath(f *testing.F) {
 	f.Add([]byte(fastLines))
 	for _, line := range bytes.Split([]byte(fastLines), []byte("\n")) {

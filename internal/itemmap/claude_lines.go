@@ -12,14 +12,29 @@ type ClaudeLine struct {
 	fast  fastLine
 	doc   jdoc
 	valid bool
+	// results are the tool results of a user line, as text and images
+	// (the work of copying them out of the line done with the reading).
+	results []readResult
 }
 
-// read reads line (taking the fast path when fast is set), its values in
-// nodes after those already there, and returns nodes and stack to reuse.
+// readResult is a tool_result's content read ahead: content is the node of
+// the content it was read from.
+type readResult struct {
+	content int32
+	out     string
+	images  []Image
+}
+
+// read reads line, its values in nodes after those already there, and
+// returns nodes and stack to reuse. With fast set it takes the fast path
+// for the lines it can, and reads a user line's tool results ahead;
+// without it, the mapper finds everything the general way (tests compare
+// the two).
 // The line's bytes must stay as they are until it is mapped.
 func (l *ClaudeLine) read(line []byte, fast bool, nodes []jnode, stack []int32) ([]jnode, []int32) {
 	l.line = line
 	l.fast = fastLine{}
+	l.results = l.results[:0]
 	if fast {
 		if f, ok := readFast(line); ok {
 			l.fast = f
@@ -40,7 +55,49 @@ func (l *ClaudeLine) read(line []byte, fast bool, nodes []jnode, stack []int32) 
 	}
 	l.valid = true
 	l.doc.nodes = nodes[start:len(nodes):len(nodes)]
+	if fast {
+		l.readResults()
+	}
 	return nodes, stack
+}
+
+// readResults reads the tool results of a user line (the main agent's or
+// a subagent's) into l.results: the content of each block of
+// message.content whose type is tool_result, as user and subagent read
+// it.
+func (l *ClaudeLine) readResults() {
+	root := l.doc.root()
+	if !root.IsObject() || !root.field("type").is("user") {
+		return
+	}
+	for it := root.field("message").field("content").elems(); ; {
+		c, ok := it.next()
+		if !ok {
+			return
+		}
+		if !c.field("type").is("tool_result") {
+			continue
+		}
+		content := c.field("content")
+		if !content.Exists() {
+			continue
+		}
+		out, images := toolResultContent(content)
+		l.results = append(l.results, readResult{content: content.i, out: out, images: images})
+	}
+}
+
+// toolResultContent is toolResultContent(c) for a value of the line
+// being mapped, read ahead when it was read.
+func (m *Claude) toolResultContent(c jval) (string, []Image) {
+	if l := m.line; l != nil && c.d == &l.doc {
+		for _, r := range l.results {
+			if r.content == c.i {
+				return r.out, r.images
+			}
+		}
+	}
+	return toolResultContent(c)
 }
 
 // ClaudeLines is a batch of lines read ahead of their mapping. A caller
@@ -75,6 +132,8 @@ func (b *ClaudeLines) Reset() {
 	for i := range b.lines {
 		b.lines[i].line, b.lines[i].doc.s, b.lines[i].doc.nodes = nil, "", nil
 		b.lines[i].fast = fastLine{}
+		clear(b.lines[i].results)
+		b.lines[i].results = b.lines[i].results[:0]
 	}
 	b.lines, b.nodes = b.lines[:0], b.nodes[:0]
 }

@@ -322,7 +322,7 @@ func (m *Claude) subagent(ev *claudeEvent, parentID string, r *Result) {
 				m.setToolInput(tool, bc.input, r)
 			}
 			if tool != nil {
-				out, images := toolResultContent(c.Get("content"))
+				out, images := m.toolResultContent(c.Get("content"))
 				m.toolResult(tool, out, images, c.Get("is_error").Bool(), ev.Get("tool_use_result"), r)
 			}
 		}
