@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -210,7 +211,7 @@ type replayBatch struct {
 
 func (b *replayBatch) reset() {
 	b.data, b.entries, b.last, b.err = b.data[:0], b.entries[:0], false, nil
-	if cap(b.data) > 2*replayBatchBytes {
+	if cap(b.data) > 4*replayBatchBytes {
 		b.data = nil // grown for a long line: not kept for every batch
 	}
 	b.lines.Reset()
@@ -224,14 +225,20 @@ const (
 	replayBatches    = 3
 )
 
-// readAhead reads a claude stream from r as readBorrowedLines does, on a
-// goroutine of its own, into batches of lines read ahead
+// readAhead reads a claude stream from r line by line as
+// cliproc.ReadLines does (the same lines, the same Oversize reports), on
+// a goroutine of its own, into batches of lines read ahead
 // (itemmap.ClaudeLines), and hands each batch to fn in order on the
 // calling goroutine until the stream ends or fn returns false. A batch's
-// lines are valid until fn returns. It returns nil at the end of r and
-// r's error otherwise; when fn stops early, the reading goroutine ends
-// at its next read and is not waited for.
+// lines are valid until fn returns. The stream is read straight into the
+// batches' buffers: no line is copied but the start of one that a
+// batch's buffer ends in. It returns nil at the end of r and r's error
+// otherwise; when fn stops early, the reading goroutine ends at its next
+// read and is not waited for.
 func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
+	if maxLine <= 0 {
+		maxLine = cliproc.DefaultMaxLine
+	}
 	free := make(chan *replayBatch, replayBatches)
 	full := make(chan *replayBatch, replayBatches)
 	done := make(chan struct{})
@@ -240,41 +247,93 @@ func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
 	}
 	go func() {
 		defer close(full)
-		b := <-free
-		hand := func() bool {
+		var (
+			b       = <-free
+			pending int   // b.data[pending:] is a line not yet complete
+			scanned int   // b.data[:scanned] has been looked at for newlines
+			skipped int64 // the length so far of a line too long to keep, not in b.data
+		)
+		// line takes the line b.data[pending:end] (end at its newline, or
+		// at the end of the stream).
+		line := func(end int) {
+			n := skipped + int64(end-pending)
+			switch {
+			case n > int64(maxLine):
+				b.entries = append(b.entries, n)
+			case n == 0:
+				b.entries = append(b.entries, -1)
+			default:
+				b.lines.Read(b.data[pending:end])
+				b.entries = append(b.entries, 0)
+			}
+			pending, skipped = end, 0
+		}
+		// next hands b over and goes on in the next batch with the
+		// incomplete line's start; false when the mapping stopped.
+		next := func() bool {
+			var nb *replayBatch
+			select {
+			case nb = <-free:
+			case <-done:
+				return false
+			}
+			if rest := len(b.data) - pending; cap(nb.data) < replayBatchBytes+rest {
+				nb.data = make([]byte, 0, max(2*replayBatchBytes, 2*rest))
+			}
+			nb.data = append(nb.data[:0], b.data[pending:]...)
+			b.data = b.data[:pending]
 			select {
 			case full <- b:
 			case <-done:
 				return false
 			}
-			select {
-			case b = <-free:
-				return true
-			case <-done:
-				return false
-			}
-		}
-		err := readBorrowedLines(r, maxLine, func(l cliproc.Line) bool {
-			switch {
-			case l.Oversize > 0:
-				b.entries = append(b.entries, l.Oversize)
-			case len(l.Data) == 0:
-				b.entries = append(b.entries, -1)
-			default:
-				start := len(b.data)
-				b.data = append(b.data, l.Data...)
-				b.lines.Read(b.data[start:])
-				b.entries = append(b.entries, 0)
-			}
-			if len(b.data) >= replayBatchBytes || len(b.entries) >= replayBatchLines {
-				return hand()
-			}
+			b, scanned, pending = nb, scanned-pending, 0
 			return true
-		})
-		b.last, b.err = true, err
-		select {
-		case full <- b:
-		case <-done:
+		}
+		for {
+			if room := cap(b.data) - len(b.data); len(b.entries) >= replayBatchLines || room < replayBatchBytes/4 {
+				if len(b.entries) > 0 {
+					if !next() {
+						return
+					}
+				} else {
+					// One line longer than the buffer: a larger one.
+					nd := make([]byte, len(b.data)-pending, max(2*replayBatchBytes, 2*cap(b.data)))
+					copy(nd, b.data[pending:])
+					b.data, scanned, pending = nd, scanned-pending, 0
+				}
+			}
+			n, err := r.Read(b.data[len(b.data):cap(b.data)])
+			b.data = b.data[:len(b.data)+n]
+			for {
+				i := bytes.IndexByte(b.data[scanned:], '\n')
+				if i < 0 {
+					scanned = len(b.data)
+					break
+				}
+				scanned += i + 1
+				line(scanned - 1)
+				pending = scanned
+			}
+			if rest := int64(len(b.data) - pending); skipped+rest > int64(maxLine) {
+				// Too long to keep: counted, not held.
+				skipped += rest
+				b.data, scanned = b.data[:pending], pending
+			}
+			if err != nil {
+				if skipped > 0 || pending < len(b.data) {
+					line(len(b.data))
+				}
+				if err == io.EOF {
+					err = nil
+				}
+				b.last, b.err = true, err
+				select {
+				case full <- b:
+				case <-done:
+				}
+				return
+			}
 		}
 	}()
 	for b := range full {
@@ -289,59 +348,6 @@ func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
 		free <- b
 	}
 	return nil // not reached: the last batch returns
-}
-
-// readBorrowedLines reads r line by line as cliproc.ReadLines does (the
-// same lines, the same Oversize reports), but hands fn each line in a
-// buffer of its own that the next line reuses: fn must keep nothing of
-// Data once it returns.
-func readBorrowedLines(r io.Reader, maxLine int, fn func(cliproc.Line) bool) error {
-	if maxLine <= 0 {
-		maxLine = cliproc.DefaultMaxLine
-	}
-	br := bufio.NewReaderSize(r, 256<<10)
-	var (
-		acc      []byte // the line so far, when it spans several fragments
-		spanning bool   // acc holds the line's start
-		n        int64  // the line's length so far
-		over     bool   // the line is longer than maxLine and is being skipped
-	)
-	for {
-		frag, err := br.ReadSlice('\n')
-		complete := err == nil
-		if complete {
-			frag = frag[:len(frag)-1]
-		}
-		n += int64(len(frag))
-		if !over && n > int64(maxLine) {
-			over, acc, spanning = true, acc[:0], false
-		}
-		if !over && (!complete || spanning) {
-			acc, spanning = append(acc, frag...), true
-		}
-		if complete || err != nil && err != bufio.ErrBufferFull && n > 0 {
-			var line cliproc.Line
-			switch {
-			case over:
-				line.Oversize = n
-			case spanning:
-				line.Data = acc
-			default:
-				line.Data = frag
-			}
-			if !fn(line) {
-				return nil
-			}
-			acc, spanning, n, over = acc[:0], false, 0, false
-		}
-		switch err {
-		case nil, bufio.ErrBufferFull:
-		case io.EOF:
-			return nil
-		default:
-			return err
-		}
-	}
 }
 
 // replayGC paces the garbage collector for replay. What replay holds is
