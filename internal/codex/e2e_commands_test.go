@@ -287,3 +287,54 @@ func TestE2EMCPApproval(t *testing.T) {
 		t.Errorf("%d MCP calls ran, want 2: %q", ran, itemTexts(h.items))
 	}
 }
+
+// answerer allows every request; a questions request gets the labels of
+// answers, by question.
+type answerer struct {
+	approver
+	answers map[string]string
+	asked   []itemmap.Approval
+}
+
+func (a *answerer) Approve(_ context.Context, ap itemmap.Approval) backend.Decision {
+	a.mu.Lock()
+	a.asked = append(a.asked, ap)
+	a.mu.Unlock()
+	if ap.ToolName != itemmap.QuestionsTool {
+		return backend.Decision{Allow: true}
+	}
+	raw, _ := json.Marshal(map[string]any{"answers": a.answers})
+	return backend.Decision{Allow: true, UpdatedInput: raw}
+}
+
+// TestE2EMCPForm: an MCP server's form (elicitation/create) reaches the
+// host as questions, one a field, and the content its answers make goes
+// back to the server.
+func TestE2EMCPForm(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := realCodex(t, TransportAppServer,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "tool_search_call", Query: "ask color"}}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "function_call", Name: "ask", Namespace: "mcp__fake", Arguments: map[string]any{}}}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Blue, then.")}})
+	b.Opts.MCPServers = []backend.MCPServer{{Name: "fake", Transport: backend.MCPStdio, Command: exe,
+		Env: []backend.NameValue{{Name: fakeapi.MCPServerEnv, Value: "1"}}}}
+	h := &answerer{approver: approver{streaming: make(chan struct{})}, answers: map[string]string{"Color": "Blue", "Sure?": "Yes"}}
+	if end := b.Turn(context.Background(), backend.Message{Text: "ask me"}, h); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn: %v %q", end.Status, itemTexts(h.items))
+	}
+	if len(h.asked) != 2 || h.asked[1].ToolName != itemmap.QuestionsTool {
+		t.Fatalf("asked %+v, want the call's approval and the form", h.asked)
+	}
+	var out string
+	for _, it := range h.items {
+		if it.Type() == archive.TypeTool && it.String("name") == "fake.ask" {
+			out = it.String("detail")
+		}
+	}
+	if !strings.Contains(out, `"action":"accept"`) || !strings.Contains(out, `"color":"blue"`) || !strings.Contains(out, `"confirm":true`) {
+		t.Errorf("what the MCP server got: %q", out)
+	}
+}

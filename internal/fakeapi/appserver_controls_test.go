@@ -226,3 +226,42 @@ func fmtJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestAppServerMCPElicitation: an MCP server's own form (elicitation/create)
+// reaches the client as mcpServer/elicitation/request (after the call's
+// approval); the content the client accepts with goes back to the server.
+func TestAppServerMCPElicitation(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{{Type: "tool_search_call", Query: "ask color"}}},
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "ask", Namespace: "mcp__fake", Arguments: map[string]any{}}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Blue, then.")}})
+	a := startAppServer(t, srv, "", "")
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThreadWith(map[string]any{"config": map[string]any{"mcp_servers": map[string]any{
+		"fake": map[string]any{"command": exe, "args": []any{}, "env": map[string]any{MCPServerEnv: "1"}}}}})
+	var forms []map[string]any
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("ask me")}, func(req map[string]any) any {
+		if req["method"] != "mcpServer/elicitation/request" {
+			return nil
+		}
+		p := paramsOf(req)
+		if meta, _ := p["_meta"].(map[string]any); meta != nil && meta["codex_approval_kind"] == "mcp_tool_call" {
+			return map[string]any{"action": "accept", "content": nil}
+		}
+		forms = append(forms, p)
+		return map[string]any{"action": "accept", "content": map[string]any{"color": "blue", "confirm": true}}
+	})
+	defer a.save("mcp_elicitation", exe, "/home/dev/capture/spbridge-test-binary")
+	if len(forms) != 1 || forms[0]["message"] != "Pick a color" {
+		t.Fatalf("forms %v; methods %v", forms, methods(tr.msgs))
+	}
+	calls := completedItems(tr.msgs, "mcpToolCall")
+	if len(calls) != 1 || !strings.Contains(fmtJSON(calls[0]["result"]), `\"color\":\"blue\"`) {
+		t.Errorf("mcpToolCall items %v", calls)
+	}
+}

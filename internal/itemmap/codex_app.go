@@ -2,6 +2,7 @@ package itemmap
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -53,11 +54,23 @@ func (a *CodexApp) TakeElicitation(requestID string) bool {
 // the label chosen.
 const QuestionsTool = "AskUserQuestion"
 
-// codexQuestions is a requestUserInput request: its questions item and
-// each question's id and text.
+// codexQuestions is a request that asks the user to choose (requestUserInput,
+// or an MCP server's form): its questions item and each question.
 type codexQuestions struct {
-	item      archive.Item
-	ids, text []string
+	item archive.Item
+	qs   []askedQuestion
+	form bool // an MCP elicitation: answered with an action and content
+}
+
+// askedQuestion is one question of a request: its id (requestUserInput's,
+// or the form's field), text, header and options, the value each option's
+// label stands for in a form's content, and whether a form needs it.
+type askedQuestion struct {
+	id, text, header string
+	labels           []string
+	descriptions     []string
+	values           []any
+	required         bool
 }
 
 // NewCodexApp returns a mapper that names new items with newID (nil: random
@@ -482,7 +495,11 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 		return a.askUser(id, itemID, p)
 	case "mcpServer/elicitation/request":
 		if p.Get("_meta.codex_approval_kind").String() != "mcp_tool_call" {
-			// An MCP server's own form or URL: not asked (refused).
+			// An MCP server's own form: its choices are questions; one
+			// that needs typed input (or a URL to visit) is refused.
+			if qs, ok := formQuestions(p); ok {
+				return a.ask(id, "", "elicitation", qs)
+			}
 			r.ControlRequests = append(r.ControlRequests, ControlRequest{RequestID: id, Subtype: method})
 			return r
 		}
@@ -543,47 +560,119 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 }
 
 // askUser maps a requestUserInput request (the model's request_user_input
-// call, callID): a questions item, a toolApproval item, and an Approval of
-// QuestionsTool for the host. AnswerQuestions gives its answer.
+// call, callID).
 func (a *CodexApp) askUser(id, callID string, p gjson.Result) Result {
+	var qs []askedQuestion
+	for _, qu := range p.Get("questions").Array() {
+		q := askedQuestion{id: qu.Get("id").String(), text: qu.Get("question").String(), header: qu.Get("header").String()}
+		for _, o := range qu.Get("options").Array() {
+			q.labels = append(q.labels, o.Get("label").String())
+			q.descriptions = append(q.descriptions, o.Get("description").String())
+		}
+		qs = append(qs, q)
+	}
+	return a.ask(id, callID, "request_user_input", qs)
+}
+
+// formQuestions reads an MCP elicitation's form (requestedSchema) as
+// questions, one a field: a field of choices (enum, with enumNames as
+// their labels, or oneOf consts and titles) or a yes or no (boolean). A
+// field of another kind (typed input) is left out when the form does
+// without it; ok is false when the form requires one, has no question, or
+// the request is no form.
+func formQuestions(p gjson.Result) (qs []askedQuestion, ok bool) {
+	if m := p.Get("mode").String(); m != "" && m != "form" {
+		return nil, false
+	}
+	required := map[string]bool{}
+	for _, k := range p.Get("requestedSchema.required").Array() {
+		required[k.String()] = true
+	}
+	header := firstLine(p.Get("message").String())
+	ok = true
+	p.Get("requestedSchema.properties").ForEach(func(k, f gjson.Result) bool {
+		q := askedQuestion{id: k.String(), header: header, required: required[k.String()]}
+		q.text = f.Get("title").String()
+		if q.text == "" {
+			q.text = f.Get("description").String()
+		}
+		if q.text == "" {
+			q.text = k.String()
+		}
+		switch {
+		case f.Get("enum").IsArray():
+			names := f.Get("enumNames").Array()
+			for i, v := range f.Get("enum").Array() {
+				label := v.String()
+				if i < len(names) && names[i].String() != "" {
+					label = names[i].String()
+				}
+				q.labels, q.values = append(q.labels, label), append(q.values, v.Value())
+			}
+		case f.Get("oneOf").IsArray():
+			for _, o := range f.Get("oneOf").Array() {
+				label := o.Get("title").String()
+				if label == "" {
+					label = o.Get("const").String()
+				}
+				q.labels, q.values = append(q.labels, label), append(q.values, o.Get("const").Value())
+			}
+		case f.Get("type").String() == "boolean":
+			q.labels, q.values = []string{"Yes", "No"}, []any{true, false}
+		default:
+			if q.required {
+				ok = false
+				return false
+			}
+			return true
+		}
+		q.descriptions = make([]string, len(q.labels))
+		qs = append(qs, q)
+		return true
+	})
+	return qs, ok && len(qs) > 0
+}
+
+// ask shows a request's questions (a questions item and a toolApproval
+// named name) and hands the host an Approval of QuestionsTool;
+// AnswerQuestions gives its answer.
+func (a *CodexApp) ask(id, callID, name string, qs []askedQuestion) Result {
 	var r Result
 	a.m.ensureTurn()
-	q := &codexQuestions{}
-	var shown, asked []any
-	for _, qu := range p.Get("questions").Array() {
-		labels := []any{}
-		var opts []any
-		for _, o := range qu.Get("options").Array() {
-			labels = append(labels, o.Get("label").String())
-			opts = append(opts, map[string]any{"label": o.Get("label").String(), "description": o.Get("description").String()})
+	q := &codexQuestions{qs: qs, form: name == "elicitation"}
+	shown, asked := []any{}, []any{}
+	for _, qu := range qs {
+		labels, opts := []any{}, []any{}
+		for i, l := range qu.labels {
+			labels = append(labels, l)
+			opts = append(opts, map[string]any{"label": l, "description": qu.descriptions[i]})
 		}
-		text := qu.Get("question").String()
-		q.ids, q.text = append(q.ids, qu.Get("id").String()), append(q.text, text)
-		shown = append(shown, map[string]any{"question": text, "options": labels})
-		asked = append(asked, map[string]any{"question": text, "header": qu.Get("header").String(),
-			"options": orEmptyList(opts), "multiSelect": false})
+		shown = append(shown, map[string]any{"question": qu.text, "options": labels})
+		asked = append(asked, map[string]any{"question": qu.text, "header": qu.header, "options": opts, "multiSelect": false})
 	}
 	q.item = a.m.newItem(archive.TypeQuestions)
-	q.item.Set("questions", orEmptyList(shown))
+	q.item.Set("questions", shown)
 	a.m.add(&r, q.item)
 	it := a.m.newItem(archive.TypeToolApproval)
-	it.Set("name", "request_user_input")
-	if len(q.text) > 0 {
-		it.Set("summary", firstLine(q.text[0]))
+	it.Set("name", name)
+	if len(qs) > 0 {
+		it.Set("summary", firstLine(qs[0].text))
 	}
 	a.m.add(&r, it)
-	raw, _ := json.Marshal(map[string]any{"questions": orEmptyList(asked)})
+	raw, _ := json.Marshal(map[string]any{"questions": asked})
 	a.questions[id] = q
 	r.Approvals = append(r.Approvals, Approval{RequestID: id, ToolUseID: callID, ToolName: QuestionsTool, Input: raw,
 		ItemID: it.ID(), ToolItemID: q.item.ID()})
 	return r
 }
 
-// AnswerQuestions gives a requestUserInput request its answers (each
-// question's text to the label chosen; none when the user did not answer):
-// the questions item keeps them, and result is the response codex takes
-// ({"answers": {question id: {"answers": [label]}}}). ok is false when
-// requestID is no such request.
+// AnswerQuestions gives a questions request (requestUserInput, or an MCP
+// server's form) its answers (each question's text to the label chosen;
+// none when the user did not answer): the questions item keeps them, and
+// result is the response codex takes: {"answers": {question id:
+// {"answers": [label]}}}, or for a form {"action": "accept", "content":
+// {field: value}} ("decline" when a field it requires, or every field, has
+// no answer). ok is false when requestID is no such request.
 func (a *CodexApp) AnswerQuestions(requestID string, answers map[string]string) (result map[string]any, r Result, ok bool) {
 	q := a.questions[requestID]
 	if q == nil {
@@ -593,10 +682,20 @@ func (a *CodexApp) AnswerQuestions(requestID string, answers map[string]string) 
 	delete(a.approvals, requestID)
 	out := map[string]any{}
 	byText := map[string]string{}
-	for i, text := range q.text {
-		if ans, found := answers[text]; found {
-			out[q.ids[i]] = map[string]any{"answers": []any{ans}}
-			byText[text] = ans
+	declined := false
+	for _, qu := range q.qs {
+		ans, found := answers[qu.text]
+		i := slices.Index(qu.labels, ans)
+		switch {
+		case found && !q.form:
+			out[qu.id] = map[string]any{"answers": []any{ans}}
+		case found && i >= 0:
+			out[qu.id] = qu.values[i]
+		case qu.required:
+			declined = true
+		}
+		if found {
+			byText[qu.text] = ans
 		}
 	}
 	if len(byText) > 0 {
@@ -605,5 +704,11 @@ func (a *CodexApp) AnswerQuestions(requestID string, answers map[string]string) 
 			r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: q.item})
 		}
 	}
-	return map[string]any{"answers": out}, r, true
+	if !q.form {
+		return map[string]any{"answers": out}, r, true
+	}
+	if declined || len(out) == 0 {
+		return map[string]any{"action": "decline", "content": nil}, r, true
+	}
+	return map[string]any{"action": "accept", "content": out}, r, true
 }

@@ -61,13 +61,29 @@ func runCodexApp(t *testing.T, r io.Reader, answers map[string]gjson.Result) *pa
 					m.Answered(a.RequestID, strings.HasPrefix(ans.Get("decision").String(), "accept"))
 					continue
 				}
-				// As internal/codex does: the labels chosen, by question.
+				// As internal/codex does: the labels chosen, by question
+				// (a form's: the label of the value the client sent).
 				chosen := map[string]string{}
 				for _, q := range gjson.GetBytes(line, "params.questions").Array() {
 					if l := ans.Get("answers." + q.Get("id").String() + ".answers.0"); l.Exists() {
 						chosen[q.Get("question").String()] = l.String()
 					}
 				}
+				gjson.GetBytes(line, "params.requestedSchema.properties").ForEach(func(k, f gjson.Result) bool {
+					v := ans.Get("content." + k.String())
+					switch {
+					case !v.Exists():
+					case v.Type == gjson.True || v.Type == gjson.False:
+						chosen[f.Get("title").String()] = map[bool]string{true: "Yes", false: "No"}[v.Bool()]
+					default:
+						for i, e := range f.Get("enum").Array() {
+							if e.String() == v.String() {
+								chosen[f.Get("title").String()] = f.Get("enumNames").Array()[i].String()
+							}
+						}
+					}
+					return true
+				})
 				_, r, ok := m.AnswerQuestions(a.RequestID, chosen)
 				if !ok {
 					t.Errorf("AnswerQuestions(%s) not a question", a.RequestID)

@@ -2,6 +2,7 @@ package itemmap
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -194,5 +195,46 @@ func TestCodexAppCommandActions(t *testing.T) {
 		if c.Tool != nil && c.Item.String("name") == codexShellTool && (c.Tool.Kind != KindExecute || !strings.HasPrefix(c.Tool.Title, "`")) {
 			t.Errorf("an unknown action's view: %q %q", c.Tool.Kind, c.Tool.Title)
 		}
+	}
+}
+
+// TestCodexFormQuestions: an MCP form's fields of choices and yes or no
+// are questions; one that needs typed input is left out unless the form
+// requires it; the answers give the form's content, or decline it.
+func TestCodexFormQuestions(t *testing.T) {
+	form := gjson.Parse(`{"mode":"form","message":"Pick","requestedSchema":{"type":"object","required":["color"],"properties":{
+		"color":{"type":"string","title":"Color","oneOf":[{"const":"r","title":"Red"},{"const":"b","title":"Blue"}]},
+		"note":{"type":"string"},"n":{"type":"number","title":"N"},"ok":{"type":"boolean"}}}}`)
+	qs, ok := formQuestions(form)
+	if !ok || len(qs) != 2 || qs[0].text != "Color" || qs[1].text != "ok" || !qs[0].required || qs[1].required {
+		t.Fatalf("formQuestions = %+v, %v", qs, ok)
+	}
+	for _, bad := range []string{
+		`{"mode":"form","requestedSchema":{"required":["note"],"properties":{"note":{"type":"string"}}}}`,
+		`{"mode":"url","url":"https://example.com"}`,
+		`{"mode":"form","requestedSchema":{"properties":{}}}`,
+	} {
+		if _, ok := formQuestions(gjson.Parse(bad)); ok {
+			t.Errorf("formQuestions(%s) ok", bad)
+		}
+	}
+	a := NewCodexApp(SequentialIDs())
+	for _, tc := range []struct {
+		answers map[string]string
+		want    string
+	}{
+		{map[string]string{"Color": "Blue", "ok": "No"}, `{"action":"accept","content":{"color":"b","ok":false}}`},
+		{map[string]string{"ok": "Yes"}, `{"action":"decline","content":null}`},
+		{nil, `{"action":"decline","content":null}`},
+	} {
+		a.ask("7", "", "elicitation", qs)
+		res, _, ok := a.AnswerQuestions("7", tc.answers)
+		got, _ := json.Marshal(res)
+		if !ok || string(got) != tc.want {
+			t.Errorf("AnswerQuestions(%v) = %s, %v, want %s", tc.answers, got, ok, tc.want)
+		}
+	}
+	if _, _, ok := a.AnswerQuestions("7", nil); ok {
+		t.Error("a request answered twice")
 	}
 }
