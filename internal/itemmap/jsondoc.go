@@ -680,49 +680,74 @@ func (v jval) readFields(names []string, out []jval) {
 
 // unescapeJSON appends the text of the contents s of a valid JSON string
 // to dst, exactly as gjson unescapes it: an escaped UTF-16 surrogate pair
-// is one character, a lone surrogate U+FFFD, other bytes as they are.
+// is one character, a lone surrogate U+FFFD, other bytes as they are. The
+// text is never longer than s, so it is written into room made once,
+// eight bytes at a time up to each backslash.
 func unescapeJSON(dst []byte, s string) []byte {
+	w := len(dst)
+	dst = slices.Grow(dst, len(s)+8)
+	dst = dst[:cap(dst)]
+	i := 0
 	for {
-		j := strings.IndexByte(s, '\\')
-		if j < 0 {
-			return append(dst, s...)
+		for len(s)-i >= 8 {
+			v := le64(s[i:])
+			binary.LittleEndian.PutUint64(dst[w:], v)
+			t := v ^ (ones * '\\')
+			if m := (t - ones) &^ t & highs; m != 0 {
+				k := bits.TrailingZeros64(m) >> 3
+				i, w = i+k, w+k
+				break
+			}
+			i, w = i+8, w+8
 		}
-		dst = append(dst, s[:j]...)
-		if j+1 >= len(s) {
-			return dst
+		for i < len(s) && s[i] != '\\' {
+			dst[w] = s[i]
+			i, w = i+1, w+1
 		}
-		c := s[j+1]
-		s = s[j+2:]
+		if i+1 >= len(s) {
+			return dst[:w]
+		}
+		c := s[i+1]
+		i += 2
 		switch c {
 		case 'b':
-			dst = append(dst, '\b')
+			dst[w] = '\b'
 		case 'f':
-			dst = append(dst, '\f')
+			dst[w] = '\f'
 		case 'n':
-			dst = append(dst, '\n')
+			dst[w] = '\n'
 		case 'r':
-			dst = append(dst, '\r')
+			dst[w] = '\r'
 		case 't':
-			dst = append(dst, '\t')
+			dst[w] = '\t'
+		case '"', '\\', '/':
+			dst[w] = c
 		case 'u':
-			if len(s) < 4 {
-				return dst
+			if len(s)-i < 4 {
+				return dst[:w]
 			}
-			r := hex4(s)
-			s = s[4:]
-			if r >= 0xD800 && r < 0xDC00 && len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-				if r2 := hex4(s[2:]); r2 >= 0xDC00 && r2 < 0xE000 {
+			r := hex4(s[i:])
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 && len(s)-i >= 6 && s[i] == '\\' && s[i+1] == 'u' {
+				if r2 := hex4(s[i+2:]); r2 >= 0xDC00 && r2 < 0xE000 {
 					r = utf16.DecodeRune(r, r2)
-					s = s[6:]
+					i += 6
 				}
 			}
-			dst = utf8.AppendRune(dst, r)
-		case '"', '\\', '/':
-			dst = append(dst, c)
+			w += utf8.EncodeRune(dst[w:], r)
+			continue
 		default:
-			return dst
+			return dst[:w]
 		}
+		w++
 	}
+}
+
+// le64 is the first eight bytes of s as a little-endian number.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // hex4 reads four hex digits (checked by the parse).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -87,4 +88,16 @@ func BenchmarkJSONDocDelta(b *testing.B) {
 			validLine(line)
 		}
 	})
+}
+
+// BenchmarkUnescape unescapes the text of a tool result as the recorded
+// streams have them (code: a newline or quote every few dozen bytes).
+func BenchmarkUnescape(b *testing.B) {
+	s := strings.Repeat(`func main() {\n\tfmt.Println(\"hello, \\u00e9 world\")\n}\n`, 400)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	var dst []byte
+	for b.Loop() {
+		dst = unescapeJSON(dst[:0], s)
+	}
 }
