@@ -2,6 +2,7 @@ package itemmap
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -67,4 +68,18 @@ func FuzzClaudeReadAhead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, batch uint8) {
 		checkReadAhead(t, data, int(batch%16)+1)
 	})
+}
+
+// TestSequentialID checks that sequential ids read as
+// 00000000-0000-4000-8000-%012d does.
+func TestSequentialID(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 12345, 999999999999, 1000000000000, 1<<62 + 3} {
+		if got, want := sequentialID(n), fmt.Sprintf("00000000-0000-4000-8000-%012d", n); got != want {
+			t.Errorf("sequentialID(%d) = %q, want %q", n, got, want)
+		}
+	}
+	next := SequentialIDs()
+	if a, b := next(), next(); a != "00000000-0000-4000-8000-000000000001" || b != "00000000-0000-4000-8000-000000000002" {
+		t.Errorf("SequentialIDs gives %q, %q", a, b)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"spbridge/internal/archive"
 )
@@ -263,8 +264,22 @@ func SequentialIDs() IDFunc {
 	n := 0
 	return func() string {
 		n++
-		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+		return sequentialID(n)
 	}
+}
+
+// sequentialID is fmt.Sprintf("00000000-0000-4000-8000-%012d", n) for
+// n >= 0, made without fmt (replay names every item with one).
+func sequentialID(n int) string {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(n), 10)
+	b := make([]byte, 0, 24+max(12, len(d)))
+	b = append(b, "00000000-0000-4000-8000-"...)
+	for range 12 - len(d) {
+		b = append(b, '0')
+	}
+	b = append(b, d...)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // Display limits: item details are truncated for display; the history keeps
