@@ -233,6 +233,20 @@ func AppendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look: printable ASCII
+		// other than `"` and `\`.
+		for i+8 <= len(s) {
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			if !plain8(x) {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -272,6 +286,15 @@ func AppendString(buf []byte, s string) []byte {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
+}
+
+// plain8 reports whether the 8 bytes of x are printable ASCII other than
+// `"` and `\`, that is, written as they are.
+func plain8(x uint64) bool {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	q, b := x^(ones*'"'), x^(ones*'\\')
+	// A byte >= 0x80 or below 0x20, a '"', a '\'.
+	return (x|(x-ones*0x20)|((q-ones)&^q)|((b-ones)&^b))&high == 0
 }
 
 // validNumber reports whether s is a JSON number.

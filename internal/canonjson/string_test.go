@@ -1,0 +1,89 @@
+package canonjson
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// appendStringRef is AppendString one byte at a time, as the definition
+// reads: the fast path must give the same bytes.
+func appendStringRef(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			buf = append(buf, '\\', c)
+		case c == '\b':
+			buf = append(buf, `\b`...)
+		case c == '\f':
+			buf = append(buf, `\f`...)
+		case c == '\n':
+			buf = append(buf, `\n`...)
+		case c == '\r':
+			buf = append(buf, `\r`...)
+		case c == '\t':
+			buf = append(buf, `\t`...)
+		case c < 0x20:
+			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				buf = append(buf, "\uFFFD"...)
+			} else {
+				buf = append(buf, s[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		i++
+	}
+	return append(buf, '"')
+}
+
+func TestAppendStringFastPath(t *testing.T) {
+	specials := []string{"\"", "\\", "\n", "\x00", "\x1f", "\x7f", " ", "é", "\xff", "\xe2\x82", "😀", "a"}
+	for _, s := range []string{"", "abcdefgh", "abcdefghi", "abcdefg\"", "\"abcdefgh", strings.Repeat("x", 100)} {
+		if got, want := AppendString(nil, s), appendStringRef(nil, s); string(got) != string(want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+	// Every special at every position of a 17-byte run, alone and in
+	// pairs.
+	for _, a := range specials {
+		for _, b := range specials {
+			for i := 0; i <= 17; i++ {
+				s := strings.Repeat("p", i) + a + strings.Repeat("q", 17-i) + b + "tail"
+				if got, want := AppendString(nil, s), appendStringRef(nil, s); string(got) != string(want) {
+					t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text", "quote\" back\\slash", "ctl\x01\x1f", "é😀\xff\xc3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendString(nil, s), appendStringRef(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// BenchmarkAppendString encodes a reply's text: mostly ASCII prose and
+// code, lines, quotes, some accented letters.
+func BenchmarkAppendString(b *testing.B) {
+	s := strings.Repeat("The function returns the value when the file has been read and the lines were counted.\n", 100) +
+		strings.Repeat("\tif x == \"ok\" {\n\t\treturn café\n\t}\n", 50)
+	buf := make([]byte, 0, 2*len(s))
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = AppendString(buf[:0], s)
+	}
+}
