@@ -108,6 +108,19 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: n})
 			return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
 		}
+	case strings.HasPrefix(text, "batch"):
+		// A backend that says when it handed over every line so far (as
+		// claude's does): a chunk, Idle, a chunk, Idle, a wait, one more
+		// chunk.
+		a.Set("text", "one ")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		backend.Idle(h)
+		a.Set("text", "one two ")
+		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: "two "})
+		backend.Idle(h)
+		<-f.finish
+		a.Set("text", "one two three")
+		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: "three"})
 	case strings.HasPrefix(text, "long"):
 		// "long N SIZE": a reply of N deltas of SIZE bytes each.
 		var n, size int

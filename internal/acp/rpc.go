@@ -118,6 +118,32 @@ func (w *writer) write(enc func([]byte) []byte) error {
 	return w.err
 }
 
+// buffer appends one line with enc to the output's buffer without
+// flushing it: a later write or flush sends it (the buffer also goes out
+// whenever it fills).
+func (w *writer) buffer(enc func([]byte) []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.buf = enc(w.buf[:0])
+		_, w.err = w.out.Write(w.buf)
+		if cap(w.buf) > 1<<20 {
+			w.buf = nil
+		}
+	}
+	return w.err
+}
+
+// flush writes what the buffer holds.
+func (w *writer) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil && w.out.Buffered() > 0 {
+		w.err = w.out.Flush()
+	}
+	return w.err
+}
+
 // send writes v as encoding/json writes it: responses, requests and the
 // rare notifications without an encoder of their own.
 func (w *writer) send(v any) error {

@@ -1085,6 +1085,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 		if m != nil {
 			ss.srv.reply(m, answer, answerErr)
 		}
+		ss.srv.w.flush() // what the turn buffered, when nothing answered it
 		ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
 	}()
 	if t.ctx.Err() != nil {

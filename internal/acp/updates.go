@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"spbridge/internal/archive"
@@ -26,6 +27,10 @@ import (
 type acpHost struct {
 	ss *acpSession
 	t  *turn // nil for what happens between turns (betweenHost)
+
+	// batched is set once the backend called Idle: the turn's messages
+	// are then buffered until the next Idle (see send).
+	batched atomic.Bool
 
 	mu       sync.Mutex
 	sent     map[string]int          // item id → bytes of its text sent as chunks
@@ -110,7 +115,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 	keep := ss.keep
 	ss.mu.Unlock()
 	if ss.srv.items.Load() {
-		ss.itemChange(c)
+		h.itemChange(c)
 	}
 	if c.Op == itemmap.OpRemove {
 		return
@@ -141,16 +146,16 @@ func (h *acpHost) Change(c itemmap.Change) {
 			kind = agentThoughtChunk
 		}
 		if chunk := h.newText(it, c.Delta); chunk != "" {
-			ss.chunk(kind, chunk)
+			h.chunk(kind, chunk)
 		}
 	case archive.TypeDirections:
 		switch {
 		case c.Tool != nil:
 			// The plan the agent proposes before it leaves planning.
-			ss.tool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
+			h.sendTool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
 		case c.Plan == nil:
 			// A todo list without its plan: one entry a line.
-			ss.plan(planEntries(it))
+			h.plan(planEntries(it))
 		}
 	case archive.TypeTool, archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
@@ -160,11 +165,11 @@ func (h *acpHost) Change(c itemmap.Change) {
 		}
 	case archive.TypeFailure, archive.TypeQuestions:
 		if c.Op == itemmap.OpAdd {
-			ss.chunk(agentMessageChunk, plainText(it))
+			h.chunk(agentMessageChunk, plainText(it))
 		}
 	}
 	if c.Plan != nil {
-		ss.plan(c.Plan)
+		h.plan(c.Plan)
 	}
 }
 
@@ -238,7 +243,7 @@ func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
 	st := h.outputOf(it.ID())
 	if v.Terminal && ss.srv.terminal.Load() {
 		if data := st.next(v.Output, delta); data != "" {
-			ss.terminalOutput(it.ID(), data)
+			h.terminalOutput(it.ID(), data)
 		}
 		return
 	}
@@ -246,7 +251,7 @@ func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
 		return
 	}
 	st.capped = len(v.Output) > maxOutput
-	ss.tool(toolUpdateOf("tool_call_update", it, v, ss.cwd))
+	h.sendTool(toolUpdateOf("tool_call_update", it, v, ss.cwd))
 }
 
 // tool sends a tool_call or tool_call_update for a tool or webSearch item
@@ -260,7 +265,7 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	ss := h.ss
 	u := toolUpdateOf(update, it, v, ss.cwd)
 	if v == nil || !v.Terminal || !ss.srv.terminal.Load() {
-		ss.tool(u)
+		h.sendTool(u)
 		return
 	}
 	u.terminal = true
@@ -270,7 +275,7 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	if status == archive.StatusRunning || !st.opened {
 		u.termInfo, u.termCwd = !st.opened, ss.cwd
 		st.opened = true
-		ss.tool(u)
+		h.sendTool(u)
 		if status == archive.StatusRunning {
 			return
 		}
@@ -278,7 +283,7 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 		u.terminal, u.hasContent = true, false
 	}
 	if data := st.next(v.Output, ""); data != "" {
-		ss.terminalOutput(it.ID(), data)
+		h.terminalOutput(it.ID(), data)
 	}
 	if d := it.String("detail"); v.Output == "" && d != "" {
 		// Why it ended without output (denied, failed to start).
@@ -294,7 +299,7 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 			u.exitCode = &one
 		}
 	}
-	ss.tool(u)
+	h.sendTool(u)
 }
 
 // terminalOutput writes data to the client's terminal of tool call id.
@@ -308,13 +313,59 @@ func (ss *acpSession) terminalOutput(id, data string) {
 // an update of a running item is rare (a tool's input arrived, a text was
 // replaced rather than grown), and the one that ends it (a tool's status)
 // is the item as kept. So item traffic stays linear in the reply.
-func (ss *acpSession) itemChange(c itemmap.Change) {
+func (h *acpHost) itemChange(c itemmap.Change) {
+	sid := h.ss.id
 	if c.Op == itemmap.OpUpdate && c.Delta != "" {
 		id, delta := c.Item.ID(), c.Delta
-		ss.srv.w.write(func(b []byte) []byte { return appendItemText(b, ss.id, id, delta) })
+		h.send(func(b []byte) []byte { return appendItemText(b, sid, id, delta) })
 		return
 	}
-	ss.item(c.Op.String(), c.Item.Map(), nil)
+	op, item := c.Op.String(), c.Item.Map()
+	h.send(func(b []byte) []byte { return appendItem(b, sid, op, item, nil) })
+}
+
+// send writes one of the turn's messages: at once until the backend first
+// says it has handed over every line the CLI wrote so far (Idle), then
+// into the writer's buffer, which the next Idle (or any message sent at
+// once, such as the prompt's answer) flushes. So a burst of lines goes out
+// in few writes, and nothing waits once the CLI does.
+func (h *acpHost) send(enc func([]byte) []byte) {
+	if h.batched.Load() {
+		h.ss.srv.w.buffer(enc)
+		return
+	}
+	h.ss.srv.w.write(enc)
+}
+
+// Idle is called by the backend when it has handled every line the CLI
+// wrote so far: what the turn sent since is flushed.
+func (h *acpHost) Idle() {
+	h.batched.Store(true)
+	h.ss.srv.w.flush()
+}
+
+// chunk sends a text chunk of kind.
+func (h *acpHost) chunk(kind, text string) {
+	sid := h.ss.id
+	h.send(func(b []byte) []byte { return appendChunk(b, sid, kind, text) })
+}
+
+// sendTool sends a tool_call or tool_call_update.
+func (h *acpHost) sendTool(u toolUpdate) {
+	sid := h.ss.id
+	h.send(func(b []byte) []byte { return appendTool(b, sid, u) })
+}
+
+// plan sends a plan with these entries.
+func (h *acpHost) plan(entries []itemmap.PlanEntry) {
+	sid := h.ss.id
+	h.send(func(b []byte) []byte { return appendPlan(b, sid, entries) })
+}
+
+// terminalOutput writes data to the client's terminal of tool call id.
+func (h *acpHost) terminalOutput(id, data string) {
+	sid := h.ss.id
+	h.send(func(b []byte) []byte { return appendTerminalOutput(b, sid, id, data) })
 }
 
 // item sends the _spbridge/item of a whole item, with its approval card

@@ -74,6 +74,21 @@ type Host interface {
 	Approve(ctx context.Context, a itemmap.Approval) Decision
 }
 
+// Idler is a Host that wants to know when the backend has handled every
+// line its CLI wrote so far (it would wait for the next one): what it was
+// told since may go out as one batch.
+type Idler interface {
+	Idle()
+}
+
+// Idle tells h, when it is an Idler, that the backend has handled every
+// line its CLI wrote so far.
+func Idle(h Host) {
+	if i, ok := h.(Idler); ok {
+		i.Idle()
+	}
+}
+
 // AuthStatus is whether a CLI is logged in, without any secret: how, and
 // where the credential comes from (an environment variable's name, never
 // its value) when the CLI says.

@@ -387,6 +387,9 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 				}
 				return end
 			}
+			if len(p.Lines()) == 0 {
+				backend.Idle(h) // what the line brought may go out now
+			}
 		case a := <-approvals.Answers():
 			if !approvals.Take(a) {
 				continue

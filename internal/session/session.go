@@ -367,6 +367,10 @@ func (a *applier) Change(c itemmap.Change) {
 	a.host.Change(c)
 }
 
+// Idle passes the backend's report that it handled every line so far on
+// to the host.
+func (a *applier) Idle() { backend.Idle(a.host) }
+
 func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) backend.Decision {
 	return a.host.Approve(ctx, ap)
 }
