@@ -423,6 +423,14 @@ func (ss *acpSession) recordTurn(text string) {
 	if ix == nil {
 		return
 	}
+	ss.cmu.Lock()
+	titled := ss.title != ""
+	ss.cmu.Unlock()
+	if titled {
+		ss.recorder.later(ss, text)
+		return
+	}
+	ss.recorder.wait()
 	if err := ix.Record(ss.id, ss.cwd, text); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
@@ -444,6 +452,7 @@ func (ss *acpSession) recordTurn(text string) {
 // clearTitle forgets the title after New Conversation: the next turn gives
 // the next one.
 func (ss *acpSession) clearTitle() {
+	ss.recorder.wait() // a turn recorded later must not give the old title back
 	ss.cmu.Lock()
 	ss.title = ""
 	ss.cmu.Unlock()

@@ -292,6 +292,16 @@ func TestListResumeClose(t *testing.T) {
 		list[0].(map[string]any)["cwd"] != filepath.Dir(a) || list[0].(map[string]any)["updatedAt"] == nil {
 		t.Errorf("session/list %v", list)
 	}
+	// A later turn of a titled session is recorded in the background; the
+	// session's close waits for it: a is the newest again after b's turn.
+	c.request("session/prompt", map[string]any{"sessionId": b, "prompt": []any{textBlock("b's turn")}})
+	c.request("session/prompt", map[string]any{"sessionId": a, "prompt": []any{textBlock("a again")}})
+	c.request("session/close", map[string]any{"sessionId": a})
+	res, _ = c.request("session/list", map[string]any{})
+	if list := res["sessions"].([]any); len(list) != 2 || list[0].(map[string]any)["sessionId"] != a || list[0].(map[string]any)["title"] != "hi there" {
+		t.Errorf("session/list after a's later turn %v", list)
+	}
+	c.request("session/resume", map[string]any{"sessionId": a, "cwd": filepath.Dir(a), "mcpServers": []any{}})
 	res, _ = c.request("session/list", map[string]any{"cwd": filepath.Dir(b)})
 	if list := res["sessions"].([]any); len(list) != 1 || list[0].(map[string]any)["sessionId"] != b {
 		t.Errorf("session/list by cwd %v", list)

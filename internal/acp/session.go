@@ -72,6 +72,9 @@ type acpSession struct {
 	mcp         []backend.MCPServer // the editor's MCP servers, for every backend of the session
 	addDirs     []string            // the editor's additional folders, for every backend of the session
 
+	// recorder records the turns of a titled session in the index.
+	recorder turnRecorder
+
 	// cmu guards what the backend's events change (they come on its
 	// goroutines, which never wait for mu): the modes and commands as last
 	// told, and the title as the sessions index has it.
@@ -1258,6 +1261,7 @@ func (ss *acpSession) edited() {
 // close saves a changed conversation, ends the CLI and releases the lock.
 // A panic in any step is logged and the next steps still run.
 func (ss *acpSession) close() error {
+	ss.recorder.wait() // the index has every turn before the session ends
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if !ss.opened || ss.closed {

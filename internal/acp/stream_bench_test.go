@@ -16,6 +16,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
+	"spbridge/internal/sessionindex"
 )
 
 // streamFakeEnv names the stream a fake claude plays, one turn of it per
@@ -98,7 +99,7 @@ func benchStream(b *testing.B) string {
 }
 
 // BenchmarkServeStream drives a Server as spbridge serve runs it (real
-// claude backend, supervisor, audit log, sessions folder) with a client
+// claude backend, supervisor, audit log, sessions folder and index) with a client
 // that only reads lines and waits for each prompt's answer, over every turn
 // of the harness's stream: one op is the whole stream. It reports MB/s of
 // stream and the bytes the client got.
@@ -118,6 +119,7 @@ func BenchmarkServeStream(b *testing.B) {
 		outR, outW := io.Pipe()
 		srv := NewServer(outW, Config{
 			DefaultBackend: "claude", SessionsDir: filepath.Join(dir, "sessions"), AuditDir: filepath.Join(dir, "state"),
+			Index: sessionindex.New(filepath.Join(dir, "state")),
 			NewBackend: func(_ string, o BackendOptions) (backend.Backend, error) {
 				return claude.New(claude.Options{Program: exe, Dir: o.Cwd, Env: append(os.Environ(), streamFakeEnv+"="+stream)}), nil
 			}})
