@@ -12,7 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
@@ -163,4 +166,126 @@ func BenchmarkServeStream(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(out)/float64(b.N)/1e6, "outMB/op")
+}
+
+// BenchmarkLatencyUnderLoad measures the delay from a line a CLI writes to
+// its session/update on serve's output for one session (1,000 text deltas
+// a turn, 200 µs apart, each stamped when written) while another session
+// of the same server streams the harness's whole stream as fast as it
+// goes; it reports that delay's p50 and p99 in microseconds over the
+// updates that arrived while the stream ran.
+func BenchmarkLatencyUnderLoad(b *testing.B) {
+	stream := benchStream(b)
+	ends := streamTurns(stream)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var delays []time.Duration
+	for b.Loop() {
+		dir := b.TempDir()
+		bulk, probe := filepath.Join(dir, "Bulk.silverpoint"), filepath.Join(dir, "Probe.silverpoint")
+		os.Mkdir(bulk, 0o755)
+		os.Mkdir(probe, 0o755)
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		srv := NewServer(outW, Config{
+			DefaultBackend: "claude", AuditDir: filepath.Join(dir, "state"), Index: sessionindex.New(filepath.Join(dir, "state")),
+			NewBackend: func(_ string, o BackendOptions) (backend.Backend, error) {
+				env := fakeClaudeEnv + "=1"
+				if o.Cwd == bulk {
+					env = streamFakeEnv + "=" + stream
+				}
+				return claude.New(claude.Options{Program: exe, Dir: o.Cwd, Env: append(os.Environ(), env, "GORACE=atexit_sleep_ms=0")}), nil
+			}})
+		done := make(chan struct{})
+		go func() { srv.Serve(context.Background(), inR); outW.Close(); close(done) }()
+
+		var mu sync.Mutex
+		waiting := map[string]chan []byte{} // response id → its waiter
+		var streaming atomic.Bool
+		streaming.Store(true)
+		probeChunk := []byte(`"sessionId":` + strconv.Quote(probe) + `,"update":{"sessionUpdate":"agent_message_chunk"`)
+		readDone := make(chan struct{})
+		go func() {
+			defer close(readDone)
+			lines := bufio.NewReaderSize(outR, 1<<20)
+			for {
+				line, err := lines.ReadBytes('\n')
+				now := time.Now().UnixNano()
+				if err != nil {
+					return
+				}
+				if bytes.Contains(line[:min(len(line), 200)], probeChunk) {
+					var m struct {
+						Params struct {
+							Update struct {
+								Content struct{ Text string }
+							}
+						}
+					}
+					json.Unmarshal(line, &m)
+					if ns, err := strconv.ParseInt(strings.TrimSpace(m.Params.Update.Content.Text), 10, 64); err == nil && streaming.Load() {
+						delays = append(delays, time.Duration(now-ns))
+					}
+					continue
+				}
+				if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
+					var m struct{ ID json.RawMessage }
+					json.Unmarshal(line, &m)
+					mu.Lock()
+					ch := waiting[string(m.ID)]
+					mu.Unlock()
+					if ch != nil {
+						ch <- line
+					}
+				}
+			}
+		}()
+		var nextID atomic.Int64
+		// call sends a request and waits for its response.
+		call := func(method, params string) []byte {
+			id := strconv.FormatInt(nextID.Add(1), 10)
+			ch := make(chan []byte, 1)
+			mu.Lock()
+			waiting[id] = ch
+			mu.Unlock()
+			io.WriteString(inW, `{"jsonrpc":"2.0","id":`+id+`,"method":"`+method+`","params":`+params+"}\n")
+			return <-ch
+		}
+		newSession := func(pkg string) {
+			call("session/new", fmt.Sprintf(`{"cwd":%q,"mcpServers":[],"_meta":{"spbridge":{"package":%q,"backend":"claude"}}}`, pkg, pkg))
+		}
+		prompt := func(pkg string) {
+			if r := call("session/prompt", fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}`, pkg)); !bytes.Contains(r, []byte(`"end_turn"`)) {
+				b.Errorf("prompt: %s", r)
+			}
+		}
+		call("initialize", `{"protocolVersion":1}`)
+		newSession(bulk)
+		newSession(probe)
+		probed := make(chan struct{})
+		go func() {
+			defer close(probed)
+			for streaming.Load() {
+				prompt(probe)
+			}
+		}()
+		for range ends {
+			prompt(bulk)
+		}
+		streaming.Store(false)
+		<-probed
+		inW.Close()
+		<-readDone
+		<-done
+	}
+	if len(delays) == 0 {
+		b.Fatal("no updates seen")
+	}
+	slices.Sort(delays)
+	q := func(p float64) float64 { return float64(delays[int(p*float64(len(delays)-1))].Nanoseconds()) / 1e3 }
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(float64(len(delays))/float64(b.N), "updates/op")
 }
