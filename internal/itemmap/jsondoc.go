@@ -376,7 +376,7 @@ func (d *jdoc) str(n *jnode) string {
 	if !n.esc {
 		return strings.Clone(raw)
 	}
-	b := unescapeJSON(make([]byte, 0, len(raw)), raw)
+	b := unescapeJSON(nil, raw)
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
@@ -387,7 +387,7 @@ func (d *jdoc) strView(n *jnode) string {
 	if !n.esc {
 		return raw
 	}
-	b := unescapeJSON(make([]byte, 0, len(raw)), raw)
+	b := unescapeJSON(nil, raw)
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
