@@ -3,6 +3,7 @@ package itemmap
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -95,4 +96,27 @@ func BenchmarkClaudeTextDelta(b *testing.B) {
 		}
 		m.Line(line)
 	}
+}
+
+// BenchmarkClaudeMapperHarness maps the side-by-side harness's 100 MB
+// Claude stream (scripts/bench builds it in .tools/perf), one line at a
+// time with Line, as serve's supervisor feeds it.
+func BenchmarkClaudeMapperHarness(b *testing.B) {
+	stream, err := os.ReadFile(filepath.Join("..", "..", ".tools", "perf", "stream-100M.jsonl"))
+	if err != nil {
+		b.Skipf("no harness stream: %v", err)
+	}
+	lines := bytes.Count(stream, []byte("\n"))
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	var ms, before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		m := NewClaude(SequentialIDs())
+		readLines(stream, func(l []byte) { m.Line(l) })
+		m.Finish(false, "end", "")
+	}
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.Mallocs-before.Mallocs)/float64(b.N)/float64(lines), "allocs/line")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(lines), "ns/line")
 }

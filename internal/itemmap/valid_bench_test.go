@@ -90,14 +90,34 @@ func BenchmarkJSONDocDelta(b *testing.B) {
 	})
 }
 
-// BenchmarkUnescape unescapes the text of a tool result as the recorded
-// streams have them (code: a newline or quote every few dozen bytes).
+// BenchmarkUnescape unescapes the escaped strings of the recorded claude
+// streams (tool results, code, prose), one after the other.
 func BenchmarkUnescape(b *testing.B) {
-	s := strings.Repeat(`func main() {\n\tfmt.Println(\"hello, \\u00e9 world\")\n}\n`, 400)
-	b.SetBytes(int64(len(s)))
-	b.ReportAllocs()
+	var strs []string
+	n := 0
+	for _, f := range claudeStreams(b) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		readLines(data, func(l []byte) {
+			var d jdoc
+			if !d.parse(l) {
+				return
+			}
+			for i := range d.nodes {
+				if nd := &d.nodes[i]; nd.kind == '"' && nd.esc && nd.end-nd.start > 64 {
+					strs = append(strs, strings.Clone(d.s[nd.start+1:nd.end-1]))
+					n += len(strs[len(strs)-1])
+				}
+			}
+		})
+	}
+	b.SetBytes(int64(n))
 	var dst []byte
 	for b.Loop() {
-		dst = unescapeJSON(dst[:0], s)
+		for _, s := range strs {
+			dst = unescapeJSON(dst[:0], s)
+		}
 	}
 }
