@@ -30,6 +30,11 @@ var (
 	sortedEventType = []byte(`,"type":"content_block_delta"}`)
 
 	thinkingTokens = []byte(`{"type":"system","subtype":"thinking_tokens",`)
+
+	// The fields after the event, as the CLI writes them.
+	tailSession = []byte(`,"session_id":"`)
+	tailUUID    = []byte(`","parent_tool_use_id":null,"uuid":"`)
+	tailMessage = []byte(`","api_message_id":"`)
 )
 
 // Kinds of the lines the fast path takes.
@@ -167,6 +172,9 @@ func smallIndex(b []byte, i int) (index, end int, ok bool) {
 // parent_tool_use_id is null or absent; ok is false when the line is not
 // so made (or api_message_id is not a string, or has an escape).
 func scanFlatFields(b []byte, i int) (msg []byte, nullParent, ok bool) {
+	if msg, ok := scanTail(b, i); ok {
+		return msg, true, true
+	}
 	seenMsg, seenParent := false, false
 	nullParent = true
 	for {
@@ -232,6 +240,26 @@ func scanFlatFields(b []byte, i int) (msg []byte, nullParent, ok bool) {
 			}
 		}
 	}
+}
+
+// scanTail reads the fields a stream event ends with as the CLI writes
+// them (session_id, a null parent_tool_use_id, uuid, api_message_id, in
+// this order, nothing else) from b[i] to the end of the line, and gives
+// api_message_id; false when the line ends otherwise.
+func scanTail(b []byte, i int) (msg []byte, ok bool) {
+	var esc bool
+	for _, lit := range [...][]byte{tailSession, tailUUID, tailMessage} {
+		if !bytes.HasPrefix(b[i:], lit) {
+			return nil, false
+		}
+		start := i + len(lit)
+		if i, esc, ok = scanString(b, start); !ok {
+			return nil, false
+		}
+		i-- // back to the closing quote, where the next literal starts
+		msg = b[start:i]
+	}
+	return msg, !esc && len(b)-i == 2 && b[i+1] == '}'
 }
 
 // bytesString is b's bytes as a string, without a copy: not to be kept.
