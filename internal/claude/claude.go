@@ -44,6 +44,10 @@ type Backend struct {
 	lines  sync.Mutex // held by a turn, which reads the process's lines, and by Prepare while it starts one
 	bt     between    // the lines between turns
 	inTurn atomic.Bool
+	// starting is held while a process is started: a mode or effort asked
+	// for meanwhile is either on its command line or told to the process
+	// once it runs, never lost between the two.
+	starting sync.Mutex
 
 	mu       sync.Mutex
 	session  string            // the CLI's session id, once it reported one
@@ -139,6 +143,8 @@ func (b *Backend) args() []string {
 // that process even when a Close has stopped it meanwhile (the message's
 // write then fails): reading the running process back could find none.
 func (b *Backend) start() (*cliproc.Proc, error) {
+	b.starting.Lock()
+	defer b.starting.Unlock()
 	args := b.args()
 	remove := func() {}
 	if len(b.Opts.MCPServers) > 0 {

@@ -81,9 +81,11 @@ func (b *Backend) SetMode(ctx context.Context, id string) error {
 	if !slices.ContainsFunc(b.Modes(), func(m backend.Mode) bool { return m.ID == id }) {
 		return fmt.Errorf("%w: %q", backend.ErrUnknownMode, id)
 	}
+	b.starting.Lock()
 	b.mu.Lock()
 	if b.mode == id {
 		b.mu.Unlock()
+		b.starting.Unlock()
 		return nil
 	}
 	b.mode = id
@@ -91,8 +93,9 @@ func (b *Backend) SetMode(ctx context.Context, id string) error {
 	reqID := "spbridge-mode-" + strconv.Itoa(b.modeSeq)
 	b.mu.Unlock()
 	p := b.Proc()
+	b.starting.Unlock()
 	if p == nil {
-		return nil
+		return nil // the next process starts in it (--permission-mode)
 	}
 	ch := b.wait(reqID)
 	sent := post(p, map[string]any{"type": "control_request", "request_id": reqID,
@@ -308,10 +311,13 @@ func (b *Backend) Effort() string {
 // later one gets --effort. A level the CLI refuses shows in its log only:
 // the answer is not waited for, as with SetModel.
 func (b *Backend) SetEffort(effort string) {
+	b.starting.Lock()
 	b.mu.Lock()
 	b.effort = effort
 	b.mu.Unlock()
-	if p := b.Proc(); p != nil {
+	p := b.Proc()
+	b.starting.Unlock()
+	if p != nil {
 		var level any = effort
 		if effort == "" {
 			level = nil // back to the CLI's own
