@@ -194,6 +194,31 @@ func (b *Backend) args(images []string) []string {
 	return append(a, "-")
 }
 
+// reviewArgs builds the command line of /review on codex exec (codex exec
+// review, ephemeral: a session of its own that nothing resumes) for its
+// argument, and what goes to its stdin: the instructions of a custom
+// review, read from stdin ("-"), never on argv.
+func (b *Backend) reviewArgs(arg string) (argv []string, stdin string) {
+	a := append([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool...)
+	if effort := b.Effort(); effort != "" {
+		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
+	}
+	mcp, _, _ := mcpExecArgs(b.Opts.MCPServers)
+	a = append(append(a, mcp...), "exec", "review", "--json", "--ephemeral", "--skip-git-repo-check")
+	if model := b.Model(); model != "" {
+		a = append(a, "-m", model)
+	}
+	switch t := reviewTarget(arg); t["type"] {
+	case "uncommittedChanges":
+		return append(a, "--uncommitted"), ""
+	case "baseBranch":
+		return append(a, "--base", t["branch"].(string)), ""
+	case "commit":
+		return append(a, "--commit", t["sha"].(string)), ""
+	}
+	return append(a, "-"), arg
+}
+
 // writeImages stores a turn's images where codex can read them, named by
 // their hash, in a private temporary folder the caller removes.
 func writeImages(images []backend.Image) (string, []string, error) {
@@ -240,11 +265,13 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if b.transport == TransportAppServer {
 		return b.withModel(b.appTurn(ctx, msg, h, interruptCh))
 	}
-	if name, _, ok := commandOf(msg.Text); ok {
+	cmd, cmdArg, isCmd := commandOf(msg.Text)
+	if isCmd && cmd == CommandCompact {
 		// Not sent as text: the model would take it for a request of its
 		// own and act on it.
-		return failBeforeStart(b.Opts.NewID, h, fmt.Sprintf("/%s is not available with codex exec: it needs the app-server transport (spbridge serve --codex-transport app-server).", name), "")
+		return failBeforeStart(b.Opts.NewID, h, "/compact is not available with codex exec: it needs the app-server transport (spbridge serve --codex-transport app-server).", "")
 	}
+	review := isCmd && cmd == CommandReview
 	_, _, skipped := mcpExecArgs(b.Opts.MCPServers)
 	b.mcpSkippedNotice(h, skipped)
 	dir, images, err := writeImages(msg.Images)
@@ -254,7 +281,14 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if dir != "" {
 		defer os.RemoveAll(dir)
 	}
-	p, err := b.Start(b.args(images))
+	argv, stdin, m := b.args(images), msg.Text, b.mapper
+	if review {
+		// A review is a session of codex's own (codex exec review), which
+		// the thread does not resume: a mapper of its own.
+		argv, stdin = b.reviewArgs(cmdArg)
+		m = itemmap.NewCodex(b.Opts.NewID)
+	}
+	p, err := b.Start(argv)
 	if err != nil {
 		text := "The Codex CLI could not be started: " + err.Error()
 		if backend.NotInstalled(err) {
@@ -264,9 +298,11 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	}
 	// codex reads the prompt to the end of stdin (an open stdin hangs it):
 	// the loop closes stdin once the prompt is written.
-	sent := p.Send([]byte(msg.Text))
-	end := b.loop(ctx, p, sent, h, interruptCh)
-	b.execLastRound(end)
+	sent := p.Send([]byte(stdin))
+	end := b.loop(ctx, p, sent, h, interruptCh, m, !review)
+	if !review {
+		b.execLastRound(end)
+	}
 	return b.withModel(end)
 }
 
@@ -278,8 +314,9 @@ func failBeforeStart(newID itemmap.IDFunc, h backend.Host, text, detail string) 
 // loop runs a turn of codex exec, p, until it ends; sent delivers the
 // outcome of writing the prompt. A prompt codex does not read counts
 // toward the idle timeout, and an interrupt or Close ends it.
-func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
-	m := b.mapper
+// m maps its events; the thread it reports is the one later turns resume
+// when thread is set.
+func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, h backend.Host, interruptCh <-chan struct{}, m *itemmap.Codex, thread bool) *itemmap.TurnEnd {
 	taken := false // codex read the whole prompt
 	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
@@ -291,7 +328,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 		for _, c := range r.Changes {
 			h.Change(c)
 		}
-		if r.Session != nil && r.Session.ID != "" {
+		if thread && r.Session != nil && r.Session.ID != "" {
 			b.mu.Lock()
 			b.thread = r.Session.ID
 			b.mu.Unlock()
@@ -317,7 +354,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 			p.CloseStdin()
 		case line, ok := <-p.Lines():
 			if !ok {
-				return b.ended(p, h, end, interrupted)
+				return b.ended(p, h, m, end, interrupted)
 			}
 			backend.ResetIdle(idle, b.Opts.IdleTimeout, true)
 			if line.Oversize > 0 {
@@ -357,7 +394,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 
 // ended finishes a turn whose codex process ended: with the turn's end when
 // codex reported it, else interrupted or failed.
-func (b *Backend) ended(p *cliproc.Proc, h backend.Host, end *itemmap.TurnEnd, interrupted bool) *itemmap.TurnEnd {
+func (b *Backend) ended(p *cliproc.Proc, h backend.Host, m *itemmap.Codex, end *itemmap.TurnEnd, interrupted bool) *itemmap.TurnEnd {
 	<-p.Done()
 	b.Reap(p)
 	if end != nil {
@@ -372,7 +409,7 @@ func (b *Backend) ended(p *cliproc.Proc, h backend.Host, end *itemmap.TurnEnd, i
 	}
 	text := backend.ExitedText("codex", p)
 	detail := b.Tail(p)
-	r := b.mapper.Finish(interrupted, text, detail)
+	r := m.Finish(interrupted, text, detail)
 	for _, c := range r.Changes {
 		h.Change(c)
 	}

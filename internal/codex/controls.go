@@ -222,11 +222,12 @@ var commands = []backend.Command{
 }
 
 // Commands lists /review and /compact, which the app-server runs
-// (review/start, thread/compact/start); codex exec has neither, so with it
-// none. Codex's other commands are operations of its terminal.
+// (review/start, thread/compact/start); with codex exec only /review (codex
+// exec review), as exec cannot compact. Codex's other commands are
+// operations of its terminal.
 func (b *Backend) Commands() []backend.Command {
 	if b.transport == TransportExec {
-		return []backend.Command{}
+		return slices.DeleteFunc(slices.Clone(commands), func(c backend.Command) bool { return c.Name == CommandCompact })
 	}
 	return slices.Clone(commands)
 }

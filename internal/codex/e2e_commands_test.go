@@ -77,19 +77,32 @@ func TestE2ECommands(t *testing.T) {
 		t.Errorf("%d requests after /compact, want 2", len(srv.Requests()))
 	}
 
-	ex, exSrv := realCodex(t, TransportExec)
-	if cmds := ex.Commands(); len(cmds) != 0 {
+	// codex exec: /review runs codex exec review, a session of its own
+	// that later turns do not resume; /compact is refused.
+	ex, exSrv := realCodex(t, TransportExec, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(reviewJSON)}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Hello.")}})
+	if cmds := ex.Commands(); len(cmds) != 1 || cmds[0].Name != "review" {
 		t.Errorf("exec Commands() = %+v", cmds)
 	}
-	for _, cmd := range []string{"/review", "/compact"} {
-		a := &approver{streaming: make(chan struct{})}
-		end := ex.Turn(context.Background(), backend.Message{Text: cmd}, a)
-		if !end.NotStarted || len(a.items) != 1 || !strings.Contains(a.items[0].String("text"), "not available with codex exec") {
-			t.Errorf("exec %s: %+v %q", cmd, end, itemTexts(a.items))
-		}
+	a = &approver{streaming: make(chan struct{})}
+	end = ex.Turn(context.Background(), backend.Message{Text: "/compact"}, a)
+	if !end.NotStarted || len(a.items) != 1 || !strings.Contains(a.items[0].String("text"), "not available with codex exec") {
+		t.Errorf("exec /compact: %+v %q", end, itemTexts(a.items))
 	}
-	if len(exSrv.Requests()) != 0 {
-		t.Errorf("exec sent a command to the model")
+	a = &approver{streaming: make(chan struct{})}
+	end = ex.Turn(context.Background(), backend.Message{Text: "/review look at main.go"}, a)
+	if end.Status != itemmap.TurnCompleted || !slices.ContainsFunc(itemTexts(a.items), func(s string) bool { return strings.Contains(s, "[P1] Check the error") }) {
+		t.Fatalf("exec /review: %v %q", end.Status, itemTexts(a.items))
+	}
+	if reqs := exSrv.Requests(); len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "look at main.go") {
+		t.Errorf("exec /review: the instructions did not reach the model")
+	}
+	if ex.Started() {
+		t.Error("exec /review gave the conversation the review's thread")
+	}
+	a = &approver{streaming: make(chan struct{})}
+	if end := ex.Turn(context.Background(), backend.Message{Text: "hi"}, a); end.Status != itemmap.TurnCompleted || !ex.Started() {
+		t.Errorf("exec turn after /review: %v", end.Status)
 	}
 }
 
@@ -110,6 +123,13 @@ func TestCommandOf(t *testing.T) {
 		name, arg, ok := commandOf(tc.text)
 		if name != tc.name || arg != tc.arg || ok != tc.ok {
 			t.Errorf("commandOf(%q) = %q, %q, %v, want %q, %q, %v", tc.text, name, arg, ok, tc.name, tc.arg, tc.ok)
+		}
+	}
+	b := New(Options{Transport: TransportExec})
+	for arg, want := range map[string]string{"": "--uncommitted", "--base main": "main", "--commit abc": "abc", "look here": "-"} {
+		argv, stdin := b.reviewArgs(arg)
+		if argv[len(argv)-1] != want || slices.Contains(argv, "look here") || (want == "-" && stdin != arg) || (want != "-" && stdin != "") {
+			t.Errorf("reviewArgs(%q) = %q, %q", arg, argv, stdin)
 		}
 	}
 	for arg, want := range map[string]string{"": "uncommittedChanges", "--base main": "baseBranch", "--commit abc": "commit", "look here": "custom"} {

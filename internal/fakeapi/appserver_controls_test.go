@@ -265,3 +265,21 @@ func TestAppServerMCPElicitation(t *testing.T) {
 		t.Errorf("mcpToolCall items %v", calls)
 	}
 }
+
+// TestExecReview: `codex exec review --json` with instructions runs a review
+// in a session of its own and prints it as exec events.
+func TestExecReview(t *testing.T) {
+	t.Parallel()
+	srv := startOpenAI(t, ResponsesReply{Items: []OutputItem{MessageItem(reviewJSON)}})
+	run := runCodex(t, srv, "", "", "look at main.go", "-c", `sandbox_mode="workspace-write"`, "exec", "review", "--json", "--skip-git-repo-check", "-")
+	if run.err != nil {
+		t.Fatalf("codex exec review: %v\n%s", run.err, run.dump())
+	}
+	saveExecRecording(t, run, "review")
+	if msg := run.find("item.completed"); msg == nil || !strings.Contains(fmtJSON(msg), "Check the error") {
+		t.Errorf("no review message:\n%s", run.dump())
+	}
+	if b, _ := json.Marshal(responsesBodies(t, srv)); !strings.Contains(string(b), "look at main.go") {
+		t.Errorf("the instructions did not reach the model")
+	}
+}
