@@ -90,11 +90,9 @@ func (h *acpHost) Change(c itemmap.Change) {
 		h.output(it, c.Tool, c.OutputDelta)
 		return
 	}
-	var clone archive.Item
-	if c.Op != itemmap.OpRemove {
-		// Made here, where nothing changes the item, for saves elsewhere.
-		clone = it.Clone()
-	}
+	// ss.live gets clones, made here, where nothing changes the item, for
+	// saves elsewhere (under ss.mu). A text that grew by Delta only moves
+	// the clone's text: no clone per streamed delta.
 	ss.mu.Lock()
 	if ss.live != nil {
 		i := h.liveIndex(it.ID(), c.Op == itemmap.OpAdd)
@@ -106,10 +104,12 @@ func (h *acpHost) Change(c itemmap.Change) {
 					h.from--
 				}
 			}
+		case i >= 0 && grewBy(ss.live[i], it, c.Delta):
+			ss.live[i].Set("text", it.String("text"))
 		case i >= 0:
-			ss.live[i] = clone
+			ss.live[i] = it.Clone()
 		default:
-			ss.live = append(ss.live, clone)
+			ss.live = append(ss.live, it.Clone())
 		}
 	}
 	keep := ss.keep
@@ -171,6 +171,16 @@ func (h *acpHost) Change(c itemmap.Change) {
 	if c.Plan != nil {
 		h.plan(c.Plan)
 	}
+}
+
+// grewBy reports whether item's text is clone's with delta appended, and
+// clone is a clone (not item itself): the change only appended delta.
+func grewBy(clone, item archive.Item, delta string) bool {
+	if delta == "" || clone == item {
+		return false
+	}
+	old, text := clone.String("text"), item.String("text")
+	return len(old)+len(delta) == len(text) && strings.HasSuffix(text, delta) && strings.HasPrefix(text, old[:min(len(old), 64)])
 }
 
 // maxTerminalOutput caps the output of one command sent to a client's

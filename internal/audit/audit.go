@@ -5,6 +5,7 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -192,55 +193,70 @@ func prepare(path string, record map[string]any) (*prepared, error) {
 	return p, nil
 }
 
-// body is the record's canonical one-line encoding with seq, prev and (when
-// torn) tornBytesRemoved, without hmac; at is the offset where the hmac
-// member goes (before the first key that sorts after it, or the closing
-// brace).
-func (p *prepared) body() (body []byte, at int) {
+// members calls fn with each member of the record's canonical one-line
+// encoding, in order: the prepared ones with seq, prev and (when torn)
+// tornBytesRemoved among them, and hmac too when withTag.
+func (p *prepared) members(withTag bool, fn func(key string, val []byte)) {
 	type member struct {
 		key string
 		val []byte
 	}
 	extra := []member{{FieldPrev, canonjson.AppendString(nil, p.prev)}, {FieldSeq, strconv.AppendInt(nil, p.seq, 10)}}
+	if withTag {
+		extra = append(extra, member{FieldHMAC, canonjson.AppendString(nil, p.tag)})
+	}
 	if p.torn > 0 {
 		extra = append(extra, member{FieldTorn, strconv.AppendInt(nil, p.torn, 10)})
 	}
 	slices.SortFunc(extra, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	size := 2 + len(FieldHMAC) + 64 + 8
-	for i, k := range p.keys {
-		size += len(k) + len(p.vals[i]) + 4
-	}
-	for _, m := range extra {
-		size += len(m.key) + len(m.val) + 4
-	}
-	body = make([]byte, 0, size)
-	body = append(body, '{')
-	at = -1
-	add := func(k string, v []byte) {
-		if len(body) > 1 {
-			body = append(body, ',')
-		}
-		if at < 0 && k > FieldHMAC {
-			at = len(body)
-		}
-		body = canonjson.AppendString(body, k)
-		body = append(body, ':')
-		body = append(body, v...)
-	}
 	i := 0
 	for _, m := range extra {
 		for ; i < len(p.keys) && p.keys[i] < m.key; i++ {
-			add(p.keys[i], p.vals[i])
+			fn(p.keys[i], p.vals[i])
 		}
-		add(m.key, m.val)
+		fn(m.key, m.val)
 	}
 	for ; i < len(p.keys); i++ {
-		add(p.keys[i], p.vals[i])
+		fn(p.keys[i], p.vals[i])
 	}
-	if at < 0 {
-		at = len(body)
+}
+
+// encode writes the record's canonical one-line encoding to w, with the
+// hmac when withTag, and returns w's first error.
+func (p *prepared) encode(w io.Writer, withTag bool) error {
+	var err error
+	put := func(b []byte) {
+		if err == nil {
+			_, err = w.Write(b)
+		}
 	}
-	return append(body, '}'), at
+	var head []byte
+	n := 0
+	p.members(withTag, func(key string, val []byte) {
+		head = head[:0]
+		if n == 0 {
+			head = append(head, '{')
+		} else {
+			head = append(head, ',')
+		}
+		n++
+		head = append(canonjson.AppendString(head, key), ':')
+		put(head)
+		put(val)
+	})
+	if n == 0 {
+		put([]byte("{}"))
+	} else {
+		put([]byte("}"))
+	}
+	return err
+}
+
+// line is the record's line (with its hmac) without the newline.
+func (p *prepared) line() []byte {
+	var b bytes.Buffer
+	p.encode(&b, true)
+	return b.Bytes()
 }
 
 // appendLocked appends records, in order, to their logs (all under
@@ -331,24 +347,28 @@ func appendLog(dc *dirCache, ix *index, key []byte, recs []*prepared) error {
 			"found": json.Number(strconv.FormatInt(seq-1, 10)), "last": e.last})
 		e.keyedFrom = 0
 	}
-	var lines []byte
 	first := seq
+	// Each record goes to the file through a small buffer, its members as
+	// they were prepared: no copy of a whole record is made.
+	out := &countingWriter{w: bufio.NewWriterSize(f, 64<<10)}
 	for _, p := range recs {
 		p.seq, p.prev = seq, prev
-		body, at := p.body()
-		p.tag = mac(key, recordDomain(identity), body)
-		lines = append(lines, withMember(body, at, FieldHMAC, p.tag)...)
-		lines = append(lines, '\n')
+		m := newMAC(key, recordDomain(identity))
+		p.encode(m, false)
+		p.tag = hex.EncodeToString(m.Sum(nil))
+		p.encode(out, true)
+		out.Write([]byte{'\n'})
+		p.keys, p.vals = nil, nil // written: the encoding can go
 		seq, prev = seq+1, p.tag
 	}
 	seq--
-	if _, err := f.Write(lines); err != nil {
+	if err := out.flush(); err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
-	dc.setLast(path, fi, end+int64(len(lines)), &lastInfo{seq: seq, tag: prev})
+	dc.setLast(path, fi, end+out.n, &lastInfo{seq: seq, tag: prev})
 	if err := writeHead(path, seq, prev); err != nil {
 		return err
 	}
@@ -388,20 +408,30 @@ func hashRecord(record map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// withMember returns body, an object's one-line encoding, with the member
-// key: value put at offset at (as encodeWithout gives it).
-func withMember(body []byte, at int, key, value string) []byte {
-	member := canonjson.AppendString(append(canonjson.AppendString(nil, key), ':'), value)
-	line := make([]byte, 0, len(body)+len(member)+2)
-	switch {
-	case len(body) == 2: // {}
-		line = append(append(append(line, '{'), member...), '}')
-	case at == len(body)-1: // after the last member
-		line = append(append(append(append(line, body[:at]...), ','), member...), '}')
-	default:
-		line = append(append(append(append(line, body[:at]...), member...), ','), body[at:]...)
+// countingWriter counts what goes through a bufio.Writer and keeps its
+// first error.
+type countingWriter struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
 	}
-	return line
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}
+
+// flush writes what the buffer holds and returns the first error.
+func (c *countingWriter) flush() error {
+	if c.err == nil {
+		c.err = c.w.Flush()
+	}
+	return c.err
 }
 
 // lastInfo is what Append needs of the log's last record.

@@ -175,20 +175,20 @@ func TestEncodeOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.seq, p.prev, p.torn = 3, "p", torn
-			body, at := p.body()
+			p.seq, p.prev, p.torn, p.tag = 3, "p", torn, "tag"
+			var body bytes.Buffer
+			p.encode(&body, false)
 			full := maps.Clone(rec)
 			full[FieldSeq], full[FieldPrev] = json.Number("3"), "p"
 			if torn > 0 {
 				full[FieldTorn] = json.Number("7")
 			}
-			if want, _ := canonjson.EncodeCompact(full); string(body) != string(want) {
-				t.Errorf("body(%v) = %s, want %s", rec, body, want)
+			if want, _ := canonjson.EncodeCompact(full); body.String() != string(want) {
+				t.Errorf("encode(%v) = %s, want %s", rec, body.Bytes(), want)
 			}
 			full[FieldHMAC] = "tag"
-			want, _ := canonjson.EncodeCompact(full)
-			if got := withMember(body, at, FieldHMAC, "tag"); string(got) != string(want) {
-				t.Errorf("withMember(%s) = %s, want %s", body, got, want)
+			if want, _ := canonjson.EncodeCompact(full); string(p.line()) != string(want) {
+				t.Errorf("line(%v) = %s, want %s", rec, p.line(), want)
 			}
 		}
 	}

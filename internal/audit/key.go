@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -89,9 +90,16 @@ func readKey(path string) ([]byte, error) {
 // mac is the HMAC-SHA-256 under key of a domain (what is signed, so that a
 // tag of one kind cannot stand for another) and data, in hex.
 func mac(key []byte, domain string, data []byte) string {
+	m := newMAC(key, domain)
+	m.Write(data)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// newMAC returns the HMAC-SHA-256 under key of domain and what is written
+// to it next (see mac).
+func newMAC(key []byte, domain string) hash.Hash {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(domain))
 	m.Write([]byte{0})
-	m.Write(data)
-	return hex.EncodeToString(m.Sum(nil))
+	return m
 }
