@@ -6,7 +6,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"spbridge/internal/acp"
@@ -14,6 +13,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
+	"spbridge/internal/gcpace"
 	"spbridge/internal/sessionindex"
 )
 
@@ -97,14 +97,15 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	return err
 }
 
-// serveGCPercent is serve's GOGC. Serve holds each open conversation
-// whole, and with Go's default of 100 the heap grows to twice that between
-// collections; at 50 it stays within half as much again, for a few more
-// collections a turn. A GOGC the user set is left alone.
-const serveGCPercent = 50
+// serveHeadroom is how much memory serve lets grow over its live heap
+// before the garbage collector runs (internal/gcpace): serve holds each
+// open conversation whole, and Go's default (a collection when the heap
+// doubles) would let it peak near twice that. A GOGC or GOMEMLIMIT the
+// user set is left alone.
+const serveHeadroom = 16 << 20
 
 func setServeGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(serveGCPercent)
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		gcpace.Start(serveHeadroom)
 	}
 }

@@ -1,0 +1,68 @@
+// Package gcpace paces the garbage collector of a long-running process by
+// a fixed headroom over its live heap, instead of Go's default of a
+// multiple of it: a collection runs once the heap reaches the live heap of
+// the last collection plus the headroom, and the runtime's memory limit
+// (which makes it return freed memory to the system) sits half a headroom
+// above that. A process that holds a large value for long (serve holds
+// each open conversation whole) then peaks near its size plus the
+// headroom, not at one and a half or twice its size, and one with a small
+// live heap collects far less often than a multiple of it would make it.
+package gcpace
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// Min is the least memory limit Start sets, whatever the live heap.
+const Min = 16 << 20
+
+var once sync.Once
+
+// Start makes the collector run when the heap reaches the live heap (as
+// the last collection found it) plus headroom: it sets GOGC and the memory
+// limit again after every collection. It does so once per process; later
+// calls do nothing.
+func Start(headroom int64) {
+	once.Do(func() {
+		p := &pacer{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+		p.adjust()
+		p.arm()
+	})
+}
+
+type pacer struct {
+	headroom int64
+	sample   []metrics.Sample
+}
+
+// sentinel is an object whose finalizer runs after each collection. It
+// holds a pointer so that it is not one of the tiny objects the allocator
+// packs together (their finalizers may never run).
+type sentinel struct {
+	p *pacer
+}
+
+// arm sets a finalizer on a new unreachable object: the next collection
+// runs it, and it arms the next one.
+func (p *pacer) arm() {
+	s := &sentinel{p: p}
+	runtime.SetFinalizer(s, func(s *sentinel) {
+		s.p.adjust()
+		s.p.arm()
+	})
+}
+
+// adjust sets GOGC for a heap goal of the live heap plus the headroom, and
+// the memory limit half a headroom above.
+func (p *pacer) adjust() {
+	metrics.Read(p.sample)
+	var live int64
+	if v := p.sample[0].Value; v.Kind() == metrics.KindUint64 {
+		live = int64(v.Uint64())
+	}
+	debug.SetGCPercent(int(max(p.headroom*100/max(live, 1<<20), 10)))
+	debug.SetMemoryLimit(max(live+p.headroom*3/2, Min))
+}
