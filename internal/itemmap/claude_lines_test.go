@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -81,5 +82,19 @@ func TestSequentialID(t *testing.T) {
 	next := SequentialIDs()
 	if a, b := next(), next(); a != "00000000-0000-4000-8000-000000000001" || b != "00000000-0000-4000-8000-000000000002" {
 		t.Errorf("SequentialIDs gives %q, %q", a, b)
+	}
+}
+
+// TestWriteTruncated checks that writeTruncated writes what truncate
+// gives, on a character boundary.
+func TestWriteTruncated(t *testing.T) {
+	for _, s := range []string{"", "short", strings.Repeat("é", 20), strings.Repeat("abc", 10)} {
+		for _, n := range []int{0, 1, 2, 5, 9, 29, 30, 100} {
+			var b strings.Builder
+			writeTruncated(&b, s, n)
+			if got, want := b.String(), truncate(s, n); got != want {
+				t.Errorf("writeTruncated(%q, %d) = %q, truncate gives %q", s, n, got, want)
+			}
+		}
 	}
 }

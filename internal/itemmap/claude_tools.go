@@ -171,11 +171,18 @@ func (m *Claude) finishTool(tool *claudeTool, status, statusText, out string, r 
 	tool.item.Set("status", status)
 	tool.item.Set("statusText", statusText)
 	if out != "" {
+		// detail, "output:" and the output as truncate gives it, built
+		// in one piece (the output may be tens of kilobytes).
 		detail := tool.item.String("detail")
+		var b strings.Builder
+		b.Grow(len(detail) + len("\n\noutput:\n") + min(len(out), maxDetailOutput+40))
+		b.WriteString(detail)
 		if detail != "" {
-			detail += "\n\n"
+			b.WriteString("\n\n")
 		}
-		tool.item.Set("detail", detail+"output:\n"+truncate(out, maxDetailOutput))
+		b.WriteString("output:\n")
+		writeTruncated(&b, out, maxDetailOutput)
+		tool.item.Set("detail", b.String())
 	}
 	m.toolChange(r, OpUpdate, tool)
 }

@@ -303,6 +303,22 @@ func truncate(s string, n int) string {
 	return s[:cut] + fmt.Sprintf("\n… (%d more bytes)", len(s)-cut)
 }
 
+// writeTruncated writes truncate(s, n) to b.
+func writeTruncated(b *strings.Builder, s string, n int) {
+	if len(s) <= n {
+		b.WriteString(s)
+		return
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	b.WriteString(s[:cut])
+	b.WriteString("\n… (")
+	b.WriteString(strconv.Itoa(len(s) - cut))
+	b.WriteString(" more bytes)")
+}
+
 // firstLine returns s's first non-empty line, cut to maxSummary bytes.
 func firstLine(s string) string {
 	s = strings.TrimLeft(s, "\n\r \t")
