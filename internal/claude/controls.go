@@ -160,15 +160,15 @@ func (b *Backend) Prepare(ctx context.Context) error {
 
 // controlResponse returns the response of a control_response line.
 func controlResponse(line []byte) (gjson.Result, bool) {
-	if !bytes.Contains(line, []byte(`"control_response"`)) {
+	if lineType(line) != "control_response" {
 		return gjson.Result{}, false
 	}
-	v := gjson.ParseBytes(line)
-	if v.Get("type").String() != "control_response" {
-		return gjson.Result{}, false
-	}
-	return v.Get("response"), true
+	return gjson.GetBytes(line, "response"), true
 }
+
+// lineType is the type of a line of claude's: its top-level "type", which
+// claude writes first, so that finding it does not scan the line.
+func lineType(line []byte) string { return gjson.GetBytes(line, "type").String() }
 
 // initRequestID names the initialize request start sends.
 const initRequestID = "spbridge-init"
@@ -202,13 +202,10 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 		}
 		return
 	}
-	if !bytes.Contains(line, []byte(`"system"`)) {
+	if lineType(line) != "system" {
 		return
 	}
 	v := gjson.ParseBytes(line)
-	if v.Get("type").String() != "system" {
-		return
-	}
 	switch v.Get("subtype").String() {
 	case "compact_boundary":
 		// Claude Code's own /compact (or its automatic one) ran.
