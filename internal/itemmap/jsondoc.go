@@ -184,32 +184,33 @@ func pushNode(nodes []jnode, base, start, end int, kind byte, esc bool) []jnode 
 
 // scanString reads a string's contents and closing quote at b[i:] and
 // returns the index after the quote and whether the string holds an
-// escape. A short string (up to 48 bytes) is read eight bytes at a time;
-// in a longer one the closing quote and each backslash are found with
-// bytes.IndexByte and the runs between them are checked for control
-// characters.
+// escape. A string's first words (eight steps of eight bytes or an
+// escape) are read eight bytes at a time; past them, the closing quote and
+// each backslash are found with bytes.IndexByte and the runs between them
+// are checked for control characters.
 func scanString(b []byte, i int) (end int, esc, ok bool) {
-	for k := 0; k < 6; k++ {
+	for k := 0; k < 8; k++ {
 		if len(b)-i < 8 {
 			return scanStringTail(b, i, esc)
 		}
-		if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-			// The lowest byte flagged is exact: a formula's borrow only
-			// runs upwards from a byte it rightly flags.
-			i += bits.TrailingZeros64(m) >> 3
-			switch c := b[i]; {
-			case c == '"':
-				return i + 1, esc, true
-			case c < ' ':
-				return i, esc, false
-			}
-			esc = true
-			if i, ok = skipEscape(b, i+1); !ok {
-				return i, esc, false
-			}
-			return scanLong(b, i, esc)
+		m := specialMask(binary.LittleEndian.Uint64(b[i:]))
+		if m == 0 {
+			i += 8
+			continue
 		}
-		i += 8
+		// The lowest byte flagged is exact: a formula's borrow only runs
+		// upwards from a byte it rightly flags.
+		i += bits.TrailingZeros64(m) >> 3
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, esc, true
+		case c < ' ':
+			return i, esc, false
+		}
+		esc = true
+		if i, ok = skipEscape(b, i+1); !ok {
+			return i, esc, false
+		}
 	}
 	return scanLong(b, i, esc)
 }
