@@ -52,7 +52,7 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 	out := bufio.NewWriterSize(st.out, 64<<10)
 	gc := newReplayGC()
 	defer gc.restore()
-	if err := replayStream(in, *backend, *transport, out, gc.turnWritten); err != nil {
+	if err := replayStream(in, *backend, *transport, out, gc.pace); err != nil {
 		return err
 	}
 	return out.Flush()
@@ -73,7 +73,10 @@ type mapper interface {
 // A mapper keeps nothing of a turn once it ended, so the items a turn made
 // are final when the mapper is between turns: they are written then and
 // dropped, and the memory held is one turn's items, not the stream's.
-func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, turnWritten func()) error {
+//
+// pace, when not nil, is called after each turn written and each batch of
+// lines mapped (replayGC.pace).
+func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, pace func()) error {
 	newID := itemmap.SequentialIDs()
 	var m mapper = itemmap.NewClaude(newID)
 	app := backend == "codex" && transport == codex.TransportAppServer
@@ -107,8 +110,8 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, tu
 			written++
 		}
 		items = items[:0]
-		if turnWritten != nil {
-			turnWritten()
+		if pace != nil {
+			pace()
 		}
 	}
 	apply := func(r itemmap.Result) {
@@ -151,6 +154,9 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, tu
 				if werr != nil {
 					return false
 				}
+			}
+			if pace != nil {
+				pace()
 			}
 			return true
 		})
@@ -356,8 +362,9 @@ func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
 // collector runs every few megabytes, some fifty times a 100 MB stream.
 // While the live heap is small, replay lets the heap grow to five times
 // it, up to replayMemoryLimit in all; once a turn holds more than
-// replayLiveLimit, the default pace again (and no limit), so the peak
-// stays near what is held. GOGC or GOMEMLIMIT, when set, decide alone.
+// replayLiveLimit, the default pace again (and no limit: a turn that holds
+// more than the limit is not collected over and over), so the peak stays
+// near what is held. GOGC or GOMEMLIMIT, when set, decide alone.
 type replayGC struct {
 	prev      int   // the GC percent before replay
 	prevLimit int64 // the memory limit before replay
@@ -381,9 +388,9 @@ func newReplayGC() *replayGC {
 	return g
 }
 
-// turnWritten looks at the live heap after each turn written, and sets
+// pace looks at the live heap (as the last collection found it) and sets
 // the pace it calls for.
-func (g *replayGC) turnWritten() {
+func (g *replayGC) pace() {
 	if g.percent == 0 {
 		return
 	}

@@ -122,13 +122,13 @@ func TestReplayGCPace(t *testing.T) {
 	}
 	heldByTest = make([]byte, 2*replayLiveLimit)
 	runtime.GC()
-	g.turnWritten()
+	g.pace()
 	if p, l := percent(), limit(); p != 100 || l != prevLimit {
 		t.Fatalf("pace %d, memory limit %d with %d bytes held, want 100 and %d", p, l, len(heldByTest), prevLimit)
 	}
 	heldByTest = nil
 	runtime.GC()
-	g.turnWritten()
+	g.pace()
 	if p := percent(); p != replayGCPercent {
 		t.Fatalf("pace %d once the turn was let go, want %d", p, replayGCPercent)
 	}
@@ -140,7 +140,7 @@ func TestReplayGCPace(t *testing.T) {
 	t.Setenv("GOGC", "50")
 	debug.SetGCPercent(50)
 	g = newReplayGC()
-	g.turnWritten()
+	g.pace()
 	if p := percent(); p != 50 {
 		t.Fatalf("pace %d with GOGC=50, want 50", p)
 	}
