@@ -295,7 +295,9 @@ func TestListResumeClose(t *testing.T) {
 	// A later turn of a titled session is recorded in the background; the
 	// session's close waits for it: a is the newest again after b's turn.
 	c.request("session/prompt", map[string]any{"sessionId": b, "prompt": []any{textBlock("b's turn")}})
-	c.request("session/prompt", map[string]any{"sessionId": a, "prompt": []any{textBlock("a again")}})
+	for _, text := range []string{"a again", "and again", "and once more"} {
+		c.request("session/prompt", map[string]any{"sessionId": a, "prompt": []any{textBlock(text)}})
+	}
 	c.request("session/close", map[string]any{"sessionId": a})
 	res, _ = c.request("session/list", map[string]any{})
 	if list := res["sessions"].([]any); len(list) != 2 || list[0].(map[string]any)["sessionId"] != a || list[0].(map[string]any)["title"] != "hi there" {

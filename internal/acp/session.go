@@ -537,6 +537,7 @@ func (ss *acpSession) stop() {
 	ss.qcond.Broadcast()
 	ss.qmu.Unlock()
 	ss.cancelPrompts()
+	ss.recorder.hurry() // shutdown waits for the last record: no pause
 }
 
 // abandon ends a session's queue: the session is forgotten, takes nothing
