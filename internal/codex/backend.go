@@ -169,8 +169,7 @@ func (b *Backend) args(images []string) []string {
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
-	mcp, _, _ := mcpExecArgs(b.Opts.MCPServers)
-	a = append(append(a, mcp...), "exec")
+	a = append(append(a, b.execMCPArgs()...), "exec")
 	for _, dir := range b.Opts.AddDirs {
 		// exec's own flag, before resume (which has none): codex applies
 		// it to the resumed thread's turn too.
@@ -203,8 +202,7 @@ func (b *Backend) reviewArgs(arg string) (argv []string, stdin string) {
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
-	mcp, _, _ := mcpExecArgs(b.Opts.MCPServers)
-	a = append(append(a, mcp...), "exec", "review", "--json", "--ephemeral", "--skip-git-repo-check")
+	a = append(append(a, b.execMCPArgs()...), "exec", "review", "--json", "--ephemeral", "--skip-git-repo-check")
 	if model := b.Model(); model != "" {
 		a = append(a, "-m", model)
 	}

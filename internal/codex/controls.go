@@ -395,6 +395,24 @@ func mcpExecArgs(servers []backend.MCPServer) (args, env []string, skipped []str
 	return args, env, skipped
 }
 
+// execMCPArgs are codex exec's overrides for the editor's MCP servers
+// (mcpExecArgs). codex exec has no one to ask before an MCP tool runs, and
+// refuses every call it would ask about: outside read-only mode the
+// servers' tools are approved (default_tools_approval_mode "approve"), as
+// the editor chose the servers; in read-only mode they stay refused.
+func (b *Backend) execMCPArgs() []string {
+	args, _, _ := mcpExecArgs(b.Opts.MCPServers)
+	if b.Mode() == ModeReadOnly {
+		return args
+	}
+	for _, s := range b.Opts.MCPServers {
+		if s.Transport == backend.MCPStdio || s.Transport == backend.MCPHTTP {
+			args = append(args, "-c", "mcp_servers."+mcpName(s.Name)+`.default_tools_approval_mode="approve"`)
+		}
+	}
+	return args
+}
+
 // tomlList is a list of strings as a TOML array.
 func tomlList(list []string) string {
 	q := make([]string, len(list))

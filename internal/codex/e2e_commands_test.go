@@ -358,3 +358,41 @@ func TestE2EMCPForm(t *testing.T) {
 		t.Errorf("what the MCP server got: %q", out)
 	}
 }
+
+// TestE2EExecMCP: codex exec, which cannot ask, runs the editor's MCP
+// server's tools in auto mode, and refuses them in read-only mode.
+func TestE2EExecMCP(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := []fakeapi.ResponsesReply{
+		{Items: []fakeapi.OutputItem{{Type: "tool_search_call", Query: "shout"}}},
+		{Items: []fakeapi.OutputItem{{Type: "function_call", Name: "shout", Namespace: "mcp__fake", Arguments: map[string]any{"text": "hi"}}}},
+		{Items: []fakeapi.OutputItem{fakeapi.MessageItem("done")}},
+	}
+	for _, mode := range []string{ModeAuto, ModeReadOnly} {
+		t.Run(mode, func(t *testing.T) {
+			b, _ := realCodex(t, TransportExec, script...)
+			b.Opts.MCPServers = []backend.MCPServer{{Name: "fake", Transport: backend.MCPStdio, Command: exe,
+				Env: []backend.NameValue{{Name: fakeapi.MCPServerEnv, Value: "1"}, {Name: fakeapi.MCPTokenEnv, Value: "tok"}}}}
+			if err := b.SetMode(context.Background(), mode); err != nil {
+				t.Fatal(err)
+			}
+			a := &approver{streaming: make(chan struct{})}
+			if end := b.Turn(context.Background(), backend.Message{Text: "shout hi"}, a); end.Status != itemmap.TurnCompleted {
+				t.Fatalf("turn: %v %q", end.Status, itemTexts(a.items))
+			}
+			var call archive.Item
+			for _, it := range a.items {
+				if it.Type() == archive.TypeTool && it.String("name") == "fake.shout" {
+					call = it
+				}
+			}
+			ran := call.String("status") == archive.StatusSucceeded && strings.Contains(call.String("detail"), "HI tok")
+			if ran != (mode == ModeAuto) {
+				t.Errorf("%s: the MCP call %v", mode, call.Map())
+			}
+		})
+	}
+}
