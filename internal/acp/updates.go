@@ -312,10 +312,6 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	h.sendTool(u)
 }
 
-// terminalOutput writes data to the client's terminal of tool call id.
-func (ss *acpSession) terminalOutput(id, data string) {
-	ss.srv.w.write(func(b []byte) []byte { return appendTerminalOutput(b, ss.id, id, data) })
-}
 
 // itemChange sends one change as _spbridge/item. Text that grew by
 // streaming travels as what was appended ({op: "append", id, field: "text",
