@@ -312,7 +312,6 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	h.sendTool(u)
 }
 
-
 // itemChange sends one change as _spbridge/item. Text that grew by
 // streaming travels as what was appended ({op: "append", id, field: "text",
 // text}); every other change carries the whole item (add, update, remove):
