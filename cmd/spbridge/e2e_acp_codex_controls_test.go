@@ -184,7 +184,9 @@ func TestE2EServeCodexControls(t *testing.T) {
 	if ex := eventsOf(events, "exec"); len(ex) != 1 || ex[0].Code == nil || *ex[0].Code != 0 {
 		t.Errorf("spbridge run after session/close: %+v", ex)
 	}
-	if r := response(t, events, 13); r["modes"] == nil {
+	// Resumed without naming its backend, the session goes on with codex,
+	// which its conversation last ran on.
+	if r := response(t, events, 13); r["modes"] == nil || r["modes"].(map[string]any)["currentModeId"] != "auto" {
 		t.Errorf("session/resume: %v", r)
 	}
 }

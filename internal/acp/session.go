@@ -156,9 +156,12 @@ type openParams struct {
 	kind    archive.Kind
 	keep    bool
 	backend string
-	model   string
-	cwd     string
-	mcp     []backend.MCPServer
+	// defaulted: the request named no backend (backend is serve's
+	// default); a load or resume then takes the conversation's own.
+	defaulted bool
+	model     string
+	cwd       string
+	mcp       []backend.MCPServer
 	// addDirs are the additionalDirectories of the request: absolute,
 	// clean, each once, in order. Only this open's: a load or resume
 	// without them has none, whatever an earlier open had.
@@ -207,7 +210,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
 	}
 	if m.Backend == "" {
-		m.Backend = s.cfg.DefaultBackend
+		m.Backend, op.defaulted = s.cfg.DefaultBackend, true
 	}
 	if m.Backend == "" {
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.backend is required ("claude" or "codex")`)
@@ -330,6 +333,15 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	pkg, err := archive.Open(op.id, op.kind, op.keep)
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
+	}
+	if op.defaulted && op.load {
+		// A session reopened without naming its backend (session/list,
+		// then resume) goes on with the CLI its conversation last ran on.
+		for name, provider := range providers {
+			if pkg.Conv.Provider != "" && pkg.Conv.Provider == provider {
+				op.backend = name
+			}
+		}
 	}
 	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events()})
 	if err != nil {
