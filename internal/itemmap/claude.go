@@ -33,6 +33,7 @@ type Claude struct {
 	nodes     []jnode           // cur's values
 	stack     []int32           // for reading cur
 	scratch   []byte            // an unescaped delta
+	slab      []Change          // changes not yet handed out, one to a Result (update)
 	noFast    bool              // every line the general way (tests)
 }
 
@@ -195,6 +196,16 @@ func (m *Claude) add(r *Result, it archive.Item) {
 }
 
 func (m *Claude) update(r *Result, it archive.Item, delta string) {
+	if r.Changes == nil {
+		// A streamed delta, most of the stream's lines: its one change
+		// comes from a slab of them rather than an allocation of its own.
+		if len(m.slab) == 0 {
+			m.slab = make([]Change, 256)
+		}
+		r.Changes, m.slab = m.slab[:1:1], m.slab[1:]
+		r.Changes[0] = Change{Op: OpUpdate, Item: it, Delta: delta}
+		return
+	}
 	r.Changes = append(r.Changes, Change{Op: OpUpdate, Item: it, Delta: delta})
 }
 
