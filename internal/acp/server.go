@@ -99,6 +99,10 @@ type Server struct {
 	// clientCapabilities._meta.terminal_output, Zed's display-only
 	// terminal): commands then stream it as _meta.terminal_output.
 	terminal atomic.Bool
+	// notices is set when the client presents live notices
+	// (clientCapabilities.session.notices): notice items then go out as
+	// ACP notice updates too.
+	notices atomic.Bool
 
 	nextID  atomic.Int64
 	pmu     sync.Mutex
@@ -273,6 +277,7 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		// initialize already sees its choice.
 		s.items.Store(wantsItems(m.Params))
 		s.terminal.Store(wantsTerminal(m.Params))
+		s.notices.Store(wantsNotices(m.Params))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })

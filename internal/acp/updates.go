@@ -167,6 +167,10 @@ func (h *acpHost) Change(c itemmap.Change) {
 		if c.Op == itemmap.OpAdd {
 			h.chunk(agentMessageChunk, plainText(it))
 		}
+	case archive.TypeNotice:
+		if c.Op == itemmap.OpAdd {
+			h.notice(it.String("text"))
+		}
 	}
 	if c.Plan != nil {
 		h.plan(c.Plan)
