@@ -61,7 +61,7 @@ func readLines(r *bufio.Reader, maxLine int, send func(Line) bool) error {
 			case acc != nil:
 				line.Data = acc
 			default:
-				line.Data = append(make([]byte, 0, len(frag)), frag...)
+				line.Data = append([]byte{}, frag...) // not zeroed first, as make would; never nil
 			}
 			if !send(line) {
 				return nil
