@@ -150,12 +150,13 @@ var appendMu sync.Mutex
 
 // prepared is a record encoded ahead of its append: every member but those
 // the append sets (seq, prev, hmac, tornBytesRemoved), each as its key and
-// its value's canonical one-line encoding, keys sorted. It also carries
-// what the append gave it.
+// its value's canonical one-line encoding (in pieces of at most about 32
+// KiB, so that a large record needs no large buffer), keys sorted. It also
+// carries what the append gave it.
 type prepared struct {
 	path, stateDir, identity string
 	keys                     []string
-	vals                     [][]byte
+	vals                     [][][]byte
 
 	// Set by the append.
 	seq  int64
@@ -163,6 +164,14 @@ type prepared struct {
 	tag  string
 	torn int64
 	err  error // this record's log could not be appended to
+}
+
+// pieces keeps what is written to it, a copy of each write.
+type pieces [][]byte
+
+func (p *pieces) Write(b []byte) (int, error) {
+	*p = append(*p, bytes.Clone(b))
+	return len(b), nil
 }
 
 // prepare encodes record for the log at path.
@@ -177,18 +186,13 @@ func prepare(path string, record map[string]any) (*prepared, error) {
 		p.keys = append(p.keys, k)
 	}
 	slices.Sort(p.keys)
-	p.vals = make([][]byte, len(p.keys))
-	var buf []byte
-	offs := make([]int, len(p.keys)+1)
+	p.vals = make([][][]byte, len(p.keys))
 	for i, k := range p.keys {
-		var err error
-		if buf, err = canonjson.AppendCompact(buf, record[k]); err != nil {
+		var val pieces
+		if err := canonjson.WriteCompact(&val, record[k]); err != nil {
 			return nil, err
 		}
-		offs[i+1] = len(buf)
-	}
-	for i := range p.keys {
-		p.vals[i] = buf[offs[i]:offs[i+1]:offs[i+1]]
+		p.vals[i] = val
 	}
 	return p, nil
 }
@@ -196,17 +200,18 @@ func prepare(path string, record map[string]any) (*prepared, error) {
 // members calls fn with each member of the record's canonical one-line
 // encoding, in order: the prepared ones with seq, prev and (when torn)
 // tornBytesRemoved among them, and hmac too when withTag.
-func (p *prepared) members(withTag bool, fn func(key string, val []byte)) {
+func (p *prepared) members(withTag bool, fn func(key string, val [][]byte)) {
 	type member struct {
 		key string
-		val []byte
+		val [][]byte
 	}
-	extra := []member{{FieldPrev, canonjson.AppendString(nil, p.prev)}, {FieldSeq, strconv.AppendInt(nil, p.seq, 10)}}
+	one := func(b []byte) [][]byte { return [][]byte{b} }
+	extra := []member{{FieldPrev, one(canonjson.AppendString(nil, p.prev))}, {FieldSeq, one(strconv.AppendInt(nil, p.seq, 10))}}
 	if withTag {
-		extra = append(extra, member{FieldHMAC, canonjson.AppendString(nil, p.tag)})
+		extra = append(extra, member{FieldHMAC, one(canonjson.AppendString(nil, p.tag))})
 	}
 	if p.torn > 0 {
-		extra = append(extra, member{FieldTorn, strconv.AppendInt(nil, p.torn, 10)})
+		extra = append(extra, member{FieldTorn, one(strconv.AppendInt(nil, p.torn, 10))})
 	}
 	slices.SortFunc(extra, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	i := 0
@@ -232,7 +237,7 @@ func (p *prepared) encode(w io.Writer, withTag bool) error {
 	}
 	var head []byte
 	n := 0
-	p.members(withTag, func(key string, val []byte) {
+	p.members(withTag, func(key string, val [][]byte) {
 		head = head[:0]
 		if n == 0 {
 			head = append(head, '{')
@@ -242,7 +247,9 @@ func (p *prepared) encode(w io.Writer, withTag bool) error {
 		n++
 		head = append(canonjson.AppendString(head, key), ':')
 		put(head)
-		put(val)
+		for _, b := range val {
+			put(b)
+		}
 	})
 	if n == 0 {
 		put([]byte("{}"))
@@ -350,7 +357,12 @@ func appendLog(dc *dirCache, ix *index, key []byte, recs []*prepared) error {
 	first := seq
 	// Each record goes to the file through a small buffer, its members as
 	// they were prepared: no copy of a whole record is made.
-	out := &countingWriter{w: bufio.NewWriterSize(f, 64<<10)}
+	if dc.bw == nil {
+		dc.bw = bufio.NewWriterSize(f, 64<<10)
+	}
+	dc.bw.Reset(f)
+	defer dc.bw.Reset(nil)
+	out := &countingWriter{w: dc.bw}
 	for _, p := range recs {
 		p.seq, p.prev = seq, prev
 		m := newMAC(key, recordDomain(identity))

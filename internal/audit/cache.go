@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
@@ -28,6 +29,8 @@ type dirCache struct {
 	// keyMade is set when the last loadKey made the key: the index is
 	// then new as well.
 	keyMade bool
+	// bw is the buffer records go to their log through, reused.
+	bw *bufio.Writer
 }
 
 // logCache is a log's last record as this process wrote it.

@@ -48,6 +48,16 @@ func Write(w io.Writer, v any) error {
 	return e.flush()
 }
 
+// WriteCompact writes v's one-line form (EncodeCompact's bytes) to w, in
+// pieces of about 32 KiB as Write does.
+func WriteCompact(w io.Writer, v any) error {
+	e := encoder{buf: make([]byte, 0, 4096), w: w, compact: true}
+	if err := e.value(v, 0); err != nil {
+		return err
+	}
+	return e.flush()
+}
+
 // flushSize is how much Write gathers before it writes.
 const flushSize = 32 << 10
 

@@ -87,3 +87,30 @@ func BenchmarkAppendString(b *testing.B) {
 		buf = AppendString(buf[:0], s)
 	}
 }
+
+// TestWriteCompactIsEncodeCompact checks that WriteCompact gives
+// EncodeCompact's bytes, in pieces of about flushSize.
+func TestWriteCompactIsEncodeCompact(t *testing.T) {
+	many := make([]any, 5_000)
+	for i := range many {
+		many[i] = map[string]any{"id": strings.Repeat("x", i%50), "n": 1.5, "ok": i%2 == 0, "z": nil, "t": "é\"\n"}
+	}
+	for _, v := range []any{nil, "x", []any{}, map[string]any{}, many, map[string]any{"items": many, "k": "v"}} {
+		want, err := EncodeCompact(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got chunks
+		if err := WriteCompact(&got, v); err != nil {
+			t.Fatal(err)
+		}
+		if got.all.String() != string(want) {
+			t.Fatalf("WriteCompact gives %d bytes unlike EncodeCompact's %d", got.all.Len(), len(want))
+		}
+		for _, n := range got.sizes {
+			if n > flushSize+1024 {
+				t.Errorf("a piece of %d bytes", n)
+			}
+		}
+	}
+}
