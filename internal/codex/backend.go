@@ -61,6 +61,11 @@ type Backend struct {
 	app       appState
 	run       sync.Mutex // held by Turn, and by Prepare while it starts the app-server
 
+	// patchUsed are the apply_patch calls of thread patchThread whose
+	// changes an exec file_change item was given (held with run).
+	patchUsed   map[string]bool
+	patchThread string
+
 	mu         sync.Mutex
 	mode       string // the mode of the next turn
 	threadMode string // the mode the app-server's thread runs in
@@ -358,6 +363,9 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 			if line.Oversize > 0 {
 				oversize(h, line.Oversize)
 				continue
+			}
+			if thread {
+				b.execFileChange(m, line.Data)
 			}
 			r := m.Line(line.Data)
 			if r.Skipped {

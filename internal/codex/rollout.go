@@ -58,32 +58,8 @@ func (b *Backend) codexHomeDir() string {
 // lastTokenCount returns the info of the last token_count event in the
 // thread's session log (the newest, when codex wrote more than one).
 func lastTokenCount(codexHome, thread string) (gjson.Result, bool) {
-	if codexHome == "" || strings.ContainsAny(thread, `/\*?[`) {
-		return gjson.Result{}, false
-	}
-	paths, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
-	var newest string
-	var newestInfo os.FileInfo
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if newestInfo == nil || fi.ModTime().After(newestInfo.ModTime()) {
-			newest, newestInfo = p, fi
-		}
-	}
-	if newest == "" {
-		return gjson.Result{}, false
-	}
-	f, err := os.Open(newest)
-	if err != nil {
-		return gjson.Result{}, false
-	}
-	defer f.Close()
-	from := max(newestInfo.Size()-rolloutTail, 0)
-	data, err := io.ReadAll(io.NewSectionReader(f, from, newestInfo.Size()-from))
-	if err != nil {
+	data, ok := rolloutTailOf(codexHome, thread, rolloutTail)
+	if !ok {
 		return gjson.Result{}, false
 	}
 	lines := bytes.Split(data, []byte("\n"))
@@ -98,4 +74,39 @@ func lastTokenCount(codexHome, thread string) (gjson.Result, bool) {
 		}
 	}
 	return gjson.Result{}, false
+}
+
+// rolloutTailOf returns the last n bytes of the thread's session log (the
+// newest, when codex wrote more than one); false when there is none or it
+// cannot be read.
+func rolloutTailOf(codexHome, thread string, n int64) ([]byte, bool) {
+	if codexHome == "" || thread == "" || strings.ContainsAny(thread, `/\*?[`) {
+		return nil, false
+	}
+	paths, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
+	var newest string
+	var newestInfo os.FileInfo
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if newestInfo == nil || fi.ModTime().After(newestInfo.ModTime()) {
+			newest, newestInfo = p, fi
+		}
+	}
+	if newest == "" {
+		return nil, false
+	}
+	f, err := os.Open(newest)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	from := max(newestInfo.Size()-n, 0)
+	data, err := io.ReadAll(io.NewSectionReader(f, from, newestInfo.Size()-from))
+	if err != nil {
+		return nil, false
+	}
+	return data, true
 }

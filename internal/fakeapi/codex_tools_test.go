@@ -262,3 +262,66 @@ func TestCodexToolsAppOutputDeltas(t *testing.T) {
 		t.Errorf("turn = %v", tc)
 	}
 }
+
+// manyFilesPatch updates numbers.txt in two hunks, adds added.txt, deletes
+// gone.txt and moves old/name.txt to new/name.txt with a change: every kind
+// of change one apply_patch call makes.
+const manyFilesPatch = "*** Begin Patch\n" +
+	"*** Update File: numbers.txt\n@@\n one\n-two\n+TWO\n three\n@@\n ten\n-eleven\n+ELEVEN\n twelve\n" +
+	"*** Add File: added.txt\n+first\n+second\n" +
+	"*** Delete File: gone.txt\n" +
+	"*** Update File: old/name.txt\n*** Move to: new/name.txt\n@@\n alpha\n-beta\n+BETA\n*** End Patch\n"
+
+// TestCodexToolsExecPatchRollout records what codex exec prints for a
+// patch that changes four files in every way, and codex's own log of the
+// thread (its rollout file), which is where the patch text is.
+func TestCodexToolsExecPatchRollout(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	files := map[string]string{"numbers.txt": twoHunkFile, "gone.txt": "bye\n", "old/name.txt": "alpha\nbeta\n"}
+	for name, text := range files {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{{Type: "custom_tool_call", Name: "apply_patch", CallID: "call_patch_1", Input: manyFilesPatch}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Changed four files.")}},
+	)
+	dir := t.TempDir()
+	run := runCodex(t, srv, dir, work, "change the files", args("--sandbox", "workspace-write")...)
+	saveExecRecording(t, run, "patch_rollout")
+	if run.err != nil {
+		t.Fatalf("codex: %v\n%s", run.err, run.dump())
+	}
+	want := map[string]string{"numbers.txt": twoHunkAfter, "added.txt": "first\nsecond\n", "new/name.txt": "alpha\nBETA\n"}
+	for name, text := range want {
+		if b, err := os.ReadFile(filepath.Join(work, name)); string(b) != text {
+			t.Errorf("%s = %q, %v", name, b, err)
+		}
+	}
+	for _, name := range []string{"gone.txt", "old/name.txt"} {
+		if _, err := os.Stat(filepath.Join(work, name)); err == nil {
+			t.Errorf("%s is still there", name)
+		}
+	}
+	t.Logf("file_change items: %v", run.items("file_change"))
+	logs, _ := filepath.Glob(filepath.Join(dir, "codex-home", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	if len(logs) != 1 {
+		t.Fatalf("rollout files: %v", logs)
+	}
+	data, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"apply_patch"`) || !strings.Contains(string(data), "*** Move to: new/name.txt") {
+		t.Errorf("the rollout has no apply_patch call with the patch:\n%s", data)
+	}
+	if *record {
+		writeTestdata(t, filepath.Join("codex", "exec", "patch_rollout.rollout.jsonl"), rewritePaths(data, run.dir, run.work))
+	}
+}

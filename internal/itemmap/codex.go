@@ -156,6 +156,9 @@ type codexTurn struct {
 	failure *archive.Item
 	errItem archive.Item // the notice of the last top-level error
 	errMsg  string       // the last top-level error's message
+	// fileViews are the changes of exec file_change items (by codex item
+	// id) as ExecFileChanges gave them, in the form changeView reads.
+	fileViews map[string]string
 }
 
 func (m *Codex) ensureTurn() *codexTurn {
@@ -163,6 +166,42 @@ func (m *Codex) ensureTurn() *codexTurn {
 		m.turn = &codexTurn{byID: make(map[string]*codexEntry), raw: make(map[string]*rawCall)}
 	}
 	return m.turn
+}
+
+// CodexFileChange is one file's change as codex's own log of an exec
+// thread tells it (codex exec --json reports only the file and its kind).
+type CodexFileChange struct {
+	// Path is the file's absolute path, as the file_change item names it.
+	Path string `json:"path"`
+	// Kind is add, delete or update.
+	Kind string `json:"kind"`
+	// MovePath is an update's new path when the file moved, else "".
+	MovePath string `json:"move_path,omitempty"`
+	// Diff is an added file's text, a deleted file's old text ("" when not
+	// known), or an update's hunks as a unified diff ("@@ -a,b +c,d @@"
+	// and " ", "-", "+" lines; a bare "@@" when the hunk's place in the
+	// file is not known).
+	Diff string `json:"diff,omitempty"`
+}
+
+// ExecFileChanges gives the exec file_change item id (its codex item id in
+// this turn) the changes it made, for its view only: the next event of
+// that item shows them as diffs and locations as the app-server's changes
+// show (see changeView). The item itself, its detail and the history stay
+// as codex exec reported them, and nothing of it is saved.
+func (m *Codex) ExecFileChanges(id string, changes []CodexFileChange) {
+	if id == "" || len(changes) == 0 {
+		return
+	}
+	b, err := json.Marshal(changes)
+	if err != nil {
+		return
+	}
+	t := m.ensureTurn()
+	if t.fileViews == nil {
+		t.fileViews = make(map[string]string)
+	}
+	t.fileViews[id] = string(b)
 }
 
 // InTurn reports whether a turn has started and not ended.
@@ -203,6 +242,7 @@ func (m *Codex) event(ev gjson.Result) Result {
 	case "turn.started":
 		t := m.ensureTurn()
 		clear(t.byID)
+		clear(t.fileViews)
 	case "item.started", "item.updated":
 		m.item(ev.Get("item"), false, &r)
 	case "item.completed":

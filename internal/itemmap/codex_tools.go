@@ -136,7 +136,13 @@ func (m *Codex) fileChange(e *codexEntry, it gjson.Result, completed bool, r *Re
 		raw = changes.Raw
 	}
 	e.args = `{"changes":` + raw + `}`
-	m.showTool(e, archive.TypeTool, r, m.changeView(changes),
+	view := changes
+	if fv, ok := m.turn.fileViews[e.id]; ok {
+		// What the exec thread's own log says the change was: the view
+		// only.
+		view = gjson.Parse(fv)
+	}
+	m.showTool(e, archive.TypeTool, r, m.changeView(view),
 		"name", codexPatchTool, "summary", firstLine(strings.Join(paths, ", ")),
 		"status", status, "statusText", statusText, "detail", orNil(detail))
 	m.startTool(e, codexPatchTool)
@@ -481,14 +487,14 @@ func unifiedDiffs(path, diff string) ([]Diff, int) {
 	var diffs []Diff
 	first := 0
 	var old, nw []string
-	in, changed, line := false, false, 0
+	in, changed, placed, line := false, false, false, 0
 	flush := func() {
 		if !in {
 			return
 		}
 		o := strings.Join(old, "\n")
 		diffs = append(diffs, Diff{Path: path, OldText: &o, NewText: strings.Join(nw, "\n")})
-		if first == 0 {
+		if first == 0 && placed {
 			first = max(line, 1)
 		}
 		old, nw, in, changed = nil, nil, false, false
@@ -496,7 +502,8 @@ func unifiedDiffs(path, diff string) ([]Diff, int) {
 	for l := range strings.SplitSeq(strings.TrimSuffix(diff, "\n"), "\n") {
 		if strings.HasPrefix(l, "@@") {
 			flush()
-			in, line = true, hunkNewStart(l)
+			// A bare "@@" does not say where the hunk is.
+			in, line, placed = true, hunkNewStart(l), strings.Contains(l, " +")
 			continue
 		}
 		if !in || l == "" {
