@@ -65,6 +65,7 @@ type Backend struct {
 	// changes an exec file_change item was given (held with run).
 	patchUsed   map[string]bool
 	patchThread string
+	patchLate   *latePatch // an item whose FileChange event is awaited
 
 	mu         sync.Mutex
 	mode       string // the mode of the next turn
@@ -302,6 +303,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	// codex reads the prompt to the end of stdin (an open stdin hangs it):
 	// the loop closes stdin once the prompt is written.
 	sent := p.Send([]byte(stdin))
+	b.patchLate = nil
 	end := b.loop(ctx, p, sent, h, interruptCh, m, !review)
 	if !review {
 		b.execLastRound(end)
@@ -365,6 +367,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 				continue
 			}
 			if thread {
+				emit(b.execLatePatch(m))
 				b.execFileChange(m, line.Data)
 			}
 			r := m.Line(line.Data)

@@ -51,12 +51,65 @@ func (b *Backend) execFileChange(m *itemmap.Codex, line []byte) {
 	if b.patchThread != thread || b.patchUsed == nil {
 		b.patchThread, b.patchUsed = thread, make(map[string]bool)
 	}
-	call, changes := findPatch(data, paths, b.Opts.Dir, b.patchUsed, os.ReadFile)
+	call, changes, applied := findPatch(data, paths, b.Opts.Dir, b.patchUsed, os.ReadFile)
 	if call == "" {
 		return
 	}
 	b.patchUsed[call] = true
-	m.ExecFileChanges(it.Get("id").String(), changes)
+	id := it.Get("id").String()
+	m.ExecFileChanges(id, changes)
+	if !applied {
+		// codex may write its FileChange event to the log just after it
+		// prints the item: look again at the next lines.
+		b.patchLate = &latePatch{item: id, call: call, paths: paths}
+	}
+}
+
+// latePatch is a file_change item whose diffs came from the model's patch
+// before codex logged its FileChange event, which says more (a deleted
+// file's text, the hunks as codex placed them).
+type latePatch struct {
+	item, call string
+	paths      []string
+	tries      int
+}
+
+// latePatchTries is how many of the lines that follow the item look for
+// its FileChange event.
+const latePatchTries = 2
+
+// execLatePatch looks for the FileChange event of the item latePatch names
+// in the thread's log, and returns the update of the item's view when
+// codex has logged it by now.
+func (b *Backend) execLatePatch(m *itemmap.Codex) itemmap.Result {
+	lp := b.patchLate
+	if lp == nil {
+		return itemmap.Result{}
+	}
+	lp.tries++
+	if lp.tries >= latePatchTries {
+		b.patchLate = nil
+	}
+	data, ok := rolloutTailOf(b.codexHomeDir(), b.Thread(), patchTail)
+	if !ok {
+		return itemmap.Result{}
+	}
+	for l := range bytes.SplitSeq(data, []byte("\n")) {
+		if !bytes.Contains(l, []byte(`"FileChange"`)) || !bytes.Contains(l, []byte(lp.call)) || itemmap.TooDeep(l) || !gjson.ValidBytes(l) {
+			continue
+		}
+		p := gjson.GetBytes(l, "payload")
+		if p.Get("type").String() != "item_completed" || p.Get("item.type").String() != "FileChange" || p.Get("item.id").String() != lp.call {
+			continue
+		}
+		b.patchLate = nil
+		changes, ok := inOrder(appliedChanges(p.Get("item.changes")), lp.paths)
+		if !ok {
+			return itemmap.Result{}
+		}
+		return m.ExecFileChangesLate(lp.item, changes)
+	}
+	return itemmap.Result{}
 }
 
 // patchCall is one apply_patch call of a session log: its call id, the
@@ -69,10 +122,11 @@ type patchCall struct {
 
 // findPatch finds, in data (lines of a session log), the newest apply_patch
 // call not in used whose files are paths (in any order), and returns its
-// call id and its changes in the order of paths; "" when there is none.
-// Relative paths of a patch are against the folder of the turn it came in,
-// else dir; read reads a file as it is now.
-func findPatch(data []byte, paths []string, dir string, used map[string]bool, read func(string) ([]byte, error)) (string, []itemmap.CodexFileChange) {
+// call id and its changes in the order of paths ("" when there is none),
+// and whether they are codex's report of the applied change rather than
+// the patch's. Relative paths of a patch are against the folder of the
+// turn it came in, else dir; read reads a file as it is now.
+func findPatch(data []byte, paths []string, dir string, used map[string]bool, read func(string) ([]byte, error)) (string, []itemmap.CodexFileChange, bool) {
 	var calls []*patchCall
 	byID := map[string]*patchCall{}
 	call := func(id string) *patchCall {
@@ -129,10 +183,10 @@ func findPatch(data []byte, paths []string, dir string, used map[string]bool, re
 			}
 		}
 		if ordered, ok := inOrder(changes, paths); ok {
-			return c.id, ordered
+			return c.id, ordered, c.applied.Exists()
 		}
 	}
-	return "", nil
+	return "", nil, false
 }
 
 // appliedChanges reads the changes of a FileChange item of the session

@@ -221,3 +221,65 @@ func checkItemUnchanged(t *testing.T, changes []itemmap.Change) {
 		t.Errorf("the item changed: %v", it.Map())
 	}
 }
+
+// TestExecPatchRolloutLate: when codex logs its FileChange event only
+// after it printed the item, the item first shows the patch's diffs, and
+// the next line brings a view update with the event's (the deleted file's
+// old text too).
+func TestExecPatchRolloutLate(t *testing.T) {
+	work := t.TempDir()
+	for name, text := range map[string]string{
+		"numbers.txt":  "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\nELEVEN\ntwelve\n",
+		"added.txt":    "first\nsecond\n",
+		"new/name.txt": "alpha\nBETA\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(work, name)), 0o755)
+		os.WriteFile(filepath.Join(work, name), []byte(text), 0o644)
+	}
+	stream, err := os.ReadFile("../../testdata/codex/exec/patch_rollout.stdout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream = bytes.ReplaceAll(stream, []byte(captureWork), []byte(work))
+	thread := gjson.GetBytes(stream, "thread_id").String()
+	full := bytes.ReplaceAll(recordedRollout(t, ""), []byte(captureWork), []byte(work))
+	early := bytes.ReplaceAll(recordedRollout(t, `"FileChange"`), []byte(captureWork), []byte(work))
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", "2026", "12", "01")
+	os.MkdirAll(dir, 0o755)
+	log := filepath.Join(dir, "rollout-2026-12-01T04-18-20-"+thread+".jsonl")
+	os.WriteFile(log, early, 0o600)
+
+	b := New(Options{Options: backend.Options{Env: []string{"CODEX_HOME=" + home}, Dir: work}, Transport: TransportExec})
+	m := itemmap.NewCodex(itemmap.SequentialIDs())
+	var views []*itemmap.ToolView
+	var completedAt, lateAt int
+	for i, line := range bytes.Split(bytes.TrimSpace(stream), []byte("\n")) {
+		late := b.execLatePatch(m)
+		for _, c := range late.Changes {
+			views = append(views, c.Tool)
+			lateAt = i
+		}
+		b.execFileChange(m, line)
+		r := m.Line(line)
+		if r.Session != nil {
+			b.thread = r.Session.ID
+		}
+		for _, c := range r.Changes {
+			if c.Item.String("name") == codexPatchName && c.Item.String("status") == "succeeded" {
+				views = append(views, c.Tool)
+				completedAt = i
+				os.WriteFile(log, full, 0o600) // codex logs the event now
+			}
+		}
+	}
+	if len(views) != 2 || lateAt != completedAt+1 {
+		t.Fatalf("views %+v (completed at line %d, late at %d), want the completion's and the next line's", views, completedAt, lateAt)
+	}
+	if len(views[0].Diffs) != 4 || len(views[1].Diffs) != 5 || views[1].Diffs[1].OldText == nil || *views[1].Diffs[1].OldText != "bye\n" {
+		t.Errorf("diffs from the patch %+v, then from the event %+v", views[0].Diffs, views[1].Diffs)
+	}
+	if late := b.execLatePatch(m); len(late.Changes) != 0 || b.patchLate != nil {
+		t.Errorf("a second late update: %+v", late)
+	}
+}

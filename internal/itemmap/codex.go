@@ -204,6 +204,27 @@ func (m *Codex) ExecFileChanges(id string, changes []CodexFileChange) {
 	t.fileViews[id] = string(b)
 }
 
+// ExecFileChangesLate gives a file_change item that already completed the
+// changes it made, as ExecFileChanges does, and returns the update of its
+// view; nothing when the item is not a completed file_change of this turn
+// or its view does not change.
+func (m *Codex) ExecFileChangesLate(id string, changes []CodexFileChange) Result {
+	var r Result
+	t := m.turn
+	if t == nil {
+		return r
+	}
+	e := t.byID[id]
+	if e == nil || e.kind != codexFiles || !e.finished || e.item.IsZero() {
+		return r
+	}
+	m.ExecFileChanges(id, changes)
+	if fv, ok := t.fileViews[id]; ok {
+		m.showTool(e, archive.TypeTool, &r, m.changeView(gjson.Parse(fv)))
+	}
+	return r
+}
+
 // InTurn reports whether a turn has started and not ended.
 func (m *Codex) InTurn() bool { return m.turn != nil }
 
