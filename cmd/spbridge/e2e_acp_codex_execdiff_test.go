@@ -143,3 +143,21 @@ func TestE2EServeCodexPatchDiffs(t *testing.T) {
 		})
 	}
 }
+
+// TestE2ERunCodexExecPatchDiff: spbridge run on codex exec prints a
+// patch's diff under its call, from codex's log of the thread.
+func TestE2ERunCodexExecPatchDiff(t *testing.T) {
+	const patch = "*** Begin Patch\n*** Update File: numbers.txt\n@@\n one\n-two\n+TWO\n three\n*** End Patch\n"
+	e, _ := newCodexE2E(t,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "custom_tool_call", Name: "apply_patch", CallID: "call_patch_1", Input: patch}}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
+	numbers := filepath.Join(filepath.Dir(e.pkg), "numbers.txt")
+	if err := os.WriteFile(numbers, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.run(nil, "--backend", "codex", "--codex-transport", "exec", "capitalize two")
+	out := e.stdout.String()
+	if e.code != 0 || !strings.Contains(out, "-two\n") || !strings.Contains(out, "+TWO\n") {
+		e.fail("exit %d, no diff of numbers.txt in the output", e.code)
+	}
+}
