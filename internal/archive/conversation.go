@@ -388,6 +388,104 @@ func CompactHistory(msgs []Message) {
 	}
 }
 
+// CompactTurn is Compact for items and CompactHistory for msgs at once, as
+// a turn's end keeps them: a block's text or tool output that one of items
+// holds too (an assistant's text, the output at the end of a tool's detail)
+// is given the item's copy, so that the conversation holds it once. The file
+// still has both; only memory is shared.
+func CompactTurn(items []Item, msgs []Message) {
+	for _, it := range items {
+		it.Compact()
+	}
+	shared := itemTexts(items)
+	for i := range msgs {
+		m := &msgs[i]
+		m.Role = strings.Clone(m.Role)
+		for j, b := range m.Content {
+			if b.f != nil {
+				m.Content[j].f = compactShared(b.f, shared).(map[string]any)
+			}
+		}
+	}
+}
+
+// shareTexts gives each history block's text or tool output that an item
+// holds too the item's string, as CompactTurn does for a turn; Decode calls
+// it on a whole conversation. Blocks keep their fields' values and identity.
+func shareTexts(items []Item, msgs []Message) {
+	shared := itemTexts(items)
+	if len(shared) == 0 {
+		return
+	}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			for _, k := range [...]string{"text", "content"} {
+				if s, ok := b.f[k].(string); ok && s != "" {
+					if t, ok := shared[s]; ok {
+						b.f[k] = t
+					}
+				}
+			}
+		}
+	}
+}
+
+// detailOutput begins the output in a tool item's detail: the detail ends
+// with "output:\n" and the output, at its start or after a blank line.
+const detailOutput = "output:\n"
+
+// itemTexts indexes the texts of items that a history block may hold too:
+// each item's text, and the output a tool's detail ends with (whole, or cut
+// short; a cut one matches no block).
+func itemTexts(items []Item) map[string]string {
+	var shared map[string]string
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if shared == nil {
+			shared = make(map[string]string)
+		}
+		shared[s] = s
+	}
+	for _, it := range items {
+		add(it.String("text"))
+		if d := it.String("detail"); d != "" {
+			if i := strings.Index(d, "\n\n"+detailOutput); i >= 0 {
+				add(d[i+2+len(detailOutput):])
+			} else if strings.HasPrefix(d, detailOutput) {
+				add(d[len(detailOutput):])
+			}
+		}
+	}
+	return shared
+}
+
+// compactShared is compactValue, except that a string shared holds is
+// given shared's copy.
+func compactShared(v any, shared map[string]string) any {
+	switch v := v.(type) {
+	case string:
+		if s, ok := shared[v]; ok {
+			return s
+		}
+		return strings.Clone(v)
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[internKey(k)] = compactShared(x, shared)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = compactShared(x, shared)
+		}
+		return s
+	}
+	return compactValue(v)
+}
+
 // compactValue copies a value tree, each string into memory of its own.
 func compactValue(v any) any {
 	switch v := v.(type) {
@@ -398,7 +496,7 @@ func compactValue(v any) any {
 	case map[string]any:
 		m := make(map[string]any, len(v))
 		for k, x := range v {
-			m[strings.Clone(k)] = compactValue(x)
+			m[internKey(k)] = compactValue(x)
 		}
 		return m
 	case []any:
@@ -410,4 +508,39 @@ func compactValue(v any) any {
 	default:
 		return v
 	}
+}
+
+// internKey returns a field name with memory of its own: the constant for
+// the names items and blocks are made with, which then cost nothing per
+// item, or a copy.
+func internKey(k string) string {
+	switch k {
+	case "id":
+		return "id"
+	case "type":
+		return "type"
+	case "text":
+		return "text"
+	case "detail":
+		return "detail"
+	case "status":
+		return "status"
+	case "statusText":
+		return "statusText"
+	case "name":
+		return "name"
+	case "summary":
+		return "summary"
+	case "callID":
+		return "callID"
+	case "toolName":
+		return "toolName"
+	case "content":
+		return "content"
+	case "isError":
+		return "isError"
+	case "arguments":
+		return "arguments"
+	}
+	return strings.Clone(k)
 }

@@ -112,6 +112,7 @@ func fromValue(top map[string]any) (*Conversation, error) {
 			return nil, err
 		}
 	}
+	shareTexts(c.Items, c.History)
 	return c, nil
 }
 

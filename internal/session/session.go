@@ -138,11 +138,9 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	}
 	// What the turn keeps was read from the CLI's lines: its strings are
 	// given memory of their own, so the conversation holds its text and not
-	// every line a piece of it came from.
-	for _, it := range conv.Items[min(first, len(conv.Items)):] {
-		it.Compact()
-	}
-	archive.CompactHistory(end.History)
+	// every line a piece of it came from; a text both an item and the
+	// history hold is held once.
+	archive.CompactTurn(conv.Items[min(first, len(conv.Items)):], end.History)
 	conv.History = append(conv.History, userMsg)
 	Apply(conv, end, s.Provider)
 	res := &TurnResult{End: end, UserItem: user}
