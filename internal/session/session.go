@@ -101,7 +101,6 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	if s.Restore != nil {
 		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, conv.History, text)
 	}
-	before := slices.Clone(conv.Items)
 	first := len(conv.Items)
 	user := archive.NewItem(archive.TypeUser)
 	user.Set("text", text)
@@ -111,11 +110,11 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	conv.Items = append(conv.Items, user)
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
-	ap := &applier{conv: conv, host: h}
+	ap := &applier{conv: conv, host: h, first: first}
 	end := s.Backend.Turn(ctx, backend.Message{Text: cliText, Images: images}, ap)
 	if end != nil && end.NotStarted {
 		msg := failureText(conv.Items[min(first, len(conv.Items)):])
-		conv.Items = before
+		conv.Items = ap.before()
 		h.Change(itemmap.Change{Op: itemmap.OpRemove, Item: user})
 		if msg == "" {
 			msg = s.Backend.Name() + " did not take the message"
@@ -356,13 +355,30 @@ func (s *Session) Close() error { return s.Backend.Close() }
 // applier keeps the conversation's items in step with a turn's changes
 // before passing them on.
 type applier struct {
-	conv *archive.Conversation
-	host backend.Host
+	conv  *archive.Conversation
+	host  backend.Host
+	first int            // the conversation's item count before the turn
+	kept  []archive.Item // its items then, copied before the turn's first removal
 }
 
 func (a *applier) Change(c itemmap.Change) {
+	if c.Op == itemmap.OpRemove && a.kept == nil {
+		// A removal moves items within the list: keep the items the turn
+		// began with, which a turn that never started puts back.
+		a.kept = slices.Clone(a.conv.Items[:a.first])
+	}
 	ApplyChange(a.conv, c)
 	a.host.Change(c)
+}
+
+// before returns the items the conversation had before the turn, without
+// copying them unless a removal moved them. The list has no room to grow,
+// so an append makes a new one and leaves the turn's list as it was.
+func (a *applier) before() []archive.Item {
+	if a.kept != nil {
+		return a.kept
+	}
+	return a.conv.Items[:a.first:a.first]
 }
 
 // Idle passes the backend's report that it handled every line so far on

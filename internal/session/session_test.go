@@ -333,3 +333,48 @@ func TestAuditQueue(t *testing.T) {
 		t.Errorf("records: %v, %v; last item %v, want text %q", recs[0]["user"], recs[1]["user"], got, text)
 	}
 }
+
+// removingBackend removes the conversation's first item during a turn that
+// then fails before the CLI takes it.
+type removingBackend struct {
+	fakeBackend
+	remove archive.Item
+}
+
+func (f *removingBackend) Turn(_ context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	if !f.remove.IsZero() {
+		h.Change(itemmap.Change{Op: itemmap.OpRemove, Item: f.remove})
+	}
+	return backend.FailBeforeStart(nil, h, "Claude Code exited before the turn ended.", "")
+}
+
+// TestNotStartedPutsItemsBack: a turn that never started leaves the items
+// as they were, also when it removed one of them on the way.
+func TestNotStartedPutsItemsBack(t *testing.T) {
+	for _, remove := range []bool{false, true} {
+		pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+		os.MkdirAll(pkg, 0o755)
+		p, err := archive.Open(pkg, archive.KindDocument, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []string{archive.TypeNotice, archive.TypeAssistant, archive.TypeNotice} {
+			p.Conv.Items = append(p.Conv.Items, archive.NewItem(typ))
+		}
+		before := slices.Clone(p.Conv.Items)
+		be := &removingBackend{fakeBackend: fakeBackend{name: "claude"}}
+		if remove {
+			be.remove = before[0]
+		}
+		if _, err := (&Session{Pkg: p, Backend: be}).Send(context.Background(), "hello", nil, &recHost{}); !errors.Is(err, ErrNotStarted) {
+			t.Fatalf("Send: %v, want ErrNotStarted", err)
+		}
+		if !slices.Equal(p.Conv.Items, before) {
+			t.Errorf("remove %v: items %v after a turn that never started, want %v", remove, p.Conv.Items, before)
+		}
+		p.Conv.Items = append(p.Conv.Items, archive.NewItem(archive.TypeUser))
+		if !slices.Equal(p.Conv.Items[:3], before) {
+			t.Errorf("remove %v: an item appended after the turn changed the ones before", remove)
+		}
+	}
+}
