@@ -51,7 +51,14 @@ func Decode(data []byte) (any, error) {
 type decoder struct {
 	data []byte
 	pos  int
+	keys map[string]string // object keys read so far, to share (see key)
 }
+
+// Keys of at most maxKeyLen bytes are shared, up to maxKeys of them.
+const (
+	maxKeyLen = 64
+	maxKeys   = 4096
+)
 
 func (d *decoder) errorf(format string, args ...any) error {
 	return &SyntaxError{Offset: int64(d.pos), Msg: fmt.Sprintf(format, args...)}
@@ -116,7 +123,7 @@ func (d *decoder) object(depth int) (any, error) {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, d.errorf("expected a string key")
 		}
-		k, err := d.str()
+		k, err := d.key()
 		if err != nil {
 			return nil, err
 		}
@@ -227,6 +234,41 @@ func (d *decoder) number() (any, error) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// key reads an object's key, whose opening quote is at d.pos. A short key
+// without escapes is read once per input: the many objects of one shape
+// (a conversation's items, say) then share their keys' memory.
+func (d *decoder) key() (string, error) {
+	start := d.pos + 1
+	end := start
+	for end < len(d.data) && end-start <= maxKeyLen {
+		c := d.data[end]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		end++
+	}
+	if end >= len(d.data) || d.data[end] != '"' || end-start > maxKeyLen {
+		return d.str()
+	}
+	b := d.data[start:end]
+	if k, ok := d.keys[string(b)]; ok {
+		d.pos = end + 1
+		return k, nil
+	}
+	if !utf8.Valid(b) {
+		return d.str()
+	}
+	k := string(b)
+	if len(d.keys) < maxKeys {
+		if d.keys == nil {
+			d.keys = make(map[string]string)
+		}
+		d.keys[k] = k
+	}
+	d.pos = end + 1
+	return k, nil
+}
 
 // str reads a string whose opening quote is at d.pos.
 func (d *decoder) str() (string, error) {
