@@ -129,6 +129,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Continued after the cancel."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "A reply that takes a little while."}}, ChunkDelay: 100 * time.Millisecond},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "The queued message's reply."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "That is all."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "After the reload."}}},
 	)
 	envMap := map[string]string{}
@@ -160,7 +161,8 @@ func TestE2EServeWithACPClient(t *testing.T) {
 			map[string]any{"op": "waitFor", "method": "session/update", "sessionUpdate": "agent_message_chunk"},
 			map[string]any{"op": "ext", "method": "_spbridge/queue", "params": map[string]any{"sessionId": "$s1", "prompt": []any{map[string]any{"type": "text", "text": "and then this"}}}}, // 12
 			map[string]any{"op": "await", "name": "busy"},
-			map[string]any{"op": "waitFor", "method": "_spbridge/edited", "count": 2},
+			// Queued behind the queued message: answered once that has run.
+			prompt("that is all"), // 14
 			map[string]any{"op": "ext", "method": "_spbridge/save", "params": map[string]any{"sessionId": "$s1"}}, // 15
 			map[string]any{"op": "closeStdin"},
 		},
@@ -171,7 +173,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 	if r := response(t, events, 1); r["sessionId"] != e.pkg {
 		t.Errorf("session/new: %v", r)
 	}
-	for step, want := range map[int]string{2: "end_turn", 3: "end_turn", 4: "end_turn", 5: "cancelled", 9: "end_turn", 10: "end_turn"} {
+	for step, want := range map[int]string{2: "end_turn", 3: "end_turn", 4: "end_turn", 5: "cancelled", 9: "end_turn", 10: "end_turn", 14: "end_turn"} {
 		if r := response(t, events, step); r["stopReason"] != want {
 			t.Errorf("step %d: stopReason %v, want %s", step, r["stopReason"], want)
 		}
@@ -217,7 +219,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 			users = append(users, it.String("text"))
 		}
 	}
-	if strings.Join(users, "|") != "say hello|make a file|make another file|count|go on|take your time|and then this" {
+	if strings.Join(users, "|") != "say hello|make a file|make another file|count|go on|take your time|and then this|that is all" {
 		t.Errorf("saved user items %q", users)
 	}
 
@@ -239,8 +241,8 @@ func TestE2EServeWithACPClient(t *testing.T) {
 			userChunks++
 		}
 	}
-	if userChunks != 7 {
-		t.Errorf("session/load replayed %d user messages, want 7", userChunks)
+	if userChunks != 8 {
+		t.Errorf("session/load replayed %d user messages, want 8", userChunks)
 	}
 	if r := response(t, events, 2); r["stopReason"] != "end_turn" {
 		t.Errorf("prompt after load: %v", r)
