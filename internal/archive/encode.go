@@ -13,7 +13,7 @@ import (
 // top-level field present. Image blocks are written as they are; Save applies
 // the image cap before encoding.
 func (c *Conversation) Encode() ([]byte, error) {
-	return canonjson.Encode(c.value(nil))
+	return canonjson.Encode(c.stream(nil))
 }
 
 // Value returns the conversation as a JSON value tree (sharing the items'
@@ -23,29 +23,57 @@ func (c *Conversation) Value() map[string]any { return c.value(nil) }
 // write streams the canonical bytes to w; omit names the image hashes
 // written as imageOmitted.
 func (c *Conversation) write(w io.Writer, omit map[string]bool) error {
-	return canonjson.Write(w, c.value(omit))
+	return canonjson.Write(w, c.stream(omit))
+}
+
+// stream is the value tree as value makes it, except that each history
+// message's map is made as the encoder reaches it: a save of a long
+// conversation then holds one message's map at a time, not one for each.
+func (c *Conversation) stream(omit map[string]bool) map[string]any {
+	top := c.shell()
+	top["items"], top["history"] = c.itemsValue(), historyValue{c.History, omit}
+	return top
+}
+
+// historyValue is a history as canonjson.Array.
+type historyValue struct {
+	msgs []Message
+	omit map[string]bool
+}
+
+func (h historyValue) Len() int     { return len(h.msgs) }
+func (h historyValue) At(i int) any { return h.msgs[i].valueOmit(h.omit) }
+
+func (c *Conversation) itemsValue() []any {
+	items := make([]any, len(c.Items))
+	for i, it := range c.Items {
+		items[i] = it.s.f
+	}
+	return items
+}
+
+// valueOmit is the message's value, with the images omit names as
+// imageOmitted.
+func (m Message) valueOmit(omit map[string]bool) map[string]any {
+	content := make([]any, len(m.Content))
+	for j, b := range m.Content {
+		if b.Type() == BlockImage && omit[b.String("sha256")] {
+			b = b.omitted()
+		}
+		content[j] = b.f
+	}
+	return m.value(content)
 }
 
 // value is the value tree, sharing the items' and blocks' maps, with the
 // images omit names as imageOmitted.
 func (c *Conversation) value(omit map[string]bool) map[string]any {
 	top := c.shell()
-	items := make([]any, len(c.Items))
-	for i, it := range c.Items {
-		items[i] = it.s.f
-	}
 	history := make([]any, len(c.History))
 	for i, m := range c.History {
-		content := make([]any, len(m.Content))
-		for j, b := range m.Content {
-			if b.Type() == BlockImage && omit[b.String("sha256")] {
-				b = b.omitted()
-			}
-			content[j] = b.f
-		}
-		history[i] = m.value(content)
+		history[i] = m.valueOmit(omit)
 	}
-	top["items"], top["history"] = items, history
+	top["items"], top["history"] = c.itemsValue(), history
 	return top
 }
 

@@ -325,3 +325,43 @@ func TestWriteIsEncode(t *testing.T) {
 		t.Error("Write of a complex number: no error")
 	}
 }
+
+// sliceArray is a []any as an Array.
+type sliceArray []any
+
+func (a sliceArray) Len() int     { return len(a) }
+func (a sliceArray) At(i int) any { return a[i] }
+
+// TestArrayIsSlice: an Array is written as the []any of its elements, by
+// every encoder, nested or not.
+func TestArrayIsSlice(t *testing.T) {
+	many := make([]any, 3_000)
+	for i := range many {
+		many[i] = map[string]any{"id": strconv.Itoa(i), "n": json.Number("1.50"), "a": []any{"x", nil}}
+	}
+	for _, v := range [][]any{{}, {"x"}, many, {many, map[string]any{}, []any{}}} {
+		want, _ := Encode(map[string]any{"v": v, "w": []any{v}})
+		got, err := Encode(map[string]any{"v": sliceArray(v), "w": sliceArray{sliceArray(v)}})
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Encode of an Array of %d = %d bytes (%v), want %d", len(v), len(got), err, len(want))
+		}
+		var w chunks
+		if err := Write(&w, sliceArray(v)); err != nil || !bytes.Equal(w.all.Bytes(), must(Encode(v))) {
+			t.Fatalf("Write of an Array of %d differs from Encode of its slice (%v)", len(v), err)
+		}
+		wantC, _ := EncodeCompact(v)
+		if gotC, err := EncodeCompact(sliceArray(v)); err != nil || !bytes.Equal(gotC, wantC) {
+			t.Fatalf("EncodeCompact of an Array of %d differs from its slice's (%v)", len(v), err)
+		}
+	}
+	if _, err := Encode(sliceArray{1.5i}); err == nil {
+		t.Error("Encode of an Array holding a complex number: no error")
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -214,10 +214,39 @@ func (e *encoder) value(v any, depth int) error {
 		}
 		e.newline(depth)
 		e.buf = append(e.buf, ']')
+	case Array:
+		n := v.Len()
+		if n == 0 {
+			e.buf = append(e.buf, '[', ']')
+			return nil
+		}
+		e.buf = append(e.buf, '[')
+		for i := range n {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.newline(depth + 1)
+			if err := e.value(v.At(i), depth+1); err != nil {
+				return err
+			}
+			if err := e.member(); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.buf = append(e.buf, ']')
 	default:
 		return &UnsupportedError{Value: v}
 	}
 	return nil
+}
+
+// Array is an array whose elements are made as they are written: the
+// encoders write At(0) through At(Len()-1) exactly as a []any of them, so
+// that a large array of values made for the occasion need not exist whole.
+type Array interface {
+	Len() int
+	At(i int) any
 }
 
 // FormatFloat gives the shortest text that reads back as f, without an
