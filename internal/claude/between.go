@@ -109,12 +109,19 @@ func (b *Backend) idleLoop(p *cliproc.Proc, ir *idleReader) {
 		select {
 		case <-ir.stop:
 			return
-		case line, ok := <-p.Lines():
-			if !ok {
+		case _, open := <-p.Ready():
+			for line, ok := p.Next(); ok; line, ok = p.Next() {
+				b.betweenLine(p, line)
+				select {
+				case <-ir.stop:
+					return // the rest is the turn's
+				default:
+				}
+			}
+			if !open {
 				b.endedBetween(p)
 				return
 			}
-			b.betweenLine(p, line)
 		case a := <-answers:
 			if asks.Take(a) {
 				b.mapper.Answered(a.RequestID, a.Decision.Allow)

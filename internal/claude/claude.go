@@ -372,30 +372,32 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 
 	for {
 		select {
-		case line, ok := <-p.Lines():
-			if !ok {
+		case _, open := <-p.Ready():
+			// Every line read so far, each borrowed until the next: the
+			// mapper keeps nothing of it.
+			for line, ok := p.Next(); ok; line, ok = p.Next() {
+				if line.Oversize > 0 {
+					backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from Claude Code: longer than the %d-byte limit.", line.Oversize, maxLine(b.Opts.MaxLine)))
+					continue
+				}
+				b.observe(line.Data, h)
+				b.answerWaiter(line.Data)
+				r := m.Line(line.Data)
+				if r.Skipped {
+					b.Skipped()
+				}
+				if end := emit(r); end != nil {
+					if interrupted && end.Status == itemmap.TurnFailed {
+						end.Status = itemmap.TurnInterrupted
+					}
+					return end
+				}
+			}
+			if !open {
 				return b.exited(p, h, interrupted)
 			}
 			resetIdle()
-			if line.Oversize > 0 {
-				backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from Claude Code: longer than the %d-byte limit.", line.Oversize, maxLine(b.Opts.MaxLine)))
-				continue
-			}
-			b.observe(line.Data, h)
-			b.answerWaiter(line.Data)
-			r := m.Line(line.Data)
-			if r.Skipped {
-				b.Skipped()
-			}
-			if end := emit(r); end != nil {
-				if interrupted && end.Status == itemmap.TurnFailed {
-					end.Status = itemmap.TurnInterrupted
-				}
-				return end
-			}
-			if len(p.Lines()) == 0 {
-				backend.Idle(h) // what the line brought may go out now
-			}
+			backend.Idle(h) // what the lines brought may go out now
 		case a := <-approvals.Answers():
 			if !approvals.Take(a) {
 				continue

@@ -3,9 +3,9 @@
 // stderr, and always reaps it and everything it started.
 //
 // A Proc's life: Start starts the program; the caller writes with Write,
-// receives stdout lines from Lines until that channel is closed, and calls
-// Close (also after a normal exit) to end the program if it still runs and to
-// make sure nothing of its process group is left. Done is closed once the
+// takes stdout lines with Next whenever Ready says they wait, until Ready
+// is closed, and calls Close (also after a normal exit) to end the program
+// if it still runs and to make sure nothing of its process group is left. Done is closed once the
 // program has exited, has been reaped, and its stdout and stderr have been
 // read to the end; then ExitCode, Err and StderrTail give the outcome.
 //
@@ -30,7 +30,6 @@
 package cliproc
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -86,11 +85,6 @@ type system interface {
 	groupGone(pgid int, limit time.Duration) bool
 }
 
-// linesBuffer is the capacity of the Lines channel: enough to let the reader
-// run a little ahead of the receiver, small enough that a slow receiver holds
-// the program back (through the pipe) rather than letting memory grow.
-const linesBuffer = 16
-
 // Config says what to start and how to read it. The zero value of each
 // optional field selects its default.
 type Config struct {
@@ -129,14 +123,24 @@ type Proc struct {
 	stdout *os.File // our read end; closed by the stdout reader
 	stderr *os.File // our read end; closed by the stderr reader
 
-	lines   chan Line
+	// The lines read from stdout, for Ready and Next (batch.go).
+	qmu         sync.Mutex
+	queue       []*batch // read, not yet taken, oldest first
+	cur         *batch   // the batch Next takes lines from
+	pool        []*batch // batches to fill again
+	discard     bool     // Close gave up on the receiver
+	readyClosed bool
+	ready       chan struct{} // capacity 1; see Ready
+	space       chan struct{} // capacity 1; the receiver took a batch or every line
+	batchSize   int
+
 	tail    *tailBuffer
 	readers sync.WaitGroup
 
 	mu          sync.Mutex
 	reaped      bool // the leader was reaped: its pid may be reused, signal nothing
 	exited      bool // reading switched to the WaitDelay idle bound
-	stopped     bool // Close gave up on the receiver of Lines
+	stopped     bool // Close gave up on the receiver of the lines
 	stdinClosed bool
 	cut         bool // output was cut after WaitDelay of silence
 
@@ -161,7 +165,7 @@ type writeReq struct {
 
 // Start starts the program described by cfg in a new process group, with
 // pipes to its stdin, stdout and stderr, and starts reading stdout (into
-// Lines) and stderr (into a ring of the last StderrTail bytes) at once, so
+// Ready and Next) and stderr (into a ring of the last StderrTail bytes) at once, so
 // neither can fill up and stall the program.
 //
 // Supervised (supervise.Executable answers), the program's parent is the
@@ -177,7 +181,7 @@ type writeReq struct {
 // stays locked (blocked in waitid) until the program has been reaped.
 //
 // On failure Start returns a *StartError, and nothing is left to close.
-// Otherwise the caller must receive from Lines until it is closed, or call
+// Otherwise the caller must take lines with Next until Ready is closed, or call
 // Close, for the Proc's goroutines to end.
 func Start(cfg Config) (*Proc, error) {
 	if cfg.MaxLine <= 0 {
@@ -241,7 +245,9 @@ func Start(cfg Config) (*Proc, error) {
 		stdin:     inW,
 		stdout:    outR,
 		stderr:    errR,
-		lines:     make(chan Line, linesBuffer),
+		ready:     make(chan struct{}, 1),
+		space:     make(chan struct{}, 1),
+		batchSize: batchSize,
 		tail:      newTailBuffer(cfg.StderrTail),
 		stop:      make(chan struct{}),
 		exitedCh:  make(chan struct{}),
@@ -373,17 +379,9 @@ var errStopped = errors.New("reading stopped")
 
 func (p *Proc) readStdout(maxLine int) {
 	defer p.readers.Done()
-	defer close(p.lines)
+	defer p.endLines()
 	defer p.stdout.Close()
-	r := bufio.NewReaderSize(idleReader{p, p.stdout}, readBufSize)
-	readLines(r, maxLine, func(l Line) bool {
-		select {
-		case p.lines <- l:
-			return true
-		case <-p.stop:
-			return false
-		}
-	})
+	readBatches(idleReader{p, p.stdout}, maxLine, p.newBatch, p.sendBatch)
 }
 
 func (p *Proc) readStderr() {
@@ -404,13 +402,6 @@ func (p *Proc) readStderr() {
 // program is supervised, else the program's own. Once Done is closed the
 // number may belong to another process.
 func (p *Proc) Pid() int { return p.pid }
-
-// Lines returns the channel that delivers each stdout line as soon as it has
-// been read. It is closed after stdout reached end of file (a final line
-// without "\n" is delivered first), or when Close gave up on the receiver.
-// The reader waits for the receiver and never drops a line: a receiver that
-// stops receiving stalls the program once the pipe is full.
-func (p *Proc) Lines() <-chan Line { return p.lines }
 
 // Write writes b to the program's stdin, after everything sent before it,
 // and blocks until all of b is written (the pipe holds 64 KiB; beyond that
@@ -517,8 +508,8 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 
 // Done returns a channel that is closed when the program has exited, has been
 // reaped, whatever was left of its group has been sent SIGKILL, and its
-// stdout and stderr have been read to the end (and every line received from
-// Lines, unless Close gave up on the receiver).
+// stdout and stderr have been read to the end (and every line taken
+// with Next, unless Close gave up on the receiver).
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // ExitCode returns the program's exit status once Done is closed: -1 when a
@@ -577,8 +568,9 @@ func (p *Proc) StderrTail() []byte {
 // (supervised: it closes the lifeline, and the supervisor kills the program
 // and everything it started). A program that ignores everything thus ends
 // after about 3×grace. When the program has exited, whatever is left of its
-// group is killed with SIGKILL, and the receiver of Lines gets up to grace
-// to take the remaining lines; the rest are discarded and Lines is closed.
+// group is killed with SIGKILL, and the receiver of the lines gets up to
+// grace to take the remaining lines; the rest are discarded and Ready is
+// closed.
 // Close then waits (up to 5 s) until no process of the group is left,
 // reaping members that became this process's children (when it is a child
 // subreaper or PID 1); members adopted by init are reaped by init.
@@ -628,6 +620,7 @@ func (p *Proc) close(grace time.Duration) {
 		p.stderr.SetReadDeadline(now)
 		close(p.stop)
 		p.mu.Unlock()
+		p.giveUp()
 		<-p.done
 	}
 	sys.groupGone(p.pid, groupGoneWait)

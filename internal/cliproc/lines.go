@@ -14,8 +14,9 @@ const readBufSize = 64 << 10
 // too long to deliver.
 type Line struct {
 	// Data is the line without its "\n" (a "\r" before it is kept). It is
-	// never nil for a delivered line, even an empty one, and belongs to the
-	// receiver. It is nil when Oversize is set.
+	// never nil for a delivered line, even an empty one. From ReadLines it
+	// belongs to the receiver; from Proc.Next it is valid until the next
+	// call of Next. It is nil when Oversize is set.
 	Data []byte
 
 	// Oversize, when greater than zero, reports that a line of this many

@@ -161,24 +161,31 @@ func (b *Backend) appCall(ctx context.Context, h backend.Host, interruptCh <-cha
 			if err != nil {
 				return gjson.Result{}, fmt.Errorf("codex app-server did not take %s: %w", method, err)
 			}
-		case line, ok := <-b.app.proc.Lines():
-			if !ok {
-				<-b.app.proc.Done()
-				return gjson.Result{}, fmt.Errorf("codex app-server ended during %s: %v", method, b.app.proc.Err())
-			}
-			if !timeout.Stop() {
-				<-timeout.C
-			}
-			timeout.Reset(b.appCallTimeout())
-			if msg, ok := response(line.Data, id); ok {
-				if e := msg.Get("error"); e.Exists() {
-					return gjson.Result{}, fmt.Errorf("codex app-server: %s: %s", method, e.Get("message").String())
+		case _, open := <-b.app.proc.Ready():
+			for {
+				line, ok := b.app.proc.Next()
+				if !ok {
+					if open {
+						break
+					}
+					<-b.app.proc.Done()
+					return gjson.Result{}, fmt.Errorf("codex app-server ended during %s: %v", method, b.app.proc.Err())
 				}
-				return msg.Get("result"), nil
-			}
-			b.observeApp(line.Data, h)
-			for _, c := range b.app.mapper.Line(line.Data).Changes {
-				h.Change(c)
+				line.Data = bytes.Clone(line.Data) // the mapper keeps views into it
+				if !timeout.Stop() {
+					<-timeout.C
+				}
+				timeout.Reset(b.appCallTimeout())
+				if msg, ok := response(line.Data, id); ok {
+					if e := msg.Get("error"); e.Exists() {
+						return gjson.Result{}, fmt.Errorf("codex app-server: %s: %s", method, e.Get("message").String())
+					}
+					return msg.Get("result"), nil
+				}
+				b.observeApp(line.Data, h)
+				for _, c := range b.app.mapper.Line(line.Data).Changes {
+					h.Change(c)
+				}
 			}
 		case <-timeout.C:
 			if sent != nil {
@@ -322,103 +329,110 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 				b.appReap()
 				return notStarted("codex app-server did not take the message ("+err.Error()+").", b.StderrTail())
 			}
-		case line, ok := <-p.Lines():
-			if !ok {
-				<-p.Done()
-				text := backend.ExitedText("codex app-server", p)
-				b.appReap()
-				detail := b.StderrTail()
-				if ended != nil {
-					return ended // the server ended while its commands were stopped
-				}
-				r := m.Finish(interrupted, text, detail)
-				for _, c := range r.Changes {
-					h.Change(c)
-				}
-				if r.End == nil {
-					return notStarted(text, detail)
-				}
-				return r.End
-			}
-			resetIdle()
-			if line.Oversize > 0 {
-				oversize(h, line.Oversize)
-				continue
-			}
-			if msgLine, ok := response(line.Data, startID); ok {
-				if e := msgLine.Get("error"); e.Exists() {
-					text := "codex app-server refused the turn: " + e.Get("message").String()
-					r := m.Finish(false, text, "")
+		case _, open := <-p.Ready():
+			for {
+				line, ok := p.Next()
+				if !ok {
+					if open {
+						break
+					}
+					<-p.Done()
+					text := backend.ExitedText("codex app-server", p)
+					b.appReap()
+					detail := b.StderrTail()
+					if ended != nil {
+						return ended // the server ended while its commands were stopped
+					}
+					r := m.Finish(interrupted, text, detail)
 					for _, c := range r.Changes {
 						h.Change(c)
 					}
 					if r.End == nil {
-						return failBeforeStart(b.Opts.NewID, h, text, "")
+						return notStarted(text, detail)
 					}
 					return r.End
 				}
-				b.app.turnID = msgLine.Get("result.turn.id").String()
-				if interrupted && b.app.turnID != "" {
-					cleanID = b.appInterrupt()
+				line.Data = bytes.Clone(line.Data) // the mapper keeps views into it
+				resetIdle()
+				if line.Oversize > 0 {
+					oversize(h, line.Oversize)
+					continue
 				}
-				continue
-			}
-			if b.app.turnID == "" && bytes.Contains(line.Data, []byte(`"turn/started"`)) {
-				// thread/compact/start answers without the turn it starts.
-				if v := gjson.ParseBytes(line.Data); v.Get("method").String() == "turn/started" {
-					b.app.turnID = v.Get("params.turn.id").String()
-					if interrupted {
+				if msgLine, ok := response(line.Data, startID); ok {
+					if e := msgLine.Get("error"); e.Exists() {
+						text := "codex app-server refused the turn: " + e.Get("message").String()
+						r := m.Finish(false, text, "")
+						for _, c := range r.Changes {
+							h.Change(c)
+						}
+						if r.End == nil {
+							return failBeforeStart(b.Opts.NewID, h, text, "")
+						}
+						return r.End
+					}
+					b.app.turnID = msgLine.Get("result.turn.id").String()
+					if interrupted && b.app.turnID != "" {
 						cleanID = b.appInterrupt()
 					}
-				}
-			}
-			if cleanID != "" {
-				if _, ok := response(line.Data, cleanID); ok {
-					cleanID = ""
-					if ended != nil {
-						return stopped(ended)
-					}
 					continue
 				}
-			}
-			b.observeApp(line.Data, h)
-			r := m.Line(line.Data)
-			if r.Skipped {
-				b.Skipped()
-			}
-			for _, c := range r.Changes {
-				h.Change(c)
-			}
-			if id, path, ok := viewedImagePath(line.Data); ok {
-				// An image the file no longer gives is left out: the
-				// item says what was viewed.
-				if im, err := readViewedImage(b.Opts.Dir, path); err == nil {
-					for _, c := range m.ViewedImage(id, im).Changes {
-						h.Change(c)
+				if b.app.turnID == "" && bytes.Contains(line.Data, []byte(`"turn/started"`)) {
+					// thread/compact/start answers without the turn it starts.
+					if v := gjson.ParseBytes(line.Data); v.Get("method").String() == "turn/started" {
+						b.app.turnID = v.Get("params.turn.id").String()
+						if interrupted {
+							cleanID = b.appInterrupt()
+						}
 					}
 				}
-			}
-			for _, cr := range r.ControlRequests {
-				b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(cr.RequestID),
-					"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})
-			}
-			for _, a := range r.Approvals {
-				if interrupted {
-					m.Answered(a.RequestID, false)
-					respond(a.RequestID, backend.Decision{})
-					continue
-				}
-				approvals.Ask(a)
-			}
-			if r.End != nil {
-				b.app.turnID = ""
 				if cleanID != "" {
-					// The interrupt's commands may still run: the turn
-					// ends when the server says they are stopped.
-					ended = r.End
-					continue
+					if _, ok := response(line.Data, cleanID); ok {
+						cleanID = ""
+						if ended != nil {
+							return stopped(ended)
+						}
+						continue
+					}
 				}
-				return stopped(r.End)
+				b.observeApp(line.Data, h)
+				r := m.Line(line.Data)
+				if r.Skipped {
+					b.Skipped()
+				}
+				for _, c := range r.Changes {
+					h.Change(c)
+				}
+				if id, path, ok := viewedImagePath(line.Data); ok {
+					// An image the file no longer gives is left out: the
+					// item says what was viewed.
+					if im, err := readViewedImage(b.Opts.Dir, path); err == nil {
+						for _, c := range m.ViewedImage(id, im).Changes {
+							h.Change(c)
+						}
+					}
+				}
+				for _, cr := range r.ControlRequests {
+					b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(cr.RequestID),
+						"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})
+				}
+				for _, a := range r.Approvals {
+					if interrupted {
+						m.Answered(a.RequestID, false)
+						respond(a.RequestID, backend.Decision{})
+						continue
+					}
+					approvals.Ask(a)
+				}
+				if r.End != nil {
+					b.app.turnID = ""
+					if cleanID != "" {
+						// The interrupt's commands may still run: the turn
+						// ends when the server says they are stopped.
+						ended = r.End
+						continue
+					}
+					return stopped(r.End)
+				}
 			}
 		case a := <-approvals.Answers():
 			if !approvals.Take(a) {

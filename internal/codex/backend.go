@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -357,24 +358,31 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 			sent = nil
 			taken = err == nil
 			p.CloseStdin()
-		case line, ok := <-p.Lines():
-			if !ok {
-				return b.ended(p, h, m, end, interrupted)
+		case _, open := <-p.Ready():
+			for {
+				line, ok := p.Next()
+				if !ok {
+					if open {
+						break
+					}
+					return b.ended(p, h, m, end, interrupted)
+				}
+				line.Data = bytes.Clone(line.Data) // the mapper keeps views into it
+				backend.ResetIdle(idle, b.Opts.IdleTimeout, true)
+				if line.Oversize > 0 {
+					oversize(h, line.Oversize)
+					continue
+				}
+				if thread {
+					emit(b.execLatePatch(m))
+					b.execFileChange(m, line.Data)
+				}
+				r := m.Line(line.Data)
+				if r.Skipped {
+					b.Skipped()
+				}
+				emit(r)
 			}
-			backend.ResetIdle(idle, b.Opts.IdleTimeout, true)
-			if line.Oversize > 0 {
-				oversize(h, line.Oversize)
-				continue
-			}
-			if thread {
-				emit(b.execLatePatch(m))
-				b.execFileChange(m, line.Data)
-			}
-			r := m.Line(line.Data)
-			if r.Skipped {
-				b.Skipped()
-			}
-			emit(r)
 		case <-interruptCh:
 			stop()
 		case <-ctxDone:
