@@ -33,11 +33,7 @@ func TestE2EServeAdditionalDirectories(t *testing.T) {
 	}
 	inside["file_path"] = filepath.Join(extra, "inside.txt")
 	outside["file_path"] = filepath.Join(other, "outside.txt")
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
@@ -124,11 +120,7 @@ func testServeCodexAdditionalDirectories(t *testing.T, transport string) {
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{add("call_out", out)}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Two.")}})
 	work := filepath.Dir(e.pkg)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve", "--codex-transport", transport}, "env": envMap, "cwd": work,

@@ -63,11 +63,7 @@ func TestE2EServeClaudeBackground(t *testing.T) {
 		fakeapi.Reply{Match: main, Blocks: []fakeapi.Block{{Text: "The subagent made the file."}}},
 		fakeapi.Reply{Match: main, Blocks: []fakeapi.Block{{Text: "Second answer."}}},
 	)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,

@@ -44,11 +44,7 @@ func TestE2EServeClaudeTools(t *testing.T) {
 	if err := os.WriteFile(picture, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,

@@ -38,11 +38,7 @@ func TestE2EServeCodexControls(t *testing.T) {
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Run after close.")}},
 	)
 	work := filepath.Dir(e.pkg)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
 	bin := spbridgeBin(t)
 	prompt := func(text string) map[string]any { return map[string]any{"op": "prompt", "session": "s1", "text": text} }

@@ -42,11 +42,7 @@ func TestE2EServeCodexPatchDiffs(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			envMap := map[string]string{}
-			for _, kv := range e.env {
-				k, v, _ := strings.Cut(kv, "=")
-				envMap[k] = v
-			}
+			envMap := acpEnv(e.env)
 			meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
 			events := runACPClient(t, map[string]any{
 				"command": []string{spbridgeBin(t), "serve", "--codex-transport", transport}, "env": envMap, "cwd": work,

@@ -26,11 +26,7 @@ func TestE2EServeCodexMCP(t *testing.T) {
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "function_call", Name: "ask", Namespace: "mcp__fake", Arguments: map[string]any{}}}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("All done.")}})
 	work := filepath.Dir(e.pkg)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"spbridge/internal/fakeapi"
@@ -33,11 +32,7 @@ func TestE2EServeCodexPlanUsage(t *testing.T) {
 				fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Planned.")},
 					Usage: fakeapi.ResponsesUsage{InputTokens: 1000, CachedTokens: 600, OutputTokens: 50, TotalTokens: 1050}})
 			work := filepath.Dir(e.pkg)
-			envMap := map[string]string{}
-			for _, kv := range e.env {
-				k, v, _ := strings.Cut(kv, "=")
-				envMap[k] = v
-			}
+			envMap := acpEnv(e.env)
 			meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
 			events := runACPClient(t, map[string]any{
 				"command": []string{spbridgeBin(t), "serve", "--codex-transport", transport}, "env": envMap, "cwd": work,

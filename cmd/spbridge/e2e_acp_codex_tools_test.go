@@ -40,11 +40,7 @@ func TestE2EServeCodexTools(t *testing.T) {
 			if err := os.WriteFile(numbers, []byte(before), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			envMap := map[string]string{}
-			for _, kv := range e.env {
-				k, v, _ := strings.Cut(kv, "=")
-				envMap[k] = v
-			}
+			envMap := acpEnv(e.env)
 			caps := map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false,
 				"_meta": map[string]any{"terminal_output": terminal}}
 			meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}

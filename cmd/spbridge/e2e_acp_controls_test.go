@@ -55,11 +55,7 @@ func TestE2EServeControls(t *testing.T) {
 	os.MkdirAll(filepath.Join(work, ".claude", "commands"), 0o755)
 	os.WriteFile(filepath.Join(work, ".claude", "commands", "greet.md"),
 		[]byte("---\ndescription: Greets someone\nargument-hint: NAME\n---\nSay hi to $ARGUMENTS.\n"), 0o644)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -51,11 +51,7 @@ func stepError(t *testing.T, events []acpEvent, n int) authError {
 func TestE2EServeLoggedOut(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		e := newE2E(t)
-		env := map[string]any{}
-		for _, kv := range e.env {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
+		env := acpEnv(e.env)
 		env["ANTHROPIC_API_KEY"] = nil
 		env["ANTHROPIC_AUTH_TOKEN"] = nil
 		env["CLAUDE_CODE_OAUTH_TOKEN"] = nil
@@ -73,11 +69,7 @@ func TestE2EServeLoggedOut(t *testing.T) {
 			refusals = append(refusals, fakeapi.ResponsesReply{Status: 401, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key", ErrorMessage: "Incorrect API key provided."})
 		}
 		e, srv := newCodexE2E(t, refusals...)
-		env := map[string]any{}
-		for _, kv := range e.env {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
+		env := acpEnv(e.env)
 		env["FAKE_API_KEY"] = "refused"
 		loggedOutTurn(t, e.pkg, "codex", env)
 		if len(srv.Requests()) == 0 {

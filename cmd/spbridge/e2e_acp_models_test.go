@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"spbridge/internal/fakeapi"
@@ -19,11 +18,7 @@ import (
 func TestE2EServeModels(t *testing.T) {
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Thought hard."}}})
 	work := filepath.Dir(e.pkg)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	steps := []any{
 		map[string]any{"op": "initialize"},                                                                   // 0

@@ -18,11 +18,7 @@ import (
 func TestE2EServeNotice(t *testing.T) {
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: strings.Repeat("slowly ", 200)}}, ChunkDelay: 20 * time.Millisecond})
 	work := filepath.Dir(e.pkg)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,

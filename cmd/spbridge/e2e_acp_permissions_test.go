@@ -24,11 +24,7 @@ func TestE2EServePermissionScope(t *testing.T) {
 	}
 	e.srv.Push(bash("npm test"), bash("npm test -- --watch"), bash("rm -f gone.txt"),
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Tested."}}})
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
@@ -82,11 +78,7 @@ func TestE2EServeQuestion(t *testing.T) {
 				map[string]any{"label": "flock", "description": "whole file"},
 				map[string]any{"label": "fcntl", "description": "ranges"}}}}}}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "fcntl it is."}}})
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,
@@ -143,11 +135,7 @@ func TestE2EServeAllEdits(t *testing.T) {
 	}
 	e.srv.Push(write("toolu_first", first, "one\n"), write("toolu_second", second, "two\n"),
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Both written."}}})
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,

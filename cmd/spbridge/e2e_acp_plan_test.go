@@ -32,11 +32,7 @@ func TestE2EServeClaudePlan(t *testing.T) {
 		tool("toolu_todo_1", "TodoWrite", todos("in_progress", "pending", "pending")),
 		tool("toolu_todo_2", "TodoWrite", todos("completed", "completed", "in_progress")),
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Planned."}}})
-	envMap := map[string]any{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	envMap["CLAUDE_CODE_ENABLE_TODO_TOOLS"], envMap["CLAUDE_CODE_ENABLE_TASKS"] = nil, nil
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"spbridge/internal/fakeapi"
@@ -32,11 +31,7 @@ func TestE2EServeLoadReplaysUserImage(t *testing.T) {
 	}
 	dot := filepath.Join(t.TempDir(), "dot.png")
 	os.WriteFile(dot, buf.Bytes(), 0o644)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work,

@@ -132,11 +132,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "That is all."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "After the reload."}}},
 	)
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	work := filepath.Dir(e.pkg)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	bin := spbridgeBin(t)
@@ -260,11 +256,7 @@ func TestE2EServeCodex(t *testing.T) {
 	e, srv := newCodexE2E(t,
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Considering"), fakeapi.MessageItem("Hello from codex over ACP.")}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Second answer.")}})
-	envMap := map[string]string{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(e.env)
 	work := filepath.Dir(e.pkg)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
 	events := runACPClient(t, map[string]any{
@@ -295,4 +287,16 @@ func TestE2EServeCodex(t *testing.T) {
 	if c.Provider != "codex" || len(c.Items) != 5 {
 		t.Errorf("saved: provider %q, %d items", c.Provider, len(c.Items))
 	}
+}
+
+// acpEnv is an environment (NAME=value entries) as the ACP test client's
+// scenario takes it; a name the caller sets to nil there is removed from
+// the environment the client would pass on.
+func acpEnv(env []string) map[string]any {
+	m := make(map[string]any, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }

@@ -15,11 +15,7 @@ import (
 // no log-in to revoke.
 func TestE2ELogout(t *testing.T) {
 	e, _ := newCodexE2E(t)
-	env := map[string]any{}
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	env := acpEnv(e.env)
 	claudeEnv := newE2E(t).env
 	for _, kv := range claudeEnv {
 		if k, v, _ := strings.Cut(kv, "="); k == "SPBRIDGE_CLAUDE" || k == "CLAUDE_CONFIG_DIR" || k == "ANTHROPIC_BASE_URL" {

@@ -227,11 +227,7 @@ func runEditorConfig(t *testing.T, c editorConfig, backend string) {
 		e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(want)}})
 		env = e.env
 	}
-	envMap := map[string]any{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	envMap := acpEnv(env)
 	// The editor's environment has no PATH to the CLI: the variables the
 	// configuration sets, given this machine's paths, are what find it
 	// (null removes one the client would inherit from this test).
