@@ -32,19 +32,9 @@ func runAuthLogout(ctx context.Context, st stdio, args []string) error {
 			"log-in it stored, for every program that uses it, not only spbridge. A CLI\n"+
 			"that is not installed is skipped; one logged out already stays so.")
 	backend := f.String("backend", "", "only this CLI: claude or codex")
-	if done, err := f.parse(args, st.out); done || err != nil {
+	backends, done, err := authBackends(f, args, st, backend)
+	if done || err != nil {
 		return err
-	}
-	if err := f.noArgs(); err != nil {
-		return err
-	}
-	backends := []string{"claude", "codex"}
-	switch *backend {
-	case "":
-	case "claude", "codex":
-		backends = []string{*backend}
-	default:
-		return usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
 	}
 	var failed error
 	for _, name := range backends {
@@ -83,19 +73,9 @@ func runAuthStatus(ctx context.Context, st stdio, args []string) error {
 			"logged in, 1 otherwise.")
 	backend := f.String("backend", "", "only this CLI: claude or codex")
 	asJSON := f.Bool("json", false, "one JSON object a line")
-	if done, err := f.parse(args, st.out); done || err != nil {
+	backends, done, err := authBackends(f, args, st, backend)
+	if done || err != nil {
 		return err
-	}
-	if err := f.noArgs(); err != nil {
-		return err
-	}
-	backends := []string{"claude", "codex"}
-	switch *backend {
-	case "":
-	case "claude", "codex":
-		backends = []string{*backend}
-	default:
-		return usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
 	}
 	all := true
 	for _, name := range backends {
@@ -151,4 +131,23 @@ func runAuthStatus(ctx context.Context, st stdio, args []string) error {
 		return notLoggedIn{}
 	}
 	return nil
+}
+
+// authBackends parses an auth command's arguments and returns the CLIs
+// its --backend names (both when it names none); done is set when the
+// arguments asked for help only.
+func authBackends(f *flagSet, args []string, st stdio, backend *string) (backends []string, done bool, err error) {
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return nil, done, err
+	}
+	if err := f.noArgs(); err != nil {
+		return nil, false, err
+	}
+	switch *backend {
+	case "":
+		return []string{"claude", "codex"}, false, nil
+	case "claude", "codex":
+		return []string{*backend}, false, nil
+	}
+	return nil, false, usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
 }
