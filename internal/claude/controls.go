@@ -160,15 +160,25 @@ func (b *Backend) Prepare(ctx context.Context) error {
 
 // controlResponse returns the response of a control_response line.
 func controlResponse(line []byte) (gjson.Result, bool) {
-	if lineType(line) != "control_response" {
+	if !isType(line, "control_response") {
 		return gjson.Result{}, false
 	}
 	return gjson.GetBytes(line, "response"), true
 }
 
-// lineType is the type of a line of claude's: its top-level "type", which
-// claude writes first, so that finding it does not scan the line.
-func lineType(line []byte) string { return gjson.GetBytes(line, "type").String() }
+// isType reports whether the type of a line of claude's, its top-level
+// "type", is typ. Claude writes "type" first, so its value is read from
+// the line's first bytes, without parsing; only a line that begins
+// otherwise, or whose type has an escape, goes through gjson.
+func isType(line []byte, typ string) bool {
+	const key = `{"type":"`
+	if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
+			return string(rest[:end]) == typ
+		}
+	}
+	return gjson.GetBytes(line, "type").String() == typ
+}
 
 // initRequestID names the initialize request start sends.
 const initRequestID = "spbridge-init"
@@ -202,7 +212,7 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 		}
 		return
 	}
-	if lineType(line) != "system" {
+	if !isType(line, "system") {
 		return
 	}
 	v := gjson.ParseBytes(line)
