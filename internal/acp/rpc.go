@@ -86,29 +86,46 @@ func (m *message) rpcError() *RPCError {
 // writer serializes messages onto the output, one line each, through a
 // buffer that is flushed whenever no other message waits to be written: a
 // burst of messages goes out in few writes, and no message is held back.
+// A message is encoded before the writer is taken, so a session that
+// writes much holds the others back only for the copy of its lines.
 type writer struct {
 	queued atomic.Int64 // messages waiting for mu or being written
 	mu     sync.Mutex
 	out    *bufio.Writer
-	buf    []byte // the line being written, reused
 	err    error
 }
 
 // newWriter returns a writer to out.
 func newWriter(out io.Writer) *writer { return &writer{out: bufio.NewWriterSize(out, 64<<10)} }
 
-// write appends one line with enc to the reused buffer and writes it; the
-// last writer of a burst flushes.
+// lineBufs holds the buffers messages are encoded into, reused.
+var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodeLine returns a buffer from lineBufs with the line enc appends.
+func encodeLine(enc func([]byte) []byte) *[]byte {
+	bp := lineBufs.Get().(*[]byte)
+	*bp = enc((*bp)[:0])
+	return bp
+}
+
+// releaseLine gives back a buffer of encodeLine.
+func releaseLine(bp *[]byte) {
+	if cap(*bp) > 1<<20 {
+		*bp = nil // a rare large message does not stay in memory
+	}
+	lineBufs.Put(bp)
+}
+
+// write writes one line that enc appends; the last writer of a burst
+// flushes.
 func (w *writer) write(enc func([]byte) []byte) error {
+	bp := encodeLine(enc)
+	defer releaseLine(bp)
 	w.queued.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
-		w.buf = enc(w.buf[:0])
-		_, w.err = w.out.Write(w.buf)
-		if cap(w.buf) > 1<<20 {
-			w.buf = nil // a rare large message does not stay in memory
-		}
+		_, w.err = w.out.Write(*bp)
 	}
 	// Under mu: a message queued after this check finds the buffer to
 	// flush when its own write ends.
@@ -118,18 +135,16 @@ func (w *writer) write(enc func([]byte) []byte) error {
 	return w.err
 }
 
-// buffer appends one line with enc to the output's buffer without
+// buffer appends one line that enc appends to the output's buffer without
 // flushing it: a later write or flush sends it (the buffer also goes out
 // whenever it fills).
 func (w *writer) buffer(enc func([]byte) []byte) error {
+	bp := encodeLine(enc)
+	defer releaseLine(bp)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
-		w.buf = enc(w.buf[:0])
-		_, w.err = w.out.Write(w.buf)
-		if cap(w.buf) > 1<<20 {
-			w.buf = nil
-		}
+		_, w.err = w.out.Write(*bp)
 	}
 	return w.err
 }
