@@ -215,12 +215,13 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 	if !isType(line, "system") {
 		return
 	}
-	v := gjson.ParseBytes(line)
-	switch v.Get("subtype").String() {
+	// The subtype alone for the many lines that say nothing of this (a
+	// status, thinking tokens): the line is parsed only when it does.
+	switch gjson.GetBytes(line, "subtype").String() {
 	case "compact_boundary":
 		// Claude Code's own /compact (or its automatic one) ran.
 		if h != nil {
-			md := v.Get("compact_metadata")
+			md := gjson.GetBytes(line, "compact_metadata")
 			text := "Claude Code compacted the conversation"
 			if md.Get("pre_tokens").Exists() {
 				text += fmt.Sprintf(" (%d tokens before, %d after)", md.Get("pre_tokens").Int(), md.Get("post_tokens").Int())
@@ -228,10 +229,11 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 			backend.Notice(b.Opts.NewID, h, text+".")
 		}
 	case "status":
-		if mode := v.Get("permissionMode").String(); mode != "" {
+		if mode := gjson.GetBytes(line, "permissionMode").String(); mode != "" {
 			b.confirmMode(mode)
 		}
 	case "init":
+		v := gjson.ParseBytes(line)
 		if mode := v.Get("permissionMode").String(); mode != "" {
 			b.confirmMode(mode)
 		}
