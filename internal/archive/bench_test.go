@@ -111,3 +111,20 @@ func BenchmarkSaveUnchanged(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode reads the 10,000-item conversation of BenchmarkLoad,
+// without its images, from memory: the JSON reader and the format's checks
+// alone.
+func BenchmarkDecode(b *testing.B) {
+	data, err := bigConversation(b, benchItems, 0, 0).Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

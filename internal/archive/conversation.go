@@ -409,25 +409,17 @@ func CompactTurn(items []Item, msgs []Message) {
 	}
 }
 
-// shareTexts gives each history block's text or tool output that an item
-// holds too the item's string, as CompactTurn does for a turn; Decode calls
-// it on a whole conversation. Blocks keep their fields' values and identity.
-func shareTexts(items []Item, msgs []Message) {
-	shared := itemTexts(items)
-	if len(shared) == 0 {
-		return
+// sharedKey names the field of a history block of type typ that may
+// repeat an item's text: a text block's text, a tool result's content; ""
+// for other blocks.
+func sharedKey(typ string) string {
+	switch typ {
+	case BlockText:
+		return "text"
+	case BlockToolResult:
+		return "content"
 	}
-	for _, m := range msgs {
-		for _, b := range m.Content {
-			for _, k := range [...]string{"text", "content"} {
-				if s, ok := b.f[k].(string); ok && s != "" {
-					if t, ok := shared[s]; ok {
-						b.f[k] = t
-					}
-				}
-			}
-		}
-	}
+	return ""
 }
 
 // detailOutput begins the output in a tool item's detail: the detail ends
@@ -436,25 +428,34 @@ const detailOutput = "output:\n"
 
 // itemTexts indexes the texts of items that a history block may hold too:
 // each item's text, and the output a tool's detail ends with (whole, or cut
-// short; a cut one matches no block).
-func itemTexts(items []Item) map[string]string {
-	var shared map[string]string
-	add := func(s string) {
+// short; a cut one matches no block). The values are ready to be stored in
+// a block's map, which then shares the item's string and its boxing.
+func itemTexts(items []Item) map[string]any {
+	var shared map[string]any
+	add := func(s string, v any) {
 		if s == "" {
 			return
 		}
 		if shared == nil {
-			shared = make(map[string]string)
+			shared = make(map[string]any, len(items))
 		}
-		shared[s] = s
+		shared[s] = v
 	}
 	for _, it := range items {
-		add(it.String("text"))
+		if v, ok := it.s.f["text"]; ok {
+			if s, ok := v.(string); ok {
+				add(s, v)
+			}
+		}
 		if d := it.String("detail"); d != "" {
+			out, ok := "", false
 			if i := strings.Index(d, "\n\n"+detailOutput); i >= 0 {
-				add(d[i+2+len(detailOutput):])
+				out, ok = d[i+2+len(detailOutput):], true
 			} else if strings.HasPrefix(d, detailOutput) {
-				add(d[len(detailOutput):])
+				out, ok = d[len(detailOutput):], true
+			}
+			if ok {
+				add(out, out)
 			}
 		}
 	}
@@ -463,7 +464,7 @@ func itemTexts(items []Item) map[string]string {
 
 // compactShared is compactValue, except that a string shared holds is
 // given shared's copy.
-func compactShared(v any, shared map[string]string) any {
+func compactShared(v any, shared map[string]any) any {
 	switch v := v.(type) {
 	case string:
 		if s, ok := shared[v]; ok {

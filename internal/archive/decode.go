@@ -66,16 +66,23 @@ func fromValue(top map[string]any) (*Conversation, error) {
 	}
 	c := &Conversation{}
 	var err error
+	// The items first: a history block that repeats an item's text is
+	// given the item's string (see itemTexts), so the two share memory.
+	var shared map[string]any
+	if v := top["items"]; v != nil {
+		if c.Items, err = decodeItems(v); err != nil {
+			return nil, err
+		}
+		shared = itemTexts(c.Items)
+	}
 	for k, v := range top {
 		if v == nil && k != "formatVersion" {
 			continue // an absent value; written back as its default
 		}
 		switch k {
-		case "formatVersion":
-		case "items":
-			c.Items, err = decodeItems(v)
+		case "formatVersion", "items":
 		case "history":
-			c.History, err = decodeHistory(v)
+			c.History, err = decodeHistory(v, shared)
 		case "feedback":
 			c.Feedback, err = decodeFeedback(v)
 		case "skillCards":
@@ -112,7 +119,6 @@ func fromValue(top map[string]any) (*Conversation, error) {
 			return nil, err
 		}
 	}
-	shareTexts(c.Items, c.History)
 	return c, nil
 }
 
@@ -306,34 +312,38 @@ func KnownItemType(typ string) bool {
 
 var toolStatuses = map[string]bool{StatusRunning: true, StatusSucceeded: true, StatusFailed: true, StatusCancelled: true, StatusDenied: true}
 
-func checkField(where string, kind fieldKind, v any) error {
+// checkField checks a field's value against its kind. The error's Where is
+// relative to the field ("" for the value itself, "[2].question" inside it),
+// so that the field's own path is spelled only when there is an error (see
+// under).
+func checkField(kind fieldKind, v any) error {
 	switch kind {
 	case kString:
 		if _, ok := v.(string); !ok {
-			return shapeErr(where, "a string")
+			return shapeErr("", "a string")
 		}
 	case kBool:
 		if _, ok := v.(bool); !ok {
-			return shapeErr(where, "a boolean")
+			return shapeErr("", "a boolean")
 		}
 	case kStatus:
 		if s, ok := v.(string); !ok || !toolStatuses[s] {
-			return shapeErr(where, "running, succeeded, failed, cancelled or denied")
+			return shapeErr("", "running, succeeded, failed, cancelled or denied")
 		}
 	case kLinks:
 		a, ok := v.([]any)
 		if !ok {
-			return shapeErr(where, "an array")
+			return shapeErr("", "an array")
 		}
 		for i, x := range a {
 			m, ok := x.(map[string]any)
 			if !ok {
-				return shapeErr(fmt.Sprintf("%s[%d]", where, i), "an object")
+				return shapeErr(fmt.Sprintf("[%d]", i), "an object")
 			}
 			for _, k := range []string{"title", "url"} {
 				if y, present := m[k]; present {
 					if _, ok := y.(string); !ok {
-						return shapeErr(fmt.Sprintf("%s[%d].%s", where, i, k), "a string")
+						return shapeErr(fmt.Sprintf("[%d].%s", i, k), "a string")
 					}
 				}
 			}
@@ -341,26 +351,35 @@ func checkField(where string, kind fieldKind, v any) error {
 	case kQuestions:
 		a, ok := v.([]any)
 		if !ok {
-			return shapeErr(where, "an array")
+			return shapeErr("", "an array")
 		}
 		for i, x := range a {
 			m, ok := x.(map[string]any)
 			if !ok {
-				return shapeErr(fmt.Sprintf("%s[%d]", where, i), "an object")
+				return shapeErr(fmt.Sprintf("[%d]", i), "an object")
 			}
 			if q, present := m["question"]; present {
 				if _, ok := q.(string); !ok {
-					return shapeErr(fmt.Sprintf("%s[%d].question", where, i), "a string")
+					return shapeErr(fmt.Sprintf("[%d].question", i), "a string")
 				}
 			}
 			if o, present := m["options"]; present {
 				if _, ok := o.([]any); !ok {
-					return shapeErr(fmt.Sprintf("%s[%d].options", where, i), "an array")
+					return shapeErr(fmt.Sprintf("[%d].options", i), "an array")
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// under returns err, a *FormatError whose Where is relative to where,
+// with where put in front.
+func under(where string, err error) error {
+	if fe, ok := err.(*FormatError); ok {
+		return &FormatError{Where: where + fe.Where, Msg: fe.Msg}
+	}
+	return err
 }
 
 func decodeItems(v any) ([]Item, error) {
@@ -370,31 +389,32 @@ func decodeItems(v any) ([]Item, error) {
 	}
 	items := make([]Item, len(a))
 	for i, x := range a {
-		where := fmt.Sprintf("items[%d]", i)
 		m, ok := x.(map[string]any)
 		if !ok {
-			return nil, shapeErr(where, "an object")
+			return nil, shapeErr(fmt.Sprintf("items[%d]", i), "an object")
 		}
-		if err := checkItem(where, m); err != nil {
-			return nil, err
+		if err := checkItem(m); err != nil {
+			return nil, under(fmt.Sprintf("items[%d]", i), err)
 		}
 		items[i] = ItemFromMap(m)
 	}
 	return items, nil
 }
 
-func checkItem(where string, m map[string]any) error {
+// checkItem checks an item's fields; the error's Where is relative to the
+// item (".type").
+func checkItem(m map[string]any) error {
 	id, ok := m["id"].(string)
 	if !ok || id == "" {
-		return &FormatError{Where: where + ".id", Msg: "missing or not a string"}
+		return &FormatError{Where: ".id", Msg: "missing or not a string"}
 	}
 	typ, ok := m["type"].(string)
 	if !ok {
-		return &FormatError{Where: where + ".type", Msg: "missing or not a string"}
+		return &FormatError{Where: ".type", Msg: "missing or not a string"}
 	}
 	own, ok := itemFields[typ]
 	if !ok {
-		return &FormatError{Where: where + ".type", Msg: fmt.Sprintf("unknown item type %q", typ)}
+		return &FormatError{Where: ".type", Msg: fmt.Sprintf("unknown item type %q", typ)}
 	}
 	for k, x := range m {
 		kind, ok := own[k]
@@ -404,8 +424,8 @@ func checkItem(where string, m map[string]any) error {
 		if !ok {
 			continue
 		}
-		if err := checkField(where+"."+k, kind, x); err != nil {
-			return err
+		if err := checkField(kind, x); err != nil {
+			return under("."+k, err)
 		}
 	}
 	return nil
@@ -420,78 +440,97 @@ var blockFields = map[string]map[string]fieldKind{
 	BlockToolResult:   {"callID": kString, "toolName": kString, "content": kString, "isError": kBool},
 }
 
-func decodeHistory(v any) ([]Message, error) {
+// decodeHistory reads the history; a text block's text or a tool result's
+// content that shared holds is given shared's value.
+func decodeHistory(v any, shared map[string]any) ([]Message, error) {
 	a, ok := v.([]any)
 	if !ok {
 		return nil, shapeErr("history", "an array")
 	}
 	msgs := make([]Message, len(a))
 	for i, x := range a {
-		where := fmt.Sprintf("history[%d]", i)
 		m, ok := x.(map[string]any)
 		if !ok {
-			return nil, shapeErr(where, "an object")
+			return nil, shapeErr(fmt.Sprintf("history[%d]", i), "an object")
 		}
-		var msg Message
-		for k, y := range m {
-			switch k {
-			case "role":
-				s, ok := y.(string)
-				if !ok {
-					return nil, shapeErr(where+".role", "a string")
-				}
-				msg.Role = s
-			case "content":
-				blocks, ok := y.([]any)
-				if !ok {
-					return nil, shapeErr(where+".content", "an array")
-				}
-				msg.Content = make([]Block, len(blocks))
-				for j, z := range blocks {
-					b, err := decodeBlock(fmt.Sprintf("%s.content[%d]", where, j), z)
-					if err != nil {
-						return nil, err
-					}
-					msg.Content[j] = b
-				}
-			default:
-				if msg.Extra == nil {
-					msg.Extra = make(map[string]any)
-				}
-				msg.Extra[k] = y
-			}
-		}
-		if _, ok := m["role"]; !ok {
-			return nil, &FormatError{Where: where + ".role", Msg: "missing"}
-		}
-		if msg.Content == nil {
-			return nil, &FormatError{Where: where + ".content", Msg: "missing"}
+		msg, err := decodeMessage(m, shared)
+		if err != nil {
+			return nil, under(fmt.Sprintf("history[%d]", i), err)
 		}
 		msgs[i] = msg
 	}
 	return msgs, nil
 }
 
-func decodeBlock(where string, v any) (Block, error) {
+// decodeMessage reads one history message; the error's Where is relative
+// to the message (".content[2].type").
+func decodeMessage(m map[string]any, shared map[string]any) (Message, error) {
+	var msg Message
+	for k, y := range m {
+		switch k {
+		case "role":
+			s, ok := y.(string)
+			if !ok {
+				return Message{}, shapeErr(".role", "a string")
+			}
+			msg.Role = s
+		case "content":
+			blocks, ok := y.([]any)
+			if !ok {
+				return Message{}, shapeErr(".content", "an array")
+			}
+			msg.Content = make([]Block, len(blocks))
+			for j, z := range blocks {
+				b, err := decodeBlock(z, shared)
+				if err != nil {
+					return Message{}, under(fmt.Sprintf(".content[%d]", j), err)
+				}
+				msg.Content[j] = b
+			}
+		default:
+			if msg.Extra == nil {
+				msg.Extra = make(map[string]any)
+			}
+			msg.Extra[k] = y
+		}
+	}
+	if _, ok := m["role"]; !ok {
+		return Message{}, &FormatError{Where: ".role", Msg: "missing"}
+	}
+	if msg.Content == nil {
+		return Message{}, &FormatError{Where: ".content", Msg: "missing"}
+	}
+	return msg, nil
+}
+
+// decodeBlock reads one history block; the error's Where is relative to
+// the block.
+func decodeBlock(v any, shared map[string]any) (Block, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return Block{}, shapeErr(where, "an object")
+		return Block{}, shapeErr("", "an object")
 	}
 	typ, ok := m["type"].(string)
 	if !ok {
-		return Block{}, &FormatError{Where: where + ".type", Msg: "missing or not a string"}
+		return Block{}, &FormatError{Where: ".type", Msg: "missing or not a string"}
 	}
 	fields, ok := blockFields[typ]
 	if !ok {
-		return Block{}, &FormatError{Where: where + ".type", Msg: fmt.Sprintf("unknown block type %q", typ)}
+		return Block{}, &FormatError{Where: ".type", Msg: fmt.Sprintf("unknown block type %q", typ)}
 	}
 	for k, kind := range fields {
 		x, present := m[k]
 		if !present {
-			return Block{}, &FormatError{Where: where + "." + k, Msg: "missing"}
+			return Block{}, &FormatError{Where: "." + k, Msg: "missing"}
 		}
-		if err := checkField(where+"."+k, kind, x); err != nil {
-			return Block{}, err
+		if err := checkField(kind, x); err != nil {
+			return Block{}, under("."+k, err)
+		}
+	}
+	// A text or tool output an item holds too is held once.
+	if k := sharedKey(typ); k != "" {
+		if t, ok := shared[m[k].(string)]; ok {
+			m[k] = t
 		}
 	}
 	return BlockFromMap(m), nil
