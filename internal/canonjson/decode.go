@@ -52,12 +52,16 @@ type decoder struct {
 	data []byte
 	pos  int
 	keys map[string]string // object keys read so far, to share (see key)
+	vals map[string]any    // short string values read so far (see shortStr)
 }
 
-// Keys of at most maxKeyLen bytes are shared, up to maxKeys of them.
+// Keys of at most maxKeyLen bytes are shared, up to maxKeys of them; so
+// are string values of at most maxValLen bytes, up to maxVals of them.
 const (
 	maxKeyLen = 64
 	maxKeys   = 4096
+	maxValLen = 16
+	maxVals   = 4096
 )
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -85,6 +89,9 @@ func (d *decoder) value(depth int) (any, error) {
 	case c == '[':
 		return d.array(depth + 1)
 	case c == '"':
+		if v, ok := d.shortStr(); ok {
+			return v, nil
+		}
 		return d.str()
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
@@ -268,6 +275,39 @@ func (d *decoder) key() (string, error) {
 	}
 	d.pos = end + 1
 	return k, nil
+}
+
+// shortStr reads a string value of at most maxValLen bytes without escapes
+// whose opening quote is at d.pos, and reports whether it did. Such values
+// (a type, a status, a name) repeat across the objects of one input: each
+// is made once, boxed, and shared.
+func (d *decoder) shortStr() (any, bool) {
+	start := d.pos + 1
+	end := start
+	for end < len(d.data) && end-start <= maxValLen {
+		c := d.data[end]
+		if c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		end++
+	}
+	if end >= len(d.data) || d.data[end] != '"' || end-start > maxValLen {
+		return nil, false
+	}
+	b := d.data[start:end]
+	v, ok := d.vals[string(b)]
+	if !ok {
+		s := string(b)
+		v = s
+		if len(d.vals) < maxVals {
+			if d.vals == nil {
+				d.vals = make(map[string]any)
+			}
+			d.vals[s] = v
+		}
+	}
+	d.pos = end + 1
+	return v, true
 }
 
 // str reads a string whose opening quote is at d.pos.

@@ -38,3 +38,23 @@ func TestDecodeSharesKeys(t *testing.T) {
 		t.Errorf("Decode(%q) = %v, want %v", in, v, want)
 	}
 }
+
+// TestDecodeSharesShortValues: equal short string values of one input are
+// one string, and every string reads as written.
+func TestDecodeSharesShortValues(t *testing.T) {
+	long := strings.Repeat("v", maxValLen+1)
+	in := `[{"t":"tool","u":"é","l":"` + long + `","e":"a\nb","x":""},{"t":"tool","u":"é","l":"` + long + `","e":"a\nb","x":""}]`
+	v, err := Decode([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := v.([]any)
+	a, b := objs[0].(map[string]any)["t"].(string), objs[1].(map[string]any)["t"].(string)
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error(`the two "tool" values do not share their memory`)
+	}
+	want := map[string]any{"t": "tool", "u": "é", "l": long, "e": "a\nb", "x": ""}
+	if !reflect.DeepEqual(v, []any{want, want}) {
+		t.Errorf("Decode(%q) = %v", in, v)
+	}
+}
