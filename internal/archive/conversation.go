@@ -467,6 +467,9 @@ func itemTexts(items []Item) map[string]any {
 func compactShared(v any, shared map[string]any) any {
 	switch v := v.(type) {
 	case string:
+		if c, ok := constValue(v); ok {
+			return c
+		}
 		if s, ok := shared[v]; ok {
 			return s
 		}
@@ -491,6 +494,9 @@ func compactShared(v any, shared map[string]any) any {
 func compactValue(v any) any {
 	switch v := v.(type) {
 	case string:
+		if c, ok := constValue(v); ok {
+			return c
+		}
 		return strings.Clone(v)
 	case json.Number:
 		return json.Number(strings.Clone(string(v)))
@@ -509,6 +515,31 @@ func compactValue(v any) any {
 	default:
 		return v
 	}
+}
+
+// constValues are the values that items and blocks repeat most (their
+// types, a tool's status), each boxed once; none is longer than
+// constValueMax bytes.
+var constValues, constValueMax = func() (map[string]any, int) {
+	m, most := make(map[string]any), 0
+	for _, s := range []string{
+		TypeUser, TypeAssistant, TypeThinking, TypeTool, TypeNotice, TypeFailure, TypeQuestions,
+		TypeDirections, TypeToolApproval, TypeWebSearch, TypeSkillProposal, TypeLintRuleProposal, TypeReportedIssue,
+		StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusDenied,
+		BlockText, BlockImage, BlockImageOmitted, BlockToolCall, BlockToolResult,
+	} {
+		m[s], most = s, max(most, len(s))
+	}
+	return m, most
+}()
+
+// constValue returns the shared value equal to s, if constValues has one.
+func constValue(s string) (any, bool) {
+	if len(s) > constValueMax {
+		return nil, false
+	}
+	c, ok := constValues[s]
+	return c, ok
 }
 
 // internKey returns a field name with memory of its own: the constant for
