@@ -315,6 +315,11 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 	approvals := backend.NewApprovals(ctx, h)
 	defer approvals.Close()
 
+	// Nothing the turn's lines bring needs to go out before the rest of
+	// their read: the host holds it until the Idle after each read's lines
+	// (below), from the turn's first line on.
+	backend.Idle(h)
+
 	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
 
