@@ -231,18 +231,7 @@ func (b *Backend) betweenLine(p *cliproc.Proc, line cliproc.Line) {
 	if r.Skipped {
 		b.Skipped()
 	}
-	for _, c := range r.Changes {
-		h.Change(c)
-	}
-	if r.Session != nil && r.Session.ID != "" {
-		b.mu.Lock()
-		b.session = r.Session.ID
-		b.mu.Unlock()
-	}
-	for _, cr := range r.ControlRequests {
-		post(p, map[string]any{"type": "control_response", "response": map[string]any{
-			"subtype": "error", "request_id": cr.RequestID, "error": "spbridge does not support " + cr.Subtype}})
-	}
+	b.apply(p, h, r)
 	for _, a := range r.Approvals {
 		if !attached {
 			m.Answered(a.RequestID, false)

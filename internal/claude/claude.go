@@ -178,6 +178,25 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	return p, nil
 }
 
+// apply hands a mapped line's item changes to h, records the CLI's session
+// id and refuses the control requests spbridge does not serve: what a line
+// brings besides its permission requests and its turn's end, in a turn or
+// between turns.
+func (b *Backend) apply(p *cliproc.Proc, h backend.Host, r itemmap.Result) {
+	for _, c := range r.Changes {
+		h.Change(c)
+	}
+	if r.Session != nil && r.Session.ID != "" {
+		b.mu.Lock()
+		b.session = r.Session.ID
+		b.mu.Unlock()
+	}
+	for _, cr := range r.ControlRequests {
+		post(p, map[string]any{"type": "control_response", "response": map[string]any{
+			"subtype": "error", "request_id": cr.RequestID, "error": "spbridge does not support " + cr.Subtype}})
+	}
+}
+
 // post queues v as a line for p's stdin (backend.Post).
 func post(p *cliproc.Proc, v any) <-chan error { return backend.Post(p, v) }
 
@@ -352,18 +371,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 	}
 
 	emit := func(r itemmap.Result) *itemmap.TurnEnd {
-		for _, c := range r.Changes {
-			h.Change(c)
-		}
-		if r.Session != nil && r.Session.ID != "" {
-			b.mu.Lock()
-			b.session = r.Session.ID
-			b.mu.Unlock()
-		}
-		for _, cr := range r.ControlRequests {
-			post(p, map[string]any{"type": "control_response", "response": map[string]any{
-				"subtype": "error", "request_id": cr.RequestID, "error": "spbridge does not support " + cr.Subtype}})
-		}
+		b.apply(p, h, r)
 		for _, a := range r.Approvals {
 			if interrupted {
 				m.Answered(a.RequestID, false)
