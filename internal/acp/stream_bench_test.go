@@ -105,7 +105,9 @@ func benchStream(b *testing.B) string {
 // claude backend, supervisor, audit log, sessions folder and index) with a client
 // that only reads lines and waits for each prompt's answer, over every turn
 // of the harness's stream: one op is the whole stream. It reports MB/s of
-// stream and the bytes the client got.
+// stream, the bytes the client got, and the CPU time of this process (the
+// server and its client, up to the last answer: what the harness counts of
+// serve, with the client's reading on top).
 func BenchmarkServeStream(b *testing.B) {
 	stream := benchStream(b)
 	ends := streamTurns(stream)
@@ -115,8 +117,11 @@ func BenchmarkServeStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	var out int64
+	var cpu time.Duration
 	b.SetBytes(size)
+	b.ReportAllocs()
 	for b.Loop() {
+		cpu0 := processCPU()
 		dir := b.TempDir()
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -159,6 +164,7 @@ func BenchmarkServeStream(b *testing.B) {
 				b.Fatalf("turn %d: %s", i, r)
 			}
 		}
+		cpu += processCPU() - cpu0
 		b.StopTimer()
 		inW.Close()
 		io.Copy(io.Discard, lines)
@@ -166,6 +172,7 @@ func BenchmarkServeStream(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(out)/float64(b.N)/1e6, "outMB/op")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // BenchmarkLatencyUnderLoad measures the delay from a line a CLI writes to

@@ -150,13 +150,16 @@ var appendMu sync.Mutex
 
 // prepared is a record encoded ahead of its append: every member but those
 // the append sets (seq, prev, hmac, tornBytesRemoved), each as its key and
-// its value's canonical one-line encoding (in pieces of at most about 32
-// KiB, so that a large record needs no large buffer), keys sorted. It also
-// carries what the append gave it.
+// its value's canonical one-line encoding (in pieces held in chunks of
+// chunkSize bytes taken from a pool and given back once the record is
+// written, so that a large record needs no large buffer and a record
+// leaves no garbage), keys sorted. It also carries what the append gave
+// it.
 type prepared struct {
 	path, stateDir, identity string
 	keys                     []string
 	vals                     [][][]byte
+	chunks                   []*[]byte // what vals are in
 
 	// Set by the append.
 	seq  int64
@@ -166,12 +169,51 @@ type prepared struct {
 	err  error // this record's log could not be appended to
 }
 
-// pieces keeps what is written to it, a copy of each write.
-type pieces [][]byte
+// chunkSize is the size of the chunks a record's encoding is kept in.
+const chunkSize = 64 << 10
 
-func (p *pieces) Write(b []byte) (int, error) {
-	*p = append(*p, bytes.Clone(b))
-	return len(b), nil
+var chunks = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
+
+// valueWriter gathers a value's encoding in p's chunks.
+type valueWriter struct {
+	p     *prepared
+	parts [][]byte
+	last  *[]byte // the chunk the last part is in
+	from  int     // where the last part begins in it
+}
+
+func (v *valueWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		var c *[]byte
+		if k := len(v.p.chunks); k > 0 && len(*v.p.chunks[k-1]) < chunkSize {
+			c = v.p.chunks[k-1]
+		} else {
+			c = chunks.Get().(*[]byte)
+			*c = (*c)[:0]
+			v.p.chunks = append(v.p.chunks, c)
+		}
+		start := len(*c)
+		k := min(chunkSize-start, len(b))
+		*c = append(*c, b[:k]...)
+		b = b[k:]
+		// A part that goes on where the last one ended grows it.
+		if i := len(v.parts) - 1; i >= 0 && v.last == c && v.from+len(v.parts[i]) == start {
+			v.parts[i] = (*c)[v.from : start+k : start+k]
+		} else {
+			v.parts = append(v.parts, (*c)[start:start+k:start+k])
+			v.last, v.from = c, start
+		}
+	}
+	return n, nil
+}
+
+// release gives p's chunks back: its encoding is gone.
+func (p *prepared) release() {
+	for _, c := range p.chunks {
+		chunks.Put(c)
+	}
+	p.keys, p.vals, p.chunks = nil, nil, nil
 }
 
 // prepare encodes record for the log at path.
@@ -188,11 +230,12 @@ func prepare(path string, record map[string]any) (*prepared, error) {
 	slices.Sort(p.keys)
 	p.vals = make([][][]byte, len(p.keys))
 	for i, k := range p.keys {
-		var val pieces
+		val := valueWriter{p: p}
 		if err := canonjson.WriteCompact(&val, record[k]); err != nil {
+			p.release()
 			return nil, err
 		}
-		p.vals[i] = val
+		p.vals[i] = val.parts
 	}
 	return p, nil
 }
@@ -370,7 +413,7 @@ func appendLog(dc *dirCache, ix *index, key []byte, recs []*prepared) error {
 		p.tag = hex.EncodeToString(m.Sum(nil))
 		p.encode(out, true)
 		out.Write([]byte{'\n'})
-		p.keys, p.vals = nil, nil // written: the encoding can go
+		p.release() // written: the encoding can go
 		seq, prev = seq+1, p.tag
 	}
 	seq--

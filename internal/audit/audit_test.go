@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -160,6 +161,15 @@ func TestStateDir(t *testing.T) {
 	}
 }
 
+// manyMembers is a record with many small members.
+func manyMembers() map[string]any {
+	m := map[string]any{}
+	for i := range 5000 {
+		m[fmt.Sprintf("k%05d", i)] = strings.Repeat("v", i%97)
+	}
+	return m
+}
+
 // TestEncodeOnce checks that the record's line, made from the members
 // encoded ahead of the append and the ones the append sets, is the
 // record's own canonical encoding.
@@ -169,6 +179,9 @@ func TestEncodeOnce(t *testing.T) {
 		{"a": "x"},
 		{"z": []any{"y", map[string]any{"k": true}}},
 		{"a": 1, "hmac0": "after", "h": nil, "q": "between", "sz": "after seq", "u": 1, "items": []any{map[string]any{"text": "é\n"}}},
+		// Values larger than a chunk, and many values that share chunks.
+		{"a": strings.Repeat("x", 3*chunkSize+5), "b": strings.Repeat("é", chunkSize), "c": []any{strings.Repeat("y", 100), strings.Repeat("z", chunkSize-3)}},
+		manyMembers(),
 	} {
 		for _, torn := range []int64{0, 7} {
 			p, err := prepare("/state/audit/ID.jsonl", rec)

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Queue appends records in the background, so that a turn's answer does
@@ -11,23 +12,39 @@ import (
 // the order they were queued, as Append would: those that wait together
 // for one log are written with one write and one sync, and the index is
 // written once for all of them. Flush waits until everything queued so far
-// is on disk. A Queue needs no closing: its goroutine runs only while
-// records wait. The zero value is not usable; make one with NewQueue.
+// is on disk.
+//
+// A batch is written at most every BatchGap: a record that comes within
+// BatchGap of the last batch waits for the rest of that time with those
+// that come meanwhile, so that turns that end in quick succession share
+// one write, one sync and one update of the head and the index; a record
+// that comes after a pause is written at once, and Flush does not wait.
+// A Queue needs no closing: its goroutine runs only while records wait.
+// The zero value is not usable; make one with NewQueue.
 type Queue struct {
 	onError func(path string, err error)
 
-	mu      sync.Mutex
-	cond    sync.Cond
-	pending []*prepared
-	running bool   // a goroutine is writing
-	queued  uint64 // records queued so far
-	written uint64 // records appended (or failed) so far
+	mu       sync.Mutex
+	cond     sync.Cond
+	pending  []*prepared
+	running  bool      // a goroutine is writing
+	queued   uint64    // records queued so far
+	written  uint64    // records appended (or failed) so far
+	last     time.Time // when the last batch was written
+	flushing int       // Flush calls waiting
+	wake     chan struct{}
+	gap      time.Duration // BatchGap
+	batches  int           // batches written so far
 }
+
+// BatchGap is the least time between the starts of two batches a Queue
+// writes.
+const BatchGap = 25 * time.Millisecond
 
 // NewQueue returns a queue that reports the error of each append that
 // failed to onError (called on the queue's goroutine; nil ignores them).
 func NewQueue(onError func(path string, err error)) *Queue {
-	q := &Queue{onError: onError}
+	q := &Queue{onError: onError, wake: make(chan struct{}, 1), gap: BatchGap}
 	q.cond.L = &q.mu
 	return q
 }
@@ -56,8 +73,16 @@ func (q *Queue) Flush() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	want := q.queued
-	for q.written < want {
-		q.cond.Wait()
+	if q.written < want {
+		q.flushing++
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+		for q.written < want {
+			q.cond.Wait()
+		}
+		q.flushing--
 	}
 }
 
@@ -65,6 +90,21 @@ func (q *Queue) Flush() {
 func (q *Queue) run() {
 	for {
 		q.mu.Lock()
+		if wait := q.gap - time.Since(q.last); wait > 0 && q.flushing == 0 {
+			q.mu.Unlock()
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-q.wake:
+				t.Stop()
+			}
+			q.mu.Lock()
+		}
+		select {
+		case <-q.wake: // a Flush that came while nothing waited
+		default:
+		}
+		q.last = time.Now()
 		batch := q.pending
 		q.pending = nil
 		if len(batch) == 0 {
@@ -75,6 +115,7 @@ func (q *Queue) run() {
 		q.mu.Unlock()
 		q.write(batch)
 		q.mu.Lock()
+		q.batches++
 		q.written += uint64(len(batch))
 		q.cond.Broadcast()
 		q.mu.Unlock()

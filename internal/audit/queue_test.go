@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestQueueAppendsInOrder queues records for two logs from several
@@ -124,5 +125,36 @@ func TestCacheSeesOtherWriters(t *testing.T) {
 	}
 	if r, err := Verify(b); err != nil || !r.OK() || r.Records != 1 || !r.Indexed {
 		t.Fatalf("Verify(B) = %+v, %v", r, err)
+	}
+}
+
+// TestQueueBatchesQuickRecords checks that a record that comes after a
+// pause is written at once, that records that come within the gap of the
+// last batch wait and go together in one batch, and that Flush does not
+// wait for the gap.
+func TestQueueBatchesQuickRecords(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := Path(dir, "A")
+	b, _ := Path(dir, "B")
+	q := NewQueue(func(path string, err error) { t.Error(path, err) })
+	q.gap = time.Hour // only Flush ends the wait
+
+	q.Append(a, map[string]any{"user": "first"})
+	q.mu.Lock()
+	for q.written < 1 { // no earlier batch: written without waiting
+		q.cond.Wait()
+	}
+	q.mu.Unlock()
+	for i := range 5 {
+		q.Append([]string{a, b}[i%2], map[string]any{"user": fmt.Sprint(i)})
+	}
+	q.Flush()
+	if q.batches != 2 {
+		t.Errorf("%d batches, want 2 (the first record, then the five that waited)", q.batches)
+	}
+	for path, n := range map[string]int{a: 4, b: 2} {
+		if r, err := Verify(path); err != nil || !r.OK() || r.Records != n || r.HeadBehind {
+			t.Fatalf("Verify(%s) = %+v, %v", path, r, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -41,21 +42,35 @@ func AppendAt(buf []byte, v any, depth int) ([]byte, error) {
 // more directly), so that no buffer holds the whole output. On an error
 // part of the output may have been written.
 func Write(w io.Writer, v any) error {
-	e := encoder{buf: make([]byte, 0, flushSize+4096), w: w}
-	if err := e.value(v, 0); err != nil {
-		return err
+	return write(w, v, false)
+}
+
+// writeBufs holds the buffers Write and WriteCompact gather their output
+// in, reused.
+var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, flushSize+4096); return &b }}
+
+// maxKeptBuf is the largest buffer writeBufs keeps: one grown for a long
+// string does not stay in memory.
+const maxKeptBuf = 256 << 10
+
+func write(w io.Writer, v any, compact bool) error {
+	bp := writeBufs.Get().(*[]byte)
+	e := encoder{buf: (*bp)[:0], w: w, compact: compact}
+	err := e.value(v, 0)
+	if err == nil {
+		err = e.flush()
 	}
-	return e.flush()
+	if cap(e.buf) <= maxKeptBuf {
+		*bp = e.buf[:0]
+		writeBufs.Put(bp)
+	}
+	return err
 }
 
 // WriteCompact writes v's one-line form (EncodeCompact's bytes) to w, in
 // pieces of about 32 KiB as Write does.
 func WriteCompact(w io.Writer, v any) error {
-	e := encoder{buf: make([]byte, 0, 4096), w: w, compact: true}
-	if err := e.value(v, 0); err != nil {
-		return err
-	}
-	return e.flush()
+	return write(w, v, true)
 }
 
 // flushSize is how much Write gathers before it writes.
