@@ -96,7 +96,7 @@ type writer struct {
 }
 
 // newWriter returns a writer to out.
-func newWriter(out io.Writer) *writer { return &writer{out: bufio.NewWriterSize(out, 64<<10)} }
+func newWriter(out io.Writer) *writer { return &writer{out: bufio.NewWriterSize(out, 256<<10)} }
 
 // lineBufs holds the buffers messages are encoded into, reused.
 var lineBufs = sync.Pool{New: func() any { return new([]byte) }}

@@ -39,7 +39,7 @@ type Queue struct {
 
 // BatchGap is the least time between the starts of two batches a Queue
 // writes.
-const BatchGap = 25 * time.Millisecond
+const BatchGap = 100 * time.Millisecond
 
 // NewQueue returns a queue that reports the error of each append that
 // failed to onError (called on the queue's goroutine; nil ignores them).

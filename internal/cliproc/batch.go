@@ -5,10 +5,18 @@ import (
 	"io"
 )
 
-// batchSize is the size of a batch's buffer: what one read of stdout takes
-// at most (a pipe holds 64 KiB). A line that does not fit grows the buffer
-// of its batch, up to the line cap.
+// batchSize is the size of a batch's buffer at first: what one read of
+// stdout takes at most (a pipe holds 64 KiB unless it is made larger). A
+// program that fills a whole buffer in one read gets buffers twice as
+// large, up to maxBatchSize (its pipe is made larger where the system
+// allows it): a program that writes fast is read in fewer, larger reads.
+// A line that does not fit grows the buffer of its batch, up to the line
+// cap.
 const batchSize = 64 << 10
+
+// maxBatchSize is the largest buffer a batch starts with, and the largest
+// one kept for reuse.
+const maxBatchSize = 256 << 10
 
 // maxQueued is how many batches of read lines wait for the receiver at
 // most: enough to let the reader run a little ahead, small enough that a
@@ -26,19 +34,23 @@ type batch struct {
 // readBatches reads lines from r into batches and hands each batch that
 // holds a line to send as soon as the read that completed it returns, until
 // r reports an error or send returns false. A batch's buffer comes from
-// newBatch, which returns an empty batch with room for at least one byte.
+// newBatch, which returns an empty batch with room for at least one byte;
+// it is told whether the last read filled the whole room it was given.
 // A final line without "\n" is delivered; a line longer than maxLine bytes
 // is read through to its end and reported as Line{Oversize: n}, holding at
 // most about maxLine bytes while it is found out. It returns nil at io.EOF
 // or when send refused a batch, and otherwise r's error.
-func readBatches(r io.Reader, maxLine int, newBatch func() *batch, send func(*batch) bool) error {
-	b := newBatch()
+func readBatches(r io.Reader, maxLine int, newBatch func(full bool) *batch, send func(*batch) bool) error {
+	b := newBatch(false)
 	var (
 		start int   // where the line being read begins in b.buf
 		skip  int64 // bytes of an oversize line so far, when skipping
+		full  bool  // the last read filled its room
 	)
 	for {
+		room := cap(b.buf) - len(b.buf)
 		n, err := r.Read(b.buf[len(b.buf):cap(b.buf)])
+		full = n == room
 		scan := len(b.buf)
 		b.buf = b.buf[:scan+n]
 		for {
@@ -82,7 +94,7 @@ func readBatches(r io.Reader, maxLine int, newBatch func() *batch, send func(*ba
 		switch {
 		case len(b.lines) > 0:
 			// The beginning of the next line moves to the next batch.
-			next := newBatch()
+			next := newBatch(full)
 			next.buf = append(next.buf, b.buf[start:]...)
 			b.buf = b.buf[:start]
 			if !send(b) {
@@ -170,7 +182,7 @@ func (p *Proc) signalReady() {
 // recycle keeps a batch the receiver is done with for the reader to fill
 // again, unless a long line grew it; p.qmu is held.
 func (p *Proc) recycle(b *batch) {
-	if cap(b.buf) > batchSize || cap(b.lines) > 4096 || len(p.pool) >= maxQueued {
+	if cap(b.buf) > maxBatchSize || cap(b.lines) > 4096 || len(p.pool) >= maxQueued {
 		return
 	}
 	clear(b.lines)
@@ -178,15 +190,22 @@ func (p *Proc) recycle(b *batch) {
 	p.pool = append(p.pool, b)
 }
 
-// newBatch returns an empty batch for the reader.
-func (p *Proc) newBatch() *batch {
+// newBatch returns an empty batch for the reader; full says the last read
+// filled its buffer.
+func (p *Proc) newBatch(full bool) *batch {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
-	if n := len(p.pool); n > 0 {
+	if full && p.batchSize < maxBatchSize {
+		p.batchSize *= 2
+	}
+	for n := len(p.pool); n > 0; n-- {
 		b := p.pool[n-1]
 		p.pool[n-1] = nil
 		p.pool = p.pool[:n-1]
-		return b
+		if cap(b.buf) >= p.batchSize {
+			return b
+		}
+		// Smaller than reads now are: dropped.
 	}
 	return &batch{buf: make([]byte, 0, p.batchSize)}
 }

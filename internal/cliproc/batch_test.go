@@ -16,7 +16,7 @@ import (
 func readAllBatches(r io.Reader, bufSize, maxLine int) ([]string, int, error) {
 	var out []string
 	batches := 0
-	err := readBatches(r, maxLine, func() *batch { return &batch{buf: make([]byte, 0, bufSize)} }, func(b *batch) bool {
+	err := readBatches(r, maxLine, func(bool) *batch { return &batch{buf: make([]byte, 0, bufSize)} }, func(b *batch) bool {
 		batches++
 		for _, l := range b.lines {
 			switch {

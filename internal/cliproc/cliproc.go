@@ -219,6 +219,7 @@ func Start(cfg Config) (*Proc, error) {
 		closeAll()
 		return nil, &StartError{Path: cfg.Path, Err: err}
 	}
+	growPipe(outR)
 	errR, errW, err := pipe()
 	if err != nil {
 		closeAll()

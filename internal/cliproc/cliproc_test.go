@@ -86,6 +86,17 @@ func runHelper(mode string, args []string) int {
 		os.Stdout.Write(append(bytes.Repeat([]byte{'x'}, arg(0)), '\n'))
 		os.Stdout.WriteString("after\n")
 		return 0
+	case "burst": // args[0] MiB of numbered lines, a MiB a write
+		var buf []byte
+		for i := 0; len(buf) < arg(0)<<20; i++ {
+			buf = fmt.Appendf(buf, "line %d\n", i)
+		}
+		for len(buf) > 0 {
+			k := min(len(buf), 1<<20)
+			os.Stdout.Write(buf[:k])
+			buf = buf[k:]
+		}
+		return 0
 	case "flood": // args[0] bytes to stderr, exit 3
 		os.Stderr.Write(floodBytes(arg(0)))
 		return 3
@@ -360,6 +371,28 @@ func TestLinesExact(t *testing.T) {
 	waitDone(t, p, 5*time.Second)
 	if err := p.Err(); err != nil {
 		t.Errorf("Err() = %v, want nil", err)
+	}
+}
+
+// TestBatchesGrow checks that a program that writes faster than it is read
+// is read in larger reads (its batches' buffers grow to maxBatchSize), and
+// that every line still comes whole and in order.
+func TestBatchesGrow(t *testing.T) {
+	p := start(t, helperConfig("burst", "3"))
+	lines := collect(t, p)
+	for i, l := range lines {
+		if want := fmt.Sprintf("line %d", i); string(l.Data) != want {
+			t.Fatalf("line %d = %q, want %q", i, l.Data, want)
+		}
+	}
+	if len(lines) < 3<<20/12 {
+		t.Errorf("%d lines, want the whole 3 MiB", len(lines))
+	}
+	p.qmu.Lock()
+	size := p.batchSize
+	p.qmu.Unlock()
+	if size != maxBatchSize {
+		t.Errorf("batch size %d after 3 MiB written a MiB at a time, want %d", size, maxBatchSize)
 	}
 }
 
