@@ -46,13 +46,18 @@ func appendChunk(b []byte, sid, kind, text string) []byte {
 
 // toolUpdate is a tool_call or tool_call_update as ACP shows a tool item.
 type toolUpdate struct {
-	update     string // tool_call or tool_call_update
-	id         string
-	title      string
-	kind       string
-	status     string
-	diffs      []itemmap.Diff     // diff content blocks, paths absolute
-	content    string             // shown as one text content block (after the diffs) when hasContent
+	update  string // tool_call or tool_call_update
+	id      string
+	title   string
+	kind    string
+	status  string
+	diffs   []itemmap.Diff // diff content blocks, paths absolute
+	content string         // shown as one text content block (after the diffs) when hasContent
+	// fence, when set, makes content a Markdown code block: content is
+	// then what goes between the fences, and more how much of the output
+	// was left out after it.
+	fence      string
+	more       int
 	images     []itemmap.Image    // image content blocks, after the text: what the call returned
 	locations  []itemmap.Location // paths absolute
 	parent     string             // the tool call it runs under, "" when none
@@ -124,7 +129,8 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 	case view.Output != "":
 		// Whole once the command ended; while it runs, what it printed so
 		// far.
-		u.content, u.hasContent = fenced(view.Output, maxOutput), true
+		u.content, u.fence, u.more = fence(view.Output, maxOutput)
+		u.hasContent = true
 	case len(u.diffs) > 0 && (status == archive.StatusSucceeded || status == archive.StatusRunning):
 		u.hasContent = false // the diffs say it
 	}
@@ -161,7 +167,13 @@ const maxOutput = 16 << 10
 // bytes on a character boundary, with how much was left out after the
 // block. The fence is longer than any run of backticks in the output.
 func fenced(out string, n int) string {
-	more := 0
+	body, fence, more := fence(out, n)
+	return fence + "\n" + body + "\n" + fence + moreText(more)
+}
+
+// fence is fenced in parts, made without copying the output: what goes
+// between the fences, the fence, and how many bytes were left out.
+func fence(out string, n int) (body, fence string, more int) {
 	if len(out) > n {
 		cut := n
 		for cut > 0 && !utf8.RuneStart(out[cut]) {
@@ -169,15 +181,19 @@ func fenced(out string, n int) string {
 		}
 		more, out = len(out)-cut, out[:cut]
 	}
-	fence := "```"
+	fence = "```"
 	for strings.Contains(out, fence) {
 		fence += "`"
 	}
-	s := fence + "\n" + strings.TrimSuffix(out, "\n") + "\n" + fence
-	if more > 0 {
-		s += "\n… " + strconv.Itoa(more) + " bytes more"
+	return strings.TrimSuffix(out, "\n"), fence, more
+}
+
+// moreText says after a fenced block how much was left out of it.
+func moreText(more int) string {
+	if more == 0 {
+		return ""
 	}
-	return s
+	return "\n… " + strconv.Itoa(more) + " bytes more"
 }
 
 // appendTool appends a session/update carrying u.
@@ -223,7 +239,11 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
-			b = canonjson.AppendString(b, u.content)
+			if u.fence != "" {
+				b = canonjson.AppendStringParts(b, u.fence, "\n", u.content, "\n", u.fence, moreText(u.more))
+			} else {
+				b = canonjson.AppendString(b, u.content)
+			}
 			b = append(b, "}}"...)
 		}
 		for i, im := range u.images {

@@ -285,6 +285,24 @@ const hexDigits = "0123456789abcdef"
 // `<>&` and non-ASCII) as its UTF-8 bytes. Invalid UTF-8 becomes U+FFFD.
 func AppendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
+	buf = appendStringBody(buf, s)
+	return append(buf, '"')
+}
+
+// AppendStringParts appends the concatenation of parts as one JSON string,
+// as AppendString would, without making the concatenation. (Each part's
+// invalid UTF-8 is replaced on its own: a part that ends inside a
+// character is not joined with the next.)
+func AppendStringParts(buf []byte, parts ...string) []byte {
+	buf = append(buf, '"')
+	for _, s := range parts {
+		buf = appendStringBody(buf, s)
+	}
+	return append(buf, '"')
+}
+
+// appendStringBody appends what AppendString puts between the quotes.
+func appendStringBody(buf []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while none needs a look: printable ASCII
@@ -338,8 +356,7 @@ func AppendString(buf []byte, s string) []byte {
 		}
 		i += size
 	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
+	return append(buf, s[start:]...)
 }
 
 // plain8 reports whether the 8 bytes of x are printable ASCII other than

@@ -76,6 +76,23 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
+// FuzzAppendStringParts checks that parts cut where a character begins
+// encode as their concatenation does.
+func FuzzAppendStringParts(f *testing.F) {
+	f.Add("``"+"`\n", "out \"put\"\n\t", "é😀")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		for _, s := range []string{a, b, c} {
+			if s != "" && !utf8.RuneStart(s[0]) {
+				return
+			}
+		}
+		if got, want := AppendStringParts(nil, a, b, c), AppendString(nil, a+b+c); string(got) != string(want) {
+			t.Fatalf("AppendStringParts(%q, %q, %q) = %s, want %s", a, b, c, got, want)
+		}
+	})
+}
+
 // BenchmarkAppendString encodes a reply's text: mostly ASCII prose and
 // code, lines, quotes, some accented letters.
 func BenchmarkAppendString(b *testing.B) {

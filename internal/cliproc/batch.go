@@ -179,10 +179,16 @@ func (p *Proc) signalReady() {
 	}
 }
 
+// maxPooled is how many batches are kept for reuse: as many as can be in
+// use at once (the receiver's, those queued, the one the reader fills and
+// the one it takes next), so that a stream that comes in bursts reuses the
+// same buffers burst after burst.
+const maxPooled = maxQueued + 3
+
 // recycle keeps a batch the receiver is done with for the reader to fill
 // again, unless a long line grew it; p.qmu is held.
 func (p *Proc) recycle(b *batch) {
-	if cap(b.buf) > maxBatchSize || cap(b.lines) > 4096 || len(p.pool) >= maxQueued {
+	if cap(b.buf) > maxBatchSize || cap(b.lines) > 8192 || len(p.pool) >= maxPooled {
 		return
 	}
 	clear(b.lines)
