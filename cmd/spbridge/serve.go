@@ -12,6 +12,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
+	"spbridge/internal/cliproc"
 	"spbridge/internal/codex"
 	"spbridge/internal/gcpace"
 	"spbridge/internal/sessionindex"
@@ -89,6 +90,11 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			}
 		}
 		return nil
+	}
+	if f, ok := st.out.(*os.File); ok {
+		// A burst of updates goes out without waiting for the editor to
+		// read each 64 KiB of it.
+		cliproc.GrowPipe(f)
 	}
 	srv := acp.NewServer(st.out, cfg)
 	start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
+	"spbridge/internal/cliproc"
 	"spbridge/internal/sessionindex"
 )
 
@@ -180,23 +182,61 @@ func BenchmarkServeStream(b *testing.B) {
 // a turn, 200 µs apart, each stamped when written) while another session
 // of the same server streams the harness's whole stream as fast as it
 // goes; it reports that delay's p50 and p99 in microseconds over the
-// updates that arrived while the stream ran.
-func BenchmarkLatencyUnderLoad(b *testing.B) {
+// updates that arrived while the stream ran. serve writes to a pipe, as it
+// does for an editor, and the client stamps a line when its read returns.
+func BenchmarkLatencyUnderLoad(b *testing.B) { latencyUnderLoad(b, false) }
+
+// BenchmarkLatencyFloorUnderLoad is BenchmarkLatencyUnderLoad's floor: the
+// same CLI, started the same way under the same load, but its lines read
+// straight from its pipe by a goroutine of this process, with nothing of
+// spbridge between. The delay it reports is what the system itself adds
+// (the pipe, the wakeup of a reader on two busy cores); what
+// BenchmarkLatencyUnderLoad reports above it is spbridge's.
+func BenchmarkLatencyFloorUnderLoad(b *testing.B) { latencyUnderLoad(b, true) }
+
+// stampOf is the time a probe line's text carries, from its first digits.
+func stampOf(text []byte) (int64, bool) {
+	text = bytes.TrimSpace(text)
+	n, err := strconv.ParseInt(string(text), 10, 64)
+	return n, err == nil
+}
+
+// latencyUnderLoad runs the bulk session and the probe; with direct the
+// probe CLI is read without spbridge.
+func latencyUnderLoad(b *testing.B, direct bool) {
 	stream := benchStream(b)
 	ends := streamTurns(stream)
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var delays []time.Duration
+	var delays, written []time.Duration
+	var delaysMu sync.Mutex
+	record := func(now, ns int64) {
+		delaysMu.Lock()
+		delays = append(delays, time.Duration(now-ns))
+		delaysMu.Unlock()
+	}
 	for b.Loop() {
 		dir := b.TempDir()
 		bulk, probe := filepath.Join(dir, "Bulk.silverpoint"), filepath.Join(dir, "Probe.silverpoint")
 		os.Mkdir(bulk, 0o755)
 		os.Mkdir(probe, 0o755)
 		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		srv := NewServer(outW, Config{
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cliproc.GrowPipe(outW) // as spbridge serve does with its output
+		var streaming atomic.Bool
+		streaming.Store(true)
+		probeChunk := []byte(`"sessionId":` + strconv.Quote(probe) + `,"update":{"sessionUpdate":"agent_message_chunk"`)
+		out := &stampWriter{w: outW, probe: probeChunk, record: func(now, ns int64) {
+			if streaming.Load() {
+				written = append(written, time.Duration(now-ns))
+			}
+		}}
+		srv := NewServer(out, Config{
 			DefaultBackend: "claude", AuditDir: filepath.Join(dir, "state"), Index: sessionindex.New(filepath.Join(dir, "state")),
 			NewBackend: func(_ string, o BackendOptions) (backend.Backend, error) {
 				env := fakeClaudeEnv + "=1"
@@ -210,9 +250,6 @@ func BenchmarkLatencyUnderLoad(b *testing.B) {
 
 		var mu sync.Mutex
 		waiting := map[string]chan []byte{} // response id → its waiter
-		var streaming atomic.Bool
-		streaming.Store(true)
-		probeChunk := []byte(`"sessionId":` + strconv.Quote(probe) + `,"update":{"sessionUpdate":"agent_message_chunk"`)
 		readDone := make(chan struct{})
 		go func() {
 			defer close(readDone)
@@ -256,8 +293,8 @@ func BenchmarkLatencyUnderLoad(b *testing.B) {
 						}
 					}
 					json.Unmarshal(line, &m)
-					if ns, err := strconv.ParseInt(strings.TrimSpace(m.Params.Update.Content.Text), 10, 64); err == nil && streaming.Load() {
-						delays = append(delays, time.Duration(now-ns))
+					if ns, ok := stampOf([]byte(m.Params.Update.Content.Text)); ok && streaming.Load() {
+						record(now, ns)
 					}
 					continue
 				}
@@ -294,14 +331,25 @@ func BenchmarkLatencyUnderLoad(b *testing.B) {
 		}
 		call("initialize", `{"protocolVersion":1}`)
 		newSession(bulk)
-		newSession(probe)
 		probed := make(chan struct{})
-		go func() {
-			defer close(probed)
-			for streaming.Load() {
-				prompt(probe)
-			}
-		}()
+		if direct {
+			cli := directProbe(b, exe, probe)
+			go func() {
+				defer close(probed)
+				for streaming.Load() {
+					cli.turn(streaming.Load, record)
+				}
+				cli.close()
+			}()
+		} else {
+			newSession(probe)
+			go func() {
+				defer close(probed)
+				for streaming.Load() {
+					prompt(probe)
+				}
+			}()
+		}
 		for range ends {
 			prompt(bulk)
 		}
@@ -310,6 +358,7 @@ func BenchmarkLatencyUnderLoad(b *testing.B) {
 		inW.Close()
 		<-readDone
 		<-done
+		outR.Close()
 	}
 	if len(delays) == 0 {
 		b.Fatal("no updates seen")
@@ -319,4 +368,93 @@ func BenchmarkLatencyUnderLoad(b *testing.B) {
 	b.ReportMetric(q(0.50), "p50-µs")
 	b.ReportMetric(q(0.99), "p99-µs")
 	b.ReportMetric(float64(len(delays))/float64(b.N), "updates/op")
+	if len(written) > 0 {
+		slices.Sort(written)
+		w := func(p float64) float64 { return float64(written[int(p*float64(len(written)-1))].Nanoseconds()) / 1e3 }
+		b.ReportMetric(w(0.50), "written-p50-µs")
+		b.ReportMetric(w(0.99), "written-p99-µs")
+	}
+}
+
+// stampWriter is serve's output in latencyUnderLoad: it stamps each probe
+// update as serve writes it (the CLI's stamp to the write), before the
+// pipe to the client.
+type stampWriter struct {
+	w      io.Writer
+	probe  []byte
+	record func(now, ns int64)
+}
+
+func (s *stampWriter) Write(p []byte) (int, error) {
+	now := time.Now().UnixNano()
+	for rest := p; ; {
+		i := bytes.Index(rest, s.probe)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(s.probe):]
+		if j := bytes.Index(rest, []byte(`"text":"`)); j >= 0 {
+			text := rest[j+8:]
+			if k := bytes.IndexByte(text, '"'); k >= 0 {
+				if ns, ok := stampOf(text[:k]); ok {
+					s.record(now, ns)
+				}
+			}
+		}
+	}
+	return s.w.Write(p)
+}
+
+// probeCLI is the probe's CLI started without spbridge, its output read
+// by a goroutine of this process.
+type probeCLI struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines *bufio.Reader
+}
+
+// directProbe starts the probe's CLI in dir (the supervisor claude.New puts
+// between is not on the path of its output).
+func directProbe(b *testing.B, exe, dir string) *probeCLI {
+	cmd := exec.Command(exe)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), fakeClaudeEnv+"=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &probeCLI{cmd: cmd, in: in, lines: bufio.NewReaderSize(out, 1<<20)}
+}
+
+// turn sends a message and reads the turn to its result, recording each
+// delta's delay while keep says so.
+func (p *probeCLI) turn(keep func() bool, record func(now, ns int64)) {
+	io.WriteString(p.in, `{"type":"user","message":{"role":"user","content":"go"}}`+"\n")
+	for {
+		line, err := p.lines.ReadSlice('\n')
+		now := time.Now().UnixNano()
+		if err != nil {
+			return
+		}
+		if bytes.Contains(line, []byte(`"type":"result"`)) {
+			return
+		}
+		if i := bytes.Index(line, []byte(`"text":"`)); i >= 0 && keep() {
+			if ns, ok := stampOf(line[i+8 : i+8+bytes.IndexByte(line[i+8:], '"')]); ok {
+				record(now, ns)
+			}
+		}
+	}
+}
+
+func (p *probeCLI) close() {
+	p.in.Close()
+	p.cmd.Wait()
 }

@@ -11,6 +11,16 @@ import (
 // user's); the pipe then keeps its size.
 const pipeSize = 1 << 20
 
+// GrowPipe asks for a pipe of pipeSize (1 MiB) when f is an end of a pipe
+// (spbridge serve's output, when an editor reads it through one): a writer
+// that writes in bursts then waits less for its reader. It does nothing
+// when f is not a pipe or the system refuses.
+func GrowPipe(f *os.File) {
+	if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		growPipe(f)
+	}
+}
+
 // growPipe asks for pipeSize on the pipe f is an end of.
 func growPipe(f *os.File) {
 	if c, err := f.SyscallConn(); err == nil {
