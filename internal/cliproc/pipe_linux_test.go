@@ -16,7 +16,41 @@ func TestPipeGrown(t *testing.T) {
 		t.Skipf("pipes may hold at most %s bytes here", strings.TrimSpace(string(limit)))
 	}
 	p := start(t, helperConfig("hang"))
-	c, err := p.stdout.SyscallConn()
+	if size := pipeSizeOf(t, p.stdout); size != pipeSize {
+		t.Errorf("pipe size %d, want %d", size, pipeSize)
+	}
+}
+
+// TestGrowPipe checks that GrowPipe grows a pipe (serve's output) and
+// leaves a file that is not one alone.
+func TestGrowPipe(t *testing.T) {
+	limit, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(limit))); err != nil || n < pipeSize {
+		t.Skipf("pipes may hold at most %s bytes here", strings.TrimSpace(string(limit)))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	GrowPipe(w)
+	if size := pipeSizeOf(t, r); size != pipeSize {
+		t.Errorf("pipe size %d after GrowPipe, want %d", size, pipeSize)
+	}
+	f, err := os.Create(t.TempDir() + "/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	GrowPipe(f) // not a pipe: nothing happens
+	if _, err := f.WriteString("still writable\n"); err != nil {
+		t.Error(err)
+	}
+}
+
+func pipeSizeOf(t *testing.T, f *os.File) uintptr {
+	c, err := f.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +58,5 @@ func TestPipeGrown(t *testing.T) {
 	c.Control(func(fd uintptr) {
 		size, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETPIPE_SZ, 0)
 	})
-	if size != pipeSize {
-		t.Errorf("pipe size %d, want %d", size, pipeSize)
-	}
+	return size
 }
