@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -311,7 +312,10 @@ func appendStringBody(buf []byte, s string) []byte {
 			w := s[i : i+8]
 			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-			if !plain8(x) {
+			if m := special8(x); m != 0 {
+				// Straight to the first byte that needs a look (the
+				// lowest flagged byte is exact).
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -361,11 +365,15 @@ func appendStringBody(buf []byte, s string) []byte {
 
 // plain8 reports whether the 8 bytes of x are printable ASCII other than
 // `"` and `\`, that is, written as they are.
-func plain8(x uint64) bool {
+func plain8(x uint64) bool { return special8(x) == 0 }
+
+// special8 flags (with its high bit) each byte of x that is not written as
+// it is: >= 0x80, below 0x20, a '"', a '\'. The lowest flagged byte is
+// exact; a borrow may flag bytes above it that need no look.
+func special8(x uint64) uint64 {
 	const ones, high = 0x0101010101010101, 0x8080808080808080
 	q, b := x^(ones*'"'), x^(ones*'\\')
-	// A byte >= 0x80 or below 0x20, a '"', a '\'.
-	return (x|(x-ones*0x20)|((q-ones)&^q)|((b-ones)&^b))&high == 0
+	return (x | (x - ones*0x20) | ((q - ones) &^ q) | ((b - ones) &^ b)) & high
 }
 
 // validNumber reports whether s is a JSON number.
