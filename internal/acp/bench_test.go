@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -107,9 +105,7 @@ func BenchmarkCLILineToSessionUpdate(b *testing.B) {
 				return
 			}
 			if m.Params.Update.SessionUpdate == "agent_message_chunk" {
-				if ns, err := strconv.ParseInt(strings.TrimSpace(m.Params.Update.Content.Text), 10, 64); err == nil {
-					delays = append(delays, time.Duration(now-ns))
-				}
+				stamps([]byte(m.Params.Update.Content.Text), func(ns int64) { delays = append(delays, time.Duration(now-ns)) })
 			}
 		}
 	}

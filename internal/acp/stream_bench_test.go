@@ -194,11 +194,15 @@ func BenchmarkLatencyUnderLoad(b *testing.B) { latencyUnderLoad(b, false) }
 // BenchmarkLatencyUnderLoad reports above it is spbridge's.
 func BenchmarkLatencyFloorUnderLoad(b *testing.B) { latencyUnderLoad(b, true) }
 
-// stampOf is the time a probe line's text carries, from its first digits.
-func stampOf(text []byte) (int64, bool) {
-	text = bytes.TrimSpace(text)
-	n, err := strconv.ParseInt(string(text), 10, 64)
-	return n, err == nil
+// stamps calls fn with each time a probe update's text carries: one per
+// line the CLI wrote ("NS "), several when serve joined the deltas of
+// lines it read together.
+func stamps(text []byte, fn func(ns int64)) {
+	for _, f := range bytes.Fields(text) {
+		if n, err := strconv.ParseInt(string(f), 10, 64); err == nil {
+			fn(n)
+		}
+	}
 }
 
 // latencyUnderLoad runs the bulk session and the probe; with direct the
@@ -293,8 +297,8 @@ func latencyUnderLoad(b *testing.B, direct bool) {
 						}
 					}
 					json.Unmarshal(line, &m)
-					if ns, ok := stampOf([]byte(m.Params.Update.Content.Text)); ok && streaming.Load() {
-						record(now, ns)
+					if streaming.Load() {
+						stamps([]byte(m.Params.Update.Content.Text), func(ns int64) { record(now, ns) })
 					}
 					continue
 				}
@@ -396,9 +400,7 @@ func (s *stampWriter) Write(p []byte) (int, error) {
 		if j := bytes.Index(rest, []byte(`"text":"`)); j >= 0 {
 			text := rest[j+8:]
 			if k := bytes.IndexByte(text, '"'); k >= 0 {
-				if ns, ok := stampOf(text[:k]); ok {
-					s.record(now, ns)
-				}
+				stamps(text[:k], func(ns int64) { s.record(now, ns) })
 			}
 		}
 	}
@@ -447,9 +449,7 @@ func (p *probeCLI) turn(keep func() bool, record func(now, ns int64)) {
 			return
 		}
 		if i := bytes.Index(line, []byte(`"text":"`)); i >= 0 && keep() {
-			if ns, ok := stampOf(line[i+8 : i+8+bytes.IndexByte(line[i+8:], '"')]); ok {
-				record(now, ns)
-			}
+			stamps(line[i+8:i+8+bytes.IndexByte(line[i+8:], '"')], func(ns int64) { record(now, ns) })
 		}
 	}
 }

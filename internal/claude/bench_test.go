@@ -25,13 +25,14 @@ func (h *latencyHost) Change(c itemmap.Change) {
 	if c.Delta == "" {
 		return
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(c.Delta), 10, 64)
-	if err != nil {
-		return
+	// One time per line; several when lines read together were joined.
+	for _, f := range strings.Fields(c.Delta) {
+		if ns, err := strconv.ParseInt(f, 10, 64); err == nil {
+			h.mu.Lock()
+			h.delay = append(h.delay, time.Duration(now-ns))
+			h.mu.Unlock()
+		}
 	}
-	h.mu.Lock()
-	h.delay = append(h.delay, time.Duration(now-ns))
-	h.mu.Unlock()
 }
 
 func (h *latencyHost) Approve(context.Context, itemmap.Approval) backend.Decision {

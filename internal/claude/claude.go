@@ -333,6 +333,11 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 	m := b.mapper
 	approvals := backend.NewApprovals(ctx, h)
 	defer approvals.Close()
+	// The turn's changes go through a merger (permission requests, asked
+	// on their own goroutines, straight to the host).
+	mh := &merger{h: h}
+	defer mh.flush()
+	h = mh
 
 	// Nothing the turn's lines bring needs to go out before the rest of
 	// their read: the host holds it until the Idle after each read's lines
@@ -372,6 +377,9 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 
 	emit := func(r itemmap.Result) *itemmap.TurnEnd {
 		b.apply(p, h, r)
+		if len(r.Approvals) > 0 || r.End != nil {
+			mh.flush()
+		}
 		for _, a := range r.Approvals {
 			if interrupted {
 				m.Answered(a.RequestID, false)
