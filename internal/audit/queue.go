@@ -18,7 +18,8 @@ import (
 // BatchGap of the last batch waits for the rest of that time with those
 // that come meanwhile, so that turns that end in quick succession share
 // one write, one sync and one update of the head and the index; a record
-// that comes after a pause is written at once, and Flush does not wait.
+// that comes after a pause is written at once, and neither Flush nor
+// records that hold maxPendingBytes wait.
 // A Queue needs no closing: its goroutine runs only while records wait.
 // The zero value is not usable; make one with NewQueue.
 type Queue struct {
@@ -35,7 +36,14 @@ type Queue struct {
 	wake     chan struct{}
 	gap      time.Duration // BatchGap
 	batches  int           // batches written so far
+
+	pendingBytes int // about the size of what waits, encoded
 }
+
+// maxPendingBytes is how much waits at most for the gap: records that come
+// fast and large are written without waiting once they hold this much, so
+// that the memory they hold stays small.
+const maxPendingBytes = 2 << 20
 
 // BatchGap is the least time between the starts of two batches a Queue
 // writes.
@@ -61,6 +69,13 @@ func (q *Queue) Append(path string, record map[string]any) error {
 	defer q.mu.Unlock()
 	q.pending = append(q.pending, p)
 	q.queued++
+	q.pendingBytes += len(p.chunks) * chunkSize
+	if q.pendingBytes >= maxPendingBytes {
+		select { // enough waits: no need to wait for the gap
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
 	if !q.running {
 		q.running = true
 		go q.run()
@@ -90,7 +105,7 @@ func (q *Queue) Flush() {
 func (q *Queue) run() {
 	for {
 		q.mu.Lock()
-		if wait := q.gap - time.Since(q.last); wait > 0 && q.flushing == 0 {
+		if wait := q.gap - time.Since(q.last); wait > 0 && q.flushing == 0 && q.pendingBytes < maxPendingBytes {
 			q.mu.Unlock()
 			t := time.NewTimer(wait)
 			select {
@@ -106,7 +121,7 @@ func (q *Queue) run() {
 		}
 		q.last = time.Now()
 		batch := q.pending
-		q.pending = nil
+		q.pending, q.pendingBytes = nil, 0
 		if len(batch) == 0 {
 			q.running = false
 			q.mu.Unlock()

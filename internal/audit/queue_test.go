@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,5 +157,28 @@ func TestQueueBatchesQuickRecords(t *testing.T) {
 		if r, err := Verify(path); err != nil || !r.OK() || r.Records != n || r.HeadBehind {
 			t.Fatalf("Verify(%s) = %+v, %v", path, r, err)
 		}
+	}
+}
+
+// TestQueueLargeRecordsDoNotWait checks that records that hold
+// maxPendingBytes are written without waiting for the gap.
+func TestQueueLargeRecordsDoNotWait(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := Path(dir, "A")
+	q := NewQueue(func(path string, err error) { t.Error(path, err) })
+	q.gap = time.Hour // only Flush or the size ends the wait
+	big := strings.Repeat("x", maxPendingBytes/2)
+	q.Append(a, map[string]any{"user": "first"}) // no earlier batch: at once
+	for i := range 3 {
+		q.Append(a, map[string]any{"user": fmt.Sprint(i), "items": []any{big}})
+	}
+	q.mu.Lock()
+	for q.written < 3 { // the first, then the two that hold enough
+		q.cond.Wait()
+	}
+	q.mu.Unlock()
+	q.Flush()
+	if r, err := Verify(a); err != nil || !r.OK() || r.Records != 4 {
+		t.Fatalf("Verify = %+v, %v", r, err)
 	}
 }
