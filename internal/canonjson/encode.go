@@ -363,10 +363,6 @@ func appendStringBody(buf []byte, s string) []byte {
 	return append(buf, s[start:]...)
 }
 
-// plain8 reports whether the 8 bytes of x are printable ASCII other than
-// `"` and `\`, that is, written as they are.
-func plain8(x uint64) bool { return special8(x) == 0 }
-
 // special8 flags (with its high bit) each byte of x that is not written as
 // it is: >= 0x80, below 0x20, a '"', a '\'. The lowest flagged byte is
 // exact; a borrow may flag bytes above it that need no look.
