@@ -335,8 +335,8 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 	defer approvals.Close()
 	// The turn's changes go through a merger (permission requests, asked
 	// on their own goroutines, straight to the host).
-	mh := &merger{h: h}
-	defer mh.flush()
+	mh := backend.NewMerger(h)
+	defer mh.Flush()
 	h = mh
 
 	// Nothing the turn's lines bring needs to go out before the rest of
@@ -378,7 +378,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 	emit := func(r itemmap.Result) *itemmap.TurnEnd {
 		b.apply(p, h, r)
 		if len(r.Approvals) > 0 || r.End != nil {
-			mh.flush()
+			mh.Flush()
 		}
 		for _, a := range r.Approvals {
 			if interrupted {

@@ -253,6 +253,13 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	p, m := b.app.proc, b.app.mapper
 	approvals := backend.NewApprovals(ctx, h)
 	defer approvals.Close()
+	// The turn's changes go through a merger (permission requests, asked
+	// on their own goroutines, straight to the host), and what a read's
+	// lines bring goes out together after them (Idle).
+	mh := backend.NewMerger(h)
+	defer mh.Flush()
+	h = mh
+	backend.Idle(h)
 	idle := time.NewTimer(b.Opts.IdleTimeout)
 	defer idle.Stop()
 	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0) }
@@ -334,6 +341,7 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 				line, ok := p.Next()
 				if !ok {
 					if open {
+						backend.Idle(h) // what the lines brought may go out now
 						break
 					}
 					<-p.Done()
@@ -415,6 +423,9 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 					b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(cr.RequestID),
 						"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})
 				}
+				if len(r.Approvals) > 0 {
+					mh.Flush()
+				}
 				for _, a := range r.Approvals {
 					if interrupted {
 						m.Answered(a.RequestID, false)
@@ -440,12 +451,15 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			}
 			m.Answered(a.RequestID, a.Decision.Allow)
 			respond(a.RequestID, a.Decision)
+			backend.Idle(h) // an answered question's change goes out now
 			resetIdle()
 		case <-interruptCh:
 			interrupt()
+			backend.Idle(h)
 		case <-ctxDone:
 			ctxDone = nil
 			interrupt()
+			backend.Idle(h)
 		case <-escalate:
 			escalate = nil
 			go p.Close(b.Opts.Grace) // the server did not end the turn, or stop its commands: stop it

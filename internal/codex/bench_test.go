@@ -84,10 +84,13 @@ type latencyHost struct {
 
 func (h *latencyHost) Change(c itemmap.Change) {
 	now := time.Now().UnixNano()
-	if ns, err := strconv.ParseInt(strings.TrimSpace(c.Delta), 10, 64); err == nil {
-		h.mu.Lock()
-		h.delay = append(h.delay, time.Duration(now-ns))
-		h.mu.Unlock()
+	// One time per line; several when lines read together were joined.
+	for _, f := range strings.Fields(c.Delta) {
+		if ns, err := strconv.ParseInt(f, 10, 64); err == nil {
+			h.mu.Lock()
+			h.delay = append(h.delay, time.Duration(now-ns))
+			h.mu.Unlock()
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package claude
+package backend
 
 import (
 	"context"
@@ -6,23 +6,22 @@ import (
 	"unsafe"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
-// recHost records what it is told, in order.
-type recHost struct{ got []string }
+// mergeHost records what it is told, in order.
+type mergeHost struct{ got []string }
 
-func (h *recHost) Change(c itemmap.Change) {
+func (h *mergeHost) Change(c itemmap.Change) {
 	h.got = append(h.got, c.Op.String()+" "+c.Item.ID()+" "+c.Delta)
 }
 
-func (h *recHost) Approve(context.Context, itemmap.Approval) backend.Decision {
+func (h *mergeHost) Approve(context.Context, itemmap.Approval) Decision {
 	h.got = append(h.got, "approve")
-	return backend.Decision{}
+	return Decision{}
 }
 
-func (h *recHost) Idle() { h.got = append(h.got, "idle") }
+func (h *mergeHost) Idle() { h.got = append(h.got, "idle") }
 
 // TestMergerJoinsDeltas checks that the text deltas of one item that come
 // one after another become one change, sent before anything else and at
@@ -30,8 +29,8 @@ func (h *recHost) Idle() { h.got = append(h.got, "idle") }
 func TestMergerJoinsDeltas(t *testing.T) {
 	a, b := archive.NewItem(archive.TypeAssistant), archive.NewItem(archive.TypeThinking)
 	tool := archive.NewItem(archive.TypeTool)
-	h := &recHost{}
-	g := &merger{h: h}
+	h := &mergeHost{}
+	g := NewMerger(h)
 	line := make([]byte, 0, 64) // one buffer for every line, as cliproc's
 	delta := func(it archive.Item, s string) {
 		line = append(line[:0], s...)
