@@ -40,11 +40,17 @@ func TestMain(m *testing.M) {
 // fakeAppServer plays `codex app-server`: it answers initialize,
 // thread/start and turn/start, and streams each turn's reply as 1,000
 // agent-message deltas carrying the time they were written, 200 µs apart.
+// With fakeAppServerEnv set to "burst", the deltas are written at once, in
+// one write.
 func fakeAppServer() {
-	out := bufio.NewWriter(os.Stdout)
-	emit := func(v any) {
+	burst := os.Getenv(fakeAppServerEnv) == "burst"
+	out := bufio.NewWriterSize(os.Stdout, 1<<20)
+	write := func(v any) {
 		data, _ := json.Marshal(v)
 		out.Write(append(data, '\n'))
+	}
+	emit := func(v any) {
+		write(v)
 		out.Flush()
 	}
 	in := bufio.NewScanner(os.Stdin)
@@ -68,11 +74,20 @@ func fakeAppServer() {
 			emit(map[string]any{"method": "turn/started", "params": map[string]any{"turn": map[string]any{"id": tid}}})
 			emit(map[string]any{"method": "item/started", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": ""}}})
 			for i := 0; i < 1000; i++ {
-				emit(map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"itemId": "msg", "delta": fmt.Sprintf("%d ", time.Now().UnixNano())}})
+				delta := map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"itemId": "msg", "delta": fmt.Sprintf("%d ", time.Now().UnixNano())}}
+				if burst {
+					write(delta)
+					continue
+				}
+				emit(delta)
 				time.Sleep(200 * time.Microsecond)
 			}
 			emit(map[string]any{"method": "item/completed", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": "done"}}})
 			emit(map[string]any{"method": "turn/completed", "params": map[string]any{"turn": map[string]any{"id": tid, "status": "completed"}}})
+		default:
+			if id != nil { // a request it does not know (model/list): refused at once, as a server does
+				emit(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "method not found"}})
+			}
 		}
 	}
 }

@@ -52,6 +52,47 @@ func TestMissingProgram(t *testing.T) {
 }
 
 // TestAppServerTurns runs two turns on one (fake) app-server process.
+// deltaHost keeps a turn's text deltas and counts Idle.
+type deltaHost struct {
+	items
+	deltas []string
+	idles  int
+}
+
+func (h *deltaHost) Change(c itemmap.Change) {
+	h.items.Change(c)
+	if c.Delta != "" {
+		h.deltas = append(h.deltas, c.Delta)
+	}
+}
+
+func (h *deltaHost) Idle() { h.idles++ }
+
+// TestAppServerJoinsDeltas checks that the 1,000 deltas an app-server
+// writes at once reach the host joined, in far fewer changes, with the
+// whole text, and that the turn reports Idle after its reads.
+func TestAppServerJoinsDeltas(t *testing.T) {
+	exe, _ := os.Executable()
+	b := New(Options{Options: backend.Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=burst", "GORACE=atexit_sleep_ms=0"), Dir: t.TempDir(), Grace: 200 * time.Millisecond}})
+	defer b.Close()
+	h := &deltaHost{}
+	t0 := time.Now()
+	if end := b.Turn(context.Background(), backend.Message{Text: "go"}, h); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("turn: %+v", end)
+	}
+	t.Logf("turn took %v", time.Since(t0))
+	text := strings.Join(h.deltas, "")
+	if n := len(strings.Fields(text)); n < 999 { // the first may come with the item
+		t.Errorf("the joined deltas carry %d of the 1,000 written", n)
+	}
+	if len(h.deltas) > 100 {
+		t.Errorf("%d delta changes for 1,000 deltas written at once: not joined", len(h.deltas))
+	}
+	if h.idles < 2 {
+		t.Errorf("Idle reported %d times, want at the start and after the reads", h.idles)
+	}
+}
+
 func TestAppServerTurns(t *testing.T) {
 	exe, _ := os.Executable()
 	b := New(Options{Options: backend.Options{Program: exe, Env: append(os.Environ(), fakeAppServerEnv+"=1", "GORACE=atexit_sleep_ms=0"), Dir: t.TempDir(), Grace: 200 * time.Millisecond}})
