@@ -163,16 +163,11 @@ func absPath(p, cwd string) string {
 // maxOutput caps a command's output as a tool call shows it.
 const maxOutput = 16 << 10
 
-// fenced is a command's output as a Markdown code block, cut to at most n
-// bytes on a character boundary, with how much was left out after the
-// block. The fence is longer than any run of backticks in the output.
-func fenced(out string, n int) string {
-	body, fence, more := fence(out, n)
-	return fence + "\n" + body + "\n" + fence + moreText(more)
-}
-
-// fence is fenced in parts, made without copying the output: what goes
-// between the fences, the fence, and how many bytes were left out.
+// fence is a command's output as a Markdown code block, in parts made
+// without copying the output: what goes between the fences (the output cut
+// to at most n bytes on a character boundary), the fence (longer than any
+// run of backticks in the output), and how many bytes were left out after
+// the block (see moreText).
 func fence(out string, n int) (body, fence string, more int) {
 	if len(out) > n {
 		cut := n

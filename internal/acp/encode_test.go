@@ -141,3 +141,10 @@ func TestWriterFlushesWhenIdle(t *testing.T) {
 		t.Errorf("a lone message was held: %q", out.Bytes()[max(0, out.Len()-80):])
 	}
 }
+
+// fenced is the text content appendTool writes for a command's output,
+// made whole: the reference the encoder is checked against.
+func fenced(out string, n int) string {
+	body, fence, more := fence(out, n)
+	return fence + "\n" + body + "\n" + fence + moreText(more)
+}

@@ -377,8 +377,8 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, int
 
 	emit := func(r itemmap.Result) *itemmap.TurnEnd {
 		b.apply(p, h, r)
-		if len(r.Approvals) > 0 || r.End != nil {
-			mh.Flush()
+		if len(r.Approvals) > 0 {
+			mh.Flush() // the changes before the request
 		}
 		for _, a := range r.Approvals {
 			if interrupted {

@@ -45,12 +45,11 @@ func readBatches(r io.Reader, maxLine int, newBatch func(full bool) *batch, send
 	var (
 		start int   // where the line being read begins in b.buf
 		skip  int64 // bytes of an oversize line so far, when skipping
-		full  bool  // the last read filled its room
 	)
 	for {
 		room := cap(b.buf) - len(b.buf)
 		n, err := r.Read(b.buf[len(b.buf):cap(b.buf)])
-		full = n == room
+		full := n == room // the next batch may be larger
 		scan := len(b.buf)
 		b.buf = b.buf[:scan+n]
 		for {
