@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // Min is the least memory limit Start sets, whatever the live heap.
@@ -27,7 +28,7 @@ var once sync.Once
 // calls do nothing.
 func Start(headroom int64) {
 	once.Do(func() {
-		p := &pacer{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+		p := &pacer{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}}
 		p.adjust()
 		p.arm()
 	})
@@ -63,6 +64,26 @@ func (p *pacer) adjust() {
 	if v := p.sample[0].Value; v.Kind() == metrics.KindUint64 {
 		live = int64(v.Uint64())
 	}
-	debug.SetGCPercent(int(max(p.headroom*100/max(live, 1<<20), 10)))
-	debug.SetMemoryLimit(max(live+p.headroom*3/2, Min))
+	gogc := int(max(p.headroom*100/max(live, 1<<20), 10))
+	limit := max(live+p.headroom*3/2, Min)
+	debug.SetGCPercent(gogc)
+	debug.SetMemoryLimit(limit)
+	if f := observe.Load(); f != nil {
+		var cycles uint64
+		if v := p.sample[1].Value; v.Kind() == metrics.KindUint64 {
+			cycles = v.Uint64()
+		}
+		(*f)(setting{cycles: cycles, live: live, gogc: gogc, limit: limit})
+	}
 }
+
+// setting is what one adjust found and set.
+type setting struct {
+	cycles uint64 // collections completed when it ran
+	live   int64
+	gogc   int
+	limit  int64
+}
+
+// observe, when set, is told each setting (tests watch the pacer with it).
+var observe atomic.Pointer[func(setting)]
