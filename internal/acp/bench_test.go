@@ -2,13 +2,14 @@ package acp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,6 +33,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// stampHole is where fakeClaude writes a delta's stamp: 19 digits of Unix
+// nanoseconds and a space.
+const stampHole = "0000000000000000000 "
+
 // fakeClaude answers each stream-json user message with 1,000 text deltas,
 // each carrying the time it was written, 200 µs apart.
 func fakeClaude() {
@@ -51,9 +56,17 @@ func fakeClaude() {
 		emit(map[string]any{"type": "system", "subtype": "init", "session_id": "lat", "model": "fake"})
 		emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "message_start", "message": map[string]any{"id": "m"}}})
 		emit(map[string]any{"type": "stream_event", "api_message_id": "m", "event": map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}})
-		for i := 0; i < 1000; i++ {
-			emit(map[string]any{"type": "stream_event", "api_message_id": "m", "event": map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "text_delta", "text": fmt.Sprintf("%d ", time.Now().UnixNano())}}})
+		// Each delta's line is encoded before it is stamped; the stamp goes
+		// into it right before the write, so that the delay counts from
+		// the line's write, not from while it was being encoded.
+		delta, _ := json.Marshal(map[string]any{"type": "stream_event", "api_message_id": "m", "event": map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": stampHole}}})
+		delta = append(delta, '\n')
+		at := bytes.Index(delta, []byte(stampHole))
+		out.Flush()
+		for range 1000 {
+			strconv.AppendInt(delta[:at], time.Now().UnixNano(), 10) // as wide as the hole until 2286
+			os.Stdout.Write(delta)
 			time.Sleep(200 * time.Microsecond)
 		}
 		emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "session_id": "lat", "total_cost_usd": 0})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,7 +185,7 @@ func BenchmarkServeStream(b *testing.B) {
 // goes; it reports that delay's p50 and p99 in microseconds over the
 // updates that arrived while the stream ran. serve writes to a pipe, as it
 // does for an editor, and the client stamps a line when its read returns.
-func BenchmarkLatencyUnderLoad(b *testing.B) { latencyUnderLoad(b, false) }
+func BenchmarkLatencyUnderLoad(b *testing.B) { latencyUnderLoad(b, nil) }
 
 // BenchmarkLatencyFloorUnderLoad is BenchmarkLatencyUnderLoad's floor: the
 // same CLI, started the same way under the same load, but its lines read
@@ -192,7 +193,17 @@ func BenchmarkLatencyUnderLoad(b *testing.B) { latencyUnderLoad(b, false) }
 // spbridge between. The delay it reports is what the system itself adds
 // (the pipe, the wakeup of a reader on two busy cores); what
 // BenchmarkLatencyUnderLoad reports above it is spbridge's.
-func BenchmarkLatencyFloorUnderLoad(b *testing.B) { latencyUnderLoad(b, true) }
+func BenchmarkLatencyFloorUnderLoad(b *testing.B) {
+	latencyUnderLoad(b, &probeRead{wrap: func(f *os.File) io.Reader { return f }})
+}
+
+// probeRead is how latencyUnderLoad reads the probe's CLI without
+// spbridge: wrap gives the reader of its stdout; with locked, the
+// goroutine that reads it keeps its thread.
+type probeRead struct {
+	wrap   func(*os.File) io.Reader
+	locked bool
+}
 
 // stamps calls fn with each time a probe update's text carries: one per
 // line the CLI wrote ("NS "), several when serve joined the deltas of
@@ -206,8 +217,8 @@ func stamps(text []byte, fn func(ns int64)) {
 }
 
 // latencyUnderLoad runs the bulk session and the probe; with direct the
-// probe CLI is read without spbridge.
-func latencyUnderLoad(b *testing.B, direct bool) {
+// probe CLI is read without spbridge, as direct says.
+func latencyUnderLoad(b *testing.B, direct *probeRead) {
 	stream := benchStream(b)
 	ends := streamTurns(stream)
 	exe, err := os.Executable()
@@ -336,10 +347,14 @@ func latencyUnderLoad(b *testing.B, direct bool) {
 		call("initialize", `{"protocolVersion":1}`)
 		newSession(bulk)
 		probed := make(chan struct{})
-		if direct {
-			cli := directProbe(b, exe, probe)
+		if direct != nil {
+			cli := directProbe(b, exe, probe, direct.wrap)
 			go func() {
 				defer close(probed)
+				if direct.locked {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+				}
 				for streaming.Load() {
 					cli.turn(streaming.Load, record)
 				}
@@ -416,8 +431,8 @@ type probeCLI struct {
 }
 
 // directProbe starts the probe's CLI in dir (the supervisor claude.New puts
-// between is not on the path of its output).
-func directProbe(b *testing.B, exe, dir string) *probeCLI {
+// between is not on the path of its output), its stdout read through wrap.
+func directProbe(b *testing.B, exe, dir string, wrap func(*os.File) io.Reader) *probeCLI {
 	cmd := exec.Command(exe)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), fakeClaudeEnv+"=1")
@@ -432,7 +447,7 @@ func directProbe(b *testing.B, exe, dir string) *probeCLI {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	return &probeCLI{cmd: cmd, in: in, lines: bufio.NewReaderSize(out, 1<<20)}
+	return &probeCLI{cmd: cmd, in: in, lines: bufio.NewReaderSize(wrap(out.(*os.File)), 1<<20)}
 }
 
 // turn sends a message and reads the turn to its result, recording each
