@@ -19,7 +19,8 @@ import (
 // it reports is the system's own delay from a pipe write to a reader under
 // this load.
 func BenchmarkLatencyThreadFloorUnderLoad(b *testing.B) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	procs := runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	defer runtime.GOMAXPROCS(procs)
 	latencyUnderLoad(b, &probeRead{wrap: func(f *os.File) io.Reader { return blockingReader(f.Fd()) }, locked: true})
 }
 
