@@ -87,20 +87,20 @@ func TestSettings(t *testing.T) {
 		gogc           int
 		limit          int64
 	}{
-		{0, 16 * mb, 1600, 24 * mb},                  // an empty heap counts as 1 MB for GOGC
-		{1 * mb, 16 * mb, 1600, 25 * mb},             //
-		{40 * mb, 16 * mb, 40, 64 * mb},              // serve on a 43 MB conversation
-		{64 * mb, 16 * mb, 25, 88 * mb},              // where the headroom starts to grow
-		{400 * mb, 16 * mb, 25, 550 * mb},            // serve on a 435 MB conversation
-		{4000 * mb, 16 * mb, 25, 5500 * mb},          //
-		{100 * mb, 1 * mb, 25, 137*mb + mb/2},        //
-		{1 * mb, 1 * mb, 100, 16 * mb},               // the least limit
-		{200 * mb, 1000 * mb, 500, 1700 * mb},        // a headroom larger than a Growth-th
-		{10000 * mb, 1 * mb, 25, 13750 * mb},         //
-		{1 << 40, 16 * mb, 25, 1<<40 + 3<<37},        // no overflow
-		{3 * mb, 0, 25, 16 * mb},                     // no headroom: a Growth-th alone
-		{60 * mb, 16 * mb, 26, 84 * mb},              // GOGC rounds down
-		{1000 * mb, 16 * mb, 25, 1375 * mb},          //
+		{0, 16 * mb, 1600, 24 * mb}, // an empty heap counts as 1 MB for GOGC
+		{1 * mb, 16 * mb, 1600, 25 * mb},
+		{40 * mb, 16 * mb, 40, 64 * mb},   // serve on a 43 MB conversation
+		{64 * mb, 16 * mb, 25, 88 * mb},   // where the headroom starts to grow
+		{400 * mb, 16 * mb, 25, 550 * mb}, // serve on a 435 MB conversation
+		{4000 * mb, 16 * mb, 25, 5500 * mb},
+		{100 * mb, 1 * mb, 25, 137*mb + mb/2},
+		{1 * mb, 1 * mb, 100, 16 * mb},        // the least limit
+		{200 * mb, 1000 * mb, 500, 1700 * mb}, // a headroom larger than a Growth-th
+		{10000 * mb, 1 * mb, 25, 13750 * mb},
+		{1 << 40, 16 * mb, 25, 1<<40 + 3<<37}, // no overflow
+		{3 * mb, 0, 25, 16 * mb},              // no headroom: a Growth-th alone
+		{60 * mb, 16 * mb, 26, 84 * mb},       // GOGC rounds down
+		{1000 * mb, 16 * mb, 25, 1375 * mb},
 		{70 * mb, 16 * mb, 25, 70*mb + 26*mb + mb/4}, // 17.5 MB headroom
 	} {
 		gogc, limit := settings(c.live, c.headroom)
