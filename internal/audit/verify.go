@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"spbridge/internal/canonjson"
 )
@@ -44,10 +45,18 @@ type Report struct {
 	// HeadBehind is set when the log has whole records the head (or the
 	// index) does not count yet, as a crash between the writes leaves it.
 	HeadBehind bool
+	// KeptHeads is how many heads kept earlier (see Heads) the log was
+	// checked against; KeptProblem says which one it does not hold ("N
+	// records missing since the kept head", "the record at the kept head
+	// differs"), "" when it holds them all.
+	KeptHeads   int
+	KeptProblem string
 }
 
 // OK reports whether the chain holds and nothing shows tampering.
-func (r *Report) OK() bool { return r.Bad == 0 && !r.Missing && r.IndexProblem == "" }
+func (r *Report) OK() bool {
+	return r.Bad == 0 && !r.Missing && r.IndexProblem == "" && r.KeptProblem == ""
+}
 
 // ErrNoLog is matched by the error of a conversation without an audit log
 // that the index does not know either (no turn was audited: none ran, or
@@ -65,29 +74,72 @@ var ErrNoLog = errors.New("no audit log")
 // as Missing. It cannot catch someone who holds the key, nor a log deleted
 // together with the key and the index.
 func Verify(path string) (*Report, error) {
-	stateDir, identity := stateOf(path)
-	r := &Report{}
-	key, keyErr := loadKey(stateDir, false)
-	var ix *index
-	if keyErr == nil {
-		var err error
-		ix, err = readIndex(stateDir, key)
-		if err != nil {
-			r.IndexProblem = err.Error()
-			if errors.Is(err, ErrIndexMissing) {
-				r.IndexProblem = "the index " + filepath.Join(stateDir, IndexFile) + " is missing while the key is there (deleted)"
-			}
-		} else if ix.restarted != "" {
-			r.Notes = append(r.Notes, "the index was started again ("+ix.restarted+"): a log deleted before then would not read as missing")
-		}
-	} else if !errors.Is(keyErr, ErrNoKey) {
-		return nil, keyErr
+	stateDir, _ := stateOf(path)
+	vs, err := loadVerifyState(stateDir)
+	if err != nil {
+		return nil, err
 	}
+	return vs.verify(path, nil)
+}
+
+// verifyState is what verifying any log of a state folder needs of it: the
+// key and the index, read once.
+type verifyState struct {
+	stateDir string
+	key      []byte
+	keyErr   error // ErrNoKey, or nil
+	ix       *index
+	// indexProblem and notes go into every log's report.
+	indexProblem string
+	notes        []string
+}
+
+func loadVerifyState(stateDir string) (*verifyState, error) {
+	vs := &verifyState{stateDir: stateDir}
+	vs.key, vs.keyErr = loadKey(stateDir, false)
+	if vs.keyErr == nil {
+		ix, err := readIndex(stateDir, vs.key)
+		if err != nil {
+			vs.indexProblem = err.Error()
+			if errors.Is(err, ErrIndexMissing) {
+				vs.indexProblem = "the index " + filepath.Join(stateDir, IndexFile) + " is missing while the key is there (deleted)"
+			}
+		} else {
+			vs.ix = ix
+			if ix.restarted != "" {
+				vs.notes = append(vs.notes, "the index was started again ("+ix.restarted+"): a log deleted before then would not read as missing")
+			}
+		}
+	} else if !errors.Is(vs.keyErr, ErrNoKey) {
+		return nil, vs.keyErr
+	}
+	return vs, nil
+}
+
+// verify checks the log at path (in vs's state folder) as Verify does, and
+// against kept, the heads of this log kept earlier (see VerifyKept).
+func (vs *verifyState) verify(path string, kept []Head) (*Report, error) {
+	stateDir := vs.stateDir
+	_, identity := stateOf(path)
+	key, keyErr, ix := vs.key, vs.keyErr, vs.ix
+	r := &Report{IndexProblem: vs.indexProblem, Notes: slices.Clone(vs.notes)}
 	var e *entry
 	if ix != nil {
 		e = ix.logs[identity]
 	}
 	r.Indexed = e != nil
+	// keptAt is the tags the kept heads name, by their record count;
+	// keptMost the largest count.
+	var keptAt map[int64][]string
+	var keptMost int64
+	for _, h := range kept {
+		if keptAt == nil {
+			keptAt = map[int64][]string{}
+		}
+		keptAt[h.Records] = append(keptAt[h.Records], h.Last)
+		keptMost = max(keptMost, h.Records)
+	}
+	r.KeptHeads = len(kept)
 
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -98,6 +150,10 @@ func Verify(path string) (*Report, error) {
 		case e != nil:
 			r.Missing = true
 			r.Problem = fmt.Sprintf("log missing: the index counts %d records, but the log is gone (deleted, with its head)", e.records)
+			return r, nil
+		case keptMost > 0:
+			r.Missing = true
+			r.Problem = fmt.Sprintf("log missing: a head kept earlier counts %d records, but the log is gone (deleted, or the state folder rolled back to before it)", keptMost)
 			return r, nil
 		case r.IndexProblem != "":
 			// The index that could tell is itself missing or edited.
@@ -163,8 +219,16 @@ func Verify(path string) (*Report, error) {
 		}
 		prev = tagOf(rec)
 		r.Records = n
+		for _, tag := range keptAt[int64(n)] {
+			if tag != prev && r.KeptProblem == "" {
+				r.KeptProblem = fmt.Sprintf("the record at the kept head differs: record %d is not the one a head kept earlier names (the log was rolled back to an earlier copy and written anew, or replaced)", n)
+			}
+		}
 	}
 	n := int64(r.Records)
+	if keptMost > n && r.Bad == 0 && r.KeptProblem == "" {
+		r.KeptProblem = fmt.Sprintf("%d records missing since the kept head: the log ends at record %d, a head kept earlier counts %d (rolled back to an earlier copy, or records removed)", keptMost-n, n, keptMost)
+	}
 	if e != nil {
 		if e.pruned != "" {
 			r.Notes = append(r.Notes, "an earlier log of this conversation was pruned on "+e.pruned)
