@@ -547,6 +547,9 @@ func TestUnreadablePreserved(t *testing.T) {
 		{"lone surrogate", func(t *testing.T, pkg, _ string) {
 			writeAgentFile(t, pkg, "conversation.json", []byte(`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"\ud800"}]}`))
 		}},
+		{"nested too deep", func(t *testing.T, pkg, _ string) {
+			writeAgentFile(t, pkg, "conversation.json", hostFieldAt(MaxConversationDepth+1))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

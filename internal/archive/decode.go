@@ -31,13 +31,36 @@ func (e *VersionError) Error() string {
 	return fmt.Sprintf("format version %s is not %d", e.Version, FormatVersion)
 }
 
+// MaxConversationDepth is the deepest nesting of arrays and objects a
+// conversation.json may have to be read; a deeper one is unreadable (it
+// opens with the one notice and is kept byte-identical), so that a small
+// file nested thousands of levels deep is never rewritten with an
+// indentation that grows with each level (two bytes a level on each of two
+// lines a level: 9,990 levels in 20 KB saved as 200 MB).
+//
+// Format 1 has no deep structure of its own. A history block nests 5
+// levels (the file, history, a message, content, the block), the questions
+// spbridge writes 6 (the file, items, the item, questions, a question, its
+// options), and the deepest conversation in testdata 7 (a question's
+// option as an object, as a host may write it, testdata/host-types.json);
+// the package in testdata, the seed's example and every conversation the
+// end-to-end tests save (the real claude and codex against the fake APIs)
+// nest 5 to 7. The bound leaves room for far more: a value as deep as the
+// deepest line spbridge reads from a CLI (itemmap.MaxDepth, 1,000 levels),
+// kept as an item's field by a host (3 levels further down), still loads,
+// with 97 levels to spare; and a conversation at the bound saves in about
+// 2.4 MB.
+const MaxConversationDepth = 1100
+
 // Decode reads a format-1 conversation.json. Any JSON layout and key order
 // is accepted. It fails with *canonjson.SyntaxError for text that is not
-// JSON, *VersionError for another format version and *FormatError for a
-// missing formatVersion, a known field of the wrong shape, an item without
-// id or type or of an unknown type, or an unknown history block type.
+// JSON, *canonjson.DepthError for JSON nested deeper than
+// MaxConversationDepth, *VersionError for another format version and
+// *FormatError for a missing formatVersion, a known field of the wrong
+// shape, an item without id or type or of an unknown type, or an unknown
+// history block type.
 func Decode(data []byte) (*Conversation, error) {
-	v, err := canonjson.Decode(data)
+	v, err := canonjson.DecodeDepth(data, MaxConversationDepth)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"spbridge/internal/canonjson"
 )
 
 // LeftoverNote is what a check says of a file an interrupted save left
@@ -95,9 +97,12 @@ func Inspect(dirPath string) (*CheckReport, error) {
 			}
 			conv, err = Decode(data)
 			var verr *VersionError
+			var derr *canonjson.DepthError
 			switch {
 			case errors.As(err, &verr):
 				addConv("agent/%s: %v (this spbridge reads format %d)", ConversationFile, err, FormatVersion)
+			case errors.As(err, &derr):
+				addConv("agent/%s: %v, deeper than spbridge reads (it opens as unreadable)", ConversationFile, err)
 			case err != nil:
 				addConv("agent/%s: unreadable: %v", ConversationFile, err)
 			}

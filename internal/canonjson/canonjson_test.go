@@ -113,12 +113,30 @@ func TestDecodeErrors(t *testing.T) {
 
 func TestDecodeDepth(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
-	if _, err := Decode([]byte(deep)); err == nil {
-		t.Errorf("Decode of %d nested arrays succeeded, want an error", MaxDepth+1)
+	var de *DepthError
+	if _, err := Decode([]byte(deep)); !errors.As(err, &de) || de.Max != MaxDepth || de.Offset != MaxDepth {
+		t.Errorf("Decode of %d nested arrays = %v, want a *DepthError at byte %d", MaxDepth+1, err, MaxDepth)
 	}
 	ok := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
 	if _, err := Decode([]byte(ok)); err != nil {
 		t.Errorf("Decode of %d nested arrays: %v", MaxDepth, err)
+	}
+	// A lower limit counts objects and arrays alike; a limit above
+	// MaxDepth is MaxDepth.
+	nest := func(n int) []byte {
+		return []byte(strings.Repeat(`{"a":[`, n/2) + strings.Repeat("[", n%2) + strings.Repeat("]", n%2) + strings.Repeat("]}", n/2))
+	}
+	for _, tt := range []struct{ depth, max int }{{7, 7}, {8, 7}, {1, 1}, {2, 1}, {MaxDepth, MaxDepth + 5}, {MaxDepth + 1, MaxDepth + 5}} {
+		_, err := DecodeDepth(nest(tt.depth), tt.max)
+		if tt.depth <= min(tt.max, MaxDepth) {
+			if err != nil {
+				t.Errorf("DecodeDepth(%d levels, %d) = %v", tt.depth, tt.max, err)
+			}
+			continue
+		}
+		if !errors.As(err, &de) || de.Max != min(tt.max, MaxDepth) {
+			t.Errorf("DecodeDepth(%d levels, %d) = %v, want a *DepthError", tt.depth, tt.max, err)
+		}
 	}
 }
 

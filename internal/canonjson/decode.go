@@ -28,14 +28,34 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
+// DepthError reports JSON nested deeper than the reader accepts: where the
+// first array or object past the limit opens, and the limit.
+type DepthError struct {
+	Offset int64
+	Max    int
+}
+
+func (e *DepthError) Error() string {
+	return fmt.Sprintf("nested deeper than %d levels at byte %d", e.Max, e.Offset)
+}
+
 // Decode parses one JSON value, surrounded by optional whitespace, into a
 // value tree. Numbers keep their text as json.Number. A key that occurs twice
 // keeps its last value. Text that is not UTF-8 and a \u escape of a lone
 // UTF-16 surrogate are errors (*SyntaxError), never replaced: JSON is UTF-8
 // (RFC 8259 §8.1), and a replacement would change what was written without a
 // word, so that encoding the value again would not give back its bytes.
+// Arrays and objects nested deeper than MaxDepth are an error too
+// (*DepthError).
 func Decode(data []byte) (any, error) {
-	d := decoder{data: data}
+	return DecodeDepth(data, MaxDepth)
+}
+
+// DecodeDepth is Decode for a format that nests no deeper than maxDepth
+// (at most MaxDepth): deeper input fails with a *DepthError as soon as the
+// reader reaches it, before any of it is built.
+func DecodeDepth(data []byte, maxDepth int) (any, error) {
+	d := decoder{data: data, max: min(maxDepth, MaxDepth)}
 	d.skipSpace()
 	v, err := d.value(0)
 	if err != nil {
@@ -51,6 +71,7 @@ func Decode(data []byte) (any, error) {
 type decoder struct {
 	data []byte
 	pos  int
+	max  int               // the deepest nesting accepted
 	keys map[string]string // object keys read so far, to share (see key)
 	vals map[string]any    // short string values read so far (see shortStr)
 }
@@ -115,8 +136,8 @@ func (d *decoder) literal(word string) error {
 }
 
 func (d *decoder) object(depth int) (any, error) {
-	if depth > MaxDepth {
-		return nil, d.errorf("nested too deeply")
+	if depth > d.max {
+		return nil, &DepthError{Offset: int64(d.pos), Max: d.max}
 	}
 	d.pos++ // {
 	m := make(map[string]any)
@@ -162,8 +183,8 @@ func (d *decoder) object(depth int) (any, error) {
 }
 
 func (d *decoder) array(depth int) (any, error) {
-	if depth > MaxDepth {
-		return nil, d.errorf("nested too deeply")
+	if depth > d.max {
+		return nil, &DepthError{Offset: int64(d.pos), Max: d.max}
 	}
 	d.pos++ // [
 	a := []any{}

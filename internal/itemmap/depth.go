@@ -12,8 +12,8 @@ import (
 // be read: a deeper line is skipped with a notice. JSON validation recurses
 // once a level, so a line of ten million "[" would exhaust the stack; the
 // recorded streams nest at most 13 levels (a tool's input included), and
-// the saved conversation (canonjson.MaxDepth, 10,000) must still be able to
-// hold whatever a line carries, a few levels further down.
+// the saved conversation (archive.MaxConversationDepth, 1,100) must still
+// be able to hold whatever a line carries, a few levels further down.
 const MaxDepth = 1000
 
 // structural marks the bytes the depth scan stops at outside strings.
