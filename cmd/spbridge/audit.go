@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"spbridge/internal/archive"
@@ -16,6 +17,7 @@ import (
 var auditCommands = []command{
 	{"verify", "check that a conversation's audit log is whole and untouched", runAuditVerify},
 	{"show", "print a conversation's audit log, turn by turn", runAuditShow},
+	{"head", "print each audit log's head, to keep outside the state folder", runAuditHead},
 }
 
 func runAudit(ctx context.Context, st stdio, args []string) error {
@@ -59,25 +61,55 @@ const auditProves = "A keyed log that verifies shows that no record was edited, 
 	"the key (they can sign records anew), nor against someone who deletes the key,\n" +
 	"the index and the log together. Unkeyed records (a plain SHA-256 chain written\n" +
 	"by an earlier spbridge) show only that they agree with one another: anyone who\n" +
-	"edits them can recompute the hashes."
+	"edits them can recompute the hashes.\n\n" +
+	"Without a head kept outside the state folder, a rollback of the state folder's\n" +
+	"files to an earlier copy (the index, a log and its head put back together; no\n" +
+	"key is needed) cannot be told from that earlier state: the records written\n" +
+	"since are gone unseen. Keep the output of spbridge audit head elsewhere (after\n" +
+	"each session, or with your logs) and check against it with --heads FILE."
+
+// rollbackLimit is said after a verification without kept heads.
+const rollbackLimit = "without a head kept outside the state folder (spbridge audit head), a rollback of the state folder's files to an earlier copy cannot be told from that earlier state"
 
 func runAuditVerify(_ context.Context, st stdio, args []string) error {
-	f := newFlagSet("audit verify", "PKG | --id ID",
+	f := newFlagSet("audit verify", "PKG | --id ID | --heads FILE [PKG | --id ID]",
 		"Check the audit log of the conversation in PKG: exit 0 and print the count\n"+
 			"of records when every record is as written and in its place; exit 1 naming\n"+
 			"the first record that was edited, removed, reordered or inserted, a log that\n"+
 			"is missing although the index counted its records, or an index that was\n"+
 			"edited or removed. A torn last line (a write cut short by a crash) is\n"+
-			"reported, not counted as tampering.\n\n"+auditProves)
+			"reported, not counted as tampering.\n\n"+
+			"With --heads FILE (the output of spbridge audit head, kept earlier, in either\n"+
+			"form; heads appended one after another are all checked), the log is also\n"+
+			"checked against its kept heads: fewer records than a kept head counts read as\n"+
+			"\"N records missing since the kept head\", another record at a kept head's\n"+
+			"count as \"the record at the kept head differs\", a log gone as missing.\n"+
+			"With --heads and neither PKG nor --id, every log is checked: those in the\n"+
+			"state folder, those the index knows and those FILE names; one line a log.\n\n"+auditProves)
 	id := f.String("id", "", "the conversation's identity (the id of its first item) instead of PKG")
+	headsFile := f.String("heads", "", "check against the heads kept in FILE (spbridge audit head's output); alone, check every log")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
+	}
+	withHeads := f.Changed("heads")
+	var kept []audit.Head
+	if withHeads {
+		if *headsFile == "" {
+			return usagef(f.cmd, "--heads needs a file")
+		}
+		var err error
+		if kept, err = readHeads(*headsFile); err != nil {
+			return err
+		}
+		if *id == "" && f.NArg() == 0 {
+			return verifyAllLogs(st, kept, *headsFile)
+		}
 	}
 	path, err := auditLogPath(f, *id)
 	if err != nil {
 		return err
 	}
-	r, err := audit.Verify(path)
+	r, err := audit.VerifyKept(path, kept)
 	if errors.Is(err, audit.ErrNoLog) {
 		return fmt.Errorf("%w (no turn of this conversation was audited: none ran, they ran with --no-audit, or the index was started after the log was deleted)", err)
 	}
@@ -91,11 +123,8 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 	if r.IndexProblem != "" {
 		problems = append(problems, fmt.Errorf("audit index: %s", r.IndexProblem))
 	}
-	switch {
-	case r.Missing:
-		problems = append(problems, fmt.Errorf("audit log %s: %s", path, r.Problem))
-	case r.Bad != 0:
-		problems = append(problems, fmt.Errorf("audit log %s: record %d: %s", path, r.Bad, r.Problem))
+	for _, p := range logProblems(r) {
+		problems = append(problems, fmt.Errorf("audit log %s: %s", path, p))
 	}
 	if len(problems) > 0 {
 		return errors.Join(problems...)
@@ -104,13 +133,16 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 		fmt.Fprintf(st.out, "pruned: the log was removed by spbridge state prune on %s\n", r.Pruned)
 		return nil
 	}
-	switch {
-	case r.Unkeyed == 0:
-		fmt.Fprintf(st.out, "ok: %d records, keyed (HMAC-SHA-256)\n", r.Records)
-	case r.Keyed == 0:
-		fmt.Fprintf(st.out, "ok: %d records, unkeyed (a plain SHA-256 chain from an earlier spbridge: anyone who edits it can recompute it)\n", r.Records)
-	default:
-		fmt.Fprintf(st.out, "ok: %d records: %d unkeyed (a plain SHA-256 chain from an earlier spbridge: anyone who edits them can recompute it), then %d keyed (HMAC-SHA-256)\n", r.Records, r.Unkeyed, r.Keyed)
+	fmt.Fprintf(st.out, "ok: %s\n", recordsSummary(r))
+	if withHeads {
+		switch r.KeptHeads {
+		case 0:
+			fmt.Fprintf(st.out, "no head of this log is kept in %s: it was checked without one\n", *headsFile)
+		case 1:
+			fmt.Fprintf(st.out, "the log holds the head kept in %s\n", *headsFile)
+		default:
+			fmt.Fprintf(st.out, "the log holds the %d heads kept in %s\n", r.KeptHeads, *headsFile)
+		}
 	}
 	if r.Torn {
 		fmt.Fprintln(st.out, "the last line is torn: a write was cut short (a crash); the next turn's record replaces it")
@@ -121,7 +153,154 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 	if r.Keyed > 0 {
 		fmt.Fprintln(st.out, "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together")
 	}
+	if r.KeptHeads == 0 {
+		fmt.Fprintln(st.out, rollbackLimit)
+	}
 	return nil
+}
+
+// readHeads reads the heads kept in the file at path.
+func readHeads(path string) ([]audit.Head, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("heads file: %w", err)
+	}
+	defer f.Close()
+	heads, err := audit.ParseHeads(f)
+	if err != nil {
+		return nil, fmt.Errorf("heads file %s: %w", path, err)
+	}
+	return heads, nil
+}
+
+// logProblems is what a report finds wrong with its log (not the index),
+// one sentence each.
+func logProblems(r *audit.Report) []string {
+	var ps []string
+	switch {
+	case r.Missing:
+		ps = append(ps, r.Problem)
+	case r.Bad != 0:
+		ps = append(ps, fmt.Sprintf("record %d: %s", r.Bad, r.Problem))
+	}
+	if r.KeptProblem != "" {
+		ps = append(ps, r.KeptProblem)
+	}
+	return ps
+}
+
+// recordsSummary says how many records a log that verifies holds, and how
+// they are signed.
+func recordsSummary(r *audit.Report) string {
+	switch {
+	case r.Unkeyed == 0:
+		return fmt.Sprintf("%d records, keyed (HMAC-SHA-256)", r.Records)
+	case r.Keyed == 0:
+		return fmt.Sprintf("%d records, unkeyed (a plain SHA-256 chain from an earlier spbridge: anyone who edits it can recompute it)", r.Records)
+	default:
+		return fmt.Sprintf("%d records: %d unkeyed (a plain SHA-256 chain from an earlier spbridge: anyone who edits them can recompute it), then %d keyed (HMAC-SHA-256)", r.Records, r.Unkeyed, r.Keyed)
+	}
+}
+
+// verifyAllLogs checks every log of the state folder against the heads
+// kept in headsFile: one line a log on stdout, its problems or "ok".
+func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
+	dir, err := audit.StateDir()
+	if err != nil {
+		return err
+	}
+	all, err := audit.VerifyAll(dir, kept)
+	if err != nil {
+		return err
+	}
+	for _, n := range all.Notes {
+		fmt.Fprintf(st.err, "spbridge: note: %s\n", n)
+	}
+	if all.IndexProblem != "" {
+		fmt.Fprintf(st.out, "audit index: %s\n", all.IndexProblem)
+	}
+	failed, keyed := 0, false
+	for _, l := range all.Logs {
+		if ps := logProblems(l.Report); len(ps) > 0 {
+			failed++
+			for _, p := range ps {
+				fmt.Fprintf(st.out, "%s: %s\n", l.ID, p)
+			}
+			continue
+		}
+		if l.Pruned != "" {
+			fmt.Fprintf(st.out, "%s: pruned: the log was removed by spbridge state prune on %s\n", l.ID, l.Pruned)
+			continue
+		}
+		line := l.ID + ": ok: " + recordsSummary(l.Report)
+		switch l.KeptHeads {
+		case 0:
+			line += "; no head kept"
+		case 1:
+			line += "; holds its kept head"
+		default:
+			line += fmt.Sprintf("; holds its %d kept heads", l.KeptHeads)
+		}
+		if l.Torn {
+			line += "; the last line is torn (a crash)"
+		}
+		if l.HeadBehind {
+			line += "; the index is behind by a record (a crash)"
+		}
+		fmt.Fprintln(st.out, line)
+		keyed = keyed || l.Keyed > 0
+	}
+	switch {
+	case failed > 0 && all.IndexProblem != "":
+		return fmt.Errorf("%d of %d audit logs do not verify, and the audit index cannot be trusted", failed, len(all.Logs))
+	case failed > 0:
+		return fmt.Errorf("%d of %d audit logs do not verify against %s", failed, len(all.Logs), headsFile)
+	case all.IndexProblem != "":
+		return errors.New("the audit index cannot be trusted")
+	}
+	if len(all.Logs) == 0 {
+		fmt.Fprintf(st.out, "ok: no audit logs in %s\n", dir)
+		return nil
+	}
+	fmt.Fprintf(st.out, "ok: %d audit logs\n", len(all.Logs))
+	if keyed {
+		fmt.Fprintln(st.out, "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together")
+	}
+	return nil
+}
+
+func runAuditHead(_ context.Context, st stdio, args []string) error {
+	f := newFlagSet("audit head", "[--json]",
+		"Print the head of every audit log in the state folder, one line a log, sorted\n"+
+			"by identity: the conversation's identity (the id of its first item), the\n"+
+			"log's count of records and the tag (hmac) of its last record, separated by\n"+
+			"a space. With --json, each line is a JSON object instead:\n"+
+			"{\"id\":…,\"last\":…,\"records\":…}. A head says where a log ended, not that\n"+
+			"it is untouched (spbridge audit verify checks that).\n\n"+
+			"Keep the output outside the state folder (append it to a file, hand it to a\n"+
+			"log shipper); spbridge audit verify --heads FILE then catches a rollback of\n"+
+			"the state folder's files to an earlier copy, which nothing inside the state\n"+
+			"folder can tell from that earlier state.")
+	asJSON := f.Bool("json", false, "print each head as a JSON object, one a line")
+	if done, err := f.parse(args, st.out); done || err != nil {
+		return err
+	}
+	if err := f.noArgs(); err != nil {
+		return err
+	}
+	dir, err := audit.StateDir()
+	if err != nil {
+		return err
+	}
+	heads, err := audit.Heads(dir)
+	for _, h := range heads {
+		if *asJSON {
+			fmt.Fprintf(st.out, "%s\n", h.JSON())
+		} else {
+			fmt.Fprintln(st.out, h.String())
+		}
+	}
+	return err
 }
 
 func runAuditShow(_ context.Context, st stdio, args []string) error {

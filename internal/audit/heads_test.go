@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"spbridge/internal/canonjson"
 )
 
 // snapshot is a copy of some of the state folder's files, as a backup or
@@ -283,5 +285,53 @@ func TestHeadsForms(t *testing.T) {
 	heads, err = Heads(state)
 	if err == nil || !strings.Contains(err.Error(), a) || len(heads) != 2 || heads[0].ID != "B2" {
 		t.Errorf("an unreadable log: %+v, %v", heads, err)
+	}
+}
+
+// TestKeptHeadHoldsAgainstTheKey: someone who holds the key can rewrite a
+// record and sign the chain, the head and the index anew, which Verify
+// cannot tell; a head kept after that record still can, since every tag
+// after it changes.
+func TestKeptHeadHoldsAgainstTheKey(t *testing.T) {
+	path := newLog(t, 4)
+	state, id := stateOf(path)
+	kept, err := Heads(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := loadKey(state, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readRecs(t, path)
+	recs[1]["user"] = "rewritten"
+	var out []byte
+	prev := zeroHash
+	for _, rec := range recs {
+		rec[FieldPrev] = prev
+		if rec[FieldHMAC], err = recordMAC(key, id, rec); err != nil {
+			t.Fatal(err)
+		}
+		prev = rec[FieldHMAC].(string)
+		line, _ := canonjson.EncodeCompact(rec)
+		out = append(append(out, line...), '\n')
+	}
+	os.WriteFile(path, out, 0o600)
+	if err := writeHead(path, int64(len(recs)), prev); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := readIndex(state, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.logs[id].last = prev
+	if err := ix.write(state, key); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Verify(path); err != nil || !r.OK() {
+		t.Fatalf("Verify of the log signed anew = %+v, %v; want it to pass (what the key allows)", r, err)
+	}
+	if r, err := VerifyKept(path, kept); err != nil || r.OK() || !strings.HasPrefix(r.KeptProblem, "the record at the kept head differs: record 4 ") {
+		t.Errorf("VerifyKept = %+v, %v", r, err)
 	}
 }
