@@ -1,0 +1,45 @@
+//go:build unix
+
+package secretfile
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// lock takes an exclusive flock(2) on f, held until f is closed, by this
+// process alone (Go opens files close-on-exec, so no child inherits it).
+func lock(f *os.File) error {
+	return ignoringEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+}
+
+// held reports whether another open file holds the flock on path: its
+// writer, which is alive. A file that cannot be opened or locked for
+// another reason counts as held (it is kept).
+func held(path string) bool {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	err = ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+	return err != nil
+}
+
+// ignoringEINTR calls fn until it returns something other than EINTR.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// processAlive reports whether a process with this pid exists (as
+// internal/pkglock asks of a lock's holder).
+func processAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
