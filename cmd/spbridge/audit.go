@@ -139,9 +139,9 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 		case 0:
 			fmt.Fprintf(st.out, "no head of this log is kept in %s: it was checked without one\n", *headsFile)
 		case 1:
-			fmt.Fprintf(st.out, "the log holds the head kept in %s\n", *headsFile)
+			fmt.Fprintf(st.out, "the log holds the head kept in %s: its first %d records are as they were when it was kept\n", *headsFile, r.KeptRecords)
 		default:
-			fmt.Fprintf(st.out, "the log holds the %d heads kept in %s\n", r.KeptHeads, *headsFile)
+			fmt.Fprintf(st.out, "the log holds the %d heads kept in %s: its first %d records are as they were when the last of them was kept\n", r.KeptHeads, *headsFile, r.KeptRecords)
 		}
 	}
 	if r.Torn {
@@ -155,9 +155,14 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 	}
 	if r.KeptHeads == 0 {
 		fmt.Fprintln(st.out, rollbackLimit)
+	} else {
+		fmt.Fprintln(st.out, keptAnchors)
 	}
 	return nil
 }
+
+// keptAnchors is what a kept head adds.
+const keptAnchors = "a kept head vouches for the records up to it also against someone who holds the key (every tag after an edited record changes)"
 
 // readHeads reads the heads kept in the file at path.
 func readHeads(path string) ([]audit.Head, error) {
@@ -219,7 +224,7 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 	if all.IndexProblem != "" {
 		fmt.Fprintf(st.out, "audit index: %s\n", all.IndexProblem)
 	}
-	failed, keyed := 0, false
+	failed, unkept, keyed := 0, 0, false
 	for _, l := range all.Logs {
 		if ps := logProblems(l.Report); len(ps) > 0 {
 			failed++
@@ -236,10 +241,11 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 		switch l.KeptHeads {
 		case 0:
 			line += "; no head kept"
+			unkept++
 		case 1:
-			line += "; holds its kept head"
+			line += fmt.Sprintf("; holds its kept head (record %d)", l.KeptRecords)
 		default:
-			line += fmt.Sprintf("; holds its %d kept heads", l.KeptHeads)
+			line += fmt.Sprintf("; holds its %d kept heads (the last at record %d)", l.KeptHeads, l.KeptRecords)
 		}
 		if l.Torn {
 			line += "; the last line is torn (a crash)"
@@ -265,6 +271,12 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 	fmt.Fprintf(st.out, "ok: %d audit logs\n", len(all.Logs))
 	if keyed {
 		fmt.Fprintln(st.out, "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together")
+	}
+	if unkept < len(all.Logs) {
+		fmt.Fprintln(st.out, keptAnchors)
+	}
+	if unkept > 0 {
+		fmt.Fprintf(st.out, "for the %d logs with no head kept: %s\n", unkept, rollbackLimit)
 	}
 	return nil
 }

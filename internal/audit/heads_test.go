@@ -133,7 +133,7 @@ func TestKeptHeadsHold(t *testing.T) {
 	kept = append(kept, Head{ID: "ELSEWHERE-" + testID[:8], Records: 9, Last: strings.Repeat("a", 64)})
 	appendN(t, path, 1, "later")
 	r, err := VerifyKept(path, kept)
-	if err != nil || !r.OK() || r.KeptHeads != 3 || r.Records != 7 {
+	if err != nil || !r.OK() || r.KeptHeads != 3 || r.KeptRecords != 6 || r.Records != 7 {
 		t.Errorf("VerifyKept = %+v, %v", r, err)
 	}
 	// Without heads it is Verify.

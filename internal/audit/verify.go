@@ -46,10 +46,12 @@ type Report struct {
 	// index) does not count yet, as a crash between the writes leaves it.
 	HeadBehind bool
 	// KeptHeads is how many heads kept earlier (see Heads) the log was
-	// checked against; KeptProblem says which one it does not hold ("N
-	// records missing since the kept head", "the record at the kept head
-	// differs"), "" when it holds them all.
+	// checked against, KeptRecords the largest record count among them;
+	// KeptProblem says which one it does not hold ("N records missing since
+	// the kept head", "the record at the kept head differs"), "" when it
+	// holds them all.
 	KeptHeads   int
+	KeptRecords int64
 	KeptProblem string
 }
 
@@ -139,7 +141,7 @@ func (vs *verifyState) verify(path string, kept []Head) (*Report, error) {
 		keptAt[h.Records] = append(keptAt[h.Records], h.Last)
 		keptMost = max(keptMost, h.Records)
 	}
-	r.KeptHeads = len(kept)
+	r.KeptHeads, r.KeptRecords = len(kept), keptMost
 
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
