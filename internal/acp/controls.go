@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -372,7 +371,9 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	if s.cfg.Index == nil {
 		return map[string]any{"sessions": sessions}, nil
 	}
-	page, err := s.cfg.Index.List(p.Cwd, p.Cursor, 0)
+	// A package that is gone is left out before paging: no page is empty
+	// while a cursor says more follows.
+	page, err := s.cfg.Index.List(p.Cwd, p.Cursor, 0, sessionindex.Present)
 	if errors.Is(err, sessionindex.ErrBadCursor) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
 	}
@@ -380,9 +381,6 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 		return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
 	}
 	for _, e := range page.Entries {
-		if _, err := os.Stat(e.Package); err != nil {
-			continue
-		}
 		info := map[string]any{"sessionId": e.Package, "cwd": e.Cwd, "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)}
 		if e.Title != "" {
 			info["title"] = e.Title

@@ -173,14 +173,17 @@ func (ix *Index) Get(pkg string) (Entry, bool, error) {
 }
 
 // List returns a page of the entries, the most recently updated first
-// (ties by package path): only those whose Cwd is cwd when cwd is not "",
-// at most pageSize (DefaultPageSize when <= 0), starting after cursor
-// ("" for the first page). The cursor is opaque; it names a place in that
-// order, so entries changed between pages are neither repeated nor skipped
-// unless they moved across it. A cursor List did not give is ErrBadCursor.
-// A missing index is an empty one; an index that cannot be read as one is
-// too (the next change replaces it).
-func (ix *Index) List(cwd, cursor string, pageSize int) (Page, error) {
+// (ties by package path): only those whose Cwd is cwd when cwd is not ""
+// and that keep accepts when keep is not nil (Present leaves out the
+// packages that are gone), at most pageSize (DefaultPageSize when <= 0),
+// starting after cursor ("" for the first page). An entry left out takes
+// no room on a page, so a page is empty only when nothing follows, and
+// NextCursor is set only when an entry follows the page. The cursor is
+// opaque; it names a place in that order, so entries changed between pages
+// are neither repeated nor skipped unless they moved across it. A cursor
+// List did not give is ErrBadCursor. A missing index is an empty one; an
+// index that cannot be read as one is too (the next change replaces it).
+func (ix *Index) List(cwd, cursor string, pageSize int, keep func(Entry) bool) (Page, error) {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
@@ -205,6 +208,9 @@ func (ix *Index) List(cwd, cursor string, pageSize int) (Page, error) {
 		if after != nil && compare(e, *after) <= 0 {
 			continue
 		}
+		if keep != nil && !keep(e) {
+			continue
+		}
 		if len(page.Entries) == pageSize {
 			last := page.Entries[len(page.Entries)-1]
 			page.NextCursor = encodeCursor(last)
@@ -213,6 +219,13 @@ func (ix *Index) List(cwd, cursor string, pageSize int) (Page, error) {
 		page.Entries = append(page.Entries, e)
 	}
 	return page, nil
+}
+
+// Present reports whether e's package is still there (its path can be
+// stat'ed): List's keep for a list of packages one can open.
+func Present(e Entry) bool {
+	_, err := os.Stat(e.Package)
+	return err == nil
 }
 
 // compare orders entries: the most recently updated first, then by path.
@@ -290,7 +303,9 @@ type file struct {
 	Sessions []Entry `json:"sessions"`
 }
 
-// read returns the entries in List's order.
+// read returns the entries in List's order. An entry that cannot be read
+// (a field of the wrong type, no package) is left out, alone: the next
+// change writes the others back without it.
 func (ix *Index) read() ([]Entry, error) {
 	f, err := os.Open(filepath.Join(ix.dir, File))
 	if errors.Is(err, os.ErrNotExist) {
@@ -304,11 +319,20 @@ func (ix *Index) read() ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session index: %w", err)
 	}
-	var v file
+	var v struct {
+		Version  int               `json:"version"`
+		Sessions []json.RawMessage `json:"sessions"`
+	}
 	if len(data) > maxFile || json.Unmarshal(data, &v) != nil || v.Version != 1 {
 		return nil, nil // unreadable: as empty, replaced by the next change
 	}
-	list := slices.DeleteFunc(v.Sessions, func(e Entry) bool { return e.Package == "" })
+	list := make([]Entry, 0, len(v.Sessions))
+	for _, raw := range v.Sessions {
+		var e Entry
+		if json.Unmarshal(raw, &e) == nil && e.Package != "" {
+			list = append(list, e)
+		}
+	}
 	slices.SortFunc(list, compare)
 	return list, nil
 }

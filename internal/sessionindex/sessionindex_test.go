@@ -74,7 +74,7 @@ func TestTouchRecordList(t *testing.T) {
 	if err != nil || !ok || e.Title != "First message of A" || e.Cwd != docs {
 		t.Errorf("Get(A) = %+v, %v, %v", e, ok, err)
 	}
-	page, err := ix.List("", "", 0)
+	page, err := ix.List("", "", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestTouchRecordList(t *testing.T) {
 	if want := "A.silverpoint C.silverpoint B.silverpoint"; strings.Join(got, " ") != want || page.NextCursor != "" {
 		t.Errorf("List = %v (cursor %q), want %s", got, page.NextCursor, want)
 	}
-	page, _ = ix.List(docs+"/", "", 0)
+	page, _ = ix.List(docs+"/", "", 0, nil)
 	if len(page.Entries) != 2 {
 		t.Errorf("List(cwd %s) = %d entries, want 2", docs, len(page.Entries))
 	}
@@ -122,7 +122,7 @@ func TestPagination(t *testing.T) {
 	cursor := ""
 	pages := 0
 	for {
-		page, err := ix.List("/p", cursor, 3)
+		page, err := ix.List("/p", cursor, 3, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPagination(t *testing.T) {
 	if want := "6 5 4 3 2 1"; strings.Join(got, " ") != want || pages != 2 {
 		t.Errorf("listed %q in %d pages, want %q in 2", got, pages, want)
 	}
-	if _, err := ix.List("", "not a cursor!", 3); !errors.Is(err, ErrBadCursor) {
+	if _, err := ix.List("", "not a cursor!", 3, nil); !errors.Is(err, ErrBadCursor) {
 		t.Errorf("List(bad cursor) = %v, want ErrBadCursor", err)
 	}
 }
@@ -167,7 +167,7 @@ func TestConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	page, err := New(dir).List("", "", 100)
+	page, err := New(dir).List("", "", 100, nil)
 	if err != nil || len(page.Entries) != 40 {
 		t.Errorf("List = %d entries, %v; want 40", len(page.Entries), err)
 	}
@@ -177,13 +177,13 @@ func TestUnreadableIndex(t *testing.T) {
 	ix := clocked(t)
 	os.MkdirAll(ix.dir, 0o700)
 	os.WriteFile(filepath.Join(ix.dir, File), []byte("{not json"), 0o600)
-	if page, err := ix.List("", "", 0); err != nil || len(page.Entries) != 0 {
+	if page, err := ix.List("", "", 0, nil); err != nil || len(page.Entries) != 0 {
 		t.Errorf("List of an unreadable index = %v, %v", page, err)
 	}
 	if err := ix.Touch("/p/a.silverpoint", "/p", nil); err != nil {
 		t.Fatal(err)
 	}
-	if page, _ := ix.List("", "", 0); len(page.Entries) != 1 {
+	if page, _ := ix.List("", "", 0, nil); len(page.Entries) != 1 {
 		t.Errorf("after a change: %v", page.Entries)
 	}
 }
@@ -206,7 +206,7 @@ func TestAdditionalDirectories(t *testing.T) {
 	if err != nil || !slices.Equal(e.AdditionalDirectories, want) {
 		t.Errorf("Get after Touch(%q) and Record = %q, %v, want %q", dirs, e.AdditionalDirectories, err, want)
 	}
-	page, _ := ix.List("", "", 0)
+	page, _ := ix.List("", "", 0, nil)
 	if len(page.Entries) != 1 || !slices.Equal(page.Entries[0].AdditionalDirectories, want) {
 		t.Errorf("List = %+v, want the folders %q", page.Entries, want)
 	}
@@ -225,5 +225,111 @@ func TestAdditionalDirectories(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(ix.dir, File))
 	if strings.Contains(string(data), "additionalDirectories") {
 		t.Errorf("the index keeps an empty list:\n%s", data)
+	}
+}
+
+// TestListLeavesOutGone: packages that are gone take no room on a page, so
+// no page is empty while a cursor says more follows, and the last live
+// entry's page has no cursor even when gone ones follow it.
+func TestListLeavesOutGone(t *testing.T) {
+	ix := clocked(t)
+	root := t.TempDir()
+	var pkgs []string
+	for i := range 7 {
+		p := filepath.Join(root, fmt.Sprintf("%d.silverpoint", i))
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Touch(p, root, nil); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	// Newest first: 6 5 4 3 2 1 0. The first page's two and the last three
+	// are gone.
+	for _, i := range []int{6, 5, 2, 1, 0} {
+		if err := os.Remove(pkgs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, size := range []int{1, 2, 3} {
+		var got []string
+		cursor := ""
+		for pages := 1; ; pages++ {
+			page, err := ix.List(root, cursor, size, Present)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Entries) == 0 && page.NextCursor != "" {
+				t.Fatalf("page size %d: page %d is empty with a cursor", size, pages)
+			}
+			for _, e := range page.Entries {
+				got = append(got, strings.TrimSuffix(filepath.Base(e.Package), ".silverpoint"))
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			if pages > 7 {
+				t.Fatalf("page size %d: more pages than entries", size)
+			}
+			cursor = page.NextCursor
+		}
+		if want := "4 3"; strings.Join(got, " ") != want {
+			t.Errorf("page size %d: listed %q, want %q", size, got, want)
+		}
+	}
+	// The index keeps them (a package on a folder that comes back is
+	// listed again).
+	if page, _ := ix.List(root, "", 100, nil); len(page.Entries) != 7 {
+		t.Errorf("without keep: %d entries, want 7", len(page.Entries))
+	}
+}
+
+// TestBadEntryDropsOnlyIt: an entry of the index file that cannot be read
+// is left out alone, and the next change keeps the others.
+func TestBadEntryDropsOnlyIt(t *testing.T) {
+	ix := clocked(t)
+	if err := os.MkdirAll(ix.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	index := `{"version":1,"sessions":[
+ {"package":"/p/A.silverpoint","cwd":"/p","title":"a","updatedAt":"2025-06-01T00:00:00Z"},
+ {"package":"/p/B.silverpoint","cwd":5,"updatedAt":"2025-06-02T00:00:00Z"},
+ {"package":"/p/C.silverpoint","cwd":"/p","additionalDirectories":["/lib"],"updatedAt":"2025-06-03T00:00:00Z"},
+ {"package":"/p/D.silverpoint","cwd":"/p","updatedAt":"yesterday"},
+ {"package":["/p/E.silverpoint"],"cwd":"/p","updatedAt":"2025-06-05T00:00:00Z"},
+ {"cwd":"/p","updatedAt":"2025-06-06T00:00:00Z"},
+ "not an entry", null, 7,
+ {"package":"/p/F.silverpoint","cwd":"/p","title":["x"],"updatedAt":"2025-06-07T00:00:00Z"}
+]}`
+	if err := os.WriteFile(filepath.Join(ix.dir, File), []byte(index), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	names := func() string {
+		t.Helper()
+		page, err := ix.List("", "", 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range page.Entries {
+			got = append(got, strings.TrimSuffix(filepath.Base(e.Package), ".silverpoint"))
+		}
+		return strings.Join(got, " ")
+	}
+	if got, want := names(), "C A"; got != want {
+		t.Fatalf("listed %q, want %q", got, want)
+	}
+	if err := ix.Touch("/p/G.silverpoint", "/p", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(), "G C A"; got != want {
+		t.Errorf("after a change: listed %q, want %q", got, want)
+	}
+	if e, ok, _ := ix.Get("/p/C.silverpoint"); !ok || e.Cwd != "/p" || !slices.Equal(e.AdditionalDirectories, []string{"/lib"}) {
+		t.Errorf("C after the change = %+v, %v", e, ok)
+	}
+	if e, ok, _ := ix.Get("/p/A.silverpoint"); !ok || e.Title != "a" {
+		t.Errorf("A after the change = %+v, %v", e, ok)
 	}
 }
