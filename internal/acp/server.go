@@ -197,6 +197,10 @@ func (s *Server) handleLine(ctx context.Context, line []byte) {
 		return
 	}
 	if !json.Valid(line) {
+		if tooDeep(line, maxMessageDepth) {
+			s.tooDeepMessage(line)
+			return
+		}
 		s.w.fail(nil, rpcErrorf(CodeParseError, "parse error: the line is not JSON"))
 		return
 	}
