@@ -417,8 +417,9 @@ const maxPromptInput = 1 << 10
 
 // formatApproval is the question for a: the command to run, or the
 // edit's title and diffs, or the tool's input; then the choices, "a"
-// saying what it would allow.
-func formatApproval(a itemmap.Approval, g backend.Grant, st style) string {
+// saying what it would allow (no "a" when a has nothing to scope it by:
+// scoped false).
+func formatApproval(a itemmap.Approval, g backend.Grant, scoped bool, st style) string {
 	var b strings.Builder
 	b.WriteString(st.paint(sgrBold, "Allow "+a.ToolName+"?"))
 	switch cmd := backend.ApprovalCommand(a); {
@@ -438,6 +439,10 @@ func formatApproval(a itemmap.Approval, g backend.Grant, st style) string {
 			b.WriteString(" " + a.Tool.Title)
 		}
 		b.WriteString(" " + in + "\n")
+	}
+	if !scoped {
+		b.WriteString("  y: once · n: no [y/N] ")
+		return b.String()
 	}
 	fmt.Fprintf(&b, "  y: once · a: always, %s in this run · n: no [y/a/N] ", g)
 	return b.String()

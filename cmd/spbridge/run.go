@@ -509,7 +509,7 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 		h.mu.Unlock()
 		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
 	}
-	g := backend.GrantFor(a)
+	g, scoped := backend.GrantFor(a)
 	answers := h.answers()
 	for drained := false; !drained; { // a line typed before the question is no answer to it
 		select {
@@ -522,7 +522,7 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
-	fmt.Fprint(h.errw, formatApproval(a, g, h.errStyle))
+	fmt.Fprint(h.errw, formatApproval(a, g, scoped, h.errStyle))
 	h.prompting = true
 	h.mu.Unlock()
 	defer func() {
@@ -536,6 +536,9 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 		case "y", "yes":
 			return backend.Decision{Allow: true}
 		case "a", "always":
+			if !scoped {
+				break // no "always" was offered
+			}
 			h.grants = append(h.grants, g)
 			return backend.Decision{Allow: true}
 		}

@@ -175,6 +175,13 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			a.Set("text", a.String("text")+fmt.Sprintf("%s=%v/%v ", cmd, d.Allow, d.Always != nil))
 		}
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+	case text == "blank":
+		// A command of blanks, and a Write that names no file.
+		for i, in := range []string{`{"command":" \t "}`, `{"content":"x"}`} {
+			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("b", i), ToolName: []string{"Bash", "Write"}[i], Input: json.RawMessage(in)})
+			a.Set("text", a.String("text")+fmt.Sprintf("%v ", d.Allow))
+		}
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 	case strings.HasPrefix(text, "edits "):
 		// "edits TOOL:FILE|…": one edit permission request per file.
 		for i, e := range strings.Split(strings.TrimPrefix(text, "edits "), "|") {
@@ -674,12 +681,15 @@ func TestPermissionScopes(t *testing.T) {
 		t.Errorf("reply %q with %d requests, want %q unasked", reply, count(seen, "session/request_permission"), want)
 	}
 
-	// An edit offers all edits of the session too; once chosen, no edit
-	// of any file asks again, a command still does.
+	// An edit inside the session's folder offers all edits of the session
+	// too; once chosen, no edit inside it asks again. A read, an MCP tool
+	// that names a file, an edit outside the folder and a command still
+	// do.
+	w := filepath.Dir(pkg)
 	c.mu.Lock()
-	c.answers = []string{"allow_all_edits", "allow_once"}
+	c.answers = []string{"allow_all_edits", "allow_once", "allow_once", "reject_once", "reject_once", "allow_once"}
 	c.mu.Unlock()
-	reply, seen = prompt("edits Edit:/w/a.go|Write:/w/new.go|MultiEdit:/x/b.go")
+	reply, seen = prompt(fmt.Sprintf("edits Edit:%[1]s/a.go|Write:%[1]s/sub/new.go|MultiEdit:%[1]s/b.go|NotebookEdit:%[1]s/n.ipynb|Read:%[1]s/c.go|mcp__fs__write:%[1]s/d.go|Edit:%[1]s/../e.go|Write:/elsewhere/f.go", w))
 	names = nil
 	for _, m := range seen {
 		if m["method"] == "session/request_permission" {
@@ -688,13 +698,41 @@ func TestPermissionScopes(t *testing.T) {
 			}
 		}
 	}
-	want = []string{"allow_once: Allow once", "allow_always: Always allow Edit of /w/a.go in this session", "allow_all_edits: Allow all edits in this session",
-		"reject_once: Reject", "reject_always: Always reject Edit of /w/a.go in this session"}
-	if reply != "/w/a.go=true /w/new.go=true /x/b.go=true " || !slices.Equal(names, want) {
-		t.Errorf("reply %q, options\n%q\nwant\n%q", reply, names, want)
+	a := filepath.Join(w, "a.go")
+	want = []string{"allow_once: Allow once", "allow_always: Always allow Edit of " + a + " in this session", "allow_all_edits: Allow all edits in this session",
+		"reject_once: Reject", "reject_always: Always reject Edit of " + a + " in this session"}
+	if got := count(seen, "session/request_permission"); got != 5 || len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
+		t.Errorf("%d requests, options\n%q\nwant first\n%q", got, names, want)
+	}
+	wantReply := fmt.Sprintf("%[1]s/a.go=true %[1]s/sub/new.go=true %[1]s/b.go=true %[1]s/n.ipynb=true %[1]s/c.go=true %[1]s/d.go=true %[1]s/../e.go=false /elsewhere/f.go=false ", w)
+	if reply != wantReply {
+		t.Errorf("reply %q, want %q", reply, wantReply)
+	}
+	for _, n := range names[len(want):] {
+		if strings.HasPrefix(n, "allow_all_edits") {
+			t.Errorf("all edits offered on a request that is no edit inside the folder: %q", names[len(want):])
+		}
 	}
 	if reply, seen = prompt("cmds make x"); reply != "make x=true/false " || count(seen, "session/request_permission") != 1 {
 		t.Errorf("a command after all edits: %q with %d requests, want it asked", reply, count(seen, "session/request_permission"))
+	}
+
+	// A blank command, or an edit that names no file, has nothing to scope
+	// an "always" by: none is offered.
+	c.mu.Lock()
+	c.answers = []string{"allow_once", "allow_once"}
+	c.mu.Unlock()
+	_, seen = prompt("blank")
+	names = nil
+	for _, m := range seen {
+		if m["method"] == "session/request_permission" {
+			for _, o := range m["params"].(map[string]any)["options"].([]any) {
+				names = append(names, o.(map[string]any)["optionId"].(string))
+			}
+		}
+	}
+	if strings.Join(names, " ") != "allow_once reject_once allow_once reject_once" {
+		t.Errorf("a blank command's options: %q, want allow_once and reject_once only", names)
 	}
 }
 

@@ -225,20 +225,6 @@ func (ss *acpSession) switchMode(id string) error {
 	return nil
 }
 
-// acceptEdits puts a session whose backend has an acceptEdits mode (Claude
-// Code) into it, from its default mode, after the editor allowed all
-// edits; the client hears of it as of any mode change. A mode that asks
-// less (bypassPermissions) or differently (plan) stays.
-func (ss *acpSession) acceptEdits() {
-	ss.cmu.Lock()
-	from := ss.mode
-	offered := slices.ContainsFunc(ss.modes, func(m backend.Mode) bool { return m.ID == "acceptEdits" })
-	ss.cmu.Unlock()
-	if offered && from == "default" {
-		ss.switchMode("acceptEdits")
-	}
-}
-
 // commandList is the available_commands_update's list: spbridge's own
 // commands, then the CLI's (one of the same name as spbridge's is left
 // out).

@@ -461,9 +461,12 @@ const (
 
 // Approve asks the client about a permission request, unless an earlier
 // "always" answer of this session covers it (backend.Grant: a command by
-// its prefix, an edit by its file, any other tool by its name). An
-// allow_always answer goes back to the CLI with its grant, so that the CLI
-// itself asks no more (Claude: a session rule; Codex: acceptForSession).
+// its prefix or as exactly itself, an edit by its tool and file, the
+// session's edits inside its folders, any other tool by its name): then
+// spbridge answers the CLI itself and the editor is not asked again. The
+// CLI is told a grant only where its own rule means exactly the same
+// (backend.Grant.ClaudeRule, CodexForSession); a request with nothing to
+// scope a grant by offers no "always".
 func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -478,6 +481,7 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	ss.mu.Lock()
 	allowed := slices.ContainsFunc(ss.allowAlways, func(g backend.Grant) bool { return g.Allows(a) })
 	rejected := slices.ContainsFunc(ss.rejectAlways, func(g backend.Grant) bool { return g.Allows(a) })
+	roots := append([]string{ss.cwd}, ss.addDirs...)
 	ss.mu.Unlock()
 	switch {
 	case rejected:
@@ -491,19 +495,20 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	if id == "" {
 		id = a.ItemID
 	}
-	g := backend.GrantFor(a)
-	options := []any{
-		map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-		map[string]any{"optionId": "allow_always", "name": "Always allow " + g.String() + " in this session", "kind": "allow_always"},
+	g, scoped := backend.GrantFor(a)
+	edits, editsOK := backend.EditsGrant(a, roots)
+	options := []any{map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}}
+	if scoped {
+		options = append(options, map[string]any{"optionId": "allow_always", "name": "Always allow " + g.String() + " in this session", "kind": "allow_always"})
 	}
-	if g.File != "" {
-		// An edit: or every edit of the session, as the CLI's own
-		// accept-edits mode does.
+	if editsOK {
+		// An edit inside the session's folders: or every such edit.
 		options = append(options, map[string]any{"optionId": "allow_all_edits", "name": "Allow all edits in this session", "kind": "allow_always"})
 	}
-	options = append(options,
-		map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-		map[string]any{"optionId": "reject_always", "name": "Always reject " + g.String() + " in this session", "kind": "reject_always"})
+	options = append(options, map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
+	if scoped {
+		options = append(options, map[string]any{"optionId": "reject_always", "name": "Always reject " + g.String() + " in this session", "kind": "reject_always"})
+	}
 	params := map[string]any{
 		"sessionId": ss.id,
 		"toolCall":  permissionToolCall(id, a, ss.cwd),
@@ -518,25 +523,23 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 		ss.card(a.ItemID, CardCancelled)
 		return backend.Decision{Message: "The user cancelled the request."}
 	}
-	switch optionID {
-	case "allow_once":
+	switch {
+	case optionID == "allow_once":
 		ss.card(a.ItemID, CardAllowed)
 		return backend.Decision{Allow: true}
-	case "allow_always":
+	case optionID == "allow_always" && scoped:
 		ss.mu.Lock()
 		ss.allowAlways = append(ss.allowAlways, g)
 		ss.mu.Unlock()
 		ss.card(a.ItemID, CardAllowedAlways)
 		return backend.Decision{Allow: true, Always: &g}
-	case "allow_all_edits":
-		all := backend.Grant{AllEdits: true}
+	case optionID == "allow_all_edits" && editsOK:
 		ss.mu.Lock()
-		ss.allowAlways = append(ss.allowAlways, all)
+		ss.allowAlways = append(ss.allowAlways, edits)
 		ss.mu.Unlock()
 		ss.card(a.ItemID, CardAllowedAlways)
-		ss.acceptEdits()
-		return backend.Decision{Allow: true, Always: &all}
-	case "reject_always":
+		return backend.Decision{Allow: true, Always: &edits}
+	case optionID == "reject_always" && scoped:
 		ss.mu.Lock()
 		ss.rejectAlways = append(ss.rejectAlways, g)
 		ss.mu.Unlock()

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,57 +11,105 @@ import (
 )
 
 // A Grant is what an "always" answer to a permission request covers for
-// the rest of the session, scoped the way Claude Code scopes its own
-// rules. A command (Claude's Bash, Codex's shell: an input with a
-// "command") is covered by its program and first argument, so "always" on
-// `npm test` covers `npm test -- --watch` but neither `npm publish` nor
-// `rm`; a command whose first argument is an option (`rm -rf build`) or
-// that uses the shell's operators, pipes, redirections or substitutions is
-// covered only as exactly that command. An edit (an input naming a
-// file_path or notebook_path) is covered for that file. Any other tool (an
-// MCP tool, say) is covered by its name.
+// the rest of the session, and nothing more. A command (Claude's Bash,
+// Codex's shell) is covered by its program and first argument, so
+// "always" on `npm test` covers `npm test -- --watch` but neither `npm
+// publish` nor `rm`; a command whose first argument is an option (`rm -rf
+// build`) or that uses the shell's operators, pipes, redirections, globs
+// or substitutions is covered only as exactly that command. An edit or a
+// read of a file (Claude's Edit, MultiEdit, Write, NotebookEdit, Read) is
+// covered for that tool and that file; a Codex file change for the files
+// it changes. Any other tool (an MCP tool, say) is covered by its name.
 //
-// AllEdits covers every edit of the session, whatever the tool and file:
-// the editor's "allow all edits", which also puts a CLI that has such a
-// mode into it (Claude Code's acceptEdits).
+// AllEdits covers the edits of the session, and only those: the edit
+// tools' requests (Claude's Edit, MultiEdit, Write and NotebookEdit,
+// Codex's file changes) whose every file lies inside one of Roots (the
+// session's working folder and additional folders, links resolved).
+//
+// spbridge answers each later request a grant covers itself; the CLI is
+// told a grant only where its own rule means exactly the same (ClaudeRule,
+// CodexForSession).
 type Grant struct {
 	Tool     string
 	Prefix   []string // the command's leading words
 	Exact    string   // the whole command, when covered only as itself
-	File     string   // the edited file
-	AllEdits bool     // every edit, of any file
+	File     string   // the file of an edit or read
+	Files    []string // the files of a Codex file change
+	AllEdits bool     // every edit inside Roots
+	Roots    []string // AllEdits: the session's folders
 }
 
 // shellSpecial are the characters that make a command more than a program
 // and its arguments.
 const shellSpecial = ";&|<>`$()\n\\*?{}[]~"
 
-// GrantFor is the grant an "always" answer to a gives.
-func GrantFor(a itemmap.Approval) Grant {
-	if cmd := ApprovalCommand(a); cmd != "" {
+// Tools whose requests are scoped by a field of their input.
+var (
+	commandTools = []string{"Bash", "shell"}                                      // by "command"
+	fileTools    = []string{"Edit", "MultiEdit", "Write", "NotebookEdit", "Read"} // by "file_path" or "notebook_path"
+	editTools    = []string{"Edit", "MultiEdit", "Write", "NotebookEdit", patchTool}
+)
+
+// patchTool is Codex's file change, scoped by the files it changes.
+const patchTool = "apply_patch"
+
+// GrantFor is the grant an "always" answer to a gives; false when a has
+// nothing to scope one by (a blank command, an edit that names no file, a
+// file change that asks for a whole folder), so that no "always" is
+// offered.
+func GrantFor(a itemmap.Approval) (Grant, bool) {
+	switch {
+	case a.ToolName == "" || a.ToolName == itemmap.QuestionsTool:
+		return Grant{}, false
+	case slices.Contains(commandTools, a.ToolName):
+		cmd := ApprovalCommand(a)
 		words := strings.Fields(cmd)
-		if strings.ContainsAny(cmd, shellSpecial) || len(words) < 2 || strings.HasPrefix(words[1], "-") {
-			return Grant{Tool: a.ToolName, Exact: strings.Join(words, " ")}
+		switch {
+		case len(words) == 0:
+			return Grant{}, false
+		case strings.ContainsAny(cmd, shellSpecial) || len(words) < 2 || strings.HasPrefix(words[1], "-"):
+			return Grant{Tool: a.ToolName, Exact: strings.Join(words, " ")}, true
 		}
-		return Grant{Tool: a.ToolName, Prefix: words[:2]}
+		return Grant{Tool: a.ToolName, Prefix: words[:2]}, true
+	case slices.Contains(fileTools, a.ToolName):
+		f := approvalFile(a)
+		return Grant{Tool: a.ToolName, File: f}, f != ""
+	case a.ToolName == patchTool:
+		files := patchFiles(a)
+		if len(files) == 0 || grantsRoot(a) {
+			return Grant{}, false
+		}
+		return Grant{Tool: a.ToolName, Files: files}, true
 	}
-	if f := approvalFile(a); f != "" {
-		return Grant{Tool: a.ToolName, File: f}
-	}
-	return Grant{Tool: a.ToolName}
+	return Grant{Tool: a.ToolName}, true
+}
+
+// EditsGrant is the "allow all edits" grant for a session whose folders
+// are roots, offered on a's request; false when a is not an edit, or not
+// one inside those folders (the grant would not cover a itself).
+func EditsGrant(a itemmap.Approval, roots []string) (Grant, bool) {
+	g := Grant{AllEdits: true, Roots: slices.DeleteFunc(slices.Clone(roots), func(r string) bool { return r == "" })}
+	return g, len(g.Roots) > 0 && g.Allows(a)
 }
 
 // Allows reports whether g covers a.
 func (g Grant) Allows(a itemmap.Approval) bool {
 	if g.AllEdits {
-		return approvalFile(a) != "" && ApprovalCommand(a) == ""
+		if !slices.Contains(editTools, a.ToolName) || grantsRoot(a) {
+			return false
+		}
+		files := editFiles(a)
+		return len(files) > 0 && !slices.ContainsFunc(files, func(f string) bool { return !insideAny(f, g.Roots) })
 	}
-	if a.ToolName != g.Tool {
+	if a.ToolName != g.Tool || a.ToolName == "" {
 		return false
 	}
 	switch {
 	case g.File != "":
 		return approvalFile(a) == g.File
+	case g.Files != nil:
+		files := patchFiles(a)
+		return len(files) > 0 && !grantsRoot(a) && !slices.ContainsFunc(files, func(f string) bool { return !slices.Contains(g.Files, f) })
 	case g.Exact != "":
 		return strings.Join(strings.Fields(ApprovalCommand(a)), " ") == g.Exact
 	case g.Prefix != nil:
@@ -68,10 +117,11 @@ func (g Grant) Allows(a itemmap.Approval) bool {
 		words := strings.Fields(cmd)
 		return !strings.ContainsAny(cmd, shellSpecial) && len(words) >= len(g.Prefix) && slices.Equal(words[:len(g.Prefix)], g.Prefix)
 	}
-	return true
+	// The whole tool: never one of those scoped by their input.
+	return !slices.Contains(commandTools, g.Tool) && !slices.Contains(fileTools, g.Tool) && g.Tool != patchTool
 }
 
-// String says what g covers: "`npm test …`", "`rm -rf x`", "edits of
+// String says what g covers: "`npm test …`", "`rm -rf x`", "Edit of
 // a.go", "every mcp__s__t request".
 func (g Grant) String() string {
 	switch {
@@ -79,6 +129,8 @@ func (g Grant) String() string {
 		return "all edits"
 	case g.File != "":
 		return g.Tool + " of " + g.File
+	case g.Files != nil:
+		return "changes to " + strings.Join(g.Files, ", ")
 	case g.Exact != "":
 		return "`" + g.Exact + "`"
 	case g.Prefix != nil:
@@ -87,23 +139,47 @@ func (g Grant) String() string {
 	return "every " + g.Tool + " request"
 }
 
-// ClaudeRule is g as a Claude Code permission rule's content for its
-// tool: "npm test:*" for a prefix, the command for an exact one, the file
-// as an absolute path ("//home/me/a.go") for an edit, "" for the whole
-// tool.
-func (g Grant) ClaudeRule() string {
-	switch {
-	case g.File != "":
-		if filepath.IsAbs(g.File) {
-			return "/" + filepath.ToSlash(g.File)
-		}
-		return filepath.ToSlash(g.File)
-	case g.Exact != "":
-		return g.Exact
-	case g.Prefix != nil:
-		return strings.Join(g.Prefix, " ") + ":*"
+// ClaudeRule is g as a Claude Code session rule ({"toolName": …}), for
+// the grants whose rule means exactly what g covers; false for the
+// others, which spbridge keeps to itself. Claude Code 2.1's rule content
+// widens what it names: a Bash rule's `*` is a wildcard and `:*` a prefix,
+// and a command is matched after Claude Code strips wrappers (timeout,
+// nice, nohup, …) and variable assignments from it; an Edit or Read rule
+// is a gitignore pattern that covers every edit tool (or every read
+// tool). So only a whole tool by its plain name is told: an MCP tool
+// (mcp__server__tool), WebFetch, and the like.
+func (g Grant) ClaudeRule() (map[string]any, bool) {
+	if g.AllEdits || g.File != "" || g.Files != nil || g.Exact != "" || g.Prefix != nil || !plainToolName(g.Tool) ||
+		slices.Contains(commandTools, g.Tool) || slices.Contains(fileTools, g.Tool) || g.Tool == patchTool {
+		return nil, false
 	}
-	return ""
+	return map[string]any{"toolName": g.Tool}, true
+}
+
+// CodexForSession reports whether Codex may be told g with
+// "acceptForSession": Codex then approves the exact same command in the
+// same folder for the session, which an exact grant covers. A prefix grant
+// is wider than Codex's, so Codex would only ask again (spbridge answers);
+// a file change's session approval is Codex's to widen, so it is not told.
+func (g Grant) CodexForSession() bool {
+	return g.Exact != "" && g.Tool == "shell"
+}
+
+// plainToolName reports whether name is a tool's plain name, which a
+// Claude Code rule without content takes as that one tool: letters,
+// digits, _ and -, and for an MCP tool its server and tool both named
+// (mcp__server alone is the whole server).
+func plainToolName(name string) bool {
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) {
+		return false
+	}
+	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+		server, tool, ok := strings.Cut(rest, "__")
+		return ok && server != "" && strings.Trim(tool, "_") != ""
+	}
+	return true
 }
 
 // ApprovalCommand is the command a permission request is about, "" when
@@ -121,12 +197,13 @@ func ApprovalCommand(a itemmap.Approval) string {
 	}
 	var argv []string
 	if json.Unmarshal(in.Command, &argv) == nil {
-		return strings.Join(argv, " ")
+		return strings.TrimSpace(strings.Join(argv, " "))
 	}
 	return ""
 }
 
-// approvalFile is the file an edit's request is about, "" when none.
+// approvalFile is the file an edit's or read's request is about, "" when
+// none.
 func approvalFile(a itemmap.Approval) string {
 	var in struct {
 		FilePath     string `json:"file_path"`
@@ -135,11 +212,118 @@ func approvalFile(a itemmap.Approval) string {
 	if json.Unmarshal(a.Input, &in) != nil {
 		return ""
 	}
-	if in.FilePath != "" {
-		return filepath.Clean(in.FilePath)
+	if f := strings.TrimSpace(in.FilePath); f != "" {
+		return filepath.Clean(f)
 	}
-	if in.NotebookPath != "" {
-		return filepath.Clean(in.NotebookPath)
+	if f := strings.TrimSpace(in.NotebookPath); f != "" {
+		return filepath.Clean(f)
 	}
 	return ""
+}
+
+// patchFiles are the files a Codex file change's request is about, as its
+// view names them (sorted, each once); nil when none is known.
+func patchFiles(a itemmap.Approval) []string {
+	if a.Tool == nil {
+		return nil
+	}
+	var files []string
+	for _, d := range a.Tool.Diffs {
+		files = append(files, d.Path)
+	}
+	for _, l := range a.Tool.Locations {
+		files = append(files, l.Path)
+	}
+	for i, f := range files {
+		files[i] = strings.TrimSpace(f)
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return f == "" })
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// editFiles are the files an edit's request changes, as the request
+// names them.
+func editFiles(a itemmap.Approval) []string {
+	if a.ToolName == patchTool {
+		return patchFiles(a)
+	}
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+	}
+	if json.Unmarshal(a.Input, &in) != nil {
+		return nil
+	}
+	for _, f := range []string{in.FilePath, in.NotebookPath} {
+		if f = strings.TrimSpace(f); f != "" {
+			return []string{f}
+		}
+	}
+	return nil
+}
+
+// grantsRoot reports whether a Codex file change asks for more than its
+// files: writes under a whole folder for the rest of the session.
+func grantsRoot(a itemmap.Approval) bool {
+	var in struct {
+		GrantRoot string `json:"grantRoot"`
+	}
+	return json.Unmarshal(a.Input, &in) == nil && in.GrantRoot != ""
+}
+
+// insideAny reports whether file lies inside one of roots (or is one),
+// after following the links of both that exist. A relative file is taken
+// against the first root (the working folder). A path with a ".." in it
+// is never inside: a link before the ".." would lead elsewhere than its
+// text says.
+func insideAny(file string, roots []string) bool {
+	if len(roots) == 0 || slices.Contains(strings.FieldsFunc(filepath.ToSlash(file), func(r rune) bool { return r == '/' }), "..") {
+		return false
+	}
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(roots[0], file)
+	}
+	f, ok := resolved(file)
+	if !ok {
+		return false
+	}
+	for _, r := range roots {
+		root, ok := resolved(r)
+		if !ok {
+			continue
+		}
+		rel, err := filepath.Rel(root, f)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolved is the absolute path with the links of its longest existing
+// part followed (a file an edit creates does not exist yet; its folder
+// may be a link); false when it is not absolute or a part that exists
+// cannot be followed (a loop, no permission).
+func resolved(path string) (string, bool) {
+	if !filepath.IsAbs(path) {
+		return "", false
+	}
+	path = filepath.Clean(path)
+	var rest []string
+	for p := path; ; {
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), true
+		}
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return "", false
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return path, true
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }

@@ -472,16 +472,16 @@ func respond(p *cliproc.Proc, requestID string, d backend.Decision) {
 		if len(d.UpdatedInput) > 0 {
 			resp["updatedInput"] = d.UpdatedInput
 		}
-		// All edits: the mode the session switched to covers them.
-		if g := d.Always; g != nil && !g.AllEdits {
-			rule := map[string]any{"toolName": g.Tool}
-			if c := g.ClaudeRule(); c != "" {
-				rule["ruleContent"] = c
+		// Claude Code is told a grant only where its own rule means
+		// exactly the grant (a whole tool by its plain name): a rule for
+		// this session only, as Claude Code keeps its own "don't ask
+		// again this session". Every other grant spbridge keeps: Claude
+		// Code asks again, and spbridge answers.
+		if g := d.Always; g != nil {
+			if rule, ok := g.ClaudeRule(); ok {
+				resp["updatedPermissions"] = []any{map[string]any{"type": "addRules", "rules": []any{rule},
+					"behavior": "allow", "destination": "session"}}
 			}
-			// A rule for this session only, as Claude Code keeps its own
-			// "don't ask again this session".
-			resp["updatedPermissions"] = []any{map[string]any{"type": "addRules", "rules": []any{rule},
-				"behavior": "allow", "destination": "session"}}
 		}
 	} else if d.Message == "" {
 		resp["message"] = "Denied from spbridge."

@@ -280,8 +280,10 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			result := map[string]any{"action": "decline", "content": nil}
 			if d.Allow {
 				result["action"] = "accept"
-				if d.Always != nil {
-					result["_meta"] = map[string]any{"persist": "session"} // codex asks no more this session
+				if g := d.Always; g != nil && g.Tool != "" && g.Prefix == nil && g.Exact == "" && g.File == "" && g.Files == nil && !g.AllEdits {
+					// The whole MCP tool: codex asks no more about it this
+					// session.
+					result["_meta"] = map[string]any{"persist": "session"}
 				}
 			}
 			b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
@@ -289,8 +291,8 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 		}
 		decision := "decline"
 		switch {
-		case d.Allow && d.Always != nil:
-			decision = "acceptForSession" // codex asks no more this session
+		case d.Allow && d.Always != nil && d.Always.CodexForSession():
+			decision = "acceptForSession" // codex asks no more about this exact command this session
 		case d.Allow:
 			decision = "accept"
 		}

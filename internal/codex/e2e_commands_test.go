@@ -266,7 +266,10 @@ func (a *always) Approve(_ context.Context, ap itemmap.Approval) backend.Decisio
 	a.mu.Lock()
 	a.asked = append(a.asked, ap)
 	a.mu.Unlock()
-	g := backend.GrantFor(ap)
+	g, ok := backend.GrantFor(ap)
+	if !ok {
+		return backend.Decision{Allow: true}
+	}
 	return backend.Decision{Allow: true, Always: &g}
 }
 
