@@ -3,8 +3,6 @@ package backend
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // MCP server transports.
@@ -64,25 +62,4 @@ func ClaudeMCPConfig(servers []MCPServer) ([]byte, error) {
 		}
 	}
 	return json.Marshal(map[string]any{"mcpServers": all})
-}
-
-// PrivateFile writes data as name in a new private temporary folder (0700,
-// the file 0600) and returns the file's path and the function that removes
-// the folder. Secrets passed to a CLI go through such a file, never argv.
-func PrivateFile(name string, data []byte) (path string, remove func(), err error) {
-	dir, err := os.MkdirTemp("", "spbridge-")
-	if err != nil {
-		return "", nil, err
-	}
-	remove = func() { os.RemoveAll(dir) }
-	if err := os.Chmod(dir, 0o700); err != nil {
-		remove()
-		return "", nil, err
-	}
-	path = filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		remove()
-		return "", nil, err
-	}
-	return path, remove, nil
 }

@@ -59,6 +59,7 @@ type Backend struct {
 	models   []backend.Model   // the CLI's models, once it said them
 	effort   string            // the reasoning effort asked for, "" for the CLI's
 	mcpSaid  map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
+	mcpFile  func()            // removes the running process's --mcp-config file, until it has read it
 }
 
 // Name is the backend's name as the command line and the audit log say it.
@@ -149,18 +150,18 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	remove := func() {}
 	if len(b.Opts.MCPServers) > 0 {
 		// The servers' env and headers may be secrets: they go in a
-		// private file, never on argv.
-		data, err := backend.ClaudeMCPConfig(b.Opts.MCPServers)
+		// private file, never on argv, removed once claude read it
+		// (mcpconfig.go).
+		path, rm, err := b.writeMCPConfig()
 		if err != nil {
 			return nil, err
-		}
-		path, rm, err := backend.PrivateFile("mcp.json", data)
-		if err != nil {
-			return nil, fmt.Errorf("mcp config: %w", err)
 		}
 		args = append(args, "--mcp-config", path)
 		remove = rm
 	}
+	b.mu.Lock()
+	b.mcpFile = remove
+	b.mu.Unlock()
 	p, err := b.Start(args)
 	if err != nil {
 		remove()

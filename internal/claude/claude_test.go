@@ -76,6 +76,7 @@ func fakeClaude(mode string) {
 			time.Sleep(time.Hour)
 		}
 	}
+	mcpPath, mcpData := fakeReadMCPConfig()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	lines := make(chan map[string]any)
@@ -254,6 +255,9 @@ func fakeClaude(mode string) {
 			}
 			if mode == "resume-check" {
 				reply = fmt.Sprintf("turn %d args %s", turn, strings.Join(os.Args[1:], " "))
+			}
+			if mode == "mcp-config" {
+				reply = fmt.Sprintf("turn %d read %s: %s", turn, mcpPath, mcpData)
 			}
 			for i := 0; i < len(reply); i += 5 {
 				emit(delta(msgID, 0, reply[i:min(i+5, len(reply))]))

@@ -191,6 +191,9 @@ const initRequestID = "spbridge-init"
 func (b *Backend) observe(line []byte, h backend.Host) {
 	if resp, ok := controlResponse(line); ok {
 		id := resp.Get("request_id").String()
+		if id == initRequestID {
+			b.mcpConfigRead()
+		}
 		switch {
 		case id == initRequestID && resp.Get("subtype").String() == "success":
 			if mode := resp.Get("response.current_permission_mode").String(); mode != "" {
