@@ -74,7 +74,10 @@ var ErrNoLog = errors.New("no audit log")
 // included), a removal, a reordering or an insertion is caught, even when
 // the plain hashes were recomputed; and a log deleted with its head reads
 // as Missing. It cannot catch someone who holds the key, nor a log deleted
-// together with the key and the index.
+// together with the key and the index, nor earlier copies of the index, the
+// log and its head put back together (no key is needed for that: the state
+// is then the earlier state); VerifyKept catches the last with a head kept
+// outside the state folder.
 func Verify(path string) (*Report, error) {
 	stateDir, _ := stateOf(path)
 	vs, err := loadVerifyState(stateDir)
