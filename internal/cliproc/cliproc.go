@@ -147,8 +147,9 @@ type Proc struct {
 	stop       chan struct{} // closed when stopped is set
 	exitedCh   chan struct{} // closed after the leader was reaped
 	done       chan struct{} // closed after exitedCh and the readers' end
-	state      *os.ProcessState
-	stderrTail []byte // snapshot taken when done is closed
+	stderrTail []byte        // snapshot taken when done is closed
+
+	status syscall.WaitStatus // how the program ended, once done is closed
 
 	closeOnce sync.Once
 
@@ -327,7 +328,12 @@ func (p *Proc) run(started chan<- error) {
 	} else if p.life == nil {
 		sys.kill(p)
 	}
-	p.state = p.cmd.ProcessState
+	p.status, _ = p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if p.life != nil {
+		// The program's own status: a supervisor in a PID namespace
+		// cannot die by the program's signal, so it reports it.
+		p.status = p.life.Status(p.cmd.ProcessState)
+	}
 	p.reaped = true
 	p.exited = true
 	if p.life != nil {
@@ -518,7 +524,7 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 func (p *Proc) ExitCode() int {
 	select {
 	case <-p.done:
-		return p.state.ExitCode()
+		return p.status.ExitStatus()
 	default:
 		return -1
 	}
@@ -534,7 +540,7 @@ func (p *Proc) Err() error {
 	default:
 		return nil
 	}
-	ws, _ := p.state.Sys().(syscall.WaitStatus)
+	ws := p.status
 	switch {
 	case ws.Signaled():
 		return &ExitError{Code: -1, Signal: ws.Signal(), Stderr: p.StderrTail()}

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"spbridge/internal/proctest"
 	"spbridge/internal/supervise"
 )
 
@@ -154,7 +155,8 @@ func runHelper(mode string, args []string) int {
 		}
 		for l := range lineCh(p) {
 			if s, ok := strings.CutPrefix(string(l.Data), "grandchild "); ok {
-				fmt.Println(s)
+				inner, _ := strconv.Atoi(s)
+				fmt.Println(outerPID(nil, p.Pid(), inner))
 				break
 			}
 		}
@@ -663,19 +665,25 @@ func TestGrandchildWithHangingLeader(t *testing.T) {
 // holds stdout is killed by the supervisor when the program exits, so Done
 // closes without the WaitDelay cut.
 func TestEscapedGrandchildSupervised(t *testing.T) {
-	for _, how := range []string{"escape", "session"} {
+	for i, how := range []string{"escape", "session"} {
 		cfg := helperConfig("grandchild", "exit", how)
 		cfg.WaitDelay = time.Hour
+		// The grandchild's pid is one of its PID namespace, if it has one
+		// of its own: it is found by a marker in its environment instead.
+		mark := fmt.Sprintf("SPBRIDGE_CLIPROC_MARK=%d-%s-%d", os.Getpid(), t.Name(), i)
+		cfg.Env = append(cfg.Env, mark)
 		p := start(t, cfg)
-		gc := recvGrandchild(t, p)
+		recvGrandchild(t, p)
 		collect(t, p) // ends only when the grandchild is gone
 		waitDone(t, p, 20*time.Second)
 		if err := p.Err(); err != nil {
 			t.Errorf("%s: Err() = %v, want nil", how, err)
 		}
-		if alive(gc) {
-			t.Errorf("%s: the grandchild %d outlived the program", how, gc)
-			syscall.Kill(gc, syscall.SIGKILL)
+		if left, _ := proctest.WithEnv(mark); len(left) > 0 {
+			t.Errorf("%s: %v outlived the program", how, left)
+			for _, q := range left {
+				syscall.Kill(q.PID, syscall.SIGKILL)
+			}
 		}
 	}
 }

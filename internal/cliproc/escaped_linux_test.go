@@ -20,7 +20,7 @@ func TestKillEscaped(t *testing.T) {
 		{"session", false, true},
 	} {
 		p := start(t, helperConfig("grandchild", "hang", tc.how))
-		gc := recvGrandchild(t, p)
+		gc := outerPID(t, p.Pid(), recvGrandchild(t, p))
 		got := p.KillEscaped(tc.sessionsOnly)
 		if tc.killed != (len(got) == 1 && got[0] == gc) || alive(gc) == tc.killed {
 			t.Errorf("%s, sessionsOnly=%v: KillEscaped = %v (grandchild %d, alive %v)", tc.how, tc.sessionsOnly, got, gc, alive(gc))

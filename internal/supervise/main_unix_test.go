@@ -19,9 +19,16 @@ import (
 // is the mode. The test binary is also a supervisor: TestMain calls Main.
 const helperEnv = "SPBRIDGE_SUPERVISE_HELPER"
 
+// helperSetup, when set (by an init function of a system's tests), runs
+// before a helper does.
+var helperSetup func()
+
 func TestMain(m *testing.M) {
 	Main()
 	if mode := os.Getenv(helperEnv); mode != "" {
+		if helperSetup != nil {
+			helperSetup()
+		}
 		os.Exit(runHelper(mode))
 	}
 	// A race-enabled binary sleeps a second before it exits, by default;
@@ -29,6 +36,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	os.Exit(m.Run())
 }
+
+// helpers are more helper modes, by name (added by a system's tests).
+var helpers = map[string]func() int{}
 
 // keep holds the middle helper's lifeline: a lifeline that is garbage
 // collected is closed by its finalizer.
@@ -51,7 +61,7 @@ func runHelper(mode string) int {
 			panic(err)
 		}
 		return 0
-	case "bridge": // play spbridge: a supervised "cli" on our stdin and stdout; wait for SIGKILL
+	case "bridge": // play spbridge: a supervised "cli" on our stdin and stdout; say "supervisor PID LAYER"; wait for SIGKILL
 		cmd, life, err := Command(exe(), cliCommand(os.Stdin, os.Stdout))
 		if err != nil {
 			panic(err)
@@ -63,6 +73,7 @@ func runHelper(mode string) int {
 			panic(err)
 		}
 		keep = life
+		fmt.Printf("supervisor %d %s\n", cmd.Process.Pid, life.Layer().Name)
 		hang()
 	case "fds": // print the device and inode of fds 0 and 1, exit 5
 		for fd := range 2 {
@@ -81,6 +92,9 @@ func runHelper(mode string) int {
 			fmt.Println(kv)
 		}
 		return 0
+	}
+	if h := helpers[mode]; h != nil {
+		return h()
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	return 2

@@ -5,50 +5,73 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 func TestMode(t *testing.T) {
-	for _, n := range []int{0, 1, 7} {
-		got, err := decodeMode(encodeMode(n))
-		if err != nil || got != n {
-			t.Errorf("decodeMode(encodeMode(%d)) = %d, %v, want %d, nil", n, got, err, n)
+	secret := newSecret()
+	for _, m := range []mode{{0, "", secret}, {1, "um", secret}, {7, "P", newSecret()}} {
+		got, err := decodeMode(encodeMode(m))
+		if err != nil || got != m {
+			t.Errorf("decodeMode(encodeMode(%v)) = %v, %v, want it back", m, got, err)
 		}
 	}
-	for _, v := range []string{"", "1", "1:", "2:0", "1:-1", "1:x", "1:100000"} {
-		if n, err := decodeMode(v); err == nil {
-			t.Errorf("decodeMode(%q) = %d, nil, want an error", v, n)
+	if a, b := newSecret(), newSecret(); a == b || len(a) != secretLen {
+		t.Errorf("newSecret() = %q then %q, want %d hex digits, different", a, b, secretLen)
+	}
+	for _, v := range []string{"", "1", "1:0", "2:0", "2:0:", "2:0::", "2:0::" + secret[1:], "2:0::" + secret + "0",
+		"2:0::" + strings.ToUpper(secret), "2:0:x:" + secret, "2:-1::" + secret, "2:x::" + secret, "2:100000::" + secret,
+		"3:0::" + secret, "2:0::" + secret + ":"} {
+		if m, err := decodeMode(v); err == nil {
+			t.Errorf("decodeMode(%q) = %v, nil, want an error", v, m)
 		}
 	}
 }
 
 func TestStartMessage(t *testing.T) {
-	pid, err := decodeStart(encodeStart(4321, nil), "/bin/x")
-	if pid != 4321 || err != nil {
-		t.Errorf("decodeStart(ok 4321) = %d, %v, want 4321, nil", pid, err)
+	for _, layer := range []Layer{{PIDNamespace, true}, {Subreaper, false}} {
+		pid, got, err := decodeStart(encodeStart(4321, layer, nil), "/bin/x")
+		if pid != 4321 || got != layer || err != nil {
+			t.Errorf("decodeStart(ok 4321 %v) = %d, %v, %v, want 4321, the layer, nil", layer, pid, got, err)
+		}
 	}
 
-	_, err = decodeStart(encodeStart(0, &fs.PathError{Op: "fork/exec", Path: "/no/such", Err: syscall.ENOENT}), "/no/such")
+	_, _, err := decodeStart(encodeStart(0, Layer{}, &fs.PathError{Op: "fork/exec", Path: "/no/such", Err: syscall.ENOENT}), "/no/such")
 	var se *StartError
 	if !errors.As(err, &se) || se.Path != "/no/such" || !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("decodeStart(ENOENT) = %v, want a *StartError for /no/such matching fs.ErrNotExist", err)
 	}
 
-	_, err = decodeStart(encodeStart(0, errors.New("odd\nfailure")), "/bin/x")
+	_, _, err = decodeStart(encodeStart(0, Layer{}, errors.New("odd\nfailure")), "/bin/x")
 	if !errors.As(err, &se) || se.Err.Error() != "odd failure" {
 		t.Errorf("decodeStart(no errno) = %v, want a *StartError saying %q", err, "odd failure")
 	}
 
-	for _, msg := range []string{"", "ok 12", "ok x\n", "ok 0\n", "ok -3\n", "hello\n", "err x y\n"} {
-		if pid, err := decodeStart([]byte(msg), "/bin/x"); !errors.Is(err, errNoReport) {
+	for _, msg := range []string{"", "ok 12", "ok x\n", "ok 0\n", "ok 12 subreaper\n", "ok 12  -\n", "ok -3 subreaper -\n",
+		"ok 12 subreaper maybe\n", "hello\n", "err x y\n"} {
+		if pid, _, err := decodeStart([]byte(msg), "/bin/x"); !errors.Is(err, errNoReport) {
 			t.Errorf("decodeStart(%q) = %d, %v, want errNoReport", msg, pid, err)
 		}
 	}
 }
 
+func TestEndMessage(t *testing.T) {
+	for _, ws := range []uint32{0, 7 << 8, 9, 0xffffffff} {
+		if got, ok := decodeEnd(encodeEnd(ws)); !ok || got != ws {
+			t.Errorf("decodeEnd(encodeEnd(%#x)) = %#x, %v", ws, got, ok)
+		}
+	}
+	for _, msg := range []string{"", "end 1", "end x\n", "end 1\nend 2\n", "end 4294967296\n", "ok 1\n"} {
+		if got, ok := decodeEnd([]byte(msg)); ok {
+			t.Errorf("decodeEnd(%q) = %d, true, want false", msg, got)
+		}
+	}
+}
+
 func TestWithoutVar(t *testing.T) {
-	env := []string{"A=1", EnvVar + "=1:0", "B=2", EnvVar + "=x", EnvVar + "X=3", "NOEQUALS"}
+	env := []string{"A=1", EnvVar + "=2:0::x", "B=2", EnvVar + "=x", EnvVar + "X=3", "NOEQUALS"}
 	got := withoutVar(env, EnvVar)
 	want := []string{"A=1", "B=2", EnvVar + "X=3", "NOEQUALS"}
 	if !slices.Equal(got, want) {

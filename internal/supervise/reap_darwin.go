@@ -11,13 +11,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func supervisorAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+// supervisorAttr returns a copy of the CLI's SysProcAttr (which may be nil)
+// for the supervisor, and the mode's options it needs (none here).
+func supervisorAttr(a *syscall.SysProcAttr) (*syscall.SysProcAttr, string) {
 	if a == nil {
-		return nil
+		return nil, ""
 	}
 	c := *a
-	return &c
+	return &c, ""
 }
+
+// enterNamespace does nothing here: there are no namespaces.
+func enterNamespace(mode) (bool, error) { return false, nil }
 
 // walkInterval is how often the process table is walked while the CLI runs.
 const walkInterval = 100 * time.Millisecond
@@ -44,7 +49,7 @@ type darwinReaper struct {
 	stop    chan struct{}
 }
 
-func newReaper() (reaper, error) {
+func newReaper(mode) (reaper, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	return &darwinReaper{
@@ -57,6 +62,8 @@ func newReaper() (reaper, error) {
 }
 
 func (r *darwinReaper) attr() *syscall.SysProcAttr { return nil }
+
+func (r *darwinReaper) layer() string { return ProcessWalk }
 
 func (r *darwinReaper) env(env []string) []string {
 	return append(withoutVar(env, TagVar), TagVar+"="+r.tag)

@@ -12,35 +12,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func supervisorAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
-	if a == nil {
-		return nil
-	}
-	c := *a
-	c.Pdeathsig = 0
-	return &c
-}
-
-// linuxReaper makes the supervisor a child subreaper: every process the CLI
-// detaches becomes the supervisor's child when its own parent dies, so "every
-// descendant" is found among the supervisor's children, level by level, and
-// "none left" is ECHILD.
+// linuxReaper finds the CLI's descendants among the supervisor's children:
+// every process the CLI detaches becomes the supervisor's child when its own
+// parent dies, so "every descendant" is found among the supervisor's
+// children, level by level, and "none left" is ECHILD.
 //
-// Children are reaped only while mu is held, and signalled only while mu is
-// held and before they are reaped, so a signal never reaches a process that
-// reused a reaped child's pid.
+// As the init of a PID namespace (ns), the supervisor is every orphan's
+// parent by nature, and kill(-1) reaches every process in the namespace but
+// itself, whatever its pid. Otherwise it is a child subreaper, and finds its
+// children in /proc; children are then reaped only while mu is held, and
+// signalled only while mu is held and before they are reaped, so a signal
+// never reaches a process that reused a reaped child's pid.
 type linuxReaper struct {
-	mu      sync.Mutex
-	cli     int
-	cliDone bool
-	status  syscall.WaitStatus
+	ns, user bool
+	mu       sync.Mutex
+	cli      int
+	cliDone  bool
+	status   syscall.WaitStatus
 }
 
-func newReaper() (reaper, error) {
+func newReaper(m mode) (reaper, error) {
+	if os.Getpid() == 1 {
+		return &linuxReaper{ns: true, user: m.has(optUser)}, nil
+	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("prctl PR_SET_CHILD_SUBREAPER: %w", err)
 	}
 	return &linuxReaper{}, nil
+}
+
+func (r *linuxReaper) layer() string {
+	switch {
+	case r.ns && r.user:
+		return UserPIDNamespace
+	case r.ns:
+		return PIDNamespace
+	}
+	return Subreaper
 }
 
 func (r *linuxReaper) attr() *syscall.SysProcAttr {
@@ -116,6 +124,14 @@ func (r *linuxReaper) kill() {
 }
 
 func (r *linuxReaper) killLocked() int {
+	if r.ns {
+		// Everything in the namespace but the supervisor; ESRCH when
+		// nothing is left to signal.
+		if syscall.Kill(-1, syscall.SIGKILL) != nil {
+			return 0
+		}
+		return 1
+	}
 	pids, err := children()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "spbridge supervisor: %v\n", err)

@@ -7,13 +7,18 @@ import (
 	"syscall"
 )
 
-func supervisorAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+// supervisorAttr returns a copy of the CLI's SysProcAttr (which may be nil)
+// for the supervisor, and the mode's options it needs (none here).
+func supervisorAttr(a *syscall.SysProcAttr) (*syscall.SysProcAttr, string) {
 	if a == nil {
-		return nil
+		return nil, ""
 	}
 	c := *a
-	return &c
+	return &c, ""
 }
+
+// enterNamespace does nothing here: there are no namespaces.
+func enterNamespace(mode) (bool, error) { return false, nil }
 
 // otherReaper reaches only the CLI itself: these systems are not among
 // spbridge's targets, and supervision there ends the CLI when the lifeline
@@ -24,9 +29,10 @@ type otherReaper struct {
 	cliDone bool
 }
 
-func newReaper() (reaper, error) { return &otherReaper{}, nil }
+func newReaper(mode) (reaper, error) { return &otherReaper{}, nil }
 
 func (r *otherReaper) attr() *syscall.SysProcAttr { return nil }
+func (r *otherReaper) layer() string              { return CLIOnly }
 func (r *otherReaper) env(env []string) []string  { return env }
 func (r *otherReaper) started(pid int) {
 	r.mu.Lock()

@@ -136,9 +136,8 @@ func TestNothingSurvives(t *testing.T) {
 					checkMarked(t, mark, 5)
 					life.Close()
 					cmd.Wait()
-					ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-					if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-						t.Fatalf("cycle %d: supervisor ended %v, want killed by SIGKILL", i, cmd.ProcessState)
+					if ws := life.Status(cmd.ProcessState); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+						t.Fatalf("cycle %d: CLI ended %#x (supervisor %v), want killed by SIGKILL", i, ws, cmd.ProcessState)
 					}
 				case "sigkill-parent":
 					outR, outW, err := os.Pipe()
@@ -158,13 +157,14 @@ func TestNothingSurvives(t *testing.T) {
 					}
 					outW.Close()
 					inR.Close()
-					readLine(t, bufio.NewReader(outR), "ready")
+					br := bufio.NewReader(outR)
+					readBridge(t, br)
 					checkMarked(t, mark, 6)
 					bridge.Process.Kill()
 					bridge.Wait()
 					waitUnmarked(t, mark)
 					// Every writer of the CLI's stdout is gone.
-					if b, err := io.ReadAll(outR); len(b) != 0 || err != nil {
+					if b, err := io.ReadAll(br); len(b) != 0 || err != nil {
 						t.Fatalf("cycle %d: stdout after ready: %q, %v", i, b, err)
 					}
 					outR.Close()
@@ -253,7 +253,7 @@ func TestEnv(t *testing.T) {
 // TestSignalled: a CLI killed by SIGTERM shows as a supervisor killed by
 // SIGTERM; by another signal, as exit status 128+n.
 func TestSignalled(t *testing.T) {
-	run := func(cli *exec.Cmd) *os.ProcessState {
+	run := func(cli *exec.Cmd) (syscall.WaitStatus, *os.ProcessState) {
 		cmd, life, err := Command(exe(), cli)
 		if err != nil {
 			t.Fatal(err)
@@ -266,17 +266,26 @@ func TestSignalled(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd.Wait()
-		return cmd.ProcessState
+		return life.Status(cmd.ProcessState), cmd.ProcessState
 	}
-	ps := run(helper("term"))
-	if ws := ps.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-		t.Errorf("supervisor of a CLI killed by SIGTERM ended %v, want killed by SIGTERM", ps)
+	ws, ps := run(helper("term"))
+	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("Status of a CLI killed by SIGTERM = %#x, want killed by SIGTERM", ws)
+	}
+	if !inNamespace() {
+		// The supervisor dies the CLI's death.
+		if ws := ps.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Errorf("supervisor of a CLI killed by SIGTERM ended %v, want killed by SIGTERM", ps)
+		}
 	}
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh")
 	}
-	ps = run(exec.Command(sh, "-c", "kill -USR1 $$"))
+	ws, ps = run(exec.Command(sh, "-c", "kill -USR1 $$"))
+	if !ws.Signaled() || ws.Signal() != syscall.SIGUSR1 {
+		t.Errorf("Status of a CLI killed by SIGUSR1 = %#x, want killed by SIGUSR1", ws)
+	}
 	if c := ps.ExitCode(); c != 128+int(syscall.SIGUSR1) {
 		t.Errorf("supervisor of a CLI killed by SIGUSR1 ended %v, want exit status %d", ps, 128+int(syscall.SIGUSR1))
 	}
@@ -348,15 +357,114 @@ func TestExecutable(t *testing.T) {
 	}
 }
 
-// TestNotALifeline: a supervisor started without a lifeline refuses.
-func TestNotALifeline(t *testing.T) {
-	c := exec.Command(exe(), "/bin/true", "true")
-	c.Env = append(os.Environ(), EnvVar+"="+encodeMode(0))
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	c.Run()
-	if c.ProcessState.ExitCode() != ExitSetup || !strings.Contains(stderr.String(), "lifeline") {
-		t.Errorf("supervisor without lifeline: %v, %q; want exit %d naming the lifeline", c.ProcessState, stderr.String(), ExitSetup)
+// TestInheritedEnvVar: EnvVar in the environment, without the lifeline
+// that Command sets up with it, does not make a supervisor: the program runs
+// as itself (here the "env" helper, which prints its environment), without
+// EnvVar, and takes nothing off an fd 3 that is not its lifeline.
+func TestInheritedEnvVar(t *testing.T) {
+	secret := newSecret()
+	valid := encodeMode(mode{secret: secret})
+	for _, tc := range []struct {
+		name  string
+		value string
+		fd3   string // "", "socket" (holding hello), "pipe" (holding hello)
+		hello string // the secret in fd 3's hello
+	}{
+		{"plain", "1", "", ""},
+		{"empty", "", "", ""},
+		{"old mode", "1:0", "socket", secret},
+		{"valid, no fd 3", valid, "", ""},
+		{"valid, other secret", valid, "socket", newSecret()},
+		{"valid, pipe", valid, "pipe", secret},
+		{"valid, empty socket", valid, "socket", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := helper("env")
+			c.Env = append(c.Env, EnvVar+"="+tc.value)
+			var out, stderr bytes.Buffer
+			c.Stdout, c.Stderr = &out, &stderr
+			var keep, closeW *os.File // fd 3, to read back; its other end
+			if tc.fd3 != "" {
+				var r, w *os.File
+				var err error
+				if tc.fd3 == "socket" {
+					w, r, err = socketpair()
+				} else {
+					r, w, err = os.Pipe()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				if tc.hello != "" {
+					w.Write(hello(tc.hello))
+				}
+				keep, c.ExtraFiles = r, []*os.File{r}
+				defer w.Close()
+				closeW = w
+			}
+			err := c.Run()
+			if closeW != nil {
+				closeW.Close() // a read of what is left ends at end of file
+			}
+			if err != nil {
+				t.Fatalf("ran %v, stderr %q; want exit 0", err, stderr.String())
+			}
+			env := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if want := withoutVar(c.Env, EnvVar); strings.Join(env, "\n") != strings.Join(want, "\n") {
+				t.Errorf("environment\n%q\nwant\n%q (the given one without %s)", env, want, EnvVar)
+			}
+			if keep != nil && tc.hello != "" {
+				// What waited on fd 3 still waits there.
+				want := hello(tc.hello)
+				got, _ := io.ReadAll(keep)
+				if string(got) != string(want) {
+					t.Errorf("fd 3 holds %q afterwards, want %q untouched", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestSupervisorNeedsSecret: the same start as Command's with the right
+// secret on the lifeline makes a supervisor, and one byte off does not.
+func TestSupervisorNeedsSecret(t *testing.T) {
+	for _, right := range []bool{true, false} {
+		cli := helper("true")
+		cmd, life, err := Command(exe(), cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !right {
+			// Replace the value's secret by another; the lifeline holds
+			// the first.
+			for i, kv := range cmd.Env {
+				if v, ok := strings.CutPrefix(kv, EnvVar+"="); ok {
+					m, err := decodeMode(v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					m.secret = newSecret()
+					cmd.Env[i] = EnvVar + "=" + encodeMode(m)
+				}
+			}
+			// As itself, the test binary would run every test: give it a
+			// helper mode that says so.
+			cmd.Env = append(withoutVar(cmd.Env, helperEnv), helperEnv+"=true")
+		}
+		if err := cmd.Start(); err != nil {
+			life.Close()
+			t.Fatal(err)
+		}
+		_, err = life.Started(cmd.Process)
+		life.Close()
+		cmd.Wait()
+		if right && err != nil {
+			t.Errorf("with the secret: Started = %v, want a supervisor's report", err)
+		}
+		if !right && !errors.Is(err, errNoReport) {
+			t.Errorf("with another secret: Started = %v, want no report (not a supervisor)", err)
+		}
 	}
 }
 
@@ -400,3 +508,6 @@ func BenchmarkStart(b *testing.B) {
 		}
 	})
 }
+
+// inNamespace reports whether Command starts supervisors in a PID namespace.
+func inNamespace() bool { return chooseNamespaces() != nil }

@@ -22,8 +22,26 @@ type Lifeline struct {
 }
 
 // Main does nothing on Windows, where no supervisor process is needed, but
-// let Executable answer.
-func Main() { mainCalled.Store(true) }
+// remove EnvVar from the environment, should it be inherited, and let
+// Executable answer.
+func Main() {
+	os.Unsetenv(EnvVar)
+	mainCalled.Store(true)
+}
+
+// Probe returns the layer that holds a supervised CLI: on Windows, always a
+// Job Object (exe is not used).
+func Probe(exe string) (Layer, error) { return Layer{Name: JobObject}, nil }
+
+// Layer returns what holds the CLI: a Job Object.
+func (l *Lifeline) Layer() Layer { return Layer{Name: JobObject} }
+
+// Status returns how the CLI ended, given its state after Wait: the CLI is
+// the command's own process on Windows.
+func (l *Lifeline) Status(ps *os.ProcessState) syscall.WaitStatus {
+	ws, _ := ps.Sys().(syscall.WaitStatus)
+	return ws
+}
 
 // Command returns a command that runs the CLI described by cli in a process
 // group of its own (CREATE_NEW_PROCESS_GROUP, for Interrupt), and a Lifeline
