@@ -91,12 +91,17 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		}
 		return nil
 	}
+	out := st.out
 	if f, ok := st.out.(*os.File); ok {
 		// A burst of updates goes out without waiting for the editor to
 		// read each 64 KiB of it.
 		cliproc.GrowPipe(f)
+		var restore func()
+		out, restore = pollableOutput(f)
+		defer restore()
 	}
-	srv := acp.NewServer(st.out, cfg)
+	catchSIGPIPE()
+	srv := acp.NewServer(out, cfg)
 	start := time.Now()
 	err = srv.Serve(ctx, st.in)
 	cfg.Log.Printf("served for %v", time.Since(start).Round(time.Millisecond))

@@ -87,16 +87,40 @@ func (m *message) rpcError() *RPCError {
 // buffer that is flushed whenever no other message waits to be written: a
 // burst of messages goes out in few writes, and no message is held back.
 // A message is encoded before the writer is taken, so a session that
-// writes much holds the others back only for the copy of its lines.
+// writes much holds the others back only for the copy of its lines. Once
+// the output failed or was given up (see output), every message is
+// dropped.
 type writer struct {
 	queued atomic.Int64 // messages waiting for mu or being written
 	mu     sync.Mutex
-	out    *bufio.Writer
+	dst    *output
+	out    *bufio.Writer // to dst
 	err    error
 }
 
 // newWriter returns a writer to out.
-func newWriter(out io.Writer) *writer { return &writer{out: bufio.NewWriterSize(out, 256<<10)} }
+func newWriter(out io.Writer) *writer {
+	dst := newOutput(out)
+	return &writer{dst: dst, out: bufio.NewWriterSize(dst, 256<<10)}
+}
+
+// gone returns a channel closed once nothing more is written: the client
+// is gone, or was given up.
+func (w *writer) gone() <-chan struct{} { return w.dst.gone() }
+
+// drain bounds each write from now on (see output.drain).
+func (w *writer) drain() { w.dst.drain() }
+
+// close drops every message from now on.
+func (w *writer) close() { w.dst.close() }
+
+// release gives back a line buffer of encodeLine, unless the output was
+// given up: a write given up may still be copying from it.
+func (w *writer) release(bp *[]byte) {
+	if !w.dst.isGone() {
+		releaseLine(bp)
+	}
+}
 
 // lineBufs holds the buffers messages are encoded into, reused.
 var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
@@ -120,7 +144,7 @@ func releaseLine(bp *[]byte) {
 // flushes.
 func (w *writer) write(enc func([]byte) []byte) error {
 	bp := encodeLine(enc)
-	defer releaseLine(bp)
+	defer w.release(bp)
 	w.queued.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -140,7 +164,7 @@ func (w *writer) write(enc func([]byte) []byte) error {
 // whenever it fills).
 func (w *writer) buffer(enc func([]byte) []byte) error {
 	bp := encodeLine(enc)
-	defer releaseLine(bp)
+	defer w.release(bp)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {

@@ -125,18 +125,23 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message),
 		prompts: make(map[string]promptRequest)}
+	s.w.dst.onGone = func(err error) { cfg.Log.Printf("output: %v; what is left to send is dropped", err) }
 	if cfg.AuditDir != "" {
 		s.audit = audit.NewQueue(func(path string, err error) { cfg.Log.Printf("audit %s: %v", path, err) })
 	}
 	return s
 }
 
-// Serve reads messages from in until it ends or ctx is done. Then it shuts
+// Serve reads messages from in until it ends, ctx is done or the client
+// is gone (a write to it failed: the same as the end of in). Then it shuts
 // down: queued prompts are cancelled, running turns are interrupted, what
 // is already queued for each session is handled, every session's CLI is
 // ended, every conversation that changed is saved, every audit record is
-// on disk, and every package lock is released. It returns the first error
-// of that shutdown.
+// on disk, and every package lock is released. Meanwhile output that the
+// client does not take within stalledOutputGrace is dropped, with all that
+// follows it: a client that stopped reading does not hold up the shutdown.
+// It returns the first error of that shutdown; nothing is written after
+// it returns.
 func (s *Server) Serve(ctx context.Context, in io.Reader) error {
 	lines := make(chan cliproc.Line)
 	readErr := make(chan error, 1)
@@ -165,9 +170,12 @@ loop:
 			s.handleLine(ctx, l.Data)
 		case <-ctx.Done():
 			break loop
+		case <-s.w.gone():
+			break loop
 		}
 	}
 	err := s.shutdown()
+	s.w.close()
 	select {
 	case e := <-readErr:
 		if e != nil && !errors.Is(e, context.Canceled) {
@@ -550,6 +558,7 @@ func (s *Server) forget(ss *acpSession) {
 // waits for every goroutine, then saves what changed, ends the CLIs and
 // releases the locks.
 func (s *Server) shutdown() error {
+	s.w.drain()
 	s.mu.Lock()
 	s.stopping = true
 	all := make([]*acpSession, 0, len(s.sessions))
