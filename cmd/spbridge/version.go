@@ -28,12 +28,16 @@ func printVersion(w io.Writer) error {
 }
 
 func runVersion(_ context.Context, st stdio, args []string) error {
-	f := newFlagSet("version", "", "Print the version of spbridge.")
+	f := newFlagSet("version", "[--supervision]", "Print the version of spbridge.")
+	supervision := f.Bool("supervision", false, "also say what holds the processes a CLI starts on this machine,\nand what that guarantees (starts a supervisor to find out)")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
 	if err := f.noArgs(); err != nil {
 		return err
 	}
-	return printVersion(st.out)
+	if err := printVersion(st.out); err != nil || !*supervision {
+		return err
+	}
+	return printSupervision(st.out)
 }
