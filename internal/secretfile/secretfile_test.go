@@ -192,3 +192,36 @@ func TestSweepKilled(t *testing.T) {
 		t.Error("the killed writer's file outlived the Sweep")
 	}
 }
+
+// TestSweepKillCycles: writers killed with SIGKILL at any point, before,
+// while or after they write (half of them once their file is whole), leave
+// nothing that the next Sweep does not remove.
+func TestSweepKillCycles(t *testing.T) {
+	const cycles = 200
+	state := t.TempDir()
+	whole := 0
+	for i := range cycles {
+		var cmd *exec.Cmd
+		if i%2 == 0 {
+			cmd, _ = writer(t, state)
+			whole++
+		} else {
+			cmd = exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), writerEnv+"="+state)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		if _, err := Sweep(state); err != nil {
+			t.Fatal(err)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(state, Folder)); len(entries) != 0 {
+			t.Fatalf("cycle %d: %d files left after the Sweep, first %s", i, len(entries), entries[0].Name())
+		}
+	}
+	t.Logf("%d writers killed, %d of them once their file was whole", cycles, whole)
+}
