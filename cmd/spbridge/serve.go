@@ -15,6 +15,7 @@ import (
 	"spbridge/internal/cliproc"
 	"spbridge/internal/codex"
 	"spbridge/internal/gcpace"
+	"spbridge/internal/secretfile"
 	"spbridge/internal/sessionindex"
 )
 
@@ -68,6 +69,11 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			}
 			return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
 		},
+	}
+	// The files with secrets (the MCP servers given to claude) that a
+	// spbridge killed before its CLI read them left behind.
+	if _, err := secretfile.Sweep(state); err != nil {
+		cfg.Log.Print(err)
 	}
 	if !*noAudit {
 		cfg.AuditDir = state
