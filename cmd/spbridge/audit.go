@@ -150,19 +150,23 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 	if r.HeadBehind {
 		fmt.Fprintln(st.out, "the index (or the head kept beside the log) is behind by a record: a crash came between the writes")
 	}
-	if r.Keyed > 0 {
-		fmt.Fprintln(st.out, "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together")
-	}
-	if r.KeptHeads == 0 {
-		fmt.Fprintln(st.out, rollbackLimit)
-	} else {
+	switch {
+	case r.KeptHeads > 0:
 		fmt.Fprintln(st.out, keptAnchors)
+	case r.Keyed > 0:
+		fmt.Fprintln(st.out, keyedLimit)
+		fmt.Fprintln(st.out, rollbackLimit)
+	default:
+		fmt.Fprintln(st.out, rollbackLimit)
 	}
 	return nil
 }
 
-// keptAnchors is what a kept head adds.
-const keptAnchors = "a kept head vouches for the records up to it also against someone who holds the key (every tag after an edited record changes)"
+// keyedLimit is what keyed records do not prove.
+const keyedLimit = "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together"
+
+// keptAnchors is what a kept head adds, and what it does not.
+const keptAnchors = "a kept head vouches for its log's records up to it, also against someone who holds the key (every tag after an edited record changes); records after it prove nothing against someone who holds the key"
 
 // readHeads reads the heads kept in the file at path.
 func readHeads(path string) ([]audit.Head, error) {
@@ -224,7 +228,7 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 	if all.IndexProblem != "" {
 		fmt.Fprintf(st.out, "audit index: %s\n", all.IndexProblem)
 	}
-	failed, unkept, keyed := 0, 0, false
+	failed, unkept, unkeptKeyed := 0, 0, false
 	for _, l := range all.Logs {
 		if ps := logProblems(l.Report); len(ps) > 0 {
 			failed++
@@ -242,6 +246,7 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 		case 0:
 			line += "; no head kept"
 			unkept++
+			unkeptKeyed = unkeptKeyed || l.Keyed > 0
 		case 1:
 			line += fmt.Sprintf("; holds its kept head (record %d)", l.KeptRecords)
 		default:
@@ -254,7 +259,6 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 			line += "; the index is behind by a record (a crash)"
 		}
 		fmt.Fprintln(st.out, line)
-		keyed = keyed || l.Keyed > 0
 	}
 	switch {
 	case failed > 0 && all.IndexProblem != "":
@@ -269,14 +273,14 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 		return nil
 	}
 	fmt.Fprintf(st.out, "ok: %d audit logs\n", len(all.Logs))
-	if keyed {
-		fmt.Fprintln(st.out, "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together")
-	}
 	if unkept < len(all.Logs) {
 		fmt.Fprintln(st.out, keptAnchors)
 	}
 	if unkept > 0 {
 		fmt.Fprintf(st.out, "for the %d logs with no head kept: %s\n", unkept, rollbackLimit)
+	}
+	if unkeptKeyed {
+		fmt.Fprintf(st.out, "for the logs with no head kept: %s\n", keyedLimit)
 	}
 	return nil
 }
