@@ -58,13 +58,6 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 	return out.Flush()
 }
 
-// mapper is what replay needs of a backend's mapper.
-type mapper interface {
-	Line([]byte) itemmap.Result
-	InTurn() bool
-	Finish(interrupted bool, text, detail string) itemmap.Result
-}
-
 // replayStream maps a recorded stream to the items a panel would show at
 // its end and writes them to out as one canonical JSON array and a newline,
 // the same bytes as canonjson.Encode of the whole list. A stream that stops
@@ -78,7 +71,7 @@ type mapper interface {
 // lines mapped (replayGC.pace).
 func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, pace func()) error {
 	newID := itemmap.SequentialIDs()
-	var m mapper = itemmap.NewClaude(newID)
+	var m itemmap.Mapper = itemmap.NewClaude(newID)
 	app := backend == "codex" && transport == codex.TransportAppServer
 	switch {
 	case app:

@@ -46,7 +46,7 @@ func (e *VersionError) Error() string {
 // the package in testdata, the seed's example and every conversation the
 // end-to-end tests save (the real claude and codex against the fake APIs)
 // nest 5 to 7. The bound leaves room for far more: a value as deep as the
-// deepest line spbridge reads from a CLI (itemmap.MaxDepth, 1,000 levels),
+// deepest line spbridge reads from a CLI (jsonline.MaxDepth, 1,000 levels),
 // kept as an item's field by a host (3 levels further down), still loads,
 // with 97 levels to spare; and a conversation at the bound saves in about
 // 2.4 MB.

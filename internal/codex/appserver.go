@@ -17,6 +17,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonline"
 )
 
 // Transports.
@@ -136,7 +137,7 @@ func (b *Backend) appCallTimeout() time.Duration { return min(b.Opts.IdleTimeout
 // response returns the JSON-RPC response to request id that line is, if it
 // is one. A line nested too deep to be read is none.
 func response(line []byte, id string) (gjson.Result, bool) {
-	if itemmap.TooDeep(line) {
+	if jsonline.TooDeep(line) {
 		return gjson.Result{}, false
 	}
 	msg := gjson.ParseBytes(line)

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonline"
 )
 
 // patchTail is how much of the end of codex's session log is read for the
@@ -27,7 +28,7 @@ const patchTail = 8 << 20
 // reported it.
 func (b *Backend) execFileChange(m *itemmap.Codex, line []byte) {
 	if !bytes.Contains(line, []byte(`"file_change"`)) || !bytes.Contains(line, []byte(`"item.completed"`)) ||
-		itemmap.TooDeep(line) || !gjson.ValidBytes(line) {
+		jsonline.TooDeep(line) || !gjson.ValidBytes(line) {
 		return
 	}
 	ev := gjson.ParseBytes(line)
@@ -95,7 +96,7 @@ func (b *Backend) execLatePatch(m *itemmap.Codex) itemmap.Result {
 		return itemmap.Result{}
 	}
 	for l := range bytes.SplitSeq(data, []byte("\n")) {
-		if !bytes.Contains(l, []byte(`"FileChange"`)) || !bytes.Contains(l, []byte(lp.call)) || itemmap.TooDeep(l) || !gjson.ValidBytes(l) {
+		if !bytes.Contains(l, []byte(`"FileChange"`)) || !bytes.Contains(l, []byte(lp.call)) || jsonline.TooDeep(l) || !gjson.ValidBytes(l) {
 			continue
 		}
 		p := gjson.GetBytes(l, "payload")
@@ -144,7 +145,7 @@ func findPatch(data []byte, paths []string, dir string, used map[string]bool, re
 		if !turnContext && !bytes.Contains(l, []byte(`"apply_patch"`)) && !bytes.Contains(l, []byte(`"FileChange"`)) {
 			continue
 		}
-		if itemmap.TooDeep(l) || !gjson.ValidBytes(l) {
+		if jsonline.TooDeep(l) || !gjson.ValidBytes(l) {
 			continue
 		}
 		v := gjson.ParseBytes(l)

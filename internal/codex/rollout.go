@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonline"
 )
 
 // rolloutTail is how much of the end of codex's session log is read for
@@ -65,7 +66,7 @@ func lastTokenCount(codexHome, thread string) (gjson.Result, bool) {
 	lines := bytes.Split(data, []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := lines[i]
-		if !bytes.Contains(l, []byte(`"token_count"`)) || itemmap.TooDeep(l) || !gjson.ValidBytes(l) {
+		if !bytes.Contains(l, []byte(`"token_count"`)) || jsonline.TooDeep(l) || !gjson.ValidBytes(l) {
 			continue
 		}
 		v := gjson.ParseBytes(l)

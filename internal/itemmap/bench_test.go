@@ -120,3 +120,18 @@ func BenchmarkClaudeMapperHarness(b *testing.B) {
 	b.ReportMetric(float64(ms.Mallocs-before.Mallocs)/float64(b.N)/float64(lines), "allocs/line")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(lines), "ns/line")
 }
+
+// readLines calls f with each line of s.
+func readLines(s []byte, f func([]byte)) {
+	for len(s) > 0 {
+		i := bytes.IndexByte(s, '\n')
+		if i < 0 {
+			i = len(s)
+		}
+		f(s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+}

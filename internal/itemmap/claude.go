@@ -3,6 +3,7 @@ package itemmap
 import (
 	"encoding/json"
 	"fmt"
+	"spbridge/internal/jsonline"
 	"strconv"
 	"strings"
 
@@ -30,7 +31,7 @@ type Claude struct {
 	ev        claudeEvent       // the line being mapped, reused
 	cur       ClaudeLine        // the line being mapped, read once
 	line      *ClaudeLine       // the line being mapped: cur or one read ahead
-	nodes     []jnode           // cur's values
+	nodes     []jsonline.Node   // cur's values
 	stack     []int32           // for reading cur
 	scratch   []byte            // an unescaped delta
 	slab      []Change          // changes not yet handed out, one to a Result (update)
@@ -157,7 +158,7 @@ func (m *Claude) mapLine(l *ClaudeLine) Result {
 	if !l.valid {
 		return badLine(m.newID, "Claude Code", l.line)
 	}
-	raw := l.doc.root()
+	raw := l.doc.Root()
 	if !raw.IsObject() {
 		r.Skipped = true
 		return r
@@ -168,7 +169,7 @@ func (m *Claude) mapLine(l *ClaudeLine) Result {
 		m.subagent(ev, p.String(), &r)
 		return r
 	}
-	switch ev.Get("type").view() {
+	switch ev.Get("type").View() {
 	case "system":
 		m.system(ev, &r)
 	case "stream_event":
@@ -210,7 +211,7 @@ func (m *Claude) update(r *Result, it archive.Item, delta string) {
 }
 
 func (m *Claude) system(ev *claudeEvent, r *Result) {
-	switch ev.Get("subtype").view() {
+	switch ev.Get("subtype").View() {
 	case "init":
 		m.ensureTurn()
 		m.session = ev.Get("session_id").String()
@@ -264,10 +265,10 @@ func (m *Claude) findBlock(key blockKey) *claudeBlock {
 
 func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()
-	var e [len(eventFields)]jval
-	ev.Get("event").readFields(eventFields[:], e[:])
-	msg := ev.Get("api_message_id").view() // kept only as a copy
-	switch e[0].view() {
+	var e [len(eventFields)]jsonline.Value
+	ev.Get("event").ReadFields(eventFields[:], e[:])
+	msg := ev.Get("api_message_id").View() // kept only as a copy
+	switch e[0].View() {
 	case "message_start":
 		if id := e[3].Get("id").String(); id != "" {
 			msg = id
@@ -298,15 +299,15 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 		if b == nil || b.complete {
 			return
 		}
-		var d [len(deltaFields)]jval
-		e[2].readFields(deltaFields[:], d[:])
-		switch d[0].view() {
+		var d [len(deltaFields)]jsonline.Value
+		e[2].ReadFields(deltaFields[:], d[:])
+		switch d[0].View() {
 		case "text_delta":
-			m.blockDelta(b, r, d[1].view())
+			m.blockDelta(b, r, d[1].View())
 		case "thinking_delta":
-			m.blockDelta(b, r, d[2].view())
+			m.blockDelta(b, r, d[2].View())
 		case "input_json_delta":
-			b.input.WriteString(d[3].view())
+			b.input.WriteString(d[3].View())
 		}
 	case "content_block_stop":
 		b := m.findBlock(blockKey{msg, int(e[1].Int())})
@@ -330,7 +331,7 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 
 // eventFields are the fields streamEvent reads of a stream event, and
 // deltaFields those of a content_block_delta's delta, in the order
-// readFields gives them.
+// ReadFields gives them.
 var (
 	eventFields = [...]string{"type", "index", "delta", "message", "content_block", "usage"}
 	deltaFields = [...]string{"type", "text", "thinking", "partial_json"}
@@ -492,7 +493,7 @@ func (m *Claude) appendHistory(msgID string, b archive.Block) {
 	t.history[i].Content = append(t.history[i].Content, b)
 }
 
-func (m *Claude) apiError(ev *claudeEvent, msg jval, r *Result) {
+func (m *Claude) apiError(ev *claudeEvent, msg jsonline.Value, r *Result) {
 	t := m.turn
 	text := ""
 	for _, c := range msg.Get("content").Array() {
@@ -544,12 +545,12 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 	}
 	var results []archive.Block
 	toolResult := ev.Get("tool_use_result")
-	var f [len(userBlockFields)]jval
-	content.ForEach(func(_, c jval) bool {
-		c.readFields(userBlockFields[:], f[:])
-		switch f[0].view() {
+	var f [len(userBlockFields)]jsonline.Value
+	content.ForEach(func(_, c jsonline.Value) bool {
+		c.ReadFields(userBlockFields[:], f[:])
+		switch f[0].View() {
 		case "text":
-			if strings.HasPrefix(f[1].view(), "[Request interrupted by user") {
+			if strings.HasPrefix(f[1].View(), "[Request interrupted by user") {
 				t.aborted = true
 				m.interruptedRejections(r)
 			}
@@ -584,7 +585,7 @@ func (m *Claude) user(ev *claudeEvent, r *Result) {
 }
 
 // userBlockFields are the fields user reads of a content block, in the
-// order readFields gives them.
+// order ReadFields gives them.
 var userBlockFields = [...]string{"type", "text", "tool_use_id", "content", "is_error"}
 
 // toolResultText is a tool_result's content as text: a string as it is, a
@@ -617,7 +618,7 @@ func toolResultText(c gjson.Result) string {
 // a string as it is, a list of blocks as their text joined by newlines and
 // the images in it (base64, as Claude Code sends a Read of a picture). An
 // image format 1 cannot keep stays in the text as [image].
-func toolResultContent(c jval) (string, []Image) {
+func toolResultContent(c jsonline.Value) (string, []Image) {
 	if c.Type() == gjson.String {
 		return c.String(), nil
 	}
@@ -838,7 +839,7 @@ func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 	var cost json.Number
 	since := ev.Get("model_usage_since_last_result")
 	if since.IsObject() {
-		since.ForEach(func(_, mu jval) bool {
+		since.ForEach(func(_, mu jsonline.Value) bool {
 			u.Input = archive.AddNumbers(u.Input, num(mu.Get("inputTokens")))
 			u.Output = archive.AddNumbers(u.Output, num(mu.Get("outputTokens")))
 			u.CacheRead = archive.AddNumbers(u.CacheRead, num(mu.Get("cacheReadInputTokens")))
@@ -875,7 +876,7 @@ func (m *Claude) turnUsage(ev *claudeEvent) (archive.Usage, json.Number) {
 }
 
 // usageFromAPI reads an Anthropic API usage object.
-func usageFromAPI(v jval) archive.Usage {
+func usageFromAPI(v jsonline.Value) archive.Usage {
 	var u archive.Usage
 	if !v.IsObject() {
 		return u
@@ -908,7 +909,7 @@ func mergeUsage(u, later archive.Usage) archive.Usage {
 }
 
 // num returns a JSON number's text, or "" when v is not a number.
-func num(v jval) json.Number {
+func num(v jsonline.Value) json.Number {
 	if v.Type() != gjson.Number {
 		return ""
 	}
@@ -1001,34 +1002,24 @@ func claudeFieldIndex(key string) int {
 
 // claudeEvent is one stream-json line: its top-level fields as read.
 type claudeEvent struct {
-	raw jval
-	f   [len(claudeFields)]jval
+	raw jsonline.Value
+	f   [len(claudeFields)]jsonline.Value
 }
 
 // read reads the fields of object raw in one pass; of a key given twice
 // the first counts, as gjson's Get reads it.
-func (ev *claudeEvent) read(raw jval) {
+func (ev *claudeEvent) read(raw jsonline.Value) {
 	*ev = claudeEvent{raw: raw}
-	d := raw.d
-	nodes := d.nodes
-	end := nodes[raw.i].next
-	for k := raw.i + 1; k < end; k = nodes[k+1].next {
-		kn := &nodes[k]
-		var key string
-		if kn.esc {
-			key = d.str(kn)
-		} else {
-			key = d.s[kn.start+1 : kn.end-1]
-		}
-		if i := claudeFieldIndex(key); i >= 0 && ev.f[i].d == nil {
-			ev.f[i] = jval{d, k + 1}
+	for m := raw.Members(); m.Next(); {
+		if i := claudeFieldIndex(m.Key()); i >= 0 && !ev.f[i].Exists() {
+			ev.f[i] = m.Value()
 		}
 	}
 }
 
 // Get reads path ("field" or "field.sub.path") from the fields read; a
 // field not among claudeFields is looked up in the line.
-func (ev *claudeEvent) Get(path string) jval {
+func (ev *claudeEvent) Get(path string) jsonline.Value {
 	key, rest, nested := strings.Cut(path, ".")
 	i := claudeFieldIndex(key)
 	if i < 0 {

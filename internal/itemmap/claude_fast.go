@@ -2,6 +2,7 @@ package itemmap
 
 import (
 	"bytes"
+	"spbridge/internal/jsonline"
 	"unsafe"
 )
 
@@ -87,7 +88,7 @@ func readFast(line []byte) (fastLine, bool) {
 			return fastLine{}, false
 		}
 		textStart := j
-		if end, esc, ok = scanString(line, j); !ok || len(line)-end < 2 || line[end] != '}' || line[end+1] != '}' {
+		if end, esc, ok = jsonline.ScanString(line, j); !ok || len(line)-end < 2 || line[end] != '}' || line[end+1] != '}' {
 			return fastLine{}, false
 		}
 		text = line[textStart : end-1]
@@ -104,7 +105,7 @@ func readFast(line []byte) (fastLine, bool) {
 			return fastLine{}, false
 		}
 		textStart := j + len(sortedFields[kind])
-		if j, esc, ok = scanString(line, textStart); !ok {
+		if j, esc, ok = jsonline.ScanString(line, textStart); !ok {
 			return fastLine{}, false
 		}
 		text = line[textStart : j-1]
@@ -138,7 +139,7 @@ func (m *Claude) applyFast(f *fastLine, r *Result) {
 	}
 	text := f.text
 	if f.esc {
-		m.scratch = unescapeJSON(m.scratch[:0], bytesString(text))
+		m.scratch = jsonline.Unescape(m.scratch[:0], bytesString(text))
 		text = m.scratch
 	}
 	switch f.kind {
@@ -188,7 +189,7 @@ func scanFlatFields(b []byte, i int) (msg []byte, nullParent, ok bool) {
 			return nil, false, false
 		}
 		keyStart := i + 2
-		end, esc, ok := scanString(b, keyStart)
+		end, esc, ok := jsonline.ScanString(b, keyStart)
 		if !ok || esc || end >= len(b) || b[end] != ':' {
 			return nil, false, false
 		}
@@ -200,25 +201,25 @@ func scanFlatFields(b []byte, i int) (msg []byte, nullParent, ok bool) {
 		valStart := i
 		switch c := b[i]; {
 		case c == '"':
-			end, esc, ok = scanString(b, i+1)
+			end, esc, ok = jsonline.ScanString(b, i+1)
 			if !ok {
 				return nil, false, false
 			}
 			i = end
 		case c == 'n':
-			if i, ok = validWord(b, i, "null"); !ok {
+			if i, ok = jsonline.ScanWord(b, i, "null"); !ok {
 				return nil, false, false
 			}
 		case c == 't':
-			if i, ok = validWord(b, i, "true"); !ok {
+			if i, ok = jsonline.ScanWord(b, i, "true"); !ok {
 				return nil, false, false
 			}
 		case c == 'f':
-			if i, ok = validWord(b, i, "false"); !ok {
+			if i, ok = jsonline.ScanWord(b, i, "false"); !ok {
 				return nil, false, false
 			}
 		case c == '-' || c >= '0' && c <= '9':
-			if i, ok = validNumber(b, i); !ok {
+			if i, ok = jsonline.ScanNumber(b, i); !ok {
 				return nil, false, false
 			}
 		default:
@@ -253,7 +254,7 @@ func scanTail(b []byte, i int) (msg []byte, ok bool) {
 			return nil, false
 		}
 		start := i + len(lit)
-		if i, esc, ok = scanString(b, start); !ok {
+		if i, esc, ok = jsonline.ScanString(b, start); !ok {
 			return nil, false
 		}
 		i-- // back to the closing quote, where the next literal starts

@@ -97,3 +97,14 @@ func FuzzClaudeFastPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkFastPath(t, data) })
 }
+
+// BenchmarkReadFast reads a text_delta line as the fast path does.
+func BenchmarkReadFast(b *testing.B) {
+	line := []byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" parse I'll \"quoted\" -\u003e now"}},"session_id":"1f7b169c-846f-418a-a552-fa82fbf86758","parent_tool_use_id":null,"uuid":"d838ddd4-2f59-4f58-ab1b-9ff1f6f40b7a","api_message_id":"msg_mock_492f2b8a67697c4f"}`)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if _, ok := readFast(line); !ok {
+			b.Fatal("not taken")
+		}
+	}
+}

@@ -1,6 +1,6 @@
 package itemmap
 
-import "unsafe"
+import "spbridge/internal/jsonline"
 
 // ClaudeLine is a line of a claude stream read ahead of its mapping: the
 // reading (validating it, finding its fields, or matching it to the shape
@@ -10,7 +10,7 @@ import "unsafe"
 type ClaudeLine struct {
 	line  []byte
 	fast  fastLine
-	doc   jdoc
+	doc   jsonline.Doc
 	valid bool
 	// results are the tool results of a user line, as text and images
 	// (the work of copying them out of the line done with the reading).
@@ -31,7 +31,7 @@ type readResult struct {
 // without it, the mapper finds everything the general way (tests compare
 // the two).
 // The line's bytes must stay as they are until it is mapped.
-func (l *ClaudeLine) read(line []byte, fast bool, nodes []jnode, stack []int32) ([]jnode, []int32) {
+func (l *ClaudeLine) read(line []byte, fast bool, nodes []jsonline.Node, stack []int32) ([]jsonline.Node, []int32) {
 	l.line = line
 	l.fast = fastLine{}
 	l.results = l.results[:0]
@@ -41,20 +41,12 @@ func (l *ClaudeLine) read(line []byte, fast bool, nodes []jnode, stack []int32) 
 			return nodes, stack
 		}
 	}
-	start := len(nodes)
-	l.valid = false
-	l.doc.s = unsafe.String(unsafe.SliceData(line), len(line))
-	l.doc.nodes = nil
-	if uint64(len(line)) >= 1<<31 {
+	var ok bool
+	nodes, stack, ok = l.doc.ParseInto(line, nodes, stack)
+	l.valid = ok
+	if !ok {
 		return nodes, stack
 	}
-	var ok bool
-	nodes, stack, ok = parseNodes(line, nodes, stack[:0])
-	if !ok {
-		return nodes[:start], stack
-	}
-	l.valid = true
-	l.doc.nodes = nodes[start:len(nodes):len(nodes)]
 	if fast {
 		l.readResults()
 	}
@@ -66,33 +58,33 @@ func (l *ClaudeLine) read(line []byte, fast bool, nodes []jnode, stack []int32) 
 // message.content whose type is tool_result, as user and subagent read
 // it.
 func (l *ClaudeLine) readResults() {
-	root := l.doc.root()
-	if !root.IsObject() || !root.field("type").is("user") {
+	root := l.doc.Root()
+	if !root.IsObject() || !root.Field("type").Is("user") {
 		return
 	}
-	for it := root.field("message").field("content").elems(); ; {
-		c, ok := it.next()
+	for it := root.Field("message").Field("content").Elems(); ; {
+		c, ok := it.Next()
 		if !ok {
 			return
 		}
-		if !c.field("type").is("tool_result") {
+		if !c.Field("type").Is("tool_result") {
 			continue
 		}
-		content := c.field("content")
+		content := c.Field("content")
 		if !content.Exists() {
 			continue
 		}
 		out, images := toolResultContent(content)
-		l.results = append(l.results, readResult{content: content.i, out: out, images: images})
+		l.results = append(l.results, readResult{content: content.Index(), out: out, images: images})
 	}
 }
 
 // toolResultContent is toolResultContent(c) for a value of the line
 // being mapped, read ahead when it was read.
-func (m *Claude) toolResultContent(c jval) (string, []Image) {
-	if l := m.line; l != nil && c.d == &l.doc {
+func (m *Claude) toolResultContent(c jsonline.Value) (string, []Image) {
+	if l := m.line; l != nil && c.Doc() == &l.doc {
 		for _, r := range l.results {
-			if r.content == c.i {
+			if r.content == c.Index() {
 				return r.out, r.images
 			}
 		}
@@ -107,7 +99,7 @@ func (m *Claude) toolResultContent(c jval) (string, []Image) {
 // batch is Reset.
 type ClaudeLines struct {
 	lines []ClaudeLine
-	nodes []jnode // the values of every line, one after the other
+	nodes []jsonline.Node // the values of every line, one after the other
 	stack []int32
 }
 
@@ -130,7 +122,8 @@ func (b *ClaudeLines) Len() int { return len(b.lines) }
 // Reset empties the batch, keeping its memory for the next.
 func (b *ClaudeLines) Reset() {
 	for i := range b.lines {
-		b.lines[i].line, b.lines[i].doc.s, b.lines[i].doc.nodes = nil, "", nil
+		b.lines[i].line = nil
+		b.lines[i].doc.Reset()
 		b.lines[i].fast = fastLine{}
 		clear(b.lines[i].results)
 		b.lines[i].results = b.lines[i].results[:0]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"regexp"
+	"spbridge/internal/jsonline"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -102,7 +103,7 @@ func (m *Claude) setToolInput(tool *claudeTool, input string, r *Result) {
 // toolResult records a tool's result on its item.
 // images are the images the result holds (a Read of a picture): the item
 // names them, its view carries them.
-func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr bool, structured jval, r *Result) {
+func (m *Claude) toolResult(tool *claudeTool, out string, images []Image, isErr bool, structured jsonline.Value, r *Result) {
 	t := m.turn
 	ran := !t.denyIDs[tool.id] && !(isErr && (strings.HasPrefix(out, "[Request interrupted by user") || strings.HasPrefix(out, claudeRejected)))
 	tool.view = resultView(tool.name, tool.view, out, ran, structured)
@@ -217,7 +218,7 @@ func failedStatusText(name, out string) string {
 	return "error"
 }
 
-func succeededStatusText(name, out string, structured jval) string {
+func succeededStatusText(name, out string, structured jsonline.Value) string {
 	switch name {
 	case "Bash":
 		if structured.Get("interrupted").Bool() {

@@ -1,6 +1,7 @@
 package itemmap
 
 import (
+	"spbridge/internal/jsonline"
 	"strconv"
 	"strings"
 
@@ -156,7 +157,7 @@ func (m *Claude) inputView(name string, in gjson.Result, parent string) *ToolVie
 // changed (per hunk, as Claude Code reports it in the line's
 // tool_use_result) and where, and what a command printed (out, when the
 // call ran: not refused or stopped before it could).
-func resultView(name string, v *ToolView, out string, ran bool, structured jval) *ToolView {
+func resultView(name string, v *ToolView, out string, ran bool, structured jsonline.Value) *ToolView {
 	nv := *v
 	switch name {
 	case "Bash":
@@ -197,7 +198,7 @@ func resultView(name string, v *ToolView, out string, ran bool, structured jval)
 // patchDiffs reads a structuredPatch (hunks of {oldStart, newStart,
 // lines: [" ctx", "-old", "+new"]}) as one diff per hunk, and the first
 // changed line of the file after the change.
-func patchDiffs(path string, patch jval) ([]Diff, int) {
+func patchDiffs(path string, patch jsonline.Value) ([]Diff, int) {
 	var diffs []Diff
 	first := 0
 	for _, h := range patch.Array() {

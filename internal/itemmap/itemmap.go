@@ -15,6 +15,25 @@ import (
 	"spbridge/internal/archive"
 )
 
+// A Mapper maps one CLI's event stream, a line at a time, to item
+// changes, history and usage: Claude (stream-json), Codex (exec --json)
+// and CodexApp (app-server JSON-RPC) are the three. Line maps a line as
+// it arrives; InTurn says whether a turn has begun and not ended; Finish
+// ends the turn in progress (interrupted, or failed with text and detail)
+// as if the CLI had ended it. A Mapper keeps nothing of a turn once it
+// ended, and is not safe for concurrent use.
+type Mapper interface {
+	Line(line []byte) Result
+	InTurn() bool
+	Finish(interrupted bool, text, detail string) Result
+}
+
+var (
+	_ Mapper = (*Claude)(nil)
+	_ Mapper = (*Codex)(nil)
+	_ Mapper = (*CodexApp)(nil)
+)
+
 // Op says what a Change did to an item.
 type Op int
 

@@ -1,13 +1,13 @@
-package itemmap
+package jsonline
 
 import "encoding/binary"
 
-// validLine reports whether b is valid JSON (the grammar gjson.Valid
+// Valid reports whether b is valid JSON (the grammar gjson.Valid
 // accepts: no check of UTF-8) nested no deeper than MaxDepth. It walks b
 // once and reads a string's bytes eight at a time, since nearly all of a
 // stream's bytes are inside strings; a line that is too deep is reported
 // invalid as soon as it goes past MaxDepth, so the recursion is bounded.
-func validLine(b []byte) bool {
+func Valid(b []byte) bool {
 	i, ok := validAny(b, skipSpace(b, 0), 0)
 	if !ok {
 		return false
@@ -45,20 +45,22 @@ func validAny(b []byte, i, depth int) (int, bool) {
 	case '"':
 		return validString(b, i+1)
 	case 't':
-		return validWord(b, i, "true")
+		return ScanWord(b, i, "true")
 	case 'f':
-		return validWord(b, i, "false")
+		return ScanWord(b, i, "false")
 	case 'n':
-		return validWord(b, i, "null")
+		return ScanWord(b, i, "null")
 	default:
 		if c == '-' || c >= '0' && c <= '9' {
-			return validNumber(b, i)
+			return ScanNumber(b, i)
 		}
 		return i, false
 	}
 }
 
-func validWord(b []byte, i int, w string) (int, bool) {
+// ScanWord reads the literal w (true, false, null) at b[i:] and returns
+// the index after it.
+func ScanWord(b []byte, i int, w string) (int, bool) {
 	if len(b)-i >= len(w) && string(b[i:i+len(w)]) == w {
 		return i + len(w), true
 	}
@@ -187,9 +189,10 @@ func ishex(c byte) bool {
 
 func isDigit(b []byte, i int) bool { return i < len(b) && b[i] >= '0' && b[i] <= '9' }
 
-// validNumber reads a number at b[i:]: an optional minus, 0 or digits not
+// ScanNumber reads a number at b[i:] and returns the index after it: an
+// optional minus, 0 or digits not
 // starting with 0, an optional fraction and an optional exponent.
-func validNumber(b []byte, i int) (int, bool) {
+func ScanNumber(b []byte, i int) (int, bool) {
 	if b[i] == '-' {
 		i++
 	}

@@ -1,4 +1,4 @@
-package itemmap
+package jsonline
 
 import (
 	"bytes"
@@ -10,27 +10,27 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// checkDoc parses line with a jdoc and checks that it accepts exactly what
-// validLine accepts, and that every value in it reads as gjson reads it:
+// checkDoc parses line with a Doc and checks that it accepts exactly what
+// Valid accepts, and that every value in it reads as gjson reads it:
 // the same type, raw text, string, number, Int, Bool and String, the same
 // fields and elements in the same order, and the same value for each
 // field looked up by name.
 func checkDoc(t *testing.T, line []byte) {
 	t.Helper()
-	var d jdoc
-	ok := d.parse(line)
-	if want := validLine(line); ok != want {
-		t.Fatalf("parse %q = %v, validLine %v", line, ok, want)
+	var d Doc
+	ok := d.Parse(line)
+	if want := Valid(line); ok != want {
+		t.Fatalf("parse %q = %v, Valid %v", line, ok, want)
 	}
 	if !ok {
 		return
 	}
 	g := gjson.Parse(string(line))
 	g.Raw = strings.TrimRight(g.Raw, " \t\r\n")
-	compareValue(t, "$", d.root(), g, 0)
+	compareValue(t, "$", d.Root(), g, 0)
 }
 
-func compareValue(t *testing.T, path string, v jval, g gjson.Result, depth int) {
+func compareValue(t *testing.T, path string, v Value, g gjson.Result, depth int) {
 	t.Helper()
 	r := v.Result()
 	if r.Type != g.Type || r.Raw != g.Raw || r.Str != g.Str || !sameFloat(r.Num, g.Num) {
@@ -54,7 +54,7 @@ func compareValue(t *testing.T, path string, v jval, g gjson.Result, depth int) 
 		return true
 	})
 	n := 0
-	v.ForEach(func(k, x jval) bool {
+	v.ForEach(func(k, x Value) bool {
 		if !v.IsObject() && !v.IsArray() {
 			if x != v || k.Exists() {
 				t.Fatalf("%s: ForEach of a scalar gives another value", path)
@@ -95,10 +95,10 @@ func compareValue(t *testing.T, path string, v jval, g gjson.Result, depth int) 
 		if got.Raw() != exp.Raw || got.Type() != exp.Type {
 			t.Fatalf("%s: Get(%q) = %q, gjson %q", path, w.k, got.Raw(), exp.Raw)
 		}
-		var f [2]jval
-		v.readFields([]string{"zz-none", w.k}, f[:])
+		var f [2]Value
+		v.ReadFields([]string{"zz-none", w.k}, f[:])
 		if f[0].Exists() || f[1].Raw() != exp.Raw {
-			t.Fatalf("%s: readFields(%q) = %q, gjson %q", path, w.k, f[1].Raw(), exp.Raw)
+			t.Fatalf("%s: ReadFields(%q) = %q, gjson %q", path, w.k, f[1].Raw(), exp.Raw)
 		}
 	}
 	if got := v.Get("zz-none"); got.Exists() {
@@ -148,7 +148,7 @@ func TestJSONDocReadsAsGJSON(t *testing.T) {
 	}
 }
 
-// FuzzJSONDoc checks on any input that a jdoc accepts what validLine
+// FuzzJSONDoc checks on any input that a Doc accepts what Valid
 // accepts and reads every value as gjson does.
 func FuzzJSONDoc(f *testing.F) {
 	for _, l := range docLines {

@@ -1,4 +1,4 @@
-package itemmap
+package jsonline
 
 import (
 	"os"
@@ -24,7 +24,7 @@ var validCases = []string{
 	strings.Repeat("[", MaxDepth+1) + "x",
 }
 
-// wantValid is what the mapper accepted before validLine: gjson's grammar,
+// wantValid is what the mapper accepted before Valid: gjson's grammar,
 // no deeper than MaxDepth.
 func wantValid(b []byte) bool { return !TooDeep(b) && gjson.ValidBytes(b) }
 
@@ -33,8 +33,8 @@ func TestValidLine(t *testing.T) {
 	for _, c := range validCases {
 		for _, in := range []string{c, `{"k":` + c + `}`, `[` + c + `]`, `["` + long + `",` + c + `]`,
 			`"` + long + c + long + `"`, `"` + c, c + ` `} {
-			if got, want := validLine([]byte(in)), wantValid([]byte(in)); got != want {
-				t.Errorf("validLine(%.60q) = %v, want %v", in, got, want)
+			if got, want := Valid([]byte(in)), wantValid([]byte(in)); got != want {
+				t.Errorf("Valid(%.60q) = %v, want %v", in, got, want)
 			}
 		}
 	}
@@ -44,8 +44,8 @@ func TestValidLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(data), "\n") {
-			if got, want := validLine([]byte(line)), wantValid([]byte(line)); got != want {
-				t.Errorf("%s: validLine(%.60q) = %v, want %v", file, line, got, want)
+			if got, want := Valid([]byte(line)), wantValid([]byte(line)); got != want {
+				t.Errorf("%s: Valid(%.60q) = %v, want %v", file, line, got, want)
 			}
 		}
 	}
@@ -56,8 +56,8 @@ func FuzzValidLine(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validLine(b), wantValid(b); got != want {
-			t.Fatalf("validLine(%q) = %v, want %v", b, got, want)
+		if got, want := Valid(b), wantValid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, want %v", b, got, want)
 		}
 	})
 }

@@ -1,4 +1,13 @@
-package itemmap
+// Package jsonline reads one line of JSON once: Valid checks it against
+// the grammar gjson accepts, nested no deeper than MaxDepth, without
+// recursion; a Doc validates it and lays out its values with their place
+// in the line in the same pass, so that a field is found, an array walked
+// or a value of any size skipped in a few steps, every value reading as
+// gjson reads it; TooDeep tells a line nested too deep without reading it.
+// The CLI mappers of internal/itemmap read every line through it. A Doc
+// borrows the line: what it gives as a string has memory of its own,
+// what it gives as a view does not.
+package jsonline
 
 import (
 	"bytes"
@@ -14,30 +23,30 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// jdoc is one line read once: validated (the grammar validLine accepts,
+// Doc is one line read once: validated (the grammar Valid accepts,
 // nested no deeper than MaxDepth) and laid out as a list of its values in
 // order, each with its place in the line, so that finding a field, walking
 // an array or skipping a value of any size costs a few steps, never a scan
-// of the bytes again. A mapper keeps one jdoc and reads every line into it;
-// the values read from it (jval) are valid until the next line.
+// of the bytes again. A mapper keeps one Doc and reads every line into it;
+// the values read from it (Value) are valid until the next line.
 //
 // The line is borrowed: its bytes are the caller's again once the mapper
-// returns. So what a jval gives as a string (String, Raw, Result) has
+// returns. So what a Value gives as a string (String, Raw, Result) has
 // memory of its own, and may be kept; view and rawView give the line's own
 // bytes, for what is compared or copied at once and never kept.
-type jdoc struct {
+type Doc struct {
 	s     string  // the line (shares the caller's bytes)
-	nodes []jnode // the values in the order they start; an object's keys are values too
+	nodes []Node  // the values in the order they start; an object's keys are values too
 	stack []int32 // the containers open while parsing
 	buf   []byte  // scratch for unescaping keys
 }
 
-// jnode is one value of a line: its raw text is s[start:end]. next is the
+// Node is one value of a line: its raw text is s[start:end]. next is the
 // index (among the line's nodes) of the first node after the value and
 // everything in it, so a value is skipped in one step. An object's
 // children are its keys and values, alternately; an array's, its
 // elements.
-type jnode struct {
+type Node struct {
 	start, end uint32
 	next       int32
 	kind       byte // '{', '[', '"', '0' (a number), 't', 'f', 'n'
@@ -45,9 +54,9 @@ type jnode struct {
 }
 
 // parse reads line into d and reports whether it is valid JSON no deeper
-// than MaxDepth (exactly when validLine says so). The line's bytes must not
+// than MaxDepth (exactly when Valid says so). The line's bytes must not
 // change while d's values are used.
-func (d *jdoc) parse(line []byte) bool {
+func (d *Doc) Parse(line []byte) bool {
 	if uint64(len(line)) >= 1<<31 {
 		return false
 	}
@@ -62,7 +71,7 @@ func (d *jdoc) parse(line []byte) bool {
 
 // parseNodes appends the nodes of line b to nodes, with stack as scratch.
 // The line's nodes count from its first: next is an index among them.
-func parseNodes(b []byte, nodes []jnode, stack []int32) (_ []jnode, _ []int32, ok bool) {
+func parseNodes(b []byte, nodes []Node, stack []int32) (_ []Node, _ []int32, ok bool) {
 	base := len(nodes)
 	n := len(b)
 	i := skipSpace(b, 0)
@@ -90,7 +99,7 @@ value: // a value starts at i
 		}
 		goto value
 	case '"':
-		j, esc, ok := scanString(b, i+1)
+		j, esc, ok := ScanString(b, i+1)
 		if !ok {
 			return nodes, stack, false
 		}
@@ -103,7 +112,7 @@ value: // a value starts at i
 		} else if c == 'f' {
 			w = "false"
 		}
-		j, ok := validWord(b, i, w)
+		j, ok := ScanWord(b, i, w)
 		if !ok {
 			return nodes, stack, false
 		}
@@ -113,7 +122,7 @@ value: // a value starts at i
 		if c != '-' && (c < '0' || c > '9') {
 			return nodes, stack, false
 		}
-		j, ok := validNumber(b, i)
+		j, ok := ScanNumber(b, i)
 		if !ok {
 			return nodes, stack, false
 		}
@@ -154,7 +163,7 @@ key: // an object's key starts at i
 		return nodes, stack, false
 	}
 	{
-		j, esc, ok := scanString(b, i+1)
+		j, esc, ok := ScanString(b, i+1)
 		if !ok {
 			return nodes, stack, false
 		}
@@ -172,7 +181,7 @@ key: // an object's key starts at i
 // for an array or object). It writes the node's fields in place: a node
 // built aside and copied in whole is read back before its parts are
 // written, which stalls the parse at every value.
-func pushNode(nodes []jnode, base, start, end int, kind byte, esc bool) []jnode {
+func pushNode(nodes []Node, base, start, end int, kind byte, esc bool) []Node {
 	if len(nodes) == cap(nodes) {
 		nodes = slices.Grow(nodes, 1)
 	}
@@ -182,13 +191,14 @@ func pushNode(nodes []jnode, base, start, end int, kind byte, esc bool) []jnode 
 	return nodes
 }
 
-// scanString reads a string's contents and closing quote at b[i:] and
+// ScanString reads a string's contents and closing quote at b[i:] (i just
+// after the opening quote), checking them as Valid does, and
 // returns the index after the quote and whether the string holds an
 // escape. A string's first words (eight steps of eight bytes or an
 // escape) are read eight bytes at a time; past them, the closing quote and
 // each backslash are found with bytes.IndexByte and the runs between them
 // are checked for control characters.
-func scanString(b []byte, i int) (end int, esc, ok bool) {
+func ScanString(b []byte, i int) (end int, esc, ok bool) {
 	for k := 0; k < 8; k++ {
 		if len(b)-i < 8 {
 			return scanStringTail(b, i, esc)
@@ -215,7 +225,7 @@ func scanString(b []byte, i int) (end int, esc, ok bool) {
 	return scanLong(b, i, esc)
 }
 
-// scanLong is scanString past a string's first bytes.
+// scanLong is ScanString past a string's first bytes.
 func scanLong(b []byte, i int, esc bool) (end int, _, ok bool) {
 	q := -1 // the next quote at or after i, when known
 	for {
@@ -243,7 +253,7 @@ func scanLong(b []byte, i int, esc bool) (end int, _, ok bool) {
 	}
 }
 
-// scanStringTail is scanString over the last few bytes of b.
+// scanStringTail is ScanString over the last few bytes of b.
 func scanStringTail(b []byte, i int, esc bool) (end int, _, ok bool) {
 	for i < len(b) {
 		switch c := b[i]; {
@@ -319,31 +329,31 @@ func specialMask(w uint64) uint64 {
 }
 
 // root is the line's value.
-func (d *jdoc) root() jval {
+func (d *Doc) Root() Value {
 	if len(d.nodes) == 0 {
-		return jval{}
+		return Value{}
 	}
-	return jval{d, 0}
+	return Value{d, 0}
 }
 
-// jval is one value of a jdoc, or no value (the zero jval, what a missing
+// Value is one value of a Doc, or no value (the zero Value, what a missing
 // field gives). Its methods read as gjson.Result's do, so the mapper sees
 // exactly what it saw when it read lines with gjson.
-type jval struct {
-	d *jdoc
+type Value struct {
+	d *Doc
 	i int32
 }
 
-func (v jval) node() *jnode { return &v.d.nodes[v.i] }
+func (v Value) node() *Node { return &v.d.nodes[v.i] }
 
 // Exists reports whether v is a value.
-func (v jval) Exists() bool { return v.d != nil }
+func (v Value) Exists() bool { return v.d != nil }
 
 // Raw is v's JSON text, "" when v does not exist.
-func (v jval) Raw() string { return strings.Clone(v.rawView()) }
+func (v Value) Raw() string { return strings.Clone(v.RawView()) }
 
 // Type is v's type as gjson names it.
-func (v jval) Type() gjson.Type {
+func (v Value) Type() gjson.Type {
 	if v.d == nil {
 		return gjson.Null
 	}
@@ -363,37 +373,37 @@ func (v jval) Type() gjson.Type {
 }
 
 // IsObject reports whether v is an object.
-func (v jval) IsObject() bool { return v.d != nil && v.node().kind == '{' }
+func (v Value) IsObject() bool { return v.d != nil && v.node().kind == '{' }
 
 // IsArray reports whether v is an array.
-func (v jval) IsArray() bool { return v.d != nil && v.node().kind == '[' }
+func (v Value) IsArray() bool { return v.d != nil && v.node().kind == '[' }
 
 // IsNull reports whether v is a JSON null (not a missing value).
-func (v jval) IsNull() bool { return v.d != nil && v.node().kind == 'n' }
+func (v Value) IsNull() bool { return v.d != nil && v.node().kind == 'n' }
 
 // str is the text of string node n, in memory of its own.
-func (d *jdoc) str(n *jnode) string {
+func (d *Doc) str(n *Node) string {
 	raw := d.s[n.start+1 : n.end-1]
 	if !n.esc {
 		return strings.Clone(raw)
 	}
-	b := unescapeJSON(nil, raw)
+	b := Unescape(nil, raw)
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // strView is the text of string node n: the line's bytes when it has no
 // escape.
-func (d *jdoc) strView(n *jnode) string {
+func (d *Doc) strView(n *Node) string {
 	raw := d.s[n.start+1 : n.end-1]
 	if !n.esc {
 		return raw
 	}
-	b := unescapeJSON(nil, raw)
+	b := Unescape(nil, raw)
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // view is String, sharing the line's bytes where it can: not to be kept.
-func (v jval) view() string {
+func (v Value) View() string {
 	if v.d != nil && v.node().kind == '"' {
 		return v.d.strView(v.node())
 	}
@@ -401,7 +411,7 @@ func (v jval) view() string {
 }
 
 // is reports whether v is a string whose text is s.
-func (v jval) is(s string) bool {
+func (v Value) Is(s string) bool {
 	if v.d == nil {
 		return false
 	}
@@ -416,7 +426,7 @@ func (v jval) is(s string) bool {
 }
 
 // rawView is Raw, sharing the line's bytes: not to be kept.
-func (v jval) rawView() string {
+func (v Value) RawView() string {
 	if v.d == nil {
 		return ""
 	}
@@ -428,7 +438,7 @@ func (v jval) rawView() string {
 // number's digits (or its value formatted when it has a fraction or an
 // exponent), true or false, an object's or array's JSON, "" for null or a
 // missing value.
-func (v jval) String() string {
+func (v Value) String() string {
 	if v.d == nil {
 		return ""
 	}
@@ -467,17 +477,17 @@ func plainInt(raw string) bool {
 	return true
 }
 
-func (v jval) num() float64 {
-	f, _ := strconv.ParseFloat(v.rawView(), 64)
+func (v Value) num() float64 {
+	f, _ := strconv.ParseFloat(v.RawView(), 64)
 	return f
 }
 
 // Int is v as gjson's Result.Int gives it.
-func (v jval) Int() int64 {
+func (v Value) Int() int64 {
 	if v.d != nil && v.node().kind == '0' {
 		// A short integer reads as itself: what gjson gives for any
 		// integer a float64 holds exactly.
-		if raw := v.rawView(); len(raw) <= 15 && plainInt(raw) && raw != "-" {
+		if raw := v.RawView(); len(raw) <= 15 && plainInt(raw) && raw != "-" {
 			n := int64(0)
 			neg := raw[0] == '-'
 			if neg {
@@ -496,7 +506,7 @@ func (v jval) Int() int64 {
 }
 
 // Bool is v as gjson's Result.Bool gives it.
-func (v jval) Bool() bool {
+func (v Value) Bool() bool {
 	if v.d == nil {
 		return false
 	}
@@ -510,14 +520,14 @@ func (v jval) Bool() bool {
 }
 
 // Float is v as gjson's Result.Float gives it.
-func (v jval) Float() float64 { return v.result(false).Float() }
+func (v Value) Float() float64 { return v.result(false).Float() }
 
 // Result is v as the gjson.Result gjson would give for it (Index aside),
 // in memory of its own.
-func (v jval) Result() gjson.Result { return v.result(true) }
+func (v Value) Result() gjson.Result { return v.result(true) }
 
 // result is Result; unless own is set, it shares the line's bytes.
-func (v jval) result(own bool) gjson.Result {
+func (v Value) result(own bool) gjson.Result {
 	if v.d == nil {
 		return gjson.Result{}
 	}
@@ -545,41 +555,41 @@ func (v jval) result(own bool) gjson.Result {
 }
 
 // keyIs reports whether key node k reads as key.
-func (d *jdoc) keyIs(k *jnode, key string) bool {
+func (d *Doc) keyIs(k *Node, key string) bool {
 	raw := d.s[k.start+1 : k.end-1]
 	if !k.esc {
 		return raw == key
 	}
-	d.buf = unescapeJSON(d.buf[:0], raw)
+	d.buf = Unescape(d.buf[:0], raw)
 	return string(d.buf) == key
 }
 
 // field is the value of v's first field named key (a name, not a path);
 // no value when v is not an object or has no such field.
-func (v jval) field(key string) jval {
+func (v Value) Field(key string) Value {
 	if v.d == nil {
-		return jval{}
+		return Value{}
 	}
 	nodes := v.d.nodes
 	o := &nodes[v.i]
 	if o.kind != '{' {
-		return jval{}
+		return Value{}
 	}
 	for k := v.i + 1; k < o.next; k = nodes[k+1].next {
 		if v.d.keyIs(&nodes[k], key) {
-			return jval{v.d, k + 1}
+			return Value{v.d, k + 1}
 		}
 	}
-	return jval{}
+	return Value{}
 }
 
 // Get reads path: field names joined by dots ("message.content"), each
 // looked up as gjson's Get looks up a plain name. It takes no wildcards,
 // array indexes or escapes.
-func (v jval) Get(path string) jval {
+func (v Value) Get(path string) Value {
 	for {
 		key, rest, more := strings.Cut(path, ".")
-		v = v.field(key)
+		v = v.Field(key)
 		if !more || v.d == nil {
 			return v
 		}
@@ -592,7 +602,7 @@ func (v jval) Get(path string) jval {
 // once with v itself (no key) for any other value, as gjson's ForEach does
 // (which gives an array element's index as its key: the mapper never reads
 // it).
-func (v jval) ForEach(fn func(k, v jval) bool) {
+func (v Value) ForEach(fn func(k, v Value) bool) {
 	if v.d == nil {
 		return
 	}
@@ -601,41 +611,41 @@ func (v jval) ForEach(fn func(k, v jval) bool) {
 	switch o.kind {
 	case '{':
 		for k := v.i + 1; k < o.next; k = nodes[k+1].next {
-			if !fn(jval{v.d, k}, jval{v.d, k + 1}) {
+			if !fn(Value{v.d, k}, Value{v.d, k + 1}) {
 				return
 			}
 		}
 	case '[':
 		for e := v.i + 1; e < o.next; e = nodes[e].next {
-			if !fn(jval{}, jval{v.d, e}) {
+			if !fn(Value{}, Value{v.d, e}) {
 				return
 			}
 		}
 	default:
-		fn(jval{}, v)
+		fn(Value{}, v)
 	}
 }
 
 // elems iterates an array's elements (none for other values).
-func (v jval) elems() jiter {
+func (v Value) Elems() Iter {
 	if v.d == nil || v.node().kind != '[' {
-		return jiter{}
+		return Iter{}
 	}
-	return jiter{d: v.d, i: v.i + 1, end: v.node().next}
+	return Iter{d: v.d, i: v.i + 1, end: v.node().next}
 }
 
 // Array is an array's elements, as gjson's Array gives them: none for
 // null or a missing value, v alone for any other value.
-func (v jval) Array() []jval {
+func (v Value) Array() []Value {
 	if v.d == nil || v.node().kind == 'n' {
 		return nil
 	}
 	if v.node().kind != '[' {
-		return []jval{v}
+		return []Value{v}
 	}
-	var out []jval
-	for it := v.elems(); ; {
-		e, ok := it.next()
+	var out []Value
+	for it := v.Elems(); ; {
+		e, ok := it.Next()
 		if !ok {
 			return out
 		}
@@ -643,26 +653,26 @@ func (v jval) Array() []jval {
 	}
 }
 
-// jiter walks the elements of an array.
-type jiter struct {
-	d      *jdoc
+// Iter walks the elements of an array.
+type Iter struct {
+	d      *Doc
 	i, end int32
 }
 
-func (it *jiter) next() (jval, bool) {
+func (it *Iter) Next() (Value, bool) {
 	if it.d == nil || it.i >= it.end {
-		return jval{}, false
+		return Value{}, false
 	}
-	v := jval{it.d, it.i}
+	v := Value{it.d, it.i}
 	it.i = it.d.nodes[it.i].next
 	return v, true
 }
 
-// readFields reads the fields names of object v in one pass into out, in
+// ReadFields reads the fields names of object v in one pass into out, in
 // the same order; of a key given twice the first counts, as gjson's Get
 // reads it. A field v lacks, or every field when v is not an object, is
 // no value.
-func (v jval) readFields(names []string, out []jval) {
+func (v Value) ReadFields(names []string, out []Value) {
 	clear(out)
 	if !v.IsObject() {
 		return
@@ -672,19 +682,19 @@ func (v jval) readFields(names []string, out []jval) {
 	for k := v.i + 1; k < o.next; k = nodes[k+1].next {
 		for i, name := range names {
 			if out[i].d == nil && v.d.keyIs(&nodes[k], name) {
-				out[i] = jval{v.d, k + 1}
+				out[i] = Value{v.d, k + 1}
 				break
 			}
 		}
 	}
 }
 
-// unescapeJSON appends the text of the contents s of a valid JSON string
+// Unescape appends the text of the contents s of a valid JSON string
 // to dst, exactly as gjson unescapes it: an escaped UTF-16 surrogate pair
 // is one character, a lone surrogate U+FFFD, other bytes as they are. The
 // text is never longer than s, so it is written into room made once,
 // eight bytes at a time up to each backslash.
-func unescapeJSON(dst []byte, s string) []byte {
+func Unescape(dst []byte, s string) []byte {
 	w := len(dst)
 	dst = slices.Grow(dst, len(s)+8)
 	dst = dst[:cap(dst)]
@@ -770,3 +780,73 @@ func hex4(s string) rune {
 	}
 	return r
 }
+
+// ParseInto reads line into d as Parse does, its values appended to nodes
+// (with stack as scratch) so that many lines can share one array: d's
+// values are the ones appended. It returns nodes and stack to reuse; on
+// false, nodes as they were and d empty.
+func (d *Doc) ParseInto(line []byte, nodes []Node, stack []int32) ([]Node, []int32, bool) {
+	d.s, d.nodes = unsafe.String(unsafe.SliceData(line), len(line)), nil
+	if uint64(len(line)) >= 1<<31 {
+		return nodes, stack, false
+	}
+	start := len(nodes)
+	nodes, stack, ok := parseNodes(line, nodes, stack[:0])
+	if !ok {
+		return nodes[:start], stack, false
+	}
+	d.nodes = nodes[start:len(nodes):len(nodes)]
+	return nodes, stack, true
+}
+
+// Reset empties d, so that it holds nothing of the line it read.
+func (d *Doc) Reset() { d.s, d.nodes = "", nil }
+
+// Doc is the line v is a value of (nil for a value that does not exist).
+func (v Value) Doc() *Doc { return v.d }
+
+// Index is v's place among its line's values: two values of one Doc are
+// the same value when their indexes are.
+func (v Value) Index() int32 { return v.i }
+
+// Members walks the members of an object in order:
+//
+//	for m := v.Members(); m.Next(); { m.Key(), m.Value() }
+//
+// A value that is not an object has none.
+type Members struct {
+	d      *Doc
+	k, end int32 // the next member's key, and the end of the object
+	key    int32 // the current member's key
+}
+
+// Members is a walk of object v's members.
+func (v Value) Members() Members {
+	if !v.IsObject() {
+		return Members{}
+	}
+	return Members{d: v.d, k: v.i + 1, end: v.node().next}
+}
+
+// Next moves to the next member; false when there is none.
+func (m *Members) Next() bool {
+	if m.d == nil || m.k >= m.end {
+		return false
+	}
+	m.key = m.k
+	m.k = m.d.nodes[m.k+1].next
+	return true
+}
+
+// Key is the current member's key, unescaped. Unless it had an escape, it
+// is a view of the line's bytes: not to be kept.
+func (m *Members) Key() string {
+	kn := &m.d.nodes[m.key]
+	if kn.esc {
+		return m.d.str(kn)
+	}
+	return m.d.s[kn.start+1 : kn.end-1]
+}
+
+// Value is the current member's value.
+func (m *Members) Value() Value { return Value{m.d, m.key + 1} }
