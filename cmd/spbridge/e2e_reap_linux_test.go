@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spbridge/internal/proctest"
+	"spbridge/internal/supervise"
 )
 
 // The end-to-end reaping tests: the real claude runs a Bash tool that
@@ -101,44 +102,95 @@ func TestE2EReapDetachedAfterRun(t *testing.T) {
 	}
 }
 
-// TestE2EReapDetachedAfterSIGKILL: spbridge run killed with SIGKILL while
-// the tool runs (a foreground sleep, and one detached from everything):
-// nothing of the turn is left afterwards.
+// TestE2EReapDetachedAfterSIGKILL: SIGKILL while the tool runs (a
+// foreground sleep, one detached from everything, one through a double
+// fork), to spbridge run, to its supervisor, or to both at once: nothing of
+// the turn is left afterwards. (Killing the supervisor, alone or with
+// spbridge, needs the PID namespace layer: the subreaper's orphans go to
+// init.)
 func TestE2EReapDetachedAfterSIGKILL(t *testing.T) {
+	for _, victim := range []string{"spbridge", "supervisor", "both"} {
+		t.Run(victim, func(t *testing.T) {
+			if victim != "spbridge" && !pidNamespaceLayer(t) {
+				t.Skip("no PID namespace here: a supervisor killed by SIGKILL leaves what the CLI detached")
+			}
+			reapAfterSIGKILL(t, victim)
+		})
+	}
+}
+
+func reapAfterSIGKILL(t *testing.T, victim string) {
 	bridge, tool := reapMarkers(t)
-	e := newE2E(t, bashRound(tool+" setsid nohup sleep 600 >/dev/null 2>&1 & "+tool+" sleep 601")...)
+	e := newE2E(t, bashRound(tool+" setsid nohup sleep 600 >/dev/null 2>&1 & ( "+tool+" sleep 602 >/dev/null 2>&1 & ) ; "+tool+" sleep 601")...)
 	e.env = append(e.env, bridge)
 	killed := false
 	var before []string
 	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {
-		// SIGKILL once both sleeps run.
+		// SIGKILL once the three sleeps run.
 		for {
 			select {
 			case <-ended:
 				return
 			default:
 			}
-			procs := markedProcs(tool)
-			if strings.Contains(strings.Join(procs, "\n"), "sleep 600") && strings.Contains(strings.Join(procs, "\n"), "sleep 601") {
+			procs := strings.Join(markedProcs(tool), "\n")
+			if strings.Contains(procs, "sleep 600") && strings.Contains(procs, "sleep 601") && strings.Contains(procs, "sleep 602") {
 				before = markedProcs(bridge, tool)
-				killed = cmd.Process.Signal(syscall.SIGKILL) == nil
+				sup := childOf(cmd.Process.Pid, bridge)
+				switch victim {
+				case "spbridge":
+					killed = cmd.Process.Signal(syscall.SIGKILL) == nil
+				case "supervisor":
+					killed = sup > 0 && syscall.Kill(sup, syscall.SIGKILL) == nil
+				case "both":
+					killed = sup > 0 && syscall.Kill(sup, syscall.SIGKILL) == nil && cmd.Process.Signal(syscall.SIGKILL) == nil
+				}
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}, "--allow-tool", "Bash", "run something long")
 	if !killed {
-		e.fail("spbridge ended before the tool ran: items %q", e.items())
+		e.fail("spbridge ended before the tool ran, or its supervisor was not found: items %q", e.items())
 		killMarked(bridge, tool)
 		return
 	}
-	t.Logf("killed spbridge with SIGKILL while these ran: %q", before)
+	t.Logf("killed %s with SIGKILL while these ran: %q", victim, before)
 	begin := time.Now()
 	if left := waitMarkedGone(bridge, tool); len(left) > 0 {
-		t.Errorf("%v after spbridge was killed, left: %q", goneWait, left)
+		t.Errorf("%v after %s was killed, left: %q", goneWait, victim, left)
 		killMarked(bridge, tool)
 	}
 	t.Logf("everything gone %v after spbridge was reaped", time.Since(begin))
+}
+
+// childOf returns the pid of the process that carries kv and whose parent
+// is ppid: spbridge's supervisor.
+func childOf(ppid int, kv string) int {
+	ps, _ := proctest.WithEnv(kv)
+	for _, p := range ps {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and ")".
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+			return p.PID
+		}
+	}
+	return 0
+}
+
+// pidNamespaceLayer reports whether spbridge runs CLIs in a PID namespace
+// here, as spbridge version --supervision says.
+func pidNamespaceLayer(t *testing.T) bool {
+	out, err := exec.Command(spbridgeBin(t), "version", "--supervision").Output()
+	if err != nil {
+		t.Fatalf("spbridge version --supervision: %v", err)
+	}
+	return strings.Contains(string(out), "\nsupervision: "+supervise.PIDNamespace) ||
+		strings.Contains(string(out), "\nsupervision: "+supervise.UserPIDNamespace)
 }
 
 // killMarked cleans up after a failed test.
