@@ -23,7 +23,7 @@ import (
 // Folder is the folder of the state folder that holds the files.
 const Folder = "run"
 
-// File is one file written by Write. Its writer holds it (on Unix, an
+// File is one file written by Write. On Unix its writer holds it (an
 // exclusive flock on it) until Remove, so that Sweep tells it from the file
 // of a process that is gone even when that process's pid is used again.
 type File struct {
@@ -31,7 +31,7 @@ type File struct {
 	Path string
 
 	once sync.Once
-	f    *os.File
+	f    *os.File // the held file, nil where it is not held
 	err  error
 }
 
@@ -58,14 +58,21 @@ func Write(stateDir, name string, data []byte) (*File, error) {
 		return nil, fmt.Errorf("secret file: %w", err)
 	}
 	fail := func(err error) (*File, error) {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 		os.Remove(tmp)
 		return nil, fmt.Errorf("secret file %s: %w", path, err)
 	}
-	// Where the file system has no locks, the pid alone tells.
-	lock(f)
 	if _, err := f.Write(data); err != nil {
 		return fail(err)
+	}
+	if !hold(f) {
+		err := f.Close()
+		f = nil
+		if err != nil {
+			return fail(err)
+		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
@@ -77,8 +84,10 @@ func Write(stateDir, name string, data []byte) (*File, error) {
 // error. A file already gone is no error.
 func (sf *File) Remove() error {
 	sf.once.Do(func() {
-		// The descriptor goes first: Windows removes no open file.
-		cerr := sf.f.Close()
+		var cerr error
+		if sf.f != nil {
+			cerr = sf.f.Close()
+		}
 		err := os.Remove(sf.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			err = nil

@@ -9,10 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lock takes an exclusive flock(2) on f, held until f is closed, by this
-// process alone (Go opens files close-on-exec, so no child inherits it).
-func lock(f *os.File) error {
-	return ignoringEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+// hold takes an exclusive flock(2) on f, held until f is closed, by this
+// process alone (Go opens files close-on-exec, so no child inherits it),
+// and reports that f is to be kept open. Where the file system has no
+// locks, the pid in the file's name alone tells (held reports true).
+func hold(f *os.File) bool {
+	ignoringEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+	return true
 }
 
 // held reports whether another open file holds the flock on path: its
