@@ -556,7 +556,8 @@ func (s *Server) forget(ss *acpSession) {
 // shutdown ends every session: cancels queued prompts and interrupts
 // running turns, lets each session's worker handle what is already queued,
 // waits for every goroutine, then saves what changed, ends the CLIs and
-// releases the locks.
+// releases the locks. The sessions end at the same time: shutdown takes
+// as long as the slowest, whatever their number.
 func (s *Server) shutdown() error {
 	s.w.drain()
 	s.mu.Lock()
@@ -575,10 +576,12 @@ func (s *Server) shutdown() error {
 		ss.saveRunning()
 	}
 	s.wg.Wait()
-	var errs []error
-	for _, ss := range all {
-		errs = append(errs, ss.close())
+	errs := make([]error, len(all))
+	var closing sync.WaitGroup
+	for i, ss := range all {
+		closing.Go(func() { errs[i] = ss.close() })
 	}
+	closing.Wait()
 	if s.audit != nil {
 		s.audit.Flush()
 	}
