@@ -42,14 +42,15 @@ func (e *VersionError) Error() string {
 // levels (the file, history, a message, content, the block), the questions
 // spbridge writes 6 (the file, items, the item, questions, a question, its
 // options), and the deepest conversation in testdata 7 (a question's
-// option as an object, as a host may write it, testdata/host-types.json);
-// the package in testdata, the seed's example and every conversation the
-// end-to-end tests save (the real claude and codex against the fake APIs)
-// nest 5 to 7. The bound leaves room for far more: a value as deep as the
-// deepest line spbridge reads from a CLI (jsonline.MaxDepth, 1,000 levels),
-// kept as an item's field by a host (3 levels further down), still loads,
-// with 97 levels to spare; and a conversation at the bound saves in about
-// 2.4 MB.
+// option as an object, as a host may write it, testdata/host-types.json).
+// Measured: the package in testdata and the seed's example nest 5; the 72
+// saves of the end-to-end tests (the real claude and codex, through run
+// and serve, against the fake APIs) 3 to 6; the 81 of the acp, session and
+// command tests 3 to 5. The bound leaves room for far more: a value as deep
+// as the deepest line spbridge reads from a CLI (jsonline.MaxDepth, 1,000
+// levels), kept as an item's field by a host (3 levels further down),
+// still loads, with 97 levels to spare; and a conversation at the bound
+// saves in about 2.4 MB.
 const MaxConversationDepth = 1100
 
 // Decode reads a format-1 conversation.json. Any JSON layout and key order
