@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"spbridge/internal/backend"
 )
 
@@ -44,6 +46,9 @@ var fuzzSeeds = []string{
 {not json
 "just a string"
 {"jsonrpc":"2.0","id":3,"method":"no/such"}`,
+	// Nested deeper than the reader takes: answered by the top-level id.
+	`{"jsonrpc":"2.0","id":"deep","method":"initialize","params":` + strings.Repeat("[", maxMessageDepth) + strings.Repeat("]", maxMessageDepth) + `}
+{"id":7,"result":` + strings.Repeat(`{"a":`, maxMessageDepth) + "1" + strings.Repeat("}", maxMessageDepth) + `}`,
 }
 
 // FuzzServe feeds arbitrary lines to a server whose sessions run on fake
@@ -118,6 +123,17 @@ func wantAnswers(input []byte) map[string]int {
 	want := map[string]int{}
 	for _, line := range bytes.Split(input, []byte("\n")) {
 		line = bytes.Trim(line, " \t\r")
+		if len(line) > 0 && !json.Valid(line) && tooDeep(line, maxMessageDepth) {
+			// Too deep to be read whole: answered by its top-level id,
+			// unless it is a response.
+			id := gjson.GetBytes(line, "id")
+			r := gjson.GetManyBytes(line, "method", "result", "error")
+			response := !r[0].Exists() && (r[1].Exists() || r[2].Exists())
+			if id.Exists() && json.Valid([]byte(id.Raw)) && validID(json.RawMessage(id.Raw)) && string(id.Raw) != "null" && !response {
+				want[compactID(json.RawMessage(id.Raw))]++
+			}
+			continue
+		}
 		if !json.Valid(line) || len(line) == 0 || line[0] != '{' {
 			continue
 		}
