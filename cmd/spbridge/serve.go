@@ -28,7 +28,9 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"package of its own for each session under the state folder, which\n"+
 			"session/load opens again by its id. Logs go to standard error. Closing\n"+
 			"standard input, or SIGINT or SIGTERM, ends every CLI and saves every\n"+
-			"conversation that changed. With --login, it runs that CLI's log-in\n"+
+			"conversation that changed; so does a client that goes away (standard\n"+
+			"output closed). Once serve is ending, output the client does not take\n"+
+			"within 1 s is dropped. With --login, it runs that CLI's log-in\n"+
 			"instead (as `spbridge login --backend NAME` does): an editor's terminal\n"+
 			"log-in appends it to the command it starts spbridge with.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
@@ -48,6 +50,9 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if err := checkBackend(f, *backendName, *transport); err != nil {
 		return err
 	}
+	// From here on a client that went away ends serve cleanly, whatever
+	// it logs first.
+	catchSIGPIPE()
 	state, err := audit.StateDir()
 	if err != nil {
 		return err
@@ -106,7 +111,6 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		out, restore = pollableOutput(f)
 		defer restore()
 	}
-	catchSIGPIPE()
 	srv := acp.NewServer(out, cfg)
 	start := time.Now()
 	err = srv.Serve(ctx, st.in)
