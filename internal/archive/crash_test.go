@@ -51,7 +51,8 @@ func crashVariant(k int) *Conversation {
 func bytesOf(s string, n int) string { return string(bytes.Repeat([]byte(s), n)) }
 
 // crashHelper saves the crash variants into dir one after another, forever,
-// until it is killed.
+// until it is killed, writing a byte to its standard output after each
+// save.
 func crashHelper(dir string) {
 	p, err := Open(dir, KindDocument, true)
 	if err != nil {
@@ -65,6 +66,7 @@ func crashHelper(dir string) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		os.Stdout.Write([]byte{'s'})
 	}
 }
 
@@ -99,12 +101,22 @@ func TestSaveSurvivesSIGKILL(t *testing.T) {
 		cmd.Env = append(os.Environ(), crashHelperEnv+"="+pkg)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		saved, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The kill comes at a random moment after the helper's first save
+		// ended, however slowly it starts on a busy machine.
+		if _, err := saved.Read(make([]byte, 1)); err != nil {
+			cmd.Wait()
+			t.Fatalf("run %d: the helper ended before its first save: %v\n%s", run, err, stderr.Bytes())
+		}
 		time.Sleep(time.Duration(rand.IntN(40000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		err = cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("run %d: helper ended by itself: %v\n%s", run, err, stderr.Bytes())
 		}
