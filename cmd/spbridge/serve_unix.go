@@ -29,7 +29,11 @@ func catchSIGPIPE() {
 // up at shutdown (a write deadline) rather than hold the session that
 // wrote, and the shutdown, forever. restore puts the pipe back in blocking
 // mode: the mode belongs to the pipe, which the program that started serve
-// may share. Any other f is returned as it is.
+// may share. Any other f is returned as it is, and so is a pipe or socket
+// that is also standard input or standard error (socat's EXEC gives one
+// socket for both input and output; 2>&1), whose reads and writes
+// elsewhere expect blocking mode: internal/acp then writes from a
+// goroutine of its own, which it can leave behind.
 func pollableOutput(f *os.File) (out io.Writer, restore func()) {
 	restore = func() {}
 	rc, err := f.SyscallConn()
@@ -44,6 +48,12 @@ func pollableOutput(f *os.File) (out io.Writer, restore func()) {
 		}
 		if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFSOCK {
 			return
+		}
+		for _, other := range []int{0, 2} {
+			var o unix.Stat_t
+			if other != int(u) && unix.Fstat(other, &o) == nil && o.Dev == st.Dev && o.Ino == st.Ino {
+				return
+			}
 		}
 		if d, err := unix.FcntlInt(u, unix.F_DUPFD_CLOEXEC, 0); err == nil {
 			fd = d
