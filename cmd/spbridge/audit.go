@@ -148,7 +148,7 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 		fmt.Fprintln(st.out, "the last line is torn: a write was cut short (a crash); the next turn's record replaces it")
 	}
 	if r.HeadBehind {
-		fmt.Fprintln(st.out, "the index (or the head kept beside the log) is behind by a record: a crash came between the writes")
+		fmt.Fprintf(st.out, "the index (or the head kept beside the log) counts %s fewer than the log: a crash between the writes leaves it so, and so does an earlier copy of the index put back\n", records(r.Behind))
 	}
 	switch {
 	case r.KeptHeads > 0:
@@ -256,7 +256,7 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 			line += "; the last line is torn (a crash)"
 		}
 		if l.HeadBehind {
-			line += "; the index is behind by a record (a crash)"
+			line += "; the index counts " + records(l.Behind) + " fewer (a crash, or an earlier copy of the index)"
 		}
 		fmt.Fprintln(st.out, line)
 	}
@@ -378,4 +378,12 @@ func auditText(rec map[string]any) string {
 		b.WriteString("  " + strings.ReplaceAll(text, "\n", "\n  ") + "\n")
 	}
 	return b.String()
+}
+
+// records is "1 record" or "N records".
+func records(n int64) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
 }

@@ -119,13 +119,13 @@ func TestAuditHeadCatchesRollback(t *testing.T) {
 	}
 	code, out, errOut = runCmd(t, "audit", "verify", "--heads", jsonFile)
 	want = posterID + ": 3 records missing since the kept head: the log ends at record 2, a head kept earlier counts 5 (rolled back to an earlier copy, or records removed)\n" +
-		"OTHER: ok: 2 records, keyed (HMAC-SHA-256); holds its kept head (record 2); the index is behind by a record (a crash)\n"
+		"OTHER: ok: 2 records, keyed (HMAC-SHA-256); holds its kept head (record 2); the index counts 1 record fewer (a crash, or an earlier copy of the index)\n"
 	if code != 1 || out != want || errOut != "spbridge: 1 of 2 audit logs do not verify against "+jsonFile+"\n" {
 		t.Errorf("verify --heads (all) = %d\n%s%s", code, out, errOut)
 	}
 	// The other log alone holds its head.
 	if code, out, _ := runCmd(t, "audit", "verify", "--heads", textFile, "--id", "OTHER"); code != 0 || out != "ok: 2 records, keyed (HMAC-SHA-256)\nthe log holds the head kept in "+textFile+": its first 2 records are as they were when it was kept\n"+
-		"the index (or the head kept beside the log) is behind by a record: a crash came between the writes\n"+
+		"the index (or the head kept beside the log) counts 1 record fewer than the log: a crash between the writes leaves it so, and so does an earlier copy of the index put back\n"+
 		keptAnchors+"\n" {
 		t.Errorf("verify --heads --id OTHER = %d %q", code, out)
 	}

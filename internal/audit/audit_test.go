@@ -127,8 +127,20 @@ func TestHeadBehindIsNotTampering(t *testing.T) {
 	os.WriteFile(headPath(path), head, 0o600)
 	os.WriteFile(filepath.Join(state, IndexFile), index, 0o600)
 	r, err := Verify(path)
-	if err != nil || !r.OK() || !r.HeadBehind || r.Records != 3 {
+	if err != nil || !r.OK() || !r.HeadBehind || r.Behind != 1 || r.Records != 3 {
 		t.Errorf("Verify = %+v, %v", r, err)
+	}
+	// Two more records written after the copies were taken: the index
+	// counts three fewer, not "a record".
+	for _, u := range []string{"fourth", "fifth"} {
+		if err := Append(path, map[string]any{"user": u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(headPath(path), head, 0o600)
+	os.WriteFile(filepath.Join(state, IndexFile), index, 0o600)
+	if r, err := Verify(path); err != nil || !r.OK() || r.Behind != 3 || r.Records != 5 {
+		t.Errorf("Verify after three records = %+v, %v", r, err)
 	}
 }
 

@@ -43,8 +43,10 @@ type Report struct {
 	// middle of a write leaves it: not tampering.
 	Torn bool
 	// HeadBehind is set when the log has whole records the head (or the
-	// index) does not count yet, as a crash between the writes leaves it.
+	// index) does not count yet, as a crash between the writes leaves it
+	// (or an earlier copy of the index put back); Behind is how many.
 	HeadBehind bool
+	Behind     int64
 	// KeptHeads is how many heads kept earlier (see Heads) the log was
 	// checked against, KeptRecords the largest record count among them;
 	// KeptProblem says which one it does not hold ("N records missing since
@@ -250,7 +252,7 @@ func (vs *verifyState) verify(path string, kept []Head) (*Report, error) {
 		case e.records == n && e.last != prev:
 			r.Bad, r.Problem = r.Records, "it is not the last record the index names (edited or replaced)"
 		case e.records < n:
-			r.HeadBehind = true
+			r.HeadBehind, r.Behind = true, n-e.records
 		}
 		return r, nil
 	}
@@ -274,7 +276,7 @@ func (vs *verifyState) verify(path string, kept []Head) (*Report, error) {
 	case head.records == n && head.last != prev:
 		r.Bad, r.Problem = r.Records, "it is not the last record the head names (edited or replaced)"
 	case head.records < n:
-		r.HeadBehind = true
+		r.HeadBehind, r.Behind = true, n-head.records
 	}
 	return r, nil
 }
