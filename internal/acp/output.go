@@ -82,13 +82,15 @@ func (o *output) isGone() bool {
 
 // end makes the output gone for err, once.
 func (o *output) end(err error) {
+	first := false
 	o.goneOnce.Do(func() {
 		o.goneErr = err
 		close(o.goneCh)
-		if o.onGone != nil && err != errOutputClosed {
-			o.onGone(err)
-		}
+		first = true
 	})
+	if first && o.onGone != nil && err != errOutputClosed {
+		o.onGone(err)
+	}
 }
 
 // drain starts the bound on writes: from now on a write (the one under way
