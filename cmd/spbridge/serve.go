@@ -58,12 +58,15 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		return err
 	}
 	setServeGC()
+	// Logs never wait for an editor that does not read them.
+	logs := newLogWriter(st.err)
+	defer logs.Close(time.Second)
 	cfg := acp.Config{
 		Version:        versionString(),
 		DefaultBackend: *backendName,
 		SessionsDir:    filepath.Join(state, "sessions"),
 		Index:          sessionindex.New(state),
-		Log:            log.New(st.err, "spbridge: ", log.LstdFlags),
+		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
 			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events}
 			switch name {
