@@ -44,6 +44,9 @@ type NewBackendFunc func(name string, opts BackendOptions) (backend.Backend, err
 type Config struct {
 	// NewBackend makes each session's backend.
 	NewBackend NewBackendFunc
+	// turnEndSave, when set (tests), is called as the save at a turn's
+	// end begins, with the session's id.
+	turnEndSave func(sessionID string)
 	// AuditDir is where audit logs are written; "" writes none.
 	AuditDir string
 	// Version is spbridge's version, for initialize.

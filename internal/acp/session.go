@@ -1169,7 +1169,6 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.qmu.Lock()
-	defer ss.qmu.Unlock()
 	conv := ss.pkg.Conv
 	changed := started || ss.savedInTurn
 	if started {
@@ -1204,30 +1203,41 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 	if changed {
 		ss.dirty = true
 	}
-	if ss.savedInTurn && !ss.closed {
-		// A save during the turn wrote it as it stood: write how it ended.
+	// A save during the turn wrote it as it stood: write how it ended
+	// (decided before a next turn begins, which starts afresh).
+	saveEnd := ss.savedInTurn && !ss.closed
+	if changed && ss.keep {
+		notify = true
+	}
+	var n nextTurn
+	if next == nil {
+		// No queued message follows: the session is free for the next
+		// prompt, which waits for this turn's goroutine to finish.
+		t.ending = true
+	} else {
+		t.finish()
+		parent := context.Background()
+		if next.q.job != nil {
+			parent = next.q.job.ctx
+		}
+		next.t = ss.beginTurn(parent)
+		n, more = *next, true
+	}
+	// The save goes on with the queue's lock released: session/cancel,
+	// and every message the reading goroutine hands this session, do not
+	// wait for the disk. What the save writes changes only under mu.
+	ss.qmu.Unlock()
+	if saveEnd {
+		if hook := ss.srv.cfg.turnEndSave; hook != nil {
+			hook(ss.id)
+		}
 		if _, err := ss.pkg.Save(ss.keep); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
 		} else {
 			ss.dirty = false
 		}
 	}
-	if changed && ss.keep {
-		notify = true
-	}
-	if next == nil {
-		// No queued message follows: the session is free for the next
-		// prompt, which waits for this turn's goroutine to finish.
-		t.ending = true
-		return nextTurn{}, false, notify, handedBack
-	}
-	t.finish()
-	parent := context.Background()
-	if next.q.job != nil {
-		parent = next.q.job.ctx
-	}
-	next.t = ss.beginTurn(parent)
-	return *next, true, notify, handedBack
+	return n, more, notify, handedBack
 }
 
 // usage sends a usage_update after a turn that reported its usage: the
