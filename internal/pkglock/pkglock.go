@@ -69,7 +69,7 @@ func Acquire(dir string) (*Lock, error) {
 	if errors.Is(err, errWouldBlock) {
 		held := &HeldError{Path: dir}
 		if locks != "" {
-			if r, ok := readRecord(filepath.Join(locks, key+".json")); ok && r.PID > 0 && processAlive(r.PID) {
+			if r, ok := readRecord(filepath.Join(locks, key+".json")); ok && r.PID > 0 && ProcessAlive(r.PID) {
 				held.PID, held.Command = r.PID, r.Command
 			}
 		}

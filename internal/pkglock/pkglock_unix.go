@@ -60,8 +60,9 @@ func ignoringEINTR(fn func() error) error {
 	}
 }
 
-// processAlive reports whether a process with this pid exists.
-func processAlive(pid int) bool {
+// ProcessAlive reports whether a process with this pid exists (a lock's
+// holder, a secret file's writer).
+func ProcessAlive(pid int) bool {
 	err := unix.Kill(pid, 0)
 	return err == nil || errors.Is(err, unix.EPERM)
 }

@@ -47,8 +47,9 @@ func (l *fileLock) unlock() error {
 	return cerr
 }
 
-// processAlive reports whether a process with this pid is still running.
-func processAlive(pid int) bool {
+// ProcessAlive reports whether a process with this pid is still running
+// (a lock's holder, a secret file's writer).
+func ProcessAlive(pid int) bool {
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
 	if err != nil {
 		return false

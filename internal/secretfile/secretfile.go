@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"spbridge/internal/pkglock"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,7 +127,7 @@ func Sweep(stateDir string) (int, error) {
 		path := filepath.Join(dir, e.Name())
 		// A file still being written (its name begins with a dot) is not
 		// held yet: only its pid tells.
-		if processAlive(pid) && (!whole || held(path)) {
+		if pkglock.ProcessAlive(pid) && (!whole || held(path)) {
 			continue
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -39,10 +39,3 @@ func ignoringEINTR(fn func() error) error {
 		}
 	}
 }
-
-// processAlive reports whether a process with this pid exists (as
-// internal/pkglock asks of a lock's holder).
-func processAlive(pid int) bool {
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
-}
