@@ -62,19 +62,7 @@ func runHelper(mode string) int {
 		}
 		return 0
 	case "bridge": // play spbridge: a supervised "cli" on our stdin and stdout; say "supervisor PID LAYER"; wait for SIGKILL
-		cmd, life, err := Command(exe(), cliCommand(os.Stdin, os.Stdout))
-		if err != nil {
-			panic(err)
-		}
-		if err := cmd.Start(); err != nil {
-			panic(err)
-		}
-		if _, err := life.Started(cmd.Process); err != nil {
-			panic(err)
-		}
-		keep = life
-		fmt.Printf("supervisor %d %s\n", cmd.Process.Pid, life.Layer().Name)
-		hang()
+		return bridge(cliCommand(os.Stdin, os.Stdout))
 	case "fds": // print the device and inode of fds 0 and 1, exit 5
 		for fd := range 2 {
 			var st syscall.Stat_t
@@ -98,6 +86,25 @@ func runHelper(mode string) int {
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	return 2
+}
+
+// bridge plays spbridge: it runs cli under a supervisor, says "supervisor
+// PID LAYER", and waits for SIGKILL.
+func bridge(cli *exec.Cmd) int {
+	cmd, life, err := Command(exe(), cli)
+	if err != nil {
+		panic(err)
+	}
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	if _, err := life.Started(cmd.Process); err != nil {
+		panic(err)
+	}
+	keep = life
+	fmt.Printf("supervisor %d %s\n", cmd.Process.Pid, life.Layer().Name)
+	hang()
+	return 0
 }
 
 // fakeCLI starts three processes that stay: one in its process group, one
