@@ -296,6 +296,7 @@ func (p *Proc) run(started chan<- error) {
 			}
 			p.life.Close()
 			p.cmd.Wait()
+			p.life.Status(p.cmd.ProcessState) // releases the lifeline
 			started <- err
 			return
 		}

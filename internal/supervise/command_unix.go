@@ -107,12 +107,14 @@ func Probe(exe string) (Layer, error) {
 	if err != nil {
 		return Layer{}, err
 	}
-	defer life.Close()
 	if err := cmd.Start(); err != nil {
+		life.Close()
 		return Layer{}, err
 	}
 	_, err = life.Started(cmd.Process)
+	life.Close()
 	cmd.Wait()
+	life.Status(cmd.ProcessState) // releases the lifeline
 	return life.layer, err
 }
 
@@ -173,13 +175,19 @@ func (l *Lifeline) Layer() Layer { return l.layer }
 
 // Close closes the lifeline: the supervisor kills the CLI and every process
 // the CLI started, if any is left, then exits. Close does not wait for that;
-// Wait for the command. Our end stays open for reading until Status reads
-// the supervisor's last word (or garbage collection closes it). Calls after
-// the first do nothing.
+// Wait for the command. After Started, our end stays open for reading until
+// Status reads the supervisor's last word (or garbage collection closes
+// it). Calls after the first do nothing.
 func (l *Lifeline) Close() error {
 	if l.child != nil {
+		// Before Started: nothing to read later.
 		l.child.Close()
 		l.child = nil
+		if l.f != nil {
+			err := l.f.Close()
+			l.f = nil
+			return err
+		}
 	}
 	if l.f == nil || l.shut {
 		return nil
