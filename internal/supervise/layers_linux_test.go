@@ -219,6 +219,20 @@ func sharedExe(t *testing.T) string {
 // has no capabilities. Probe reports the same layer as Started.
 func TestLayers(t *testing.T) {
 	defer removeSharedExe()
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		// The supervisors' /proc stayed in their mount namespaces.
+		after, _ := os.ReadFile("/proc/self/mountinfo")
+		if !bytes.Equal(after, mounts) {
+			t.Errorf("this process's mounts changed:\n%s\nnow:\n%s", mounts, after)
+		}
+		if self, _ := os.Readlink("/proc/self"); self != strconv.Itoa(os.Getpid()) {
+			t.Errorf("/proc/self is %s here, want %d", self, os.Getpid())
+		}
+	}()
 	for _, lc := range offeredLayers(t) {
 		t.Run(lc.name, func(t *testing.T) {
 			c := helperAs(t, lc, "layer")
