@@ -79,17 +79,33 @@ func TestE2EServeLoggedOut(t *testing.T) {
 			t.Errorf("saved items %q: want the message and the log-in failure", items)
 		}
 	})
+	// A provider whose key variable is not set: codex refuses before any
+	// request ("Missing environment variable"), on either transport.
+	for _, transport := range []string{"app-server", "exec"} {
+		t.Run("codex key unset "+transport, func(t *testing.T) {
+			e, srv := newCodexE2E(t)
+			env := acpEnv(e.env)
+			env["FAKE_API_KEY"] = nil
+			loggedOutTurn(t, e.pkg, "codex", env, "--codex-transport", transport)
+			if n := len(srv.Requests()); n != 0 {
+				t.Errorf("codex without its key made %d requests", n)
+			}
+			if items := e.items(); len(items) != 2 || !strings.HasPrefix(items[1], "failure: ") || !strings.Contains(items[1], "FAKE_API_KEY") || !strings.Contains(items[1], "spbridge login --backend codex") {
+				t.Errorf("saved items %q: want the message and the failure naming the variable and the log-in", items)
+			}
+		})
+	}
 }
 
 // loggedOutTurn runs initialize, session/new on pkg and one prompt under the
 // official ACP client and checks the answers of a CLI that is not logged in.
-func loggedOutTurn(t *testing.T, pkg, backend string, env map[string]any) []acpEvent {
+func loggedOutTurn(t *testing.T, pkg, backend string, env map[string]any, serveArgs ...string) []acpEvent {
 	t.Helper()
 	work := filepath.Dir(pkg)
 	os.MkdirAll(work, 0o755)
 	meta := map[string]any{"spbridge": map[string]any{"package": pkg, "backend": backend}}
 	events := runACPClient(t, map[string]any{
-		"command": []string{spbridgeBin(t), "serve"}, "env": env, "cwd": work,
+		"command": append([]string{spbridgeBin(t), "serve"}, serveArgs...), "env": env, "cwd": work,
 		"steps": []any{
 			map[string]any{"op": "initialize"},
 			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},

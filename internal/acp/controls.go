@@ -517,11 +517,12 @@ func wantsTerminalAuth(params json.RawMessage) bool {
 	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Auth.Terminal
 }
 
-// notLoggedIn reports whether a turn's failure is its CLI's refused
-// credentials: the failure the mappers give a 401 (itemmap's
-// ClaudeNotLoggedIn, CodexNotLoggedIn).
+// notLoggedIn reports whether a turn's failure is its CLI's missing or
+// refused credentials: the failure the mappers give a 401, or Codex's
+// provider key variable unset (itemmap's ClaudeNotLoggedIn,
+// CodexLoginFailure).
 func notLoggedIn(failure string) bool {
-	return failure == itemmap.ClaudeNotLoggedIn || failure == itemmap.CodexNotLoggedIn
+	return failure == itemmap.ClaudeNotLoggedIn || itemmap.CodexLoginFailure(failure)
 }
 
 // authRequired is the answer to a prompt whose CLI is not logged in.

@@ -469,6 +469,34 @@ func (m *Codex) topError(ev gjson.Result, r *Result) {
 // because it is not logged in (the API answered 401).
 const CodexNotLoggedIn = "The Codex CLI is not logged in (the API answered 401). Log in with `spbridge login --backend codex`."
 
+// codexKeyUnset begins the failure of a turn the Codex CLI could not run
+// because the variable its model provider takes the key from is not set.
+const codexKeyUnset = "The Codex CLI has no API key: "
+
+// CodexKeyUnset is the failure of a turn the Codex CLI refused because the
+// environment variable name (its model provider's env_key) is not set.
+func CodexKeyUnset(name string) string {
+	return codexKeyUnset + "the environment variable `" + name + "` (its model provider's env_key) is not set. " +
+		"Set it where the editor starts spbridge, or log in with `spbridge login --backend codex`."
+}
+
+// CodexLoginFailure reports whether text is the failure of a Codex turn
+// refused for want of credentials: CodexNotLoggedIn or CodexKeyUnset.
+func CodexLoginFailure(text string) bool {
+	return text == CodexNotLoggedIn || strings.HasPrefix(text, codexKeyUnset)
+}
+
+// missingEnvVar is the variable codex says is missing ("Missing environment
+// variable: `NAME`."), false when msg says nothing of the kind.
+func missingEnvVar(msg string) (string, bool) {
+	_, rest, ok := strings.Cut(msg, "Missing environment variable: `")
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, "`")
+	return name, ok && name != ""
+}
+
 func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
 	t := m.ensureTurn()
 	e := ev.Get("error")
@@ -487,6 +515,10 @@ func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
 		// Exec mode reports the refused key only in the message's words.
 		detail = joinNonEmpty("\n", text, detail)
 		text = CodexNotLoggedIn
+	} else if name, ok := missingEnvVar(msg); ok {
+		// Refused before any request: the provider's key variable is unset.
+		detail = joinNonEmpty("\n", text, detail)
+		text = CodexKeyUnset(name)
 	}
 	if e.IsObject() {
 		// Whatever the error carries besides its message, as codex wrote it.

@@ -558,3 +558,29 @@ func TestCodexThreadUsage(t *testing.T) {
 		t.Errorf("turn usages %q, want %q", got, want)
 	}
 }
+
+// TestCodexKeyUnset: a turn codex refused because its provider's key
+// variable is not set ends with the failure that says so and counts as
+// not logged in; another failure does not.
+func TestCodexKeyUnset(t *testing.T) {
+	m := NewCodex(SequentialIDs())
+	m.Line([]byte(`{"type":"turn.started"}`))
+	r := m.Line([]byte("{\"type\":\"turn.failed\",\"error\":{\"message\":\"Missing environment variable: `MY_KEY`.\"}}"))
+	var failure string
+	for _, c := range r.Changes {
+		if c.Item.Type() == archive.TypeFailure {
+			failure = c.Item.String("text")
+		}
+	}
+	if failure != CodexKeyUnset("MY_KEY") || !CodexLoginFailure(failure) || r.End == nil || r.End.Status != TurnFailed {
+		t.Errorf("failure %q, end %+v", failure, r.End)
+	}
+	if CodexLoginFailure("Codex reported that the turn failed.") {
+		t.Error("any failure counts as not logged in")
+	}
+	for msg, want := range map[string]string{"Missing environment variable: `A_B`.": "A_B", "Missing environment variable: ``": "", "no": ""} {
+		if got, _ := missingEnvVar(msg); got != want {
+			t.Errorf("missingEnvVar(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
