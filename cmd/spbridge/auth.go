@@ -90,7 +90,7 @@ func runAuthStatus(ctx context.Context, st stdio, args []string) error {
 			}
 		case "codex":
 			s, err := codex.GetAuthStatus(ctx, "", nil)
-			loggedIn, method = s.LoggedIn, s.Method
+			loggedIn, method, source = s.LoggedIn, s.Method, s.Source
 			if err != nil {
 				problem = err.Error()
 			}
@@ -123,6 +123,8 @@ func runAuthStatus(ctx context.Context, st stdio, args []string) error {
 				how = " (" + how + ")"
 			}
 			fmt.Fprintf(st.out, "%s: logged in%s\n", name, how)
+		case source != "" && method == "api_key":
+			fmt.Fprintf(st.out, "%s: not logged in: the environment variable %s (its model provider's env_key) is not set; set it, or log in with spbridge login --backend %s\n", name, source, name)
 		default:
 			fmt.Fprintf(st.out, "%s: not logged in; log in with spbridge login --backend %s\n", name, name)
 		}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +91,13 @@ func TestE2EServeLoggedOut(t *testing.T) {
 			loggedOutTurn(t, e.pkg, "codex", env, "--codex-transport", transport)
 			if n := len(srv.Requests()); n != 0 {
 				t.Errorf("codex without its key made %d requests", n)
+			}
+			// spbridge auth status says the same.
+			status := exec.Command(spbridgeBin(t), "auth", "status", "--backend", "codex")
+			status.Env = slices.DeleteFunc(slices.Clone(e.env), func(kv string) bool { return strings.HasPrefix(kv, "FAKE_API_KEY=") })
+			out, err := status.Output()
+			if code := status.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "codex: not logged in: the environment variable FAKE_API_KEY") {
+				t.Errorf("auth status: exit %d, %v: %s", code, err, out)
 			}
 			if items := e.items(); len(items) != 2 || !strings.HasPrefix(items[1], "failure: ") || !strings.Contains(items[1], "FAKE_API_KEY") || !strings.Contains(items[1], "spbridge login --backend codex") {
 				t.Errorf("saved items %q: want the message and the failure naming the variable and the log-in", items)

@@ -25,10 +25,12 @@ const NotLoggedInText = itemmap.CodexNotLoggedIn
 // whose configuration chooses a model provider that takes its key from an
 // environment variable (env_key) runs turns without a log-in: with that
 // variable set (in env, or spbridge's own environment when env is nil) it
-// counts as logged in, by "api_key" from that variable.
+// counts as logged in, by "api_key" from that variable; with it unset, as
+// not logged in (Source names the variable): codex refuses its turns
+// whatever it stored.
 func GetAuthStatus(ctx context.Context, program string, env []string) (backend.AuthStatus, error) {
-	if name := configProviderKey(env); name != "" && lookupEnv(env, name) != "" {
-		return backend.AuthStatus{LoggedIn: true, Method: "api_key", Source: name}, nil
+	if name := configProviderKey(env); name != "" {
+		return backend.AuthStatus{LoggedIn: lookupEnv(env, name) != "", Method: "api_key", Source: name}, nil
 	}
 	path, err := Program(program)
 	if err != nil {

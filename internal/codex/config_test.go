@@ -39,7 +39,8 @@ func TestConfigModel(t *testing.T) {
 }
 
 // TestAuthStatusProviderKey: a configured provider whose env_key is set
-// counts as logged in, without asking codex; unset, codex is asked.
+// counts as logged in, without asking codex; unset, as not logged in
+// (codex refuses its turns whatever it stored), naming the variable.
 func TestAuthStatusProviderKey(t *testing.T) {
 	home := t.TempDir()
 	cfg := "model = \"m\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Fake\"\nbase_url = \"http://127.0.0.1:1/v1\"\nenv_key = \"FAKE_KEY\"\n"
@@ -54,7 +55,7 @@ func TestAuthStatusProviderKey(t *testing.T) {
 	if got := configModel(env); got != "m" {
 		t.Errorf("configModel = %q, want m", got)
 	}
-	if _, err := GetAuthStatus(context.Background(), "/nonexistent/codex", env[:1]); err == nil {
-		t.Error("GetAuthStatus without FAKE_KEY did not ask codex (which is missing)")
+	if st, err := GetAuthStatus(context.Background(), "/nonexistent/codex", env[:1]); err != nil || st.LoggedIn || st.Source != "FAKE_KEY" {
+		t.Errorf("GetAuthStatus without FAKE_KEY = %+v, %v; want not logged in, naming FAKE_KEY", st, err)
 	}
 }
