@@ -15,8 +15,9 @@ import (
 const lifelineFD = 3
 
 // reaper is what the supervisor needs of the OS to find and end the CLI's
-// descendants. Linux has a subreaper (reap_linux.go), macOS walks the
-// process table (reap_darwin.go), other systems reach only the CLI.
+// descendants. On Linux the supervisor is a PID namespace's init or a
+// subreaper (reap_linux.go), macOS walks the process table (reap_darwin.go),
+// other systems reach only the CLI.
 type reaper interface {
 	// layer names what holds the CLI's processes (a Layer's Name).
 	layer() string
@@ -60,9 +61,9 @@ type reaper interface {
 // signal for SIGHUP, SIGINT, SIGTERM and SIGKILL (so the parent reads the
 // same wait status as without a supervisor; SIGKILL too when the lifeline
 // closed), and with status 128+n for another signal n (as a shell reports
-// it), and always so as a PID namespace's init, which a signal it sends
-// itself does not kill. ExitSetup and ExitNoStart are the supervisor's own
-// failures.
+// it); as a PID namespace's init, which a signal it sends itself does not
+// kill, with 128+n for every signal. ExitSetup and ExitNoStart are the
+// supervisor's own failures.
 //
 // The supervisor catches SIGINT, SIGTERM, SIGHUP and SIGQUIT and does
 // nothing with them: sent to the group, they reach the CLI directly, whose
@@ -105,7 +106,7 @@ func verify(v string) (mode, bool) {
 	if err != nil || n != len(want) || string(got) != string(want) {
 		return mode{}, false
 	}
-	if n, err := readFull(lifelineFD, got); err != nil || n != len(want) {
+	if n, err := take(lifelineFD, got); err != nil || n != len(want) {
 		return mode{}, false
 	}
 	return m, true
@@ -120,7 +121,7 @@ func peek(fd int, b []byte) (int, error) {
 	}
 }
 
-func readFull(fd int, b []byte) (int, error) {
+func take(fd int, b []byte) (int, error) {
 	for {
 		n, _, err := syscall.Recvfrom(fd, b, syscall.MSG_DONTWAIT)
 		if err != syscall.EINTR {
