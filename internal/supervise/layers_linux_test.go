@@ -345,6 +345,16 @@ func kill9Cycle(t *testing.T, lc layerCase, ending, mark string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if t.Failed() {
+			// Leave nothing of a failed cycle behind.
+			for _, pid := range marked(mark) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			bridge.Process.Kill()
+			bridge.Wait()
+		}
+	}()
 	sup, layer := readBridge(t, bufio.NewReader(outR))
 	if layer != lc.name {
 		bridge.Process.Kill()
