@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-var killCycles = flag.Int("kill-cycles", 25, "cycles of each layer and ending in TestKill9")
+var killCycles = flag.Int("kill-cycles", 20, "cycles of each layer and ending in TestKill9")
 
 // testNSEnv makes a helper choose the layer of the supervisors it starts,
 // rather than find it out: "pid", "user" or "none" (the subreaper).
