@@ -7,6 +7,7 @@ import (
 
 	"spbridge/internal/canonjson"
 	"spbridge/internal/claude"
+	"spbridge/internal/clis"
 	"spbridge/internal/codex"
 )
 
@@ -17,13 +18,11 @@ var authCommands = []command{
 
 // logout logs the CLI name out (claude auth logout, codex logout).
 func logout(ctx context.Context, name string) error {
-	switch name {
-	case "claude":
-		return claude.New(claude.Options{}).Logout(ctx)
-	case "codex":
-		return codex.Logout(ctx, "", nil)
+	cli, ok := clis.Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown backend %q (want %s)", name, clis.Choices())
 	}
-	return fmt.Errorf("unknown backend %q (want claude or codex)", name)
+	return cli.Logout(ctx)
 }
 
 func runAuthLogout(ctx context.Context, st stdio, args []string) error {
@@ -79,21 +78,12 @@ func runAuthStatus(ctx context.Context, st stdio, args []string) error {
 	}
 	all := true
 	for _, name := range backends {
-		var loggedIn bool
-		var method, source, problem string
-		switch name {
-		case "claude":
-			s, err := claude.New(claude.Options{}).AuthStatus(ctx)
-			loggedIn, method, source = s.LoggedIn, s.Method, s.Source
-			if err != nil {
-				problem = err.Error()
-			}
-		case "codex":
-			s, err := codex.GetAuthStatus(ctx, "", nil)
-			loggedIn, method, source = s.LoggedIn, s.Method, s.Source
-			if err != nil {
-				problem = err.Error()
-			}
+		var problem string
+		cli, _ := clis.Lookup(name) // authBackends knows it
+		s, err := cli.AuthStatus(ctx)
+		loggedIn, method, source := s.LoggedIn, s.Method, s.Source
+		if err != nil {
+			problem = err.Error()
 		}
 		all = all && loggedIn
 		if *asJSON {
@@ -145,11 +135,11 @@ func authBackends(f *flagSet, args []string, st stdio, backend *string) (backend
 	if err := f.noArgs(); err != nil {
 		return nil, false, err
 	}
-	switch *backend {
-	case "":
-		return []string{"claude", "codex"}, false, nil
-	case "claude", "codex":
+	if *backend == "" {
+		return clis.Names(), false, nil
+	}
+	if _, ok := clis.Lookup(*backend); ok {
 		return []string{*backend}, false, nil
 	}
-	return nil, false, usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
+	return nil, false, usagef(f.cmd, "unknown backend %q (want %s)", *backend, clis.Choices())
 }

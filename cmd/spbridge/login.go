@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"spbridge/internal/claude"
 	"spbridge/internal/cliproc"
-	"spbridge/internal/codex"
+	"spbridge/internal/clis"
 )
 
 // exitStatusError carries a program's exit status out as spbridge's own.
@@ -39,20 +38,15 @@ func runLogin(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return usagef(f.cmd, "--size: %v", err)
 	}
-	var path string
-	var loginArgs []string
-	switch *backend {
-	case "claude":
-		path, err = claude.New(claude.Options{}).Program()
-		loginArgs = claude.LoginArgs
-	case "codex":
-		path, err = codex.Program("")
-		loginArgs = codex.LoginArgs
-	case "":
+	if *backend == "" {
 		return usagef(f.cmd, "login needs --backend claude or --backend codex")
-	default:
-		return usagef(f.cmd, "unknown backend %q (want claude or codex)", *backend)
 	}
+	cli, ok := clis.Lookup(*backend)
+	if !ok {
+		return usagef(f.cmd, "unknown backend %q (want %s)", *backend, clis.Choices())
+	}
+	path, err := cli.Program()
+	loginArgs := cli.LoginArgs
 	if err != nil {
 		return err
 	}

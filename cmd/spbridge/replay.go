@@ -16,7 +16,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/cliproc"
-	"spbridge/internal/codex"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 )
 
@@ -71,14 +71,12 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 // lines mapped (replayGC.pace).
 func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, pace func()) error {
 	newID := itemmap.SequentialIDs()
-	var m itemmap.Mapper = itemmap.NewClaude(newID)
-	app := backend == "codex" && transport == codex.TransportAppServer
-	switch {
-	case app:
-		m = itemmap.NewCodexApp(newID)
-	case backend == "codex":
-		m = itemmap.NewCodex(newID)
+	cli, ok := clis.Lookup(backend)
+	if !ok {
+		return fmt.Errorf("unknown backend %q (want %s)", backend, clis.Choices())
 	}
+	m := cli.Mapper(newID, transport)
+	_, app := m.(*itemmap.CodexApp)
 	var (
 		items   []archive.Item // not written yet
 		written int
@@ -131,7 +129,7 @@ func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, pa
 		}
 	}
 	var err error
-	if c, ok := m.(*itemmap.Claude); ok && backend == "claude" {
+	if c, ok := m.(*itemmap.Claude); ok {
 		// Lines are read (validated, their fields found) on a goroutine
 		// of their own, ahead of the mapping and writing on this one.
 		err = readAhead(in, 0, func(b *replayBatch) bool {

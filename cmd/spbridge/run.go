@@ -21,7 +21,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/canonjson"
-	"spbridge/internal/claude"
+	"spbridge/internal/clis"
 	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/restore"
@@ -204,10 +204,8 @@ type backendFlags struct {
 
 // checkBackend refuses a backend or codex transport spbridge does not have.
 func checkBackend(f *flagSet, backend, transport string) error {
-	switch backend {
-	case "claude", "codex":
-	default:
-		return usagef(f.cmd, "unknown backend %q (want claude or codex)", backend)
+	if _, ok := clis.Lookup(backend); !ok {
+		return usagef(f.cmd, "unknown backend %q (want %s)", backend, clis.Choices())
 	}
 	if transport != codex.TransportExec && transport != codex.TransportAppServer {
 		return usagef(f.cmd, "unknown codex transport %q (want app-server or exec)", transport)
@@ -217,10 +215,8 @@ func checkBackend(f *flagSet, backend, transport string) error {
 
 // newBackend makes a session's backend and its archive provider name.
 func newBackend(name string, o backendFlags) (backend.Backend, string) {
-	if name == "codex" {
-		return codex.New(codex.Options{Options: backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}, CodexHome: o.codexHome, Transport: o.transport}), codex.Provider
-	}
-	return claude.New(claude.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}), claude.Provider
+	cli, _ := clis.Lookup(name) // checkBackend knows it
+	return cli.New(clis.Settings{Options: backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}, CodexHome: o.codexHome, Transport: o.transport}), cli.Provider
 }
 
 // readMessages returns the messages: the arguments after PKG, or one from

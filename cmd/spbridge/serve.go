@@ -11,9 +11,8 @@ import (
 	"spbridge/internal/acp"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
-	"spbridge/internal/claude"
 	"spbridge/internal/cliproc"
-	"spbridge/internal/codex"
+	"spbridge/internal/clis"
 	"spbridge/internal/gcpace"
 	"spbridge/internal/secretfile"
 	"spbridge/internal/sessionindex"
@@ -68,14 +67,12 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Index:          sessionindex.New(state),
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
-			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events}
-			switch name {
-			case "claude":
-				return claude.New(opts), nil
-			case "codex":
-				return codex.New(codex.Options{Options: opts, Transport: *transport}), nil
+			cli, ok := clis.Lookup(name)
+			if !ok {
+				return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
 			}
-			return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
+			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events}
+			return cli.New(clis.Settings{Options: opts, Transport: *transport}), nil
 		},
 	}
 	// The files with secrets (the MCP servers given to claude) that a
@@ -87,19 +84,16 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		cfg.AuditDir = state
 	}
 	cfg.AuthStatus = func(ctx context.Context, name string) (bool, error) {
-		switch name {
-		case "claude":
-			st, err := claude.New(claude.Options{}).AuthStatus(ctx)
-			return st.LoggedIn, err
-		case "codex":
-			st, err := codex.GetAuthStatus(ctx, "", nil)
-			return st.LoggedIn, err
+		cli, ok := clis.Lookup(name)
+		if !ok {
+			return false, fmt.Errorf("unknown backend %s", name)
 		}
-		return false, fmt.Errorf("unknown backend %s", name)
+		st, err := cli.AuthStatus(ctx)
+		return st.LoggedIn, err
 	}
 	cfg.Logout = func(ctx context.Context) error {
-		for _, name := range []string{"claude", "codex"} {
-			if err := logout(ctx, name); err != nil && !notInstalled(err) {
+		for _, cli := range clis.All {
+			if err := cli.Logout(ctx); err != nil && !notInstalled(err) {
 				return err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/sessionindex"
 )
@@ -475,11 +476,24 @@ func (ss *acpSession) closeSession(j *job) (any, error) {
 
 // ---------------------------------------------------------------- log-in
 
-// authBackends are the log-in methods' ids, by backend.
-var authBackends = map[string]string{"claude-login": "claude", "codex-login": "codex"}
+// authBackend is the CLI whose log-in method is id, false when none.
+func authBackend(id string) (clis.CLI, bool) {
+	for _, c := range clis.All {
+		if c.LoginMethod() == id {
+			return c, true
+		}
+	}
+	return clis.CLI{}, false
+}
 
 // authMethodIDs are the ids of the log-in methods, in the order offered.
-var authMethodIDs = []string{"claude-login", "codex-login"}
+func authMethodIDs() []string {
+	var ids []string
+	for _, c := range clis.All {
+		ids = append(ids, c.LoginMethod())
+	}
+	return ids
+}
 
 // authMethods are the log-ins spbridge offers. To a client that runs
 // terminal log-ins (clientCapabilities.auth.terminal), each CLI's own,
@@ -487,17 +501,15 @@ var authMethodIDs = []string{"claude-login", "codex-login"}
 // (`spbridge serve --login claude`); to any other client, agent methods
 // whose description names the command to run.
 func authMethods(terminal bool) []any {
-	names := map[string]string{"claude": "Claude Code", "codex": "the Codex CLI"}
 	var out []any
-	for _, id := range authMethodIDs {
-		be := authBackends[id]
-		m := map[string]any{"id": id, "name": "Log in to " + names[be]}
+	for _, c := range clis.All {
+		m := map[string]any{"id": c.LoginMethod(), "name": "Log in to " + c.Display}
 		if terminal {
 			m["type"] = "terminal"
-			m["description"] = "Runs " + names[be] + "'s own log-in in a terminal."
-			m["args"] = []string{"--login", be}
+			m["description"] = "Runs " + c.Display + "'s own log-in in a terminal."
+			m["args"] = []string{"--login", c.Name}
 		} else {
-			m["description"] = "Run `spbridge login --backend " + be + "` in a terminal, then try again."
+			m["description"] = "Run `spbridge login --backend " + c.Name + "` in a terminal, then try again."
 		}
 		out = append(out, m)
 	}
@@ -528,5 +540,5 @@ func notLoggedIn(failure string) bool {
 // authRequired is the answer to a prompt whose CLI is not logged in.
 func authRequired(backendName, failure string) *RPCError {
 	return &RPCError{Code: CodeAuthRequired, Message: "authentication required: " + failure,
-		Data: map[string]any{"authMethods": authMethodIDs, "backend": backendName}}
+		Data: map[string]any{"authMethods": authMethodIDs(), "backend": backendName}}
 }

@@ -600,7 +600,8 @@ func (s *Server) authenticate(ctx context.Context, params json.RawMessage) (any,
 	if err := decode(params, &p); err != nil {
 		return nil, err
 	}
-	backend, ok := authBackends[p.MethodID]
+	cli, ok := authBackend(p.MethodID)
+	backend := cli.Name
 	if !ok {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
 	}

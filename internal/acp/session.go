@@ -15,15 +15,13 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/prices"
 	"spbridge/internal/restore"
 	"spbridge/internal/session"
 )
-
-// providers are the archive's provider names by backend.
-var providers = map[string]string{"claude": "claude-code", "codex": "codex"}
 
 // acpSession is one ACP session: one package and its CLI, from the
 // session/new or session/load that opens it to its close.
@@ -213,9 +211,9 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		m.Backend, op.defaulted = s.cfg.DefaultBackend, true
 	}
 	if m.Backend == "" {
-		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.backend is required ("claude" or "codex")`)
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.backend is required (%s)", clis.Choices())
 	}
-	if _, ok := providers[m.Backend]; !ok {
+	if _, ok := clis.Lookup(m.Backend); !ok {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown backend %q", m.Backend)
 	}
 	op.kind = archive.KindDocument
@@ -337,9 +335,9 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if op.defaulted && op.load {
 		// A session reopened without naming its backend (session/list,
 		// then resume) goes on with the CLI its conversation last ran on.
-		for name, provider := range providers {
-			if pkg.Conv.Provider != "" && pkg.Conv.Provider == provider {
-				op.backend = name
+		for _, c := range clis.All {
+			if pkg.Conv.Provider != "" && pkg.Conv.Provider == c.Provider {
+				op.backend = c.Name
 			}
 		}
 	}
@@ -349,7 +347,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	c, _ := be.(backend.Controls)
 	ss.takeControls(c)
-	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: providers[op.backend], AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Cwd: op.cwd}
+	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: provider(op.backend), AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Cwd: op.cwd}
 	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
 		conv.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}
@@ -627,11 +625,10 @@ func (ss *acpSession) endFailed() {
 // modelSetter is a backend whose model can change between turns.
 type modelSetter interface{ SetModel(string) }
 
-// models are the choices offered for the model option when the backend
-// has no list of its own.
-var models = map[string][]string{
-	"claude": {"default", "sonnet", "opus", "haiku"},
-	"codex":  {"default"},
+// provider is the archive's provider name of backend.
+func provider(backend string) string {
+	cli, _ := clis.Lookup(backend)
+	return cli.Provider
 }
 
 // Config option ids.
@@ -652,7 +649,8 @@ func (ss *acpSession) modelList(current string) []backend.Model {
 	list := slices.Clone(ss.models)
 	ss.cmu.Unlock()
 	if list == nil {
-		for _, v := range models[ss.backendName()] {
+		cli, _ := clis.Lookup(ss.backendName())
+		for _, v := range cli.Models {
 			list = append(list, backend.Model{ID: v, Name: v})
 		}
 	}
