@@ -14,6 +14,7 @@ import (
 	"spbridge/internal/cliproc"
 	"spbridge/internal/clis"
 	"spbridge/internal/gcpace"
+	"spbridge/internal/modelcache"
 	"spbridge/internal/secretfile"
 	"spbridge/internal/sessionindex"
 )
@@ -83,6 +84,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if !*noAudit {
 		cfg.AuditDir = state
 	}
+	cfg.Models = modelcache.New(state)
 	cfg.AuthStatus = func(ctx context.Context, name string) (bool, error) {
 		cli, ok := clis.Lookup(name)
 		if !ok {

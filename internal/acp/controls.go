@@ -104,8 +104,23 @@ func (ss *acpSession) events() backend.Events {
 		ModelsChanged: func(list []backend.Model) {
 			ss.cmu.Lock()
 			ss.models = slices.Clone(list)
+			name, program := ss.listedBy, ss.program
 			ss.cmu.Unlock()
+			if ss.modelsSeen != nil {
+				ss.modelsOnce.Do(func() { close(ss.modelsSeen) })
+			}
 			ss.configChanged()
+			if cache := ss.srv.cfg.Models; cache != nil && program != "" {
+				// Kept for the next session's answer, off the backend's
+				// goroutine.
+				ss.srv.wg.Add(1)
+				go func() {
+					defer ss.srv.wg.Done()
+					if err := cache.Store(name, program, list); err != nil {
+						ss.srv.cfg.Log.Printf("session %s: keep the model list: %v", ss.id, err)
+					}
+				}()
+			}
 		},
 	}
 }
@@ -278,11 +293,65 @@ func (ss *acpSession) afterOpen() {
 	ss.announced = true
 	ss.cmu.Unlock()
 	ss.sendCommands()
-	ss.mu.Lock()
-	if ss.closed {
-		ss.mu.Unlock()
+	select {
+	case <-ss.modelsSeen:
+		// The CLI listed its models before the answer, which carried
+		// them; a client that waits for the list hears of it too.
+		ss.configChanged()
+	default:
+	}
+	ss.prepare(c)
+}
+
+// modelsWait is how long an open's answer waits for a CLI that lists its
+// models, when no list of its program is kept.
+const modelsWait = 3 * time.Second
+
+// openModels gives the open's answer the CLI's own models: those its
+// program listed last (kept by Config.Models), else, for a backend whose
+// CLI lists them as it starts (claude; codex app-server), what it lists
+// within modelsWait of its early start (less when the CLI cannot start). The list that arrives later
+// replaces them with a config_option_update as before.
+func (ss *acpSession) openModels(name string, be backend.Backend, c backend.Controls) {
+	program, err := be.Program()
+	if c == nil || err != nil {
 		return
 	}
+	ss.cmu.Lock()
+	ss.listedBy, ss.program = name, program
+	ss.cmu.Unlock()
+	if cache := ss.srv.cfg.Models; cache != nil {
+		if list := cache.Load(name, program); len(list) > 0 {
+			ss.cmu.Lock()
+			ss.models = list // in place of the backend's list from before its CLI said
+			ss.cmu.Unlock()
+			return
+		}
+	}
+	if l, ok := be.(interface{ ListsModels() bool }); !ok || !l.ListsModels() {
+		return
+	}
+	failed := ss.prepare(c)
+	t := time.NewTimer(modelsWait)
+	defer t.Stop()
+	select {
+	case <-ss.modelsSeen:
+	case <-failed: // the CLI could not start (missing, say): no list comes
+	case <-t.C:
+	}
+}
+
+// prepare starts the CLI ahead of the first turn (Controls.Prepare), once,
+// in the background: from the open when its answer waits for the CLI's
+// models, else after it. The channel it returns is closed when the start
+// failed (nil when it was started before).
+func (ss *acpSession) prepare(c backend.Controls) <-chan struct{} {
+	ss.mu.Lock()
+	if ss.closed || ss.prepareCancel != nil {
+		ss.mu.Unlock()
+		return nil
+	}
+	failed := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ss.prepareCancel = cancel
 	ss.preparing.Add(1)
@@ -295,10 +364,14 @@ func (ss *acpSession) afterOpen() {
 				ss.srv.recovered("the CLI's start of session "+ss.id, r)
 			}
 		}()
-		if err := c.Prepare(ctx); err != nil && ctx.Err() == nil {
-			ss.srv.cfg.Log.Printf("session %s: start the CLI: %v", ss.id, err)
+		if err := c.Prepare(ctx); err != nil {
+			close(failed)
+			if ctx.Err() == nil {
+				ss.srv.cfg.Log.Printf("session %s: start the CLI: %v", ss.id, err)
+			}
 		}
 	}()
+	return failed
 }
 
 // ownCommand reports which of spbridge's commands a prompt is ("" for

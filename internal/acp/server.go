@@ -44,6 +44,9 @@ type NewBackendFunc func(name string, opts BackendOptions) (backend.Backend, err
 type Config struct {
 	// NewBackend makes each session's backend.
 	NewBackend NewBackendFunc
+	// Models keeps the models each CLI's program listed, so that an open
+	// answers with them; nil keeps none.
+	Models ModelCache
 	// turnEndSave, when set (tests), is called as the save at a turn's
 	// end begins, with the session's id.
 	turnEndSave func(sessionID string)
@@ -68,6 +71,12 @@ type Config struct {
 	// Index keeps the packages opened through serve, for session/list;
 	// nil lists none.
 	Index *sessionindex.Index
+}
+
+// ModelCache keeps the models a CLI's program listed (internal/modelcache).
+type ModelCache interface {
+	Load(name, program string) []backend.Model
+	Store(name, program string, models []backend.Model) error
 }
 
 // CodeAuthRequired is ACP's error for a client that must authenticate.

@@ -87,6 +87,13 @@ type acpSession struct {
 
 	prepareCancel context.CancelFunc // ends the CLI's early start
 	preparing     sync.WaitGroup     // the early start, waited for at close
+
+	// The backend's name and program, whose model list the models cache
+	// keeps (under cmu); modelsSeen is closed when the CLI first listed
+	// its models.
+	listedBy, program string
+	modelsSeen        chan struct{}
+	modelsOnce        sync.Once
 }
 
 // job is one message for a session, handled by its worker.
@@ -295,7 +302,7 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the package %s is already open in this session", op.id))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.id}
+	ss := &acpSession{srv: s, id: op.id, modelsSeen: make(chan struct{})}
 	ss.qcond = sync.NewCond(&ss.qmu)
 	s.sessions[op.id] = ss
 	s.wg.Add(1)
@@ -347,6 +354,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	c, _ := be.(backend.Controls)
 	ss.takeControls(c)
+	ss.openModels(op.backend, be, c)
 	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: provider(op.backend), AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Cwd: op.cwd}
 	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
 		conv.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))

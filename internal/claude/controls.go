@@ -132,6 +132,10 @@ func (b *Backend) Commands() []backend.Command {
 	return ProjectCommands(b.Opts.Dir)
 }
 
+// ListsModels reports that claude lists its models as it starts (in its
+// initialize answer).
+func (b *Backend) ListsModels() bool { return true }
+
 // Prepare starts claude ahead of the first turn and waits for the answer
 // to its initialize request (which lists the commands), or for ctx. It
 // does nothing when claude runs.

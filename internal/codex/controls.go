@@ -279,6 +279,10 @@ func reviewTarget(arg string) map[string]any {
 	return map[string]any{"type": "custom", "instructions": arg}
 }
 
+// ListsModels reports whether the CLI lists its models as it starts (the
+// app-server does; exec never does).
+func (b *Backend) ListsModels() bool { return b.transport == TransportAppServer }
+
 // Prepare starts the app-server ahead of the first turn and asks it for
 // its models (model/list; Events.ModelsChanged hears them), so that the
 // editor can choose one before it sends a prompt; the thread starts with
