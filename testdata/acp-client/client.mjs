@@ -587,6 +587,9 @@ function matches(entry, step) {
   if (step.method !== undefined && entry.method !== step.method) return false;
   if (step.sessionUpdate !== undefined && entry.params?.update?.sessionUpdate !== step.sessionUpdate) return false;
   if (step.session !== undefined && entry.params?.sessionId !== sessionOf(step.session)) return false;
+  // contains: a text the message's params must hold (as JSON), e.g. a
+  // command's name in an available_commands_update.
+  if (step.contains !== undefined && !JSON.stringify(entry.params ?? null).includes(step.contains)) return false;
   return true;
 }
 
