@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,11 +29,10 @@ func modelValues(t *testing.T, res map[string]any) (values []string, described i
 }
 
 // TestE2EServeModelsInAnswer drives the real CLIs through spbridge serve
-// with the official ACP client: the answer to session/new already carries
-// the CLI's own models, on a fresh state folder (the open waits for the
-// CLI's list) and in the next serve (the list its program gave, kept in the
-// state folder's models/), where a model from it is chosen right after the
-// answer, before the CLI said anything.
+// with the official ACP client: the first session hears the CLI's own
+// models, which are kept in the state folder's models/, so that the next
+// serve's answer to session/new already carries them and a model from them
+// is chosen right after the answer, before the CLI said anything.
 func TestE2EServeModelsInAnswer(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		e := newE2E(t)
@@ -60,10 +60,23 @@ func modelsInAnswer(t *testing.T, e *e2e, backend string, real func([]string, in
 		steps = append(steps, map[string]any{"op": "closeStdin"})
 		return runACPClient(t, map[string]any{"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work, "steps": steps})
 	}
-	first := open()
-	values, described := modelValues(t, response(t, first, 1))
+	// On a fresh state folder the answer carries the list when the CLI
+	// gave it within the open's wait (internal/acp's TestModelsInAnswer
+	// shows that path); the update after the answer carries it always.
+	first := open(map[string]any{"op": "waitFor", "method": "session/update", "sessionUpdate": "config_option_update"})
+	var values []string
+	var described int
+	for _, ev := range first {
+		if ev.Event == "notification" && ev.Method == "session/update" && strings.Contains(string(ev.Params), "config_option_update") {
+			var p struct {
+				Update map[string]any `json:"update"`
+			}
+			json.Unmarshal(ev.Params, &p)
+			values, described = modelValues(t, p.Update)
+		}
+	}
 	if !real(values, described) {
-		t.Fatalf("session/new on a fresh state folder offered %v (%d described): not %s's own list", values, described, backend)
+		t.Fatalf("the first session was offered %v (%d described): not %s's own list", values, described, backend)
 	}
 	var state string
 	for _, kv := range e.env {

@@ -111,15 +111,11 @@ func (ss *acpSession) events() backend.Events {
 			}
 			ss.configChanged()
 			if cache := ss.srv.cfg.Models; cache != nil && program != "" {
-				// Kept for the next session's answer, off the backend's
-				// goroutine.
-				ss.srv.wg.Add(1)
-				go func() {
-					defer ss.srv.wg.Done()
-					if err := cache.Store(name, program, list); err != nil {
-						ss.srv.cfg.Log.Printf("session %s: keep the model list: %v", ss.id, err)
-					}
-				}()
+				// Kept for the next session's answer (a small file,
+				// written once a CLI start).
+				if err := cache.Store(name, program, list); err != nil {
+					ss.srv.cfg.Log.Printf("session %s: keep the model list: %v", ss.id, err)
+				}
 			}
 		},
 	}

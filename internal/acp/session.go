@@ -1303,10 +1303,16 @@ func (ss *acpSession) close() error {
 		}
 	}
 	ss.waiting = nil
-	if ss.prepareCancel != nil {
-		ss.prepareCancel()
+	// The CLI's early start ends first, without mu: what it tells on its
+	// way (its models, its commands) reads the session under mu. Nothing
+	// starts anew once closed is set.
+	cancel := ss.prepareCancel
+	ss.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 	ss.preparing.Wait()
+	ss.mu.Lock()
 	var errs []error
 	if ss.dirty {
 		errs = append(errs, ss.safely("save", func() error {
