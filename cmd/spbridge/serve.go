@@ -53,6 +53,11 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	// From here on a client that went away ends serve cleanly, whatever
 	// it logs first.
 	catchSIGPIPE()
+	// Someone who typed `spbridge serve` in a terminal learns what the
+	// silence means; an editor (a pipe) is told nothing.
+	if in, ok := st.in.(*os.File); ok && isTerminal(in) {
+		fmt.Fprint(st.err, serveTerminalNote)
+	}
 	state, err := audit.StateDir()
 	if err != nil {
 		return err
@@ -116,6 +121,11 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	cfg.Log.Printf("served for %v", time.Since(start).Round(time.Millisecond))
 	return err
 }
+
+// serveTerminalNote is what serve says, once, when its standard input is
+// a terminal: nobody types JSON-RPC by hand.
+const serveTerminalNote = "spbridge serve: waiting for an editor on standard input (Agent Client Protocol, JSON-RPC, one message a line).\n" +
+	"Editors start it themselves; see docs/editors.md, or try a turn with `spbridge run`. Ctrl-D or Ctrl-C ends it.\n"
 
 // serveHeadroom is how much memory serve lets grow over its live heap
 // before the garbage collector runs (internal/gcpace): serve holds each
