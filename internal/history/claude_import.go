@@ -1,0 +1,395 @@
+package history
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/claude"
+	"spbridge/internal/itemmap"
+)
+
+// claudeImport maps a Claude Code session file. Its user and assistant
+// lines are those of `claude -p --output-format stream-json` (the
+// assistant's API message one content block a line, the tool results as
+// user lines), so they go through the same mapper as a live turn; what the
+// stream has and the file does not (a turn's result) is made from the
+// file: a turn ends where the user's next message begins, with the usage
+// of its API messages and the cost Claude Code recorded after it.
+//
+// Lines of a subagent (isSidechain) and the CLI's bookkeeping
+// (attachments, queue operations, request logs, cost and mode records,
+// titles) show nothing. A slash command the user typed shows as their
+// message; its output (local-command-stdout) and a compaction as notices.
+type claudeImport struct {
+	newID itemmap.IDFunc
+	rep   *Report
+	m     *itemmap.Claude
+	conv  *archive.Conversation
+	turn  turnState
+	// usage is the turn's API messages' usage, the last line of each
+	// message id, in order.
+	usage    map[string]archive.Usage
+	usageIDs []string
+	cost     string // the totalCostUSD Claude Code recorded last in the turn
+	lastStop string // the stop_reason of the turn's last assistant line, "" after a tool result
+	// agentCalls are the ids of the subagent calls (Agent, Task) seen.
+	agentCalls map[string]bool
+	// compacted is the notice of a compaction not shown yet: it goes
+	// after the /compact that asked for it.
+	compacted    string
+	afterCompact bool // the user's last line was /compact
+}
+
+func newClaudeImport(newID itemmap.IDFunc, rep *Report) *claudeImport {
+	return &claudeImport{newID: newID, rep: rep, m: itemmap.NewClaude(newID), conv: &archive.Conversation{},
+		usage: map[string]archive.Usage{}, agentCalls: map[string]bool{}}
+}
+
+// claudeQuiet are the kinds of Claude Code's lines that show nothing.
+var claudeQuiet = map[string]bool{
+	"attachment": true, "queue-operation": true, "last-prompt": true, "atis-latch": true,
+	"api-request": true, "api-request-shape": true, "api-request-blob": true, "tools-used": true,
+	"mode": true, "summary": true, "custom-title": true, "ai-title": true, "file-history-snapshot": true,
+	"progress": true, "tag": true, "agent-name": true, "pr-link": true, "permission-mode": true,
+	"worktree-state": true, "content-replacement": true,
+}
+
+func (ci *claudeImport) line(line []byte) bool {
+	v, ok := object(line)
+	if !ok {
+		return false
+	}
+	if ci.rep.ID == "" {
+		ci.rep.ID = v.Get("sessionId").String()
+	}
+	if ci.rep.Cwd == "" {
+		ci.rep.Cwd = v.Get("cwd").String()
+	}
+	typ := v.Get("type").String()
+	switch {
+	case claudeQuiet[typ]:
+		return true
+	case typ == "cost-state":
+		if c := v.Get("totalCostUSD"); c.Type == gjson.Number {
+			ci.cost = c.Raw
+		}
+		return true
+	case typ == "system":
+		ci.system(v)
+		return true
+	case typ == "user":
+		if !v.Get("isSidechain").Bool() {
+			ci.user(v, line)
+		}
+		return true
+	case typ == "assistant":
+		if !v.Get("isSidechain").Bool() {
+			ci.assistant(v, line)
+		}
+		return true
+	}
+	return false
+}
+
+func (ci *claudeImport) system(v gjson.Result) {
+	if v.Get("subtype").String() != "compact_boundary" {
+		return
+	}
+	ci.flushCompacted()
+	ci.compacted = "Claude Code compacted the conversation."
+	if v.Get("compactMetadata.trigger").String() == "auto" {
+		ci.compacted = "Claude Code compacted the conversation (its context was full)."
+	}
+}
+
+// flushCompacted shows the notice of a compaction not shown yet.
+func (ci *claudeImport) flushCompacted() {
+	if ci.compacted != "" {
+		ci.notice(ci.compacted)
+		ci.compacted = ""
+	}
+}
+
+func (ci *claudeImport) notice(text string) {
+	ci.conv.Items = append(ci.conv.Items, archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeNotice, "text": text}))
+}
+
+var (
+	commandName   = regexp.MustCompile(`<command-name>([^<]*)</command-name>`)
+	commandArgs   = regexp.MustCompile(`(?s)<command-args>(.*?)</command-args>`)
+	commandStdout = regexp.MustCompile(`(?s)<local-command-stdout>(.*?)</local-command-stdout>`)
+)
+
+func (ci *claudeImport) user(v gjson.Result, line []byte) {
+	if text, ok := claudePrompt(v); ok {
+		ci.endTurn()
+		ci.flushCompacted()
+		ci.begin(text, v)
+		return
+	}
+	content := v.Get("message.content")
+	text := content.String()
+	if content.IsArray() {
+		text = ""
+		for _, b := range content.Array() {
+			if b.Get("type").String() == "text" {
+				text += b.Get("text").String()
+			}
+		}
+	}
+	switch {
+	case v.Get("isCompactSummary").Bool() || v.Get("isMeta").Bool():
+		return
+	case commandName.MatchString(text):
+		// A slash command the user typed: their message, which went to
+		// the CLI rather than the model.
+		ci.endTurn()
+		cmd := commandName.FindStringSubmatch(text)[1]
+		if a := commandArgs.FindStringSubmatch(text); a != nil && strings.TrimSpace(a[1]) != "" {
+			cmd += " " + strings.TrimSpace(a[1])
+		}
+		it := archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeUser, "text": cmd})
+		ci.conv.Items = append(ci.conv.Items, it)
+		ci.rep.Turns++
+		compacted := ci.compacted != ""
+		ci.flushCompacted()
+		ci.turn.first = len(ci.conv.Items)
+		ci.afterCompact = compacted
+		return
+	case commandStdout.MatchString(text):
+		out := strings.TrimSpace(commandStdout.FindStringSubmatch(text)[1])
+		if out != "" && !(ci.afterCompact && strings.HasPrefix(out, "Compacted")) {
+			ci.notice(out)
+		}
+		ci.afterCompact = false
+		return
+	}
+	if !content.IsArray() {
+		return // a task notification, a reminder: the CLI's own message
+	}
+	ci.lastStop = ""
+	ci.flushCompacted()
+	for _, b := range content.Array() {
+		if id := b.Get("tool_use_id").String(); b.Get("type").String() == "tool_result" && ci.agentCalls[id] {
+			ci.subagent(id, v.Get("toolUseResult.agentId").String())
+		}
+	}
+	ci.feed(renameKeys(line, v, "toolUseResult", "tool_use_result"))
+}
+
+// subagent feeds the lines of the subagent that call id ran (its file,
+// subagents/agent-<agent>.jsonl beside the session's) to the mapper as
+// the stream gives a subagent's lines, before the call's result: its
+// calls show under the call, and stay out of the history.
+func (ci *claudeImport) subagent(id, agent string) {
+	delete(ci.agentCalls, id)
+	if agent == "" || strings.ContainsAny(agent, `/\.`) {
+		return
+	}
+	dir := strings.TrimSuffix(ci.rep.Path, ".jsonl")
+	f, size, err := openRegular(filepath.Join(dir, "subagents", "agent-"+agent+".jsonl"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	prefix := []byte(`{"parent_tool_use_id":` + strconv.Quote(id) + `,`)
+	lr := newLineReader(io.NewSectionReader(f, 0, size))
+	for {
+		line, ok := lr.Next()
+		if !ok {
+			return
+		}
+		line = bytes.TrimSpace(line)
+		v, ok := object(line)
+		if !ok {
+			continue
+		}
+		typ := v.Get("type").String()
+		if typ != "assistant" && typ != "user" {
+			continue
+		}
+		if typ == "user" {
+			line = renameKeys(line, v, "toolUseResult", "tool_use_result")
+		}
+		ci.feed(append(slices.Clone(prefix), line[1:]...))
+	}
+}
+
+// begin starts a turn with the user's message text (and the images of the
+// line's content).
+func (ci *claudeImport) begin(text string, v gjson.Result) {
+	ci.rep.Turns++
+	msg := archive.Message{Role: "user"}
+	full := ""
+	var images []archive.Block
+	if c := v.Get("message.content"); c.Type == gjson.String {
+		full = c.String()
+	} else {
+		var parts []string
+		for _, b := range c.Array() {
+			switch b.Get("type").String() {
+			case "text":
+				parts = append(parts, b.Get("text").String())
+			case "image":
+				data, err := base64.StdEncoding.DecodeString(b.Get("source.data").String())
+				if err != nil || b.Get("source.type").String() != "base64" {
+					continue
+				}
+				if ib, err := archive.NewImageBlock(b.Get("source.media_type").String(), data); err == nil {
+					images = append(images, ib)
+				}
+			}
+		}
+		full = strings.Join(parts, "\n\n")
+	}
+	if text == "[image]" && full == "" {
+		text = ""
+	} else {
+		text = full
+	}
+	msg.Content = append([]archive.Block{archive.NewTextBlock(text)}, images...)
+	it := archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeUser, "text": text})
+	if len(images) > 0 {
+		it.Set("hasImage", true)
+	}
+	ci.conv.Items = append(ci.conv.Items, it)
+	ci.turn = turnState{user: &msg, first: len(ci.conv.Items), active: true}
+}
+
+func (ci *claudeImport) assistant(v gjson.Result, line []byte) {
+	msg := v.Get("message")
+	if model := msg.Get("model").String(); model != "" && model != "<synthetic>" {
+		ci.turn.model = model
+	}
+	if id := msg.Get("id").String(); id != "" && msg.Get("usage").IsObject() {
+		if _, seen := ci.usage[id]; !seen {
+			ci.usageIDs = append(ci.usageIDs, id)
+		}
+		ci.usage[id] = apiUsage(msg.Get("usage"))
+	}
+	ci.lastStop = msg.Get("stop_reason").String()
+	ci.turn.active = true
+	ci.flushCompacted()
+	for _, c := range msg.Get("content").Array() {
+		if c.Get("type").String() == "tool_use" && (c.Get("name").String() == "Agent" || c.Get("name").String() == "Task") {
+			ci.agentCalls[c.Get("id").String()] = true
+		}
+	}
+	ci.feed(renameKeys(line, v, "isApiErrorMessage", "is_api_error_message"))
+}
+
+// apiUsage reads an Anthropic API usage object.
+func apiUsage(u gjson.Result) archive.Usage {
+	n := func(key string) json.Number {
+		if x := u.Get(key); x.Type == gjson.Number {
+			return json.Number(x.Raw)
+		}
+		return ""
+	}
+	return archive.Usage{Input: n("input_tokens"), Output: n("output_tokens"),
+		CacheRead: n("cache_read_input_tokens"), CacheWrite: n("cache_creation_input_tokens")}
+}
+
+func (ci *claudeImport) feed(line []byte) {
+	r := ci.m.Line(line)
+	apply(ci.conv, r)
+	if r.End != nil {
+		endTurn(ci.conv, &ci.turn, r.End, claude.Provider)
+	}
+}
+
+// endTurn ends the turn in progress: completed when the model's last
+// message ended it, interrupted when it stopped in the middle (a tool
+// without its result, a result the model never answered).
+func (ci *claudeImport) endTurn() {
+	if !ci.turn.active && !ci.m.InTurn() && ci.turn.user == nil {
+		return
+	}
+	var usage archive.Usage
+	for _, id := range ci.usageIDs {
+		usage = usage.Add(ci.usage[id])
+	}
+	var r itemmap.Result
+	switch ci.lastStop {
+	case "end_turn", "stop_sequence", "max_tokens", "refusal":
+		res := map[string]any{"type": "result", "subtype": "success", "is_error": false, "session_id": ci.rep.ID,
+			"usage": map[string]any{"input_tokens": num(usage.Input), "output_tokens": num(usage.Output),
+				"cache_read_input_tokens": num(usage.CacheRead), "cache_creation_input_tokens": num(usage.CacheWrite)}}
+		if ci.cost != "" {
+			res["total_cost_usd"] = json.Number(ci.cost)
+		}
+		line, _ := json.Marshal(res)
+		r = ci.m.Line(line)
+	default:
+		r = ci.m.Finish(true, "", "")
+	}
+	apply(ci.conv, r)
+	if r.End != nil {
+		if r.End.Usage.Input == "" && r.End.Usage.Output == "" {
+			r.End.Usage = usage
+		}
+		endTurn(ci.conv, &ci.turn, r.End, claude.Provider)
+	} else if ci.turn.user != nil {
+		endTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Usage: usage}, claude.Provider)
+	}
+	ci.turn = turnState{first: len(ci.conv.Items)}
+	clear(ci.usage)
+	ci.usageIDs, ci.cost, ci.lastStop = nil, "", ""
+}
+
+func num(n json.Number) json.Number {
+	if n == "" {
+		return "0"
+	}
+	return n
+}
+
+func (ci *claudeImport) finish() *archive.Conversation {
+	ci.endTurn()
+	ci.flushCompacted()
+	return ci.conv
+}
+
+// renameKeys returns line with its top-level key from renamed to, as the
+// stream-json lines the mapper reads name it; line itself when it has no
+// such key.
+func renameKeys(line []byte, v gjson.Result, from, to string) []byte {
+	val := v.Get(from)
+	if !val.Exists() || val.Index <= 0 {
+		return line
+	}
+	key := []byte(`"` + from + `"`)
+	// The key ends before the value, past a colon and spaces.
+	i := val.Index - 1
+	for i > 0 && (line[i] == ' ' || line[i] == ':' || line[i] == '\t') {
+		i--
+	}
+	start := i + 1 - len(key)
+	if start < 0 || string(line[start:i+1]) != string(key) {
+		return line
+	}
+	out := make([]byte, 0, len(line)+len(to)-len(from))
+	out = append(out, line[:start]...)
+	out = append(out, '"')
+	out = append(out, to...)
+	out = append(out, '"')
+	return append(out, line[i+1:]...)
+}
+
+// decodeBase64 decodes standard base64, padded or not.
+func decodeBase64(s string) ([]byte, error) {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}

@@ -1,0 +1,200 @@
+package history
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// claudeCandidates are the session files of Claude Code's store under
+// config (projects/<folder>/<id>.jsonl), only those of cwd's folder when
+// cwd is set and that folder exists. Subagents' files (agent-*.jsonl, and
+// everything under a session's own folder) are not sessions.
+func claudeCandidates(config, cwd string) []candidate {
+	if config == "" {
+		return nil
+	}
+	projects := filepath.Join(config, "projects")
+	dirs := []string{}
+	if cwd != "" {
+		if d := filepath.Join(projects, munge(cwd)); isDir(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		dirs = subdirs(projects)
+	}
+	var out []candidate
+	for _, d := range dirs {
+		out = append(out, regularFiles(Claude, d, func(name string) bool {
+			return strings.HasSuffix(name, ".jsonl") && !strings.HasPrefix(name, "agent-")
+		})...)
+	}
+	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
+}
+
+// summarizeClaude reads the head and tail of a Claude Code session file:
+// its id, folder, title, and whether it is a session at all (a main
+// conversation with a user message).
+func summarizeClaude(c candidate) (Entry, bool) {
+	f, size, err := openRegular(c.path)
+	if err != nil {
+		return Entry{}, false
+	}
+	defer f.Close()
+	e := Entry{Backend: Claude, Path: c.path, UpdatedAt: c.mod, Size: size,
+		ID: strings.TrimSuffix(filepath.Base(c.path), ".jsonl")}
+	var first, title string
+	titleRank := 0
+	sidechain := false
+	consider := func(line []byte) {
+		if t, rank := claudeTitleLine(line); rank > titleRank {
+			title, titleRank = t, rank
+		}
+	}
+	headLines(f, size, func(line []byte) bool {
+		consider(line)
+		if e.Cwd == "" && bytes.Contains(line, []byte(`"cwd"`)) {
+			if v, ok := object(line); ok {
+				e.Cwd = v.Get("cwd").String()
+			}
+		}
+		if first == "" && bytes.Contains(line, []byte(`"user"`)) {
+			if v, ok := object(line); ok && v.Get("type").String() == "user" {
+				if text, ok := claudePrompt(v); ok {
+					first = text
+					sidechain = v.Get("isSidechain").Bool()
+					if sid := v.Get("sessionId").String(); sid != "" {
+						e.ID = sid
+					}
+				}
+			}
+		}
+		return first == "" || e.Cwd == ""
+	})
+	if first == "" || sidechain {
+		return Entry{}, false
+	}
+	tailLines(f, size, func(line []byte) bool {
+		if t, rank := claudeTitleLine(line); rank > titleRank {
+			title, titleRank = t, rank
+		}
+		return titleRank < rankCustom
+	})
+	if title == "" {
+		title = first
+	}
+	e.Title = cutTitle(title)
+	return e, true
+}
+
+// Ranks of the titles a Claude Code session file may hold: the user's own
+// (custom-title) over the CLI's (ai-title, summary).
+const (
+	rankSummary = 1
+	rankAI      = 2
+	rankCustom  = 3
+)
+
+func claudeTitleLine(line []byte) (string, int) {
+	if !bytes.Contains(line, []byte(`"type":"summary"`)) && !bytes.Contains(line, []byte(`-title"`)) {
+		return "", 0
+	}
+	v, ok := object(line)
+	if !ok {
+		return "", 0
+	}
+	switch v.Get("type").String() {
+	case "custom-title":
+		if s := v.Get("customTitle").String(); s != "" {
+			return s, rankCustom
+		}
+	case "ai-title":
+		if s := v.Get("aiTitle").String(); s != "" {
+			return s, rankAI
+		}
+	case "summary":
+		if s := v.Get("summary").String(); s != "" {
+			return s, rankSummary
+		}
+	}
+	return "", 0
+}
+
+// claudePrompt is the text of a user line that is a message the user
+// typed (or sent with images), false for the CLI's own user lines: tool
+// results, meta lines, compaction summaries, slash commands' echoes,
+// interrupt marks and background task notifications.
+func claudePrompt(v gjson.Result) (string, bool) {
+	if v.Get("isMeta").Bool() || v.Get("isCompactSummary").Bool() || v.Get("isVisibleInTranscriptOnly").Bool() ||
+		v.Get("origin.kind").String() == "task-notification" {
+		return "", false
+	}
+	content := v.Get("message.content")
+	var text string
+	hasImage := false
+	switch {
+	case content.Type == gjson.String:
+		text = content.String()
+	case content.IsArray():
+		for _, b := range content.Array() {
+			switch b.Get("type").String() {
+			case "text":
+				if text == "" {
+					text = b.Get("text").String()
+				}
+			case "image":
+				hasImage = true
+			case "tool_result":
+				return "", false
+			}
+		}
+	default:
+		return "", false
+	}
+	t := strings.TrimSpace(text)
+	for _, p := range []string{"<command-", "<local-command", "[Request interrupted", "<task-notification", "<system-reminder"} {
+		if strings.HasPrefix(t, p) {
+			return "", false
+		}
+	}
+	if t == "" && !hasImage {
+		return "", false
+	}
+	if t == "" {
+		t = "[image]"
+	}
+	return t, true
+}
+
+// maxTitle is how many characters of a title are kept.
+const maxTitle = 80
+
+// cutTitle is s as one line of at most maxTitle characters: its
+// whitespace runs made single spaces, cut with "…".
+func cutTitle(s string) string {
+	if len(s) > 16*maxTitle {
+		s = strings.ToValidUTF8(s[:16*maxTitle], "")
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= maxTitle {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == maxTitle-1 {
+			return strings.TrimRight(s[:i], " ") + "…"
+		}
+		n++
+	}
+	return s
+}

@@ -1,0 +1,365 @@
+package history
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/codex"
+	"spbridge/internal/itemmap"
+)
+
+// codexImport maps a Codex rollout. Its lines are what the app-server
+// tells a client, in another dress: the items completed (event_msg
+// item_completed), the model's own response items (response_item: its
+// tool calls and their outputs byte for byte), the token counts and the
+// turns' starts and ends. Each is given the app-server's form and goes
+// through the same mapper as a live app-server turn, so an imported
+// conversation shows, keeps and counts exactly as one run in spbridge.
+type codexImport struct {
+	newID  itemmap.IDFunc
+	rep    *Report
+	m      *itemmap.CodexApp
+	conv   *archive.Conversation
+	turn   turnState
+	images []archive.Block // the images of the user's last response item, for their message
+	model  string
+}
+
+func newCodexImport(newID itemmap.IDFunc, rep *Report) *codexImport {
+	return &codexImport{newID: newID, rep: rep, m: itemmap.NewCodexApp(newID), conv: &archive.Conversation{}}
+}
+
+// codexQuiet are the kinds of rollout lines that show nothing.
+var codexQuiet = map[string]bool{"world_state": true, "token_usage_record": true}
+
+func (ci *codexImport) line(line []byte) bool {
+	v, ok := object(line)
+	if !ok {
+		return false
+	}
+	p := v.Get("payload")
+	switch v.Get("type").String() {
+	case "session_meta":
+		if ci.rep.ID == "" {
+			ci.rep.ID = p.Get("id").String()
+			ci.rep.Cwd = p.Get("cwd").String()
+			ci.send("thread/started", map[string]any{"thread": map[string]any{"id": ci.rep.ID, "cwd": ci.rep.Cwd}})
+		}
+	case "turn_context":
+		if m := p.Get("model").String(); m != "" {
+			ci.model = m
+		}
+	case "response_item":
+		ci.responseItem(p)
+	case "event_msg":
+		ci.event(p)
+	case "compacted":
+		ci.notice("Codex compacted the conversation.")
+	default:
+		return codexQuiet[v.Get("type").String()]
+	}
+	return true
+}
+
+// send feeds the mapper one app-server notification.
+func (ci *codexImport) send(method string, params map[string]any) {
+	line, err := json.Marshal(map[string]any{"method": method, "params": params})
+	if err != nil {
+		return
+	}
+	r := ci.m.Line(line)
+	apply(ci.conv, r)
+	if r.End != nil {
+		ci.turn.model = ci.model
+		endTurn(ci.conv, &ci.turn, r.End, codex.Provider)
+	}
+}
+
+func (ci *codexImport) notice(text string) {
+	ci.conv.Items = append(ci.conv.Items, archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeNotice, "text": text}))
+}
+
+func (ci *codexImport) responseItem(p gjson.Result) {
+	switch p.Get("type").String() {
+	case "message":
+		if p.Get("role").String() != "user" {
+			return
+		}
+		// The images of the user's message travel here, as data URLs;
+		// the UserMessage item that follows names only their files.
+		ci.images = nil
+		for _, c := range p.Get("content").Array() {
+			if c.Get("type").String() != "input_image" {
+				continue
+			}
+			if b, ok := dataURLImage(c.Get("image_url").String()); ok {
+				ci.images = append(ci.images, b)
+			}
+		}
+	case "function_call":
+		if p.Get("name").String() == "update_plan" {
+			ci.plan(p.Get("arguments").String())
+		}
+		ci.raw(p)
+	case "custom_tool_call", "local_shell_call", "function_call_output", "custom_tool_call_output":
+		ci.raw(p)
+	}
+}
+
+func (ci *codexImport) raw(p gjson.Result) {
+	ci.send("rawResponseItem/completed", map[string]any{"item": json.RawMessage(p.Raw)})
+}
+
+// plan shows an update_plan call's plan, as the app-server's
+// turn/plan/updated does.
+func (ci *codexImport) plan(args string) {
+	a := gjson.Parse(args)
+	var steps []any
+	for _, s := range a.Get("plan").Array() {
+		steps = append(steps, map[string]any{"step": s.Get("step").String(), "status": camel(s.Get("status").String())})
+	}
+	if steps != nil {
+		ci.send("turn/plan/updated", map[string]any{"plan": steps})
+	}
+}
+
+func (ci *codexImport) event(p gjson.Result) {
+	switch p.Get("type").String() {
+	case "task_started", "turn_started":
+		ci.startTurn()
+	case "user_message":
+		if ci.turn.user == nil {
+			ci.userMessage(p.Get("message").String())
+		}
+	case "item_completed":
+		ci.item(p.Get("item"))
+	case "token_count":
+		info := p.Get("info")
+		if !info.IsObject() {
+			return
+		}
+		params := map[string]any{"tokenUsage": map[string]any{
+			"total": camelTokens(info.Get("total_token_usage")), "last": camelTokens(info.Get("last_token_usage")),
+			"modelContextWindow": info.Get("model_context_window").Int()}}
+		ci.send("thread/tokenUsage/updated", params)
+	case "task_complete", "turn_complete":
+		if ci.m.InTurn() || ci.turn.user != nil {
+			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "completed"}})
+		}
+	case "turn_aborted":
+		if ci.m.InTurn() || ci.turn.user != nil {
+			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
+		}
+	case "error":
+		if ci.m.InTurn() || ci.turn.user != nil {
+			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "failed",
+				"error": map[string]any{"message": p.Get("message").String()}}})
+		}
+	case "thread_settings_applied":
+		if m := p.Get("thread_settings.model").String(); m != "" {
+			ci.model = m
+		}
+	}
+}
+
+// startTurn begins a turn, ending one the file left open (as
+// interrupted: codex stopped before it recorded the turn's end).
+func (ci *codexImport) startTurn() {
+	if ci.m.InTurn() || ci.turn.user != nil {
+		ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
+		if ci.turn.user != nil {
+			endTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, codex.Provider)
+		}
+	}
+	ci.turn = turnState{first: len(ci.conv.Items)}
+	ci.send("turn/started", map[string]any{})
+}
+
+// userMessage begins the turn's user message: its item and its history
+// message, with the images its response item carried.
+func (ci *codexImport) userMessage(text string) {
+	if !ci.m.InTurn() {
+		ci.startTurn()
+	}
+	ci.rep.Turns++
+	msg := archive.Message{Role: "user", Content: append([]archive.Block{archive.NewTextBlock(text)}, ci.images...)}
+	it := archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeUser, "text": text})
+	if len(ci.images) > 0 {
+		it.Set("hasImage", true)
+	}
+	ci.images = nil
+	ci.conv.Items = append(ci.conv.Items, it)
+	ci.turn.user = &msg
+	ci.turn.first = len(ci.conv.Items)
+}
+
+// item gives a completed rollout item the app-server's form.
+func (ci *codexImport) item(it gjson.Result) {
+	id := it.Get("id").String()
+	ev := map[string]any{"id": id}
+	switch it.Get("type").String() {
+	case "UserMessage":
+		if ci.turn.user != nil {
+			return
+		}
+		var parts []string
+		for _, c := range it.Get("content").Array() {
+			if c.Get("type").String() == "text" {
+				parts = append(parts, c.Get("text").String())
+			}
+		}
+		ci.userMessage(strings.Join(parts, "\n"))
+		return
+	case "AgentMessage":
+		var parts []string
+		for _, c := range it.Get("content").Array() {
+			parts = append(parts, c.Get("text").String())
+		}
+		ev["type"], ev["text"] = "agentMessage", strings.Join(parts, "")
+	case "Reasoning":
+		var parts []any
+		for _, s := range it.Get("summary_text").Array() {
+			parts = append(parts, s.String())
+		}
+		ev["type"], ev["summary"] = "reasoning", parts
+	case "CommandExecution":
+		ev["type"] = "commandExecution"
+		ev["command"] = shellJoin(it.Get("command"))
+		ev["aggregatedOutput"] = it.Get("aggregated_output").String()
+		if x := it.Get("exit_code"); x.Type == gjson.Number {
+			ev["exitCode"] = json.Number(x.Raw)
+		}
+		ev["status"] = camel(it.Get("status").String())
+		var acts []any
+		for _, a := range it.Get("parsed_cmd").Array() {
+			m := map[string]any{"type": a.Get("type").String(), "command": a.Get("cmd").String()}
+			for _, k := range []string{"name", "path", "query"} {
+				if s := a.Get(k); s.Type == gjson.String {
+					m[k] = s.String()
+				}
+			}
+			acts = append(acts, m)
+		}
+		if acts != nil {
+			ev["commandActions"] = acts
+		}
+	case "FileChange":
+		ev["type"] = "fileChange"
+		var changes []any
+		it.Get("changes").ForEach(func(path, c gjson.Result) bool {
+			kind := map[string]any{"type": c.Get("type").String()}
+			if mv := c.Get("move_path").String(); mv != "" {
+				kind["move_path"] = mv
+			}
+			diff := c.Get("unified_diff").String()
+			if diff == "" {
+				diff = c.Get("content").String()
+			}
+			changes = append(changes, map[string]any{"path": path.String(), "kind": kind, "diff": diff})
+			return true
+		})
+		ev["changes"] = changes
+		ev["status"] = camel(it.Get("status").String())
+	case "McpToolCall":
+		ev["type"] = "mcpToolCall"
+		for _, k := range []string{"server", "tool"} {
+			ev[k] = it.Get(k).String()
+		}
+		for _, k := range []string{"arguments", "result", "error"} {
+			if x := it.Get(k); x.Exists() {
+				ev[k] = json.RawMessage(x.Raw)
+			}
+		}
+		ev["status"] = camel(it.Get("status").String())
+	case "WebSearch":
+		ev["type"], ev["query"] = "webSearch", it.Get("query").String()
+	case "ImageView":
+		ev["type"], ev["path"] = "imageView", it.Get("path").String()
+	case "ContextCompaction":
+		ev["type"] = "contextCompaction"
+	default:
+		return // plans come from update_plan's call; other kinds show nothing
+	}
+	if !ci.m.InTurn() {
+		ci.startTurn()
+	}
+	ci.send("item/completed", map[string]any{"item": ev})
+}
+
+func (ci *codexImport) finish() *archive.Conversation {
+	if ci.m.InTurn() || ci.turn.user != nil {
+		// The file ends inside a turn: codex stopped (or is still
+		// writing) before it recorded the turn's end.
+		ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
+		if ci.turn.user != nil {
+			endTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, codex.Provider)
+		}
+	}
+	return ci.conv
+}
+
+// camel is a rollout's snake_case status in the app-server's camelCase
+// ("in_progress" → "inProgress").
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// camelTokens is a rollout's token usage in the app-server's fields.
+func camelTokens(u gjson.Result) map[string]any {
+	out := map[string]any{}
+	u.ForEach(func(k, v gjson.Result) bool {
+		if v.Type == gjson.Number {
+			out[camel(k.String())] = json.Number(v.Raw)
+		}
+		return true
+	})
+	return out
+}
+
+// shellJoin is a command recorded as its arguments, as one shell line
+// (each argument quoted when it needs it); a command recorded as a string
+// is that string.
+func shellJoin(cmd gjson.Result) string {
+	if !cmd.IsArray() {
+		return cmd.String()
+	}
+	var words []string
+	for _, a := range cmd.Array() {
+		s := a.String()
+		if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			words = append(words, s)
+			continue
+		}
+		words = append(words, "'"+strings.ReplaceAll(s, "'", `'\''`)+"'")
+	}
+	return strings.Join(words, " ")
+}
+
+// dataURLImage is the image block of a data: URL, false when it is not an
+// image format 1 keeps.
+func dataURLImage(url string) (archive.Block, bool) {
+	rest, ok := strings.CutPrefix(url, "data:")
+	if !ok {
+		return archive.Block{}, false
+	}
+	meta, data, ok := strings.Cut(rest, ",")
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !isB64 {
+		return archive.Block{}, false
+	}
+	b, err := decodeBase64(data)
+	if err != nil {
+		return archive.Block{}, false
+	}
+	ib, err := archive.NewImageBlock(strings.ToLower(mime), b)
+	return ib, err == nil
+}

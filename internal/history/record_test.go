@@ -1,0 +1,230 @@
+//go:build unix
+
+package history
+
+// Recordings of the real CLIs' own session files, made the way a user
+// makes them in a terminal (claude -p, claude -p --resume, codex exec,
+// codex exec resume) against the fake model APIs:
+//
+//	go test ./internal/history -run TestRecord -record
+//
+// Each writes its session file(s) into testdata/ under a fixed name, with
+// the throwaway folders' paths replaced by /work/project (and the config
+// folders' by /home/user), so that the fixtures do not depend on the
+// machine that recorded them.
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spbridge/internal/fakeapi"
+)
+
+var record = flag.Bool("record", false, "record the CLIs' session files into testdata/ (needs the real claude and codex)")
+
+// redPNG is a 4×4 red PNG.
+var redPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x04\x00\x00\x00\x04\x08\x02\x00\x00\x00&\x93\t)\x00\x00\x00\x10IDATx\x9cc\xf8\xcf\xc0\x00\x85\x10\x0c\x00\x95\x04\x0f\xf1!\x9a\x02_\x00\x00\x00\x00IEND\xaeB`\x82")
+
+func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, out, stderr.String())
+	}
+	return out
+}
+
+// sessionID is the session_id of claude's stream-json output.
+func sessionID(t *testing.T, out []byte) string {
+	t.Helper()
+	for _, l := range bytes.Split(out, []byte("\n")) {
+		var v struct {
+			Type      string `json:"type"`
+			SessionID string `json:"session_id"`
+			ThreadID  string `json:"thread_id"`
+		}
+		if json.Unmarshal(l, &v) == nil {
+			if v.Type == "result" && v.SessionID != "" {
+				return v.SessionID
+			}
+			if v.Type == "thread.started" && v.ThreadID != "" {
+				return v.ThreadID
+			}
+		}
+	}
+	t.Fatalf("no session id in\n%s", out)
+	return ""
+}
+
+// keep copies the files under from matching the glob pattern into
+// testdata/dst (a folder, made anew), with the paths of root replaced.
+func keep(t *testing.T, from, pattern, dst string, repl *strings.Replacer) []string {
+	t.Helper()
+	var names []string
+	if err := os.RemoveAll(filepath.Join("testdata", dst)); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if ok, _ := filepath.Match(pattern, filepath.Base(p)); !ok {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join("testdata", dst, repl.Replace(rel))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		names = append(names, out)
+		return os.WriteFile(out, []byte(repl.Replace(string(data))), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func has(s string, yes bool) func([]byte) bool {
+	return func(body []byte) bool { return bytes.Contains(body, []byte(s)) == yes }
+}
+
+func TestRecordClaude(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.ClaudePath(t)
+	root := t.TempDir()
+	work := filepath.Join(root, "project")
+	home := filepath.Join(root, "home")
+	for _, d := range []string{work, filepath.Join(home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "red.png"), redPNG, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--output-format", "stream-json", "--verbose", "--allowedTools", "Bash,Write,Edit,Read,Agent,Task"}
+	// turn runs one claude -p against a server of its own with replies.
+	turn := func(stdin string, args []string, replies ...fakeapi.Reply) []byte {
+		srv, err := fakeapi.NewAnthropic(replies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		return runCLI(t, work, srv.ClaudeEnv(home), stdin, bin, append(append([]string{"-p"}, args...), common...)...)
+	}
+	// Turn 1: thinking and text.
+	id := sessionID(t, turn("", []string{"Say hello"}, fakeapi.Reply{Blocks: []fakeapi.Block{
+		{Type: "thinking", Thinking: "The user greets me; I greet back."},
+		{Text: "Hello! How can I help?"},
+	}}))
+	// Turn 2 (resumed): a command with output, a new file, an edit, a
+	// failed command, an image read, then text.
+	turn("", []string{"Use the tools", "--resume", id},
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Text: "Running a command."},
+			{Type: "tool_use", ID: "toolu_bash1", Name: "Bash", Input: map[string]any{"command": "echo hello from bash", "description": "Say hello"}},
+		}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Type: "tool_use", ID: "toolu_write1", Name: "Write", Input: map[string]any{"file_path": work + "/notes.txt", "content": "one\ntwo\nthree\n"}},
+		}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Type: "tool_use", ID: "toolu_edit1", Name: "Edit", Input: map[string]any{"file_path": work + "/notes.txt", "old_string": "two", "new_string": "TWO"}},
+		}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Type: "tool_use", ID: "toolu_bash2", Name: "Bash", Input: map[string]any{"command": "echo failing >&2; exit 3", "description": "Fail"}},
+		}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Type: "tool_use", ID: "toolu_read1", Name: "Read", Input: map[string]any{"file_path": work + "/red.png"}},
+		}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Text: "Done: the file is edited, the command failed with 3, and the picture is red."},
+		}},
+	)
+	// Turn 3: a subagent (claude runs it in the background and reports
+	// in a turn of its own).
+	turn("", []string{"Ask a helper", "--resume", id},
+		fakeapi.Reply{Match: has("toolu_agent1", false), Blocks: []fakeapi.Block{
+			{Type: "tool_use", ID: "toolu_agent1", Name: "Agent", Input: map[string]any{"description": "Count files", "prompt": "Count the files in the folder and report.", "subagent_type": "general-purpose"}},
+		}},
+		fakeapi.Reply{Match: has("toolu_agent1", false), Blocks: []fakeapi.Block{
+			{Type: "tool_use", ID: "toolu_sub1", Name: "Bash", Input: map[string]any{"command": "ls | wc -l", "description": "Count"}},
+		}},
+		fakeapi.Reply{Match: has("toolu_agent1", false), Blocks: []fakeapi.Block{{Text: "There are 2 files."}}},
+		fakeapi.Reply{Match: has("task-notification", false), Blocks: []fakeapi.Block{{Text: "A helper is counting."}}},
+		fakeapi.Reply{Match: has("task-notification", true), Blocks: []fakeapi.Block{{Text: "The helper counted 2 files."}}},
+	)
+	// Turn 4: an image in the user's message.
+	img, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "What colour is this?"},
+		map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": redPNG}},
+	}}})
+	turn(string(img)+"\n", []string{"--input-format", "stream-json", "--resume", id},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "It is red."}}})
+	// Turn 5: a compaction.
+	turn("", []string{"/compact", "--resume", id},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "<summary>The user asked for tools; a file was edited; a helper counted files.</summary>"}}})
+	// Turn 6: after it.
+	turn("", []string{"Anything else?", "--resume", id},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Nothing else."}}})
+	repl := strings.NewReplacer(work, "/work/project", home, "/home/user", munge(work), munge("/work/project"))
+	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude", "projects"), repl) {
+		t.Log(n)
+	}
+}
+
+func TestRecordCodex(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.CodexPath(t)
+	srv, err := fakeapi.NewOpenAI(
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Greeting back."), fakeapi.MessageItem("Hello! How can I help?")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Running a command."), fakeapi.ExecCommandCall("echo hello from codex")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall("*** Begin Patch\n*** Add File: notes.txt\n+one\n+two\n*** End Patch\n")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall("*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two\n+TWO\n*** End Patch\n")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("echo failing >&2; exit 3")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done: notes.txt is edited and the command failed with 3.")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("It is red.")}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	root := t.TempDir()
+	work := filepath.Join(root, "project")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "red.png"), redPNG, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := srv.CodexEnv(t, root)
+	pre := []string{"-c", `sandbox_mode="workspace-write"`, "exec"}
+	out := runCLI(t, work, env, "Say hello", bin, append(pre, "--json", "--skip-git-repo-check", "-")...)
+	id := sessionID(t, out)
+	runCLI(t, work, env, "Use the tools", bin, append(pre, "resume", "--json", "--skip-git-repo-check", id, "-")...)
+	runCLI(t, work, env, "What colour is this?", bin, append(pre, "--json", "-i", "red.png", "--skip-git-repo-check", "-")...)
+	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
+	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex", "sessions"), repl) {
+		t.Log(n)
+	}
+}
