@@ -21,13 +21,13 @@ type editorConfig struct {
 	env     map[string]string
 }
 
-// readmeBlocks returns the fenced code blocks of README.md's section
+// readmeBlocks returns the fenced code blocks of a document's section
 // "### heading", by their language tag.
 func readmeBlocks(t *testing.T, readme, heading string) map[string][]string {
 	t.Helper()
 	start := strings.Index(readme, "\n### "+heading+"\n")
 	if start < 0 {
-		t.Fatalf("README has no section %q", heading)
+		t.Fatalf("the document has no section %q", heading)
 	}
 	section := readme[start+1:]
 	if end := strings.Index(section[4:], "\n## "); end >= 0 {
@@ -127,20 +127,28 @@ func checkSyntax(t *testing.T, lang, block string) {
 	}
 }
 
-// TestEditorConfigs: each editor configuration README.md shows starts
-// spbridge serve the way it says: the command is spbridge by an absolute
-// path, the arguments choose the backend, the environment names the CLI;
-// run with this machine's paths under the official ACP client (which does
-// not know spbridge's _meta, as an editor does not), each answers a turn
-// from its CLI.
+// TestEditorConfigs: each editor configuration docs/editors.md shows
+// starts spbridge serve the way it says: the command is spbridge by an
+// absolute path, the arguments choose the backend, the environment names
+// the CLI; run with this machine's paths under the official ACP client
+// (which does not know spbridge's _meta, as an editor does not), each
+// answers a turn from its CLI. The README's Zed configuration is the same
+// as docs/editors.md's.
 func TestEditorConfigs(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/editors.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(data)
+	front, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var configs []editorConfig
 	zed := readmeBlocks(t, readme, "Zed")["json"]
+	if frontZed := readmeBlocks(t, string(front), "Zed")["json"]; len(frontZed) != 1 || len(zed) != 1 || frontZed[0] != zed[0] {
+		t.Errorf("README.md's Zed configuration differs from docs/editors.md's:\n%q\n%q", frontZed, zed)
+	}
 	jetbrains := readmeBlocks(t, readme, "JetBrains IDEs (AI Assistant)")["json"]
 	if len(zed) != 1 || len(jetbrains) != 1 {
 		t.Fatalf("want one JSON block each for Zed and JetBrains, got %d and %d", len(zed), len(jetbrains))
