@@ -66,7 +66,8 @@ type Backend struct {
 	// changes an exec file_change item was given (held with run).
 	patchUsed   map[string]bool
 	patchThread string
-	patchLate   *latePatch // an item whose FileChange event is awaited
+	patchLate   *latePatch  // an item whose FileChange event is awaited
+	rolloutFrom rolloutMark // where the thread's log was when the exec turn began (held with run)
 
 	mu         sync.Mutex
 	mode       string // the mode of the next turn
@@ -292,6 +293,8 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 		// the thread does not resume: a mapper of its own.
 		argv, stdin = b.reviewArgs(cmdArg)
 		m = itemmap.NewCodex(b.Opts.NewID)
+	} else {
+		b.markRollout()
 	}
 	p, err := b.Start(argv)
 	if err != nil {
@@ -308,6 +311,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	end := b.loop(ctx, p, sent, h, interruptCh, m, !review)
 	if !review {
 		b.execLastRound(end)
+		b.execHistory(m, end, h)
 	}
 	return b.withModel(end)
 }

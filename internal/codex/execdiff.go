@@ -58,6 +58,7 @@ func (b *Backend) execFileChange(m *itemmap.Codex, line []byte) {
 	}
 	b.patchUsed[call] = true
 	id := it.Get("id").String()
+	m.ExecCall(id, call)
 	m.ExecFileChanges(id, changes)
 	if !applied {
 		// codex may write its FileChange event to the log just after it

@@ -81,8 +81,19 @@ func lastTokenCount(codexHome, thread string) (gjson.Result, bool) {
 // newest, when codex wrote more than one); false when there is none or it
 // cannot be read.
 func rolloutTailOf(codexHome, thread string, n int64) ([]byte, bool) {
-	if codexHome == "" || thread == "" || strings.ContainsAny(thread, `/\*?[`) {
+	newest, info := rolloutPath(codexHome, thread)
+	if newest == "" {
 		return nil, false
+	}
+	return readRollout(newest, max(info.Size()-n, 0), info.Size())
+}
+
+// rolloutPath returns the path of the thread's session log (the newest,
+// when codex wrote more than one) and what Lstat said of it; "" when
+// there is none.
+func rolloutPath(codexHome, thread string) (string, os.FileInfo) {
+	if codexHome == "" || thread == "" || strings.ContainsAny(thread, `/\*?[`) {
+		return "", nil
 	}
 	paths, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
 	var newest string
@@ -96,16 +107,17 @@ func rolloutTailOf(codexHome, thread string, n int64) ([]byte, bool) {
 			newest, newestInfo = p, fi
 		}
 	}
-	if newest == "" {
-		return nil, false
-	}
-	f, err := os.Open(newest)
+	return newest, newestInfo
+}
+
+// readRollout reads the bytes from to end of the session log at path.
+func readRollout(path string, from, end int64) ([]byte, bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	from := max(newestInfo.Size()-n, 0)
-	data, err := io.ReadAll(io.NewSectionReader(f, from, newestInfo.Size()-from))
+	data, err := io.ReadAll(io.NewSectionReader(f, from, end-from))
 	if err != nil {
 		return nil, false
 	}

@@ -50,8 +50,9 @@ import (
 // arguments (or a freeform tool's input) byte for byte, and as the result
 // the output codex sent back to the model, an error when the tool item
 // failed (or, without one, when the output reports a non-zero exit code).
-// Otherwise (codex exec, or a call the raw items do not cover) a call is in
-// a neutral form: named as in the panel ("mcp__server__tool" for MCP tools),
+// On codex exec, whose stream does not carry them, ExecHistory rebuilds a
+// turn's history so from codex's own log of the thread. Otherwise (a call
+// neither covers) a call is in a neutral form: named as in the panel ("mcp__server__tool" for MCP tools),
 // its id the tool item's id (unique, unlike codex's); a command's call has
 // the arguments {"command": …} (the unwrapped command) and its result the
 // output, an error when the exit code is not 0; a file change's call has
@@ -66,6 +67,9 @@ type Codex struct {
 	turn        *codexTurn
 	total       codexTokens // the last usage codex reported: the thread's total
 	totalThread string      // the thread total belongs to
+	// last is the turn that ended last, kept for ExecHistory until the
+	// next turn starts.
+	last *codexTurn
 }
 
 // NewCodex returns a mapper that names new items with newID (nil: random
@@ -116,6 +120,8 @@ type codexEntry struct {
 	stream   *strings.Builder // a command's output as streamed so far (app-server)
 	plan     []PlanEntry      // a todo list's plan as last handed out
 	images   []Image          // the images the tool returned, once known (view_image)
+	rc       *rawCall         // the model's own call of an exec tool item (ExecHistory)
+	execCall string           // the call_id ExecCall gave an exec tool item
 }
 
 // Steps of the history log.
@@ -146,6 +152,8 @@ type rawCall struct {
 	hasOutput      bool
 	callPut        bool // in the history being built
 	resultPut      bool
+	entry          *codexEntry // the exec tool item that ran it (ExecHistory)
+	namespace      string      // the call's namespace (an MCP tool's), not kept
 }
 
 type codexTurn struct {
@@ -159,10 +167,14 @@ type codexTurn struct {
 	// fileViews are the changes of exec file_change items (by codex item
 	// id) as ExecFileChanges gave them, in the form changeView reads.
 	fileViews map[string]string
+	// execCalls are the call_ids ExecCall gave exec items not seen yet.
+	execCalls map[string]string
+	end       *TurnEnd // the turn's end, once it ended
 }
 
 func (m *Codex) ensureTurn() *codexTurn {
 	if m.turn == nil {
+		m.last = nil
 		m.turn = &codexTurn{byID: make(map[string]*codexEntry), raw: make(map[string]*rawCall)}
 	}
 	return m.turn
@@ -619,7 +631,8 @@ func (m *Codex) endTurn(status string, r *Result) *TurnEnd {
 		m.add(r, it)
 	}
 	end := &TurnEnd{Status: status, SessionID: m.thread, History: t.history()}
-	m.turn = nil
+	t.end = end
+	m.turn, m.last = nil, t
 	return end
 }
 
@@ -678,6 +691,9 @@ func (t *codexTurn) history() []archive.Message {
 		}
 	}
 	raw := func(e *codexEntry) *rawCall {
+		if e.rc != nil {
+			return e.rc
+		}
 		if rc := t.raw[e.id]; rc != nil && rc.hasCall {
 			return rc
 		}
@@ -701,6 +717,9 @@ func (t *codexTurn) history() []archive.Message {
 		}
 		rc.resultPut = true
 		e := tools[rc.id]
+		if rc.entry != nil {
+			e = rc.entry
+		}
 		switch {
 		case rc.hasOutput:
 			isErr := rawOutputFailed(rc.output)
@@ -751,8 +770,11 @@ func (t *codexTurn) history() []archive.Message {
 	// A call whose output never came (the turn ended first) still gets a
 	// result.
 	for _, s := range t.log {
-		if s.kind == stepRawCall {
+		switch {
+		case s.kind == stepRawCall:
 			putResult(s.rc)
+		case s.kind == stepCall && s.e.rc != nil:
+			putResult(s.e.rc)
 		}
 	}
 	return h
