@@ -69,8 +69,10 @@ func (ci *claudeImport) line(line []byte) bool {
 	if !ok {
 		return false
 	}
-	if ci.rep.ID == "" {
-		ci.rep.ID = v.Get("sessionId").String()
+	// The last id the file names: a session that resumed another begins
+	// with the other's lines.
+	if id := v.Get("sessionId").String(); id != "" {
+		ci.rep.ID = id
 	}
 	if ci.rep.Cwd == "" {
 		ci.rep.Cwd = v.Get("cwd").String()

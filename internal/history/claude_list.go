@@ -51,6 +51,8 @@ func summarizeClaude(c candidate) (Entry, bool) {
 		return Entry{}, false
 	}
 	defer f.Close()
+	// The id is the file's name, which `claude --resume` opens: a session
+	// that resumed another begins with the other's lines, and their id.
 	e := Entry{Backend: Claude, Path: c.path, UpdatedAt: c.mod, Size: size,
 		ID: strings.TrimSuffix(filepath.Base(c.path), ".jsonl")}
 	var first, title string
@@ -73,9 +75,6 @@ func summarizeClaude(c candidate) (Entry, bool) {
 				if text, ok := claudePrompt(v); ok {
 					first = text
 					sidechain = v.Get("isSidechain").Bool()
-					if sid := v.Get("sessionId").String(); sid != "" {
-						e.ID = sid
-					}
 				}
 			}
 		}

@@ -31,7 +31,7 @@ type Report struct {
 	// long, or of a kind this spbridge does not know): a newer CLI's
 	// additions. The conversation has one notice saying how many.
 	Skipped int
-	TooLong int  // of those, lines longer than MaxLine
+	TooLong int  // of those, lines longer than 64 MiB
 	Partial bool // the last line was cut short (the file was being written, or truncated)
 }
 

@@ -21,9 +21,9 @@ const (
 	tailSize  = 64 << 10
 )
 
-// MaxLine bounds one line of a session file that Import reads; a longer
+// maxLine bounds one line of a session file that Import reads; a longer
 // line (a pasted file of hundreds of MB) is skipped and counted.
-const MaxLine = 64 << 20
+var maxLine = 64 << 20
 
 // openRegular opens path for reading when it is a regular file (never a
 // symbolic link), with its size at the time it was opened: reading stops
@@ -134,7 +134,7 @@ func object(line []byte) (gjson.Result, bool) {
 }
 
 // lineReader reads a session file a line at a time with bounded memory: a
-// line longer than MaxLine is skipped (and counted), the bytes are made
+// line longer than maxLine is skipped (and counted), the bytes are made
 // valid UTF-8, and reading stops at the size the file had when opened.
 type lineReader struct {
 	r       *bufio.Reader
@@ -157,7 +157,7 @@ func (lr *lineReader) Next() ([]byte, bool) {
 		for {
 			chunk, err := lr.r.ReadSlice('\n')
 			if !long {
-				if len(lr.buf)+len(chunk) > MaxLine {
+				if len(lr.buf)+len(chunk) > maxLine {
 					long, lr.buf = true, lr.buf[:0]
 				} else {
 					lr.buf = append(lr.buf, chunk...)

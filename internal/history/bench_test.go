@@ -1,0 +1,122 @@
+package history
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchStore builds a store of n sessions, half Claude Code's (in ten
+// folders) and half Codex's, in dir: each a few lines of head and tail,
+// and every hundredth a sparse file of 300 MB (its head and tail written,
+// the middle a hole), as a session with pasted files or long command
+// output may grow.
+func benchStore(b *testing.B, dir string, n int) Options {
+	b.Helper()
+	claudeDir, codexHome := filepath.Join(dir, "claude"), filepath.Join(dir, "codex")
+	meta, err := os.ReadFile(codexFixture)
+	if err != nil {
+		b.Fatal(err)
+	}
+	codexHead := string(meta[:strings.Index(string(meta), "\n")+1]) // session_meta, 22 KB
+	for i := range n {
+		mod := base.Add(time.Duration(i) * time.Minute)
+		var path, head, tail string
+		if i%2 == 0 {
+			id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+			cwd := fmt.Sprintf("/work/project%d", i%10)
+			path = filepath.Join(claudeDir, "projects", munge(cwd), id+".jsonl")
+			user := strings.NewReplacer(`"cwd":"/w"`, `"cwd":"`+cwd+`"`, "hello", fmt.Sprintf("hello number %d", i)).Replace(claudeUser)
+			head = `{"type":"queue-operation","operation":"enqueue","sessionId":"` + id + `"}` + "\n" + user + "\n" + claudeReply + "\n"
+			tail = claudeReply + "\n" + `{"type":"last-prompt","lastPrompt":"x","sessionId":"` + id + `"}` + "\n"
+		} else {
+			id := fmt.Sprintf("01a23542-0000-7000-8000-%012d", i)
+			path = filepath.Join(codexHome, "sessions", "2026", "12", fmt.Sprintf("%02d", 1+i%28), "rollout-2026-12-01T10-00-00-"+id+".jsonl")
+			user := `{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","id":"u","content":[{"type":"text","text":"hello number ` + fmt.Sprint(i) + `"}]}}}`
+			head = strings.ReplaceAll(codexHead, "01a23542-6502-7f33-80f4-cae31bfb0ab9", id) + user + "\n"
+			tail = `{"type":"event_msg","payload":{"type":"task_complete"}}` + "\n"
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size := int64(len(head) + len(tail))
+		if i%100 == 7 {
+			size = 300 << 20
+		}
+		_, err = f.WriteString(head)
+		if err == nil {
+			_, err = f.WriteAt([]byte(tail), size-int64(len(tail)))
+		}
+		if cerr := f.Close(); err != nil || cerr != nil {
+			b.Fatal(err, cerr)
+		}
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return Options{ClaudeDir: claudeDir, CodexHome: codexHome}
+}
+
+// BenchmarkList: 1,000 sessions (ten of them 300 MB), the first page of
+// 25 and the whole list; one folder's sessions.
+func BenchmarkList(b *testing.B) {
+	opts := benchStore(b, b.TempDir(), 1000)
+	b.Run("first-page", func(b *testing.B) {
+		for b.Loop() {
+			p, err := ListPage(opts, "", 25)
+			if err != nil || len(p.Entries) != 25 {
+				b.Fatal(len(p.Entries), err)
+			}
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		for b.Loop() {
+			es, err := List(opts)
+			if err != nil || len(es) != 1000 {
+				b.Fatal(len(es), err)
+			}
+		}
+	})
+	b.Run("one-folder", func(b *testing.B) {
+		o := opts
+		o.Cwd = "/work/project4"
+		for b.Loop() {
+			es, err := List(o)
+			if err != nil || len(es) != 100 {
+				b.Fatal(len(es), err)
+			}
+		}
+	})
+}
+
+// BenchmarkImport: a Claude Code session file of about 20 MB (turns of a
+// message, a command and its output, and a reply), imported whole.
+func BenchmarkImport(b *testing.B) {
+	var sb strings.Builder
+	out := strings.Repeat("output line\\n", 200)
+	for i := 0; sb.Len() < 20<<20; i++ {
+		fmt.Fprintf(&sb, `{"type":"user","sessionId":"s","message":{"role":"user","content":"message %d"}}`+"\n", i)
+		fmt.Fprintf(&sb, `{"type":"assistant","sessionId":"s","message":{"id":"a%d","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":2}}}`+"\n", i, i)
+		fmt.Fprintf(&sb, `{"type":"user","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s","is_error":false}]}}`+"\n", i, out)
+		fmt.Fprintf(&sb, `{"type":"assistant","sessionId":"s","message":{"id":"b%d","model":"claude-x","role":"assistant","content":[{"type":"text","text":"done %d"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}}`+"\n", i, i)
+	}
+	p := filepath.Join(b.TempDir(), "s.jsonl")
+	if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(sb.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		conv, rep, err := ImportFile(Claude, p, ImportOptions{})
+		if err != nil || rep.Skipped != 0 || len(conv.Items) == 0 {
+			b.Fatal(err, rep)
+		}
+	}
+}
