@@ -2,29 +2,34 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/canonjson"
+	"spbridge/internal/money"
 	"spbridge/internal/session"
 )
 
-// auditCommands are the subcommands of "spbridge audit".
-var auditCommands = []command{
-	{"verify", "check that a conversation's audit log is whole and untouched", runAuditVerify},
-	{"show", "print a conversation's audit log, turn by turn", runAuditShow},
-	{"head", "print each audit log's head, to keep outside the state folder", runAuditHead},
+// auditCommands returns the subcommands of "spbridge audit".
+func auditCommands() []command {
+	return []command{
+		{"verify", "check that a conversation's audit log is whole and untouched", runAuditVerify},
+		{"show", "print a conversation's audit log, turn by turn", runAuditShow},
+		{"head", "print each audit log's head, to keep outside the state folder", runAuditHead},
+	}
 }
 
 func runAudit(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "audit",
 		"Read the audit log spbridge keeps of every turn: one append-only file per\n"+
 			"conversation in the state folder, named by the id of its first item.\n\n"+
-			stateDirHelp, auditCommands)
+			stateDirHelp, auditCommands())
 }
 
 // auditLogPath finds the audit log of the conversation in PKG, or of --id.
@@ -32,6 +37,9 @@ func auditLogPath(f *flagSet, id string) (string, error) {
 	if id == "" {
 		pkg, err := f.onePackage()
 		if err != nil {
+			return "", err
+		}
+		if err := checkPackage(pkg); err != nil {
 			return "", err
 		}
 		p, err := archive.Open(pkg, archive.KindDocument, true)
@@ -86,8 +94,8 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 			"count as \"the record at the kept head differs\", a log gone as missing.\n"+
 			"With --heads and neither PKG nor --id, every log is checked: those in the\n"+
 			"state folder, those the index knows and those FILE names; one line a log.\n\n"+auditProves)
-	id := f.String("id", "", "the conversation's identity (the id of its first item) instead of PKG")
-	headsFile := f.String("heads", "", "check against the heads kept in FILE (spbridge audit head's output); alone, check every log")
+	id := f.String("id", "", "the conversation's `ID` (the id of its first item) instead of PKG")
+	headsFile := f.String("heads", "", "check against the heads kept in `FILE` (spbridge audit head's output); alone, check every log")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
@@ -359,7 +367,7 @@ func auditText(rec map[string]any) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Turn %v, %s: %s", rec["seq"], str("time"), str("status"))
 	if c := rec["costUSD"]; c != nil {
-		fmt.Fprintf(&b, ", $%v", c)
+		b.WriteString(", " + money.Text(numberText(c)))
 	}
 	fmt.Fprintf(&b, "\n  %s %s (%s), model %s\n  in %s\n", str("backend"), str("programVersion"), str("program"), str("model"), str("cwd"))
 	if e := str("exitStatus"); e != "" {
@@ -378,6 +386,19 @@ func auditText(rec map[string]any) string {
 		b.WriteString("  " + strings.ReplaceAll(text, "\n", "\n  ") + "\n")
 	}
 	return b.String()
+}
+
+// numberText is a number of a decoded record as its JSON text.
+func numberText(v any) json.Number {
+	switch n := v.(type) {
+	case json.Number:
+		return n
+	case float64:
+		return json.Number(strconv.FormatFloat(n, 'g', -1, 64))
+	case string:
+		return json.Number(n)
+	}
+	return json.Number(fmt.Sprint(v))
 }
 
 // records is "1 record" or "N records".

@@ -191,10 +191,10 @@ func TestAuditHeadUsage(t *testing.T) {
 			t.Errorf("%q = %d %q, want %d and %q", c.args, code, errOut, c.code, c.err)
 		}
 	}
-	if code, out, _ := runCmd(t, "audit", "head", "--help"); code != 0 || !strings.HasPrefix(out, "Usage: spbridge audit head [--json]\n") || !strings.Contains(out, "--heads FILE") {
+	if code, out, _ := runCmd(t, "audit", "head", "--help"); code != 0 || !strings.Contains(out, "\nUsage: spbridge audit head [--json]\n") || !strings.Contains(out, "--heads FILE") {
 		t.Errorf("audit head --help = %d %q", code, out)
 	}
-	if code, out, _ := runCmd(t, "audit", "verify", "--help"); code != 0 || !strings.Contains(out, "--heads string") || !strings.Contains(out, "cannot be told from that earlier state") {
+	if code, out, _ := runCmd(t, "audit", "verify", "--help"); code != 0 || !strings.Contains(out, "--heads FILE ") || !strings.Contains(out, "cannot be told from that earlier state") {
 		t.Errorf("audit verify --help = %d %q", code, out)
 	}
 }

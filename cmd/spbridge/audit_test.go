@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,9 +29,11 @@ func TestAuditCommands(t *testing.T) {
 	t.Setenv("SPBRIDGE_STATE_DIR", state)
 	const id = "0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30"
 	path, _ := audit.Path(state, id)
+	// Costs as a CLI reports them, float noise and all.
+	costs := map[string]json.Number{"first": "0.1", "second": "0.0009599999999999999"}
 	for _, text := range []string{"first", "second"} {
 		rec := map[string]any{"time": "2026-11-30T00:00:00Z", "backend": "claude", "program": "/bin/claude", "programVersion": "2.1.328 (Claude Code)",
-			"model": "m", "cwd": "/w", "status": "completed", "costUSD": "0.1", "user": text,
+			"model": "m", "cwd": "/w", "status": "completed", "costUSD": costs[text], "user": text,
 			"items": []any{map[string]any{"id": "U", "type": "user", "text": text}, map[string]any{"id": "A", "type": "assistant", "text": "re " + text}}}
 		if err := audit.Append(path, rec); err != nil {
 			t.Fatal(err)
@@ -40,10 +43,11 @@ func TestAuditCommands(t *testing.T) {
 		t.Errorf("verify = %d %q", code, out)
 	}
 	code, out, _ := runCmd(t, "audit", "show", "--id", id)
-	if code != 0 || !strings.Contains(out, "Turn 2, 2026-11-30T00:00:00Z: completed, $0.1") || !strings.Contains(out, "  User: second\n  Assistant: re second\n") {
+	if code != 0 || !strings.Contains(out, "Turn 1, 2026-11-30T00:00:00Z: completed, $0.10\n") || !strings.Contains(out, "Turn 2, 2026-11-30T00:00:00Z: completed, $0.00096\n") || !strings.Contains(out, "  User: second\n  Assistant: re second\n") {
 		t.Errorf("show = %d\n%s", code, out)
 	}
-	if code, out, _ := runCmd(t, "audit", "show", "--json", "--id", id); code != 0 || strings.Count(out, "\n") != 2 || !strings.HasPrefix(out, `{"backend":"claude"`) {
+	// --json prints the records as written: the cost as the CLI gave it.
+	if code, out, _ := runCmd(t, "audit", "show", "--json", "--id", id); code != 0 || strings.Count(out, "\n") != 2 || !strings.HasPrefix(out, `{"backend":"claude"`) || !strings.Contains(out, `"costUSD":0.0009599999999999999,`) {
 		t.Errorf("show --json = %d\n%s", code, out)
 	}
 	data, _ := os.ReadFile(path)

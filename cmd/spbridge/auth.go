@@ -11,9 +11,12 @@ import (
 	"spbridge/internal/codex"
 )
 
-var authCommands = []command{
-	{"status", "say whether claude and codex are logged in", runAuthStatus},
-	{"logout", "log out of claude and codex", runAuthLogout},
+// authCommands returns the subcommands of "spbridge auth".
+func authCommands() []command {
+	return []command{
+		{"status", "say whether claude and codex are logged in", runAuthStatus},
+		{"logout", "log out of claude and codex", runAuthLogout},
+	}
 }
 
 // logout logs the CLI name out (claude auth logout, codex logout).
@@ -57,7 +60,7 @@ func notInstalled(err error) bool {
 
 func runAuth(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "auth",
-		"Check the CLIs' log-in, or log out of them. To log in, use spbridge login.", authCommands)
+		"Check the CLIs' log-in, or log out of them. To log in, use spbridge login.", authCommands())
 }
 
 // notLoggedIn is the error of auth status when a CLI is not logged in.

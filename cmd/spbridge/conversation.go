@@ -6,16 +6,18 @@ import (
 	"spbridge/internal/archive"
 )
 
-// conversationCommands are the subcommands of "spbridge conversation".
-var conversationCommands = []command{
-	{"show", "print a package's conversation, or its last turn", runConversationShow},
-	{"list", "list the packages under a folder that hold a conversation", runConversationList},
-	{"new", "start a new conversation, removing the saved one", runConversationNew},
+// conversationCommands returns the subcommands of "spbridge conversation".
+func conversationCommands() []command {
+	return []command{
+		{"show", "print a package's conversation, or its last turn", runConversationShow},
+		{"list", "list the packages under a folder that hold a conversation", runConversationList},
+		{"new", "start a new conversation, removing the saved one", runConversationNew},
+	}
 }
 
 func runConversation(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "conversation",
-		"Show, list or start over the conversations saved in document packages.", conversationCommands)
+		"Show, list or start over the conversations saved in document packages.", conversationCommands())
 }
 
 // kindFlag is the --kind flag of the commands that open a package.

@@ -9,6 +9,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
+	"spbridge/internal/money"
 )
 
 func runConversationList(_ context.Context, st stdio, args []string) error {
@@ -63,14 +64,14 @@ func summaryText(s archive.Summary) string {
 	return strings.Join([]string{s.Path, strconv.Itoa(s.Items) + " items", who, costText(s.Cost), modified}, "\t")
 }
 
-// costText is a cost as a person reads it, e.g. "$0.0213 estimated".
+// costText is a cost as a person reads it, e.g. "$0.02134 estimated".
 func costText(c archive.Cost) string {
 	switch c.Kind {
 	case archive.CostEstimated, archive.CostReported:
 		if c.Dollars == "" {
 			return c.Kind
 		}
-		return "$" + string(c.Dollars) + " " + c.Kind
+		return money.Text(c.Dollars) + " " + c.Kind
 	case archive.CostNotBilled:
 		return "not billed"
 	case "", archive.CostUnknown:
@@ -88,7 +89,7 @@ func summaryValue(s archive.Summary) map[string]any {
 	}
 	cost := map[string]any{"kind": kind}
 	if s.Cost.Dollars != "" {
-		cost["dollars"] = s.Cost.Dollars
+		cost["dollars"] = money.JSON(s.Cost.Dollars)
 	}
 	v := map[string]any{
 		"path":     s.Path,

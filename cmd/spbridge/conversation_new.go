@@ -27,6 +27,9 @@ func runConversationNew(_ context.Context, st stdio, args []string) error {
 	if !*yes {
 		return usagef(f.cmd, "conversation new removes the saved conversation of %s; confirm with --yes", pkg)
 	}
+	if err := checkPackage(pkg); err != nil {
+		return err
+	}
 	return withLock(pkg, func() error {
 		p, err := archive.Open(pkg, kind, true)
 		if err != nil {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"spbridge/internal/archive"
@@ -27,8 +31,14 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPackage(pkg); err != nil {
+		return err
+	}
 	p, err := archive.Open(pkg, kind, true)
 	if err != nil {
+		return err
+	}
+	if err := hasConversation(p); err != nil {
 		return err
 	}
 	conv := p.Conv
@@ -46,6 +56,23 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 		return err
 	}
 	return writeItems(st.out, conv.Items)
+}
+
+// hasConversation fails when the package holds no saved conversation (no
+// agent/conversation.json, or a kind that keeps none), rather than showing
+// nothing. An unreadable conversation is one: it shows as its notice.
+func hasConversation(p *archive.Package) error {
+	if p.Unreadable != "" {
+		return nil
+	}
+	if p.Kind != archive.KindDocument {
+		return fmt.Errorf("%s %w: a %s keeps none", p.Dir, errNoConversation, p.Kind)
+	}
+	_, err := os.Lstat(filepath.Join(p.Dir, archive.AgentDir, archive.ConversationFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s %w (no %s/%s)", p.Dir, errNoConversation, archive.AgentDir, archive.ConversationFile)
+	}
+	return nil
 }
 
 // lastTurn returns the items from the last user item to the end, or all of

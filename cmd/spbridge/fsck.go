@@ -22,6 +22,9 @@ func runFsck(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPackage(pkg); err != nil {
+		return err
+	}
 	rep, err := archive.Inspect(pkg)
 	if err != nil {
 		return err

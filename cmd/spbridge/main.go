@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -49,19 +50,20 @@ type command struct {
 // "help" runs them in turn.)
 func topCommands() []command {
 	return []command{
-		{"conversation", "show, list or start over a package's conversation", runConversation},
 		{"serve", "be an Agent Client Protocol agent on standard input and output", runServe},
 		{"run", "run one turn of a package's conversation from the shell", runRun},
-		{"replay", "map a recorded CLI event stream onto items", runReplay},
-		{"save", "save a package's conversation in canonical format 1", runSave},
+		{"conversation", "show, list or start over a package's conversation", runConversation},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
+		{"save", "save a package's conversation in canonical format 1", runSave},
+		{"fsck", "check a package's saved conversation", runFsck},
+		{"replay", "map a recorded CLI event stream onto items", runReplay},
 		{"audit", "verify or show a conversation's audit log", runAudit},
 		{"state", "prune old audit logs and editor sessions from the state folder", runState},
 		{"login", "log in to claude or codex through a pseudo-terminal", runLogin},
-		{"auth", "check whether claude and codex are logged in", runAuth},
-		{"fsck", "check a package's saved conversation", runFsck},
+		{"auth", "check whether claude and codex are logged in, or log out", runAuth},
 		{"version", "print the version", runVersion},
 		{"help", "show the help of a command", runHelp},
+		{"completion", "print a shell's completion script: bash, zsh, fish or powershell", runCompletion},
 	}
 }
 
@@ -78,6 +80,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "spbridge: %v\n", err)
 	case uerr.err != nil:
 		fmt.Fprintf(stderr, "spbridge: %v\n", err)
+		if len(uerr.suggest) > 0 {
+			fmt.Fprintf(stderr, "Did you mean %s?\n", orList(uerr.suggest))
+		}
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", commandPath(uerr.cmd))
 	}
 	return exitCode(err)
@@ -105,8 +110,9 @@ func exitCode(err error) int {
 // usageError is a mistake in the command line: an unknown command or flag,
 // a wrong number of arguments, a bad flag value.
 type usageError struct {
-	cmd string // the command whose usage applies, "" for spbridge itself
-	err error  // what is wrong; nil when the full usage was printed already
+	cmd     string   // the command whose usage applies, "" for spbridge itself
+	err     error    // what is wrong; nil when the full usage was printed already
+	suggest []string // what was perhaps meant: "spbridge conversation show"
 }
 
 func (e *usageError) Error() string {
@@ -155,37 +161,20 @@ func newFlagSet(cmd, args, about string) *flagSet {
 
 // parse parses args. It reports done when --help was given: the usage has
 // then been printed to stdout and the command has nothing more to do.
+// (When stdout is a *helpCapture, the flag set is kept there instead.)
 func (f *flagSet) parse(args []string, stdout io.Writer) (done bool, err error) {
 	if err := f.Parse(args); err != nil {
 		return false, &usageError{cmd: f.cmd, err: err}
 	}
 	if f.help {
+		if c, ok := stdout.(*helpCapture); ok {
+			c.f = f
+			return true, nil
+		}
 		f.printUsage(stdout)
 		return true, nil
 	}
 	return false, nil
-}
-
-// printUsage writes the command's help to w.
-func (f *flagSet) printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s %s\n", commandPath(f.cmd), f.args)
-	if f.about != "" {
-		fmt.Fprintf(w, "\n%s\n", f.about)
-	}
-	if len(f.commands) > 0 {
-		fmt.Fprintf(w, "\nCommands:\n")
-		width := 0
-		for _, c := range f.commands {
-			width = max(width, len(c.name))
-		}
-		for _, c := range f.commands {
-			fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
-		}
-	}
-	fmt.Fprintf(w, "\nFlags:\n%s", f.FlagUsages())
-	if len(f.commands) > 0 {
-		fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's usage.\n", commandPath(f.cmd))
-	}
 }
 
 // onePackage returns the single positional argument, the package folder.
@@ -197,6 +186,20 @@ func (f *flagSet) onePackage() (string, error) {
 		return "", usagef(f.cmd, "%s takes one package folder, got %d arguments: %s", f.cmd, n, strings.Join(f.Args(), " "))
 	}
 	return f.Arg(0), nil
+}
+
+// errNoConversation says that a package holds no saved conversation.
+var errNoConversation = errors.New("holds no conversation")
+
+// checkPackage says "no such package: PATH" when nothing is at pkg (a
+// dangling link included), so that every command taking a package answers
+// a mistyped path the same way. What else is wrong with the path (not a
+// folder, not readable) is said by whatever opens it.
+func checkPackage(pkg string) error {
+	if _, err := os.Stat(pkg); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no such package: %s", pkg)
+	}
+	return nil
 }
 
 // noArgs reports a usage error when positional arguments were given.
@@ -211,17 +214,19 @@ func (f *flagSet) noArgs() error {
 // group's own flags; the caller has checked there is one.
 func dispatch(ctx context.Context, st stdio, f *flagSet) error {
 	rest := f.Args()
-	for _, c := range f.commands {
-		if c.name == rest[0] {
-			return c.run(ctx, st, rest[1:])
-		}
+	if c, ok := findCommand(f.commands, rest[0]); ok {
+		return c.run(ctx, st, rest[1:])
 	}
-	return usagef(f.cmd, "unknown command %q for %s", rest[0], commandPath(f.cmd))
+	err := usagef(f.cmd, "unknown command %q for %s", rest[0], commandPath(f.cmd)).(*usageError)
+	for _, name := range suggestCommands(rest[0], f.commands) {
+		err.suggest = append(err.suggest, commandPath(strings.TrimSpace(f.cmd+" "+name)))
+	}
+	return err
 }
 
 // runTop runs spbridge's own flags and dispatches to a command.
 func runTop(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("", "COMMAND [ARGS] [FLAGS]",
+	f := newFlagSet("", "--version | COMMAND [ARGS] [FLAGS]",
 		"spbridge bridges an editor and the coding-agent programs (claude, codex)\n"+
 			"and keeps the agent conversation inside the document package.")
 	f.commands = topCommands()
@@ -240,6 +245,9 @@ func runTop(ctx context.Context, st stdio, args []string) error {
 		f.printUsage(st.out)
 		return nil
 	}
+	if f.Arg(0) == completeCommand {
+		return runComplete(st, f.Args()[1:])
+	}
 	return dispatch(ctx, st, f)
 }
 
@@ -255,7 +263,8 @@ func runHelp(ctx context.Context, st stdio, args []string) error {
 
 // runGroup runs a command that only holds subcommands (audit, auth,
 // conversation, state): it parses the group's own flags and hands the rest
-// to the subcommand named first.
+// to the subcommand named first. Alone, it prints its help as spbridge
+// alone does.
 func runGroup(ctx context.Context, st stdio, args []string, name, about string, cmds []command) error {
 	f := newFlagSet(name, "COMMAND [ARGS] [FLAGS]", about)
 	f.commands = cmds
@@ -264,8 +273,8 @@ func runGroup(ctx context.Context, st stdio, args []string, name, about string, 
 		return err
 	}
 	if f.NArg() == 0 {
-		f.printUsage(st.err)
-		return &usageError{cmd: f.cmd}
+		f.printUsage(st.out)
+		return nil
 	}
 	return dispatch(ctx, st, f)
 }

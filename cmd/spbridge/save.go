@@ -30,6 +30,9 @@ func runSave(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPackage(pkg); err != nil {
+		return err
+	}
 	return withLock(pkg, func() error {
 		p, err := archive.Open(pkg, kind, *keep)
 		if err != nil {

@@ -15,15 +15,17 @@ import (
 	"spbridge/internal/pkglock"
 )
 
-// stateCommands are the subcommands of "spbridge state".
-var stateCommands = []command{
-	{"prune", "remove audit logs and editor sessions older than a duration", runStatePrune},
+// stateCommands returns the subcommands of "spbridge state".
+func stateCommands() []command {
+	return []command{
+		{"prune", "remove audit logs and editor sessions older than a duration", runStatePrune},
+	}
 }
 
 func runState(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "state",
 		"Look after spbridge's state folder: the audit logs, their key and index, and\n"+
-			"the packages of editor sessions that name none.\n\n"+stateDirHelp, stateCommands)
+			"the packages of editor sessions that name none.\n\n"+stateDirHelp, stateCommands())
 }
 
 func runStatePrune(_ context.Context, st stdio, args []string) error {

@@ -20,6 +20,9 @@ func runTranscript(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPackage(pkg); err != nil {
+		return err
+	}
 	p, err := archive.Open(pkg, archive.KindDocument, true)
 	if err != nil {
 		return err

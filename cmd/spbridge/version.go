@@ -29,7 +29,7 @@ func printVersion(w io.Writer) error {
 
 func runVersion(_ context.Context, st stdio, args []string) error {
 	f := newFlagSet("version", "[--supervision]", "Print the version of spbridge.")
-	supervision := f.Bool("supervision", false, "also say what holds the processes a CLI starts on this machine,\nand what that guarantees (starts a supervisor to find out)")
+	supervision := f.Bool("supervision", false, "also say what holds the processes a CLI starts on this machine, and what that guarantees (starts a supervisor to find out)")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
