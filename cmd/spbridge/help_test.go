@@ -217,6 +217,24 @@ func TestSuggestCommands(t *testing.T) {
 	}
 }
 
+func TestSuggestFlags(t *testing.T) {
+	f, err := flagsOf(runConversationShow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typed, want := range map[string][]string{
+		"jsn":  {"--json"},
+		"lst":  {"--last"},
+		"kin":  {"--kind"},
+		"he":   {"--help"},
+		"colr": nil,
+	} {
+		if got := suggestFlags(typed, f); !slices.Equal(got, want) {
+			t.Errorf("suggestFlags(%q) = %q, want %q", typed, got, want)
+		}
+	}
+}
+
 func TestEditDistance(t *testing.T) {
 	tests := []struct {
 		a, b string

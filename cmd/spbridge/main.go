@@ -164,7 +164,11 @@ func newFlagSet(cmd, args, about string) *flagSet {
 // (When stdout is a *helpCapture, the flag set is kept there instead.)
 func (f *flagSet) parse(args []string, stdout io.Writer) (done bool, err error) {
 	if err := f.Parse(args); err != nil {
-		return false, &usageError{cmd: f.cmd, err: err}
+		uerr := &usageError{cmd: f.cmd, err: err}
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			uerr.suggest = suggestFlags(name, f)
+		}
+		return false, uerr
 	}
 	if f.help {
 		if c, ok := stdout.(*helpCapture); ok {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // suggestCommands returns the names of cmds that typed is perhaps a
@@ -11,6 +13,31 @@ import (
 // distance (one edit for names of up to four letters, two for longer),
 // and those typed begins (two letters or more). Case is ignored.
 func suggestCommands(typed string, cmds []command) []string {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
+	return suggestNames(typed, names)
+}
+
+// suggestFlags returns the flags of f that --typed is perhaps a mistyping
+// of, as "--name", chosen as suggestCommands chooses.
+func suggestFlags(typed string, f *flagSet) []string {
+	var names []string
+	f.VisitAll(func(fl *pflag.Flag) {
+		if !fl.Hidden {
+			names = append(names, fl.Name)
+		}
+	})
+	out := suggestNames(typed, names)
+	for i, name := range out {
+		out[i] = "--" + name
+	}
+	return out
+}
+
+// suggestNames returns the names that typed is perhaps a mistyping of.
+func suggestNames(typed string, names []string) []string {
 	typed = strings.ToLower(typed)
 	type near struct {
 		name   string
@@ -19,29 +46,29 @@ func suggestCommands(typed string, cmds []command) []string {
 	}
 	var found []near
 	best := -1 // the least distance within the limit
-	for _, c := range cmds {
-		d := editDistance(typed, c.name)
+	for _, name := range names {
+		d := editDistance(typed, name)
 		limit := 1
-		if len(c.name) > 4 {
+		if len(name) > 4 {
 			limit = 2
 		}
-		prefix := len(typed) >= 2 && strings.HasPrefix(c.name, typed)
+		prefix := len(typed) >= 2 && strings.HasPrefix(name, typed)
 		if d <= limit && (best < 0 || d < best) {
 			best = d
 		}
 		if d <= limit || prefix {
-			found = append(found, near{c.name, d, prefix})
+			found = append(found, near{name, d, prefix})
 		}
 	}
 	// The nearest only (save, not serve or state, for Save), and what
 	// typed begins.
 	found = slices.DeleteFunc(found, func(n near) bool { return !n.prefix && n.dist != best })
 	slices.SortStableFunc(found, func(a, b near) int { return a.dist - b.dist })
-	var names []string
+	var out []string
 	for _, n := range found {
-		names = append(names, n.name)
+		out = append(out, n.name)
 	}
-	return names
+	return out
 }
 
 // editDistance is the Levenshtein distance between a and b, counting a

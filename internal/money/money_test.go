@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestText(t *testing.T) {
+func TestMoneyText(t *testing.T) {
 	tests := []struct {
 		usd  json.Number
 		want string
@@ -34,7 +34,7 @@ func TestText(t *testing.T) {
 	}
 }
 
-func TestJSON(t *testing.T) {
+func TestMoneyJSON(t *testing.T) {
 	tests := []struct {
 		usd, want json.Number
 	}{
