@@ -10,7 +10,7 @@ import (
 func conversationCommands() []command {
 	return []command{
 		{"show", "print a package's conversation, or its last turn", runConversationShow},
-		{"list", "list the packages under a folder that hold a conversation", runConversationList},
+		{"list", "list the packages under a folder that hold a conversation", runConversationListAll},
 		{"new", "start a new conversation, removing the saved one", runConversationNew},
 	}
 }

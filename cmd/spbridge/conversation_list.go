@@ -16,8 +16,13 @@ func runConversationList(_ context.Context, st stdio, args []string) error {
 	f := newFlagSet("conversation list", "[DIR] [--json]",
 		"List the packages under DIR (default the current folder) that hold a saved\n"+
 			"conversation, one a line: path, items, provider/model, cost and when the\n"+
-			"conversation was last written (UTC). With --json, one JSON object a line.")
+			"conversation was last written (UTC). With --json, one JSON object a line.\n"+
+			"With --cli, the sessions the CLIs keep themselves instead (see\n"+
+			"spbridge conversation list --cli --help).")
 	asJSON := f.Bool("json", false, "print one JSON object a line")
+	// --cli is taken before these flags are parsed (runConversationListAll):
+	// declared here for the help and completion.
+	f.Bool("cli", false, "list the sessions the CLIs keep themselves instead")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ var commandGroups = []struct {
 	names []string
 }{
 	{"Editor commands", []string{"serve"}},
-	{"Conversation commands", []string{"run", "conversation", "transcript", "save", "fsck", "replay"}},
+	{"Conversation commands", []string{"run", "conversation", "import", "transcript", "save", "fsck", "replay"}},
 	{"Audit commands", []string{"audit"}},
 	{"State commands", []string{"state"}},
 	{"Auth commands", []string{"login", "auth"}},
@@ -72,7 +72,14 @@ $ spbridge conversation show --json Poster.silverpoint`,
 # The packages under the current folder
 $ spbridge conversation list
 # One JSON object a package
-$ spbridge conversation list --json ~/Documents`,
+$ spbridge conversation list --json ~/Documents
+# The sessions Claude Code and Codex keep themselves, of this folder
+$ spbridge conversation list --cli --cwd .`,
+	"import": `
+# A session by the id spbridge conversation list --cli shows
+$ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 Poster.silverpoint
+# A Codex rollout file, over the conversation the package holds
+$ spbridge import --replace rollout.jsonl Poster.silverpoint`,
 	"conversation new": `
 $ spbridge conversation new --yes Poster.silverpoint`,
 	"transcript": `

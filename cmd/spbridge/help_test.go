@@ -258,12 +258,16 @@ func TestEditDistance(t *testing.T) {
 }
 
 func TestComplete(t *testing.T) {
+	var top []string
+	for _, c := range topCommands() {
+		top = append(top, c.name)
+	}
 	tests := []struct {
 		words     []string
 		wantKind  string
 		wantWords []string
 	}{
-		{[]string{""}, completeWords, []string{"serve", "run", "conversation", "transcript", "save", "fsck", "replay", "audit", "state", "login", "auth", "version", "help", "completion"}},
+		{[]string{""}, completeWords, top},
 		{[]string{"co"}, completeWords, []string{"conversation", "completion"}},
 		{[]string{"--"}, completeWords, []string{"--help", "--version"}},
 		{[]string{"conversation", ""}, completeWords, []string{"show", "list", "new"}},
@@ -281,7 +285,7 @@ func TestComplete(t *testing.T) {
 		{[]string{"replay", "--backend", "claude", ""}, completeFiles, nil},
 		{[]string{"audit", "verify", "--heads", ""}, completeFiles, nil},
 		{[]string{"audit", "verify", "--id", ""}, completeWords, nil},
-		{[]string{"help", ""}, completeWords, []string{"serve", "run", "conversation", "transcript", "save", "fsck", "replay", "audit", "state", "login", "auth", "version", "help", "completion"}},
+		{[]string{"help", ""}, completeWords, top},
 		{[]string{"help", "auth", ""}, completeWords, []string{"status", "logout"}},
 		{[]string{"completion", "f"}, completeWords, []string{"fish"}},
 		{[]string{"nope", ""}, completeWords, nil},

@@ -53,6 +53,7 @@ func topCommands() []command {
 		{"serve", "be an Agent Client Protocol agent on standard input and output", runServe},
 		{"run", "run one turn of a package's conversation from the shell", runRun},
 		{"conversation", "show, list or start over a package's conversation", runConversation},
+		{"import", "import a Claude Code or Codex session into a package", runImport},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
 		{"save", "save a package's conversation in canonical format 1", runSave},
 		{"fsck", "check a package's saved conversation", runFsck},
