@@ -24,7 +24,6 @@ import (
 	"spbridge/internal/clis"
 	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/restore"
 	"spbridge/internal/session"
 )
 
@@ -117,25 +116,24 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		dir = filepath.Dir(abs)
 	}
 
-	return withLock(pkg, func() error {
-		p, err := archive.Open(pkg, kind, *keep)
-		if err != nil {
+	auditDir := ""
+	if !*noAudit {
+		if auditDir, err = audit.StateDir(); err != nil {
 			return err
 		}
-		be, provider := newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
-		s := &session.Session{Pkg: p, Backend: be, Provider: provider, Cwd: dir}
-		defer s.Close()
-		if len(p.Conv.Items) > 0 && p.Unreadable == "" {
-			// Reopened: the CLI's own session is gone; a new one is told
-			// what was said before.
-			s.Restore = restore.Restored(slices.Clone(p.Conv.Items))
-		}
-		if !*noAudit {
-			if s.AuditDir, err = audit.StateDir(); err != nil {
-				return err
-			}
-		}
-
+	}
+	var be backend.Backend
+	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
+		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
+			var provider string
+			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
+			return be, provider, nil
+		}})
+	if err != nil {
+		return err
+	}
+	return func() (err error) {
+		defer func() { err = errors.Join(err, s.Close()) }()
 		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools,
 			outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
 			errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
@@ -155,7 +153,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 				// A turn that never started changed nothing; the turns
 				// before it are saved.
 				if i > 0 {
-					if _, err := p.Save(*keep); err != nil {
+					if _, err := s.Save(*keep); err != nil {
 						return errors.Join(sendErr, fmt.Errorf("save %s: %w", pkg, err))
 					}
 				}
@@ -165,7 +163,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			if res.AuditErr != nil {
 				fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 			}
-			if _, err := p.Save(*keep); err != nil {
+			if _, err := s.Save(*keep); err != nil {
 				return fmt.Errorf("save %s: %w", pkg, err)
 			}
 			if res.End.Status != itemmap.TurnCompleted {
@@ -179,7 +177,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backendName)
 		}
 		return nil
-	})
+	}()
 }
 
 // checkDir reports why dir cannot be a working folder.

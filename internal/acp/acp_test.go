@@ -35,12 +35,13 @@ type fakeBackend struct {
 	intr    chan struct{}
 	finish  chan struct{} // ends a slow turn as completed
 	began   chan string   // each turn's message as it begins
+	feed    chan string   // the deltas of a "feed" turn's reply
 
 	panicInterrupt, panicClose bool
 }
 
 func newFake() *fakeBackend {
-	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1), began: make(chan string, 1000)}
+	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1), began: make(chan string, 1000), feed: make(chan string)}
 }
 
 func (f *fakeBackend) Name() string { return "claude" }
@@ -106,6 +107,23 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			n := archive.NewItem(archive.TypeNotice)
 			n.Set("text", "Interrupted.")
 			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: n})
+			return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
+		}
+	case strings.HasPrefix(text, "feed"):
+		// A reply that grows by each delta sent on feed, until the turn
+		// is interrupted or finished.
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		for {
+			select {
+			case <-ctx.Done():
+			case <-f.intr:
+			case <-f.finish:
+				return &itemmap.TurnEnd{Status: itemmap.TurnCompleted}
+			case d := <-f.feed:
+				a.Set("text", a.String("text")+d)
+				h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: a, Delta: d})
+				continue
+			}
 			return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
 		}
 	case strings.HasPrefix(text, "batch"):

@@ -8,7 +8,6 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/session"
 )
 
 // betweenHost hears what a session's CLI does between turns (a background
@@ -43,7 +42,7 @@ func (ss *acpSession) watchBetween(be backend.Backend) {
 // the session is open; ss.mu is held.
 func (b *betweenHost) current() bool {
 	ss := b.ss
-	return ss.opened && !ss.closed && ss.conv != nil && ss.conv.Backend == b.be
+	return ss.opened && !ss.closed && ss.conv != nil && ss.conv.CurrentBackend() == b.be
 }
 
 // host returns the notifier, or nil once a panic ended the session.
@@ -74,8 +73,8 @@ func (b *betweenHost) Change(c itemmap.Change) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if b.current() && (c.Op != itemmap.OpUpdate || c.OutputDelta == "") {
-		session.ApplyChange(ss.pkg.Conv, c)
-		ss.dirty = true
+		ss.conv.ApplyChange(c)
+		ss.changes++
 		if c.Op == itemmap.OpAdd {
 			b.mu.Lock()
 			b.items = append(b.items, c.Item)
@@ -128,7 +127,7 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 	if err := ss.conv.ApplyOwnTurn(end, items); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: audit: %v", ss.id, err)
 	}
-	ss.dirty = true
+	ss.changes++
 	keep := ss.keep
 	ss.mu.Unlock()
 	ss.usage(end)

@@ -182,7 +182,7 @@ func (ss *acpSession) controls() backend.Controls {
 	if ss.conv == nil {
 		return nil
 	}
-	c, _ := ss.conv.Backend.(backend.Controls)
+	c, _ := ss.conv.CurrentBackend().(backend.Controls)
 	return c
 }
 

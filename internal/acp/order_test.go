@@ -178,9 +178,13 @@ func TestPipelinedAfterOpen(t *testing.T) {
 		t.Fatalf("save: %v", m)
 	}
 	// The prompt is answered when its turn ends; the save was handled
-	// after the turn began (so the turn's end saved again).
+	// after the turn began (so the turn's end saves again, once the
+	// prompt is answered: the shutdown waits for that save).
 	if !(c2.index(ids[0]) < c2.index(ids[1]) && c2.index(ids[0]) < c2.index(ids[2])) {
 		t.Errorf("answered before the load: load %d, prompt %d, save %d", c2.index(ids[0]), c2.index(ids[1]), c2.index(ids[2]))
+	}
+	if err := c2.wait(); err != nil {
+		t.Fatal(err)
 	}
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
 	var users []string
@@ -456,9 +460,10 @@ func TestBatchAndStrayResponses(t *testing.T) {
 }
 
 // TestSaveDuringATurn: a save while a turn runs writes the conversation as
-// it stands, and the turn's end saves again.
+// it stands, and the turn's end saves again (once its prompt is answered).
 func TestSaveDuringATurn(t *testing.T) {
-	c := startServer(t)
+	endSaved := make(chan string, 1)
+	c := startServerWith(t, Config{turnEndSaved: func(id string) { endSaved <- id }})
 	pkg := newPackage(t)
 	c.request("session/new", newSessionParams(pkg))
 	slow := c.call("session/prompt", promptParams(pkg, "slow"))
@@ -481,6 +486,7 @@ func TestSaveDuringATurn(t *testing.T) {
 	if m, _ := c.response(slow); stopReason(t, m) != "end_turn" {
 		t.Fatalf("the turn: %v", m)
 	}
+	<-endSaved
 	p, _ = archive.Open(pkg, archive.KindDocument, true)
 	// The turn's history (the user's message: the fake's slow turn reports
 	// none of its own) is only there when the turn's end saved.

@@ -143,7 +143,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 	var out bytes.Buffer
 	srv := &Server{w: newWriter(&out)}
 	srv.terminal.Store(terminal)
-	ss := &acpSession{srv: srv, id: "S", cwd: "/work", pkg: &archive.Package{Conv: &archive.Conversation{}}}
+	ss := &acpSession{srv: srv, id: "S", cwd: "/work", conv: &session.Session{Pkg: &archive.Package{Conv: &archive.Conversation{}}}}
 	h := &acpHost{ss: ss, t: &turn{}}
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {
@@ -156,7 +156,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 			m.Answered(a.RequestID, allowed[a.RequestID])
 		}
 		if r.End != nil {
-			session.Apply(ss.pkg.Conv, r.End, provider)
+			ss.conv.Update(func(conv *archive.Conversation) { session.Apply(conv, r.End, provider) })
 			ss.usage(r.End)
 		}
 	}

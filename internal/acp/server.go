@@ -50,6 +50,12 @@ type Config struct {
 	// turnEndSave, when set (tests), is called as the save at a turn's
 	// end begins, with the session's id.
 	turnEndSave func(sessionID string)
+	// turnEndSaved, when set (tests), is called once that save ended.
+	turnEndSaved func(sessionID string)
+	// saveWrite, when set (tests), is called by every save of a session
+	// once its snapshot is taken, before it is written, with no lock of
+	// the session held.
+	saveWrite func(sessionID string)
 	// AuditDir is where audit logs are written; "" writes none.
 	AuditDir string
 	// Version is spbridge's version, for initialize.

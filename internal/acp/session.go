@@ -17,9 +17,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/pkglock"
 	"spbridge/internal/prices"
-	"spbridge/internal/restore"
 	"spbridge/internal/session"
 )
 
@@ -46,26 +44,22 @@ type acpSession struct {
 	queuedJobs []*job
 
 	mu      sync.Mutex
-	opened  bool // pkg, lock and conv are set
+	opened  bool // conv is set
 	closed  bool
 	backend string
 	keep    bool
-	pkg     *archive.Package // the package acp saves
-	lock    *pkglock.Lock
-	conv    *session.Session // its Pkg is a view of pkg for the turns
+	conv    *session.Session // owns pkg's conversation: read and change it through conv
 	model   string
 	waiting []queuedPrompt // messages queued with _spbridge/queue
-	dirty   bool           // changed since the last save
+	// changes counts the changes to the conversation; saved is its value
+	// when the last save took its snapshot. The conversation is unsaved
+	// while they differ.
+	changes, saved uint64
 	// What "always" answers covered, for the rest of the session.
 	allowAlways, rejectAlways []backend.Grant
 	cwd                       string
-	// While a turn runs, the conversation as it stands: base holds every
-	// field but the items as they were when the turn began, live the items
-	// (the turn's own as clones made as each change was applied). A save
-	// during the turn writes these; savedInTurn makes the turn's end save
-	// again.
-	base        archive.Conversation
-	live        []archive.Item
+	// savedInTurn is set when the conversation was saved while a turn
+	// ran: the turn's end saves again.
 	savedInTurn bool
 	mcp         []backend.MCPServer // the editor's MCP servers, for every backend of the session
 	addDirs     []string            // the editor's additional folders, for every backend of the session
@@ -322,49 +316,41 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
 		}
 	}
-	lock, err := pkglock.Acquire(op.id)
-	if errors.Is(err, pkglock.ErrLocked) {
+	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
+		Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
+			if op.defaulted && op.load {
+				// A session reopened without naming its backend
+				// (session/list, then resume) goes on with the CLI its
+				// conversation last ran on.
+				for _, cli := range clis.All {
+					if saved.Provider != "" && saved.Provider == cli.Provider {
+						op.backend = cli.Name
+					}
+				}
+			}
+			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events()})
+			if err != nil {
+				return nil, "", err
+			}
+			c, _ := be.(backend.Controls)
+			ss.takeControls(c)
+			ss.openModels(op.backend, be, c)
+			return be, provider(op.backend), nil
+		}})
+	if errors.Is(err, session.ErrLocked) {
 		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
 	}
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
-	locked := true
-	defer func() {
-		if locked {
-			lock.Unlock()
-		}
-	}()
-	pkg, err := archive.Open(op.id, op.kind, op.keep)
-	if err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
-	}
-	if op.defaulted && op.load {
-		// A session reopened without naming its backend (session/list,
-		// then resume) goes on with the CLI its conversation last ran on.
-		for _, c := range clis.All {
-			if pkg.Conv.Provider != "" && pkg.Conv.Provider == c.Provider {
-				op.backend = c.Name
-			}
-		}
-	}
-	be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events()})
-	if err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
-	}
-	c, _ := be.(backend.Controls)
-	ss.takeControls(c)
-	ss.openModels(op.backend, be, c)
-	conv := &session.Session{Pkg: turnView(pkg), Backend: be, Provider: provider(op.backend), AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Cwd: op.cwd}
-	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
-		conv.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
+	if hook := ss.srv.cfg.saveWrite; hook != nil {
+		conv.Writing = func() { hook(ss.id) }
 	}
 	ss.mu.Lock()
-	ss.opened, ss.backend, ss.keep, ss.pkg, ss.lock, ss.conv = true, op.backend, op.keep, pkg, lock, conv
+	ss.opened, ss.backend, ss.keep, ss.conv = true, op.backend, op.keep, conv
 	ss.model, ss.cwd, ss.mcp, ss.addDirs = op.model, op.cwd, op.mcp, op.addDirs
-	ss.watchBetween(be)
+	ss.watchBetween(conv.Backend)
 	ss.mu.Unlock()
-	locked = false
 	ss.touch()
 	res := map[string]any{"configOptions": ss.configOptions()}
 	if modes := ss.modeState(); modes != nil {
@@ -377,15 +363,6 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		res["sessionId"] = ss.id
 	}
 	return res, nil
-}
-
-// turnView is the package as the turns see it: the same folder and
-// conversation, but a Package value of its own, so that what the turn
-// goroutine reads of it (session.Send reads Pkg.Conv and marks the turn
-// begun) never meets a save of the conversation as it stands, which acp
-// makes on pkg while the turn runs. acp marks pkg's turn begun itself.
-func turnView(pkg *archive.Package) *archive.Package {
-	return &archive.Package{Dir: pkg.Dir, Kind: pkg.Kind, Conv: pkg.Conv}
 }
 
 // enqueue adds a job to the session's queue; false when the session has
@@ -511,14 +488,15 @@ func (ss *acpSession) dropQueued(j *job) {
 		return
 	}
 	ss.queuedJobs = slices.Delete(ss.queuedJobs, i, i+1)
-	conv := ss.pkg.Conv
-	// conv.Queued ends with the texts of waiting, in order.
-	if at := len(conv.Queued) - len(ss.waiting) + k; at >= 0 && at < len(conv.Queued) {
-		conv.Queued = slices.Delete(conv.Queued, at, at+1)
-	}
-	conv.Unsent = append(conv.Unsent, ss.waiting[k].text)
+	ss.conv.Update(func(conv *archive.Conversation) {
+		// conv.Queued ends with the texts of waiting, in order.
+		if at := len(conv.Queued) - len(ss.waiting) + k; at >= 0 && at < len(conv.Queued) {
+			conv.Queued = slices.Delete(conv.Queued, at, at+1)
+		}
+		conv.Unsent = append(conv.Unsent, ss.waiting[k].text)
+	})
 	ss.waiting = slices.Delete(ss.waiting, k, k+1)
-	ss.dirty = true
+	ss.changes++
 	keep := ss.keep
 	ss.qmu.Unlock()
 	ss.mu.Unlock()
@@ -615,8 +593,8 @@ func (ss *acpSession) endFailed() {
 		f = archive.NewItem(archive.TypeFailure)
 		f.Set("text", "spbridge hit an internal error and ended this session; open it again to go on.")
 		f.Set("detail", why)
-		ss.pkg.Conv.Items = append(ss.pkg.Conv.Items, f)
-		ss.dirty = true
+		ss.conv.Update(func(conv *archive.Conversation) { conv.Items = append(conv.Items, f) })
+		ss.changes++
 	}
 	ss.mu.Unlock()
 	if !f.IsZero() {
@@ -785,7 +763,7 @@ func (ss *acpSession) setModel(value string) error {
 		ss.model = ""
 	}
 	model := ss.model
-	be := ss.conv.Backend
+	be := ss.conv.CurrentBackend()
 	ss.mu.Unlock()
 	if ms, ok := be.(modelSetter); ok {
 		ms.SetModel(model)
@@ -976,8 +954,8 @@ func (ss *acpSession) enqueuePrompt(q queuedPrompt, toCancelled bool) (queued bo
 	}
 	ss.qmu.Unlock()
 	ss.waiting = append(ss.waiting, q)
-	ss.pkg.Conv.Queued = append(ss.pkg.Conv.Queued, q.text)
-	ss.dirty = true
+	ss.conv.Update(func(conv *archive.Conversation) { conv.Queued = append(conv.Queued, q.text) })
+	ss.changes++
 	keep := ss.keep
 	ss.mu.Unlock()
 	if keep {
@@ -1030,10 +1008,8 @@ func (ss *acpSession) startTurn(j *job, q queuedPrompt) error {
 // stands for saves during it. mu and qmu are held.
 func (ss *acpSession) beginTurn(parent context.Context) *turn {
 	ctx, cancel := context.WithCancel(parent)
-	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.Backend, done: make(chan struct{})}
+	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.CurrentBackend(), done: make(chan struct{})}
 	ss.turn = t
-	ss.base = *ss.pkg.Conv
-	ss.live = append(make([]archive.Item, 0, len(ss.pkg.Conv.Items)+1), ss.pkg.Conv.Items...) // never nil: a turn runs
 	ss.savedInTurn = false
 	return t
 }
@@ -1074,6 +1050,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 	var answer any
 	var answerErr error
 	var jobs []*job // queued behind a failure
+	var saveEnd bool
 	defer func() {
 		why := h.panic()
 		if r := recover(); r != nil {
@@ -1088,18 +1065,19 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
 			more = false
 		}
+		failed := false
 		if !more {
 			ss.mu.Lock()
 			ss.qmu.Lock()
 			if ss.turn == t {
 				ss.turn = nil
-				ss.live = nil
 			}
-			failed := ss.failure != ""
+			failed = ss.failure != ""
 			ss.qmu.Unlock()
 			ss.mu.Unlock()
-			t.finish()
 			if failed {
+				// The session ends; its close saves.
+				t.finish()
 				jobs = ss.abandon()
 				ss.endFailed()
 			}
@@ -1108,12 +1086,30 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			ss.srv.reply(m, answer, answerErr)
 		}
 		ss.srv.w.flush() // what the turn buffered, when nothing answered it
+		if saveEnd && !failed {
+			// A save during the turn wrote it as it stood: write how it
+			// ended, once the prompt is answered. No lock of the session
+			// is held: session/cancel, the reading goroutine and the next
+			// turn's updates do not wait for the disk. The turn is over
+			// for a close only once this save is (it waits for done).
+			if hook := ss.srv.cfg.turnEndSave; hook != nil {
+				hook(ss.id)
+			}
+			ss.saveNow(true)
+			if hook := ss.srv.cfg.turnEndSaved; hook != nil {
+				hook(ss.id)
+			}
+		}
+		if !more && !failed {
+			t.finish()
+		}
 		ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
 	}()
 	if t.ctx.Err() != nil {
 		// Cancelled before it began: nothing was sent.
 		answer = cancelledResponse()
-		return ss.endTurn(t, nil, false)
+		next, more, saveEnd = ss.endTurn(t, nil, false)
+		return next, more
 	}
 	res, err := ss.conv.Send(t.ctx, q.text, q.images, h)
 	notStarted := err != nil || res == nil || res.End == nil || res.End.NotStarted
@@ -1147,7 +1143,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			answer, answerErr = nil, authRequired(ss.backend, f)
 		}
 	}
-	next, more = ss.endTurn(t, end, !notStarted)
+	next, more, saveEnd = ss.endTurn(t, end, !notStarted)
 	if !notStarted {
 		ss.recordTurn(q.text)
 	}
@@ -1156,44 +1152,48 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 
 // endTurn brings a turn's end into the session: end is nil when the turn
 // did not start (nothing changed but what a save during it wrote). It
-// begins the next queued message's turn when the turn completed.
-func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (nextTurn, bool) {
-	next, more, edited, handedBack := ss.endTurnLocked(t, end, started)
+// begins the next queued message's turn when the turn completed, and
+// reports whether the turn's end is to be saved (runTurn saves it once the
+// prompt is answered).
+func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (next nextTurn, more, saveEnd bool) {
+	next, more, edited, saveEnd, handedBack := ss.endTurnLocked(t, end, started)
 	for _, j := range handedBack {
 		ss.srv.reply(j.m, cancelledResponse(), nil)
 	}
 	if edited {
 		ss.edited()
 	}
-	return next, more
+	return next, more, saveEnd
 }
 
 // endTurnLocked is endTurn's work under the locks; it reports whether the
-// conversation changed, and returns the queued prompts it handed back (to
-// be answered cancelled).
-func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify bool, handedBack []*job) {
+// conversation changed and whether it is to be saved now, and returns the
+// queued prompts it handed back (to be answered cancelled).
+func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify, saveEnd bool, handedBack []*job) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.qmu.Lock()
-	conv := ss.pkg.Conv
+	defer ss.qmu.Unlock()
 	changed := started || ss.savedInTurn
-	if started {
-		ss.pkg.BeginTurn()
-	}
 	var next *nextTurn
 	switch {
 	case len(ss.waiting) == 0:
 	case t.ctx.Err() != nil || ss.stopping || ss.closed || ss.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted):
 		// A cancelled turn hands its queue back to the composer.
-		for _, q := range ss.waiting {
-			conv.Unsent = append(conv.Unsent, q.text)
+		waiting := ss.waiting
+		ss.conv.Update(func(conv *archive.Conversation) {
+			for _, q := range waiting {
+				conv.Unsent = append(conv.Unsent, q.text)
+			}
+			conv.Queued = nil
+		})
+		for _, q := range waiting {
 			if q.job != nil {
 				handedBack = append(handedBack, q.job)
 			}
 		}
 		ss.waiting = nil
 		ss.queuedJobs = nil
-		conv.Queued = nil
 		changed = true
 	default:
 		next = &nextTurn{q: ss.waiting[0]}
@@ -1201,17 +1201,18 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 		if next.q.job != nil {
 			ss.queuedJobs = slices.DeleteFunc(ss.queuedJobs, func(j *job) bool { return j == next.q.job })
 		}
-		if len(conv.Queued) > 0 {
-			conv.Queued = conv.Queued[1:]
-		}
+		ss.conv.Update(func(conv *archive.Conversation) {
+			if len(conv.Queued) > 0 {
+				conv.Queued = conv.Queued[1:]
+			}
+		})
 		changed = true
 	}
 	if changed {
-		ss.dirty = true
+		ss.changes++
 	}
-	// A save during the turn wrote it as it stood: write how it ended
-	// (decided before a next turn begins, which starts afresh).
-	saveEnd := ss.savedInTurn && !ss.closed
+	// Decided before a next turn begins, which starts afresh.
+	saveEnd = ss.savedInTurn && !ss.closed
 	if changed && ss.keep {
 		notify = true
 	}
@@ -1229,21 +1230,7 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 		next.t = ss.beginTurn(parent)
 		n, more = *next, true
 	}
-	// The save goes on with the queue's lock released: session/cancel,
-	// and every message the reading goroutine hands this session, do not
-	// wait for the disk. What the save writes changes only under mu.
-	ss.qmu.Unlock()
-	if saveEnd {
-		if hook := ss.srv.cfg.turnEndSave; hook != nil {
-			hook(ss.id)
-		}
-		if _, err := ss.pkg.Save(ss.keep); err != nil {
-			ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
-		} else {
-			ss.dirty = false
-		}
-	}
-	return n, more, notify, handedBack
+	return n, more, notify, saveEnd, handedBack
 }
 
 // usage sends a usage_update after a turn that reported its usage: the
@@ -1261,9 +1248,8 @@ func (ss *acpSession) usage(end *itemmap.TurnEnd) {
 		return
 	}
 	u := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
-	ss.mu.Lock()
-	cost := ss.pkg.Conv.EstimatedCost
-	ss.mu.Unlock()
+	var cost archive.Cost
+	ss.conv.View(func(conv *archive.Conversation) { cost = conv.EstimatedCost })
 	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
 		if amount, err := strconv.ParseFloat(string(cost.Dollars), 64); err == nil {
 			u["cost"] = map[string]any{"amount": amount, "currency": "USD"}
@@ -1288,12 +1274,14 @@ func (ss *acpSession) edited() {
 }
 
 // close saves a changed conversation, ends the CLI and releases the lock.
-// A panic in any step is logged and the next steps still run.
+// A panic in any step is logged and the next steps still run. No lock of
+// the session is held while it saves or ends the CLI: once closed is set,
+// no handler and no turn starts anything anew.
 func (ss *acpSession) close() error {
 	ss.recorder.wait() // the index has every turn before the session ends
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	if !ss.opened || ss.closed {
+		ss.mu.Unlock()
 		return nil
 	}
 	ss.closed = true
@@ -1303,27 +1291,61 @@ func (ss *acpSession) close() error {
 		}
 	}
 	ss.waiting = nil
-	// The CLI's early start ends first, without mu: what it tells on its
-	// way (its models, its commands) reads the session under mu. Nothing
-	// starts anew once closed is set.
+	// The CLI's early start ends first: what it tells on its way (its
+	// models, its commands) reads the session under mu.
 	cancel := ss.prepareCancel
 	ss.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
 	ss.preparing.Wait()
-	ss.mu.Lock()
 	var errs []error
-	if ss.dirty {
+	if ss.unsaved() {
 		errs = append(errs, ss.safely("save", func() error {
-			if _, err := ss.pkg.Save(ss.keep); err != nil {
+			if _, err := ss.saveConv(false); err != nil {
 				return fmt.Errorf("save %s: %w", ss.id, err)
 			}
 			return nil
 		}))
 	}
-	errs = append(errs, ss.safely("close the CLI", ss.conv.Close), ss.safely("unlock", ss.lock.Unlock))
+	errs = append(errs, ss.safely("close the CLI and unlock", ss.conv.Close))
 	return errors.Join(errs...)
+}
+
+// unsaved reports whether the conversation changed since the last save.
+func (ss *acpSession) unsaved() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.changes != ss.saved
+}
+
+// saveConv saves the conversation with the document's switch as it
+// stands. It holds no lock of acp's while the session encodes and writes.
+// A save that may miss how a running turn ends (any but the one at its
+// end, turnEnd) makes that turn's end save again.
+func (ss *acpSession) saveConv(turnEnd bool) (*archive.SaveReport, error) {
+	ss.mu.Lock()
+	keep, gen := ss.keep, ss.changes
+	ss.qmu.Lock()
+	if ss.turn != nil && !turnEnd {
+		ss.savedInTurn = true
+	}
+	ss.qmu.Unlock()
+	ss.mu.Unlock()
+	r, err := ss.conv.Save(keep)
+	if err == nil {
+		ss.mu.Lock()
+		ss.saved = max(ss.saved, gen)
+		ss.mu.Unlock()
+	}
+	return r, err
+}
+
+// saveNow saves, logging a failure.
+func (ss *acpSession) saveNow(turnEnd bool) {
+	if err := ss.safely("save", func() error { _, err := ss.saveConv(turnEnd); return err }); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
+	}
 }
 
 // safely runs f, turning a panic into an error.
@@ -1361,16 +1383,17 @@ func (ss *acpSession) rate(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	conv := ss.pkg.Conv
-	if conv.Feedback == nil {
-		conv.Feedback = make(map[string]archive.Feedback)
-	}
 	reasons := p.Reasons
 	if reasons == nil {
 		reasons = []string{}
 	}
-	conv.Feedback[p.ItemID] = archive.Feedback{Rating: p.Rating, Reasons: reasons}
-	ss.dirty = true
+	ss.conv.Update(func(conv *archive.Conversation) {
+		if conv.Feedback == nil {
+			conv.Feedback = make(map[string]archive.Feedback)
+		}
+		conv.Feedback[p.ItemID] = archive.Feedback{Rating: p.Rating, Reasons: reasons}
+	})
+	ss.changes++
 	keep := ss.keep
 	ss.mu.Unlock()
 	if keep {
@@ -1408,7 +1431,8 @@ func (ss *acpSession) queueMessage(j *job) (any, error) {
 }
 
 // save writes the conversation into the package. While a turn runs it
-// writes the conversation as it stands (the turn's end saves again).
+// writes the conversation as it stands (the turn's end saves again); the
+// turn streams on meanwhile.
 func (ss *acpSession) save(j *job) (any, error) {
 	var p struct{}
 	if err := decode(j.m.Params, &p); err != nil {
@@ -1417,8 +1441,8 @@ func (ss *acpSession) save(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	defer ss.mu.Unlock()
-	r, err := ss.saveLocked()
+	ss.mu.Unlock()
+	r, err := ss.saveConv(false)
 	if err != nil {
 		return nil, rpcErrorf(CodeInternalError, "save: %v", err)
 	}
@@ -1429,40 +1453,14 @@ func (ss *acpSession) save(j *job) (any, error) {
 // turn's end saves again).
 func (ss *acpSession) saveRunning() {
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if !ss.opened || ss.closed || ss.live == nil {
-		return
+	ok := ss.opened && !ss.closed
+	ss.mu.Unlock()
+	ss.qmu.Lock()
+	running := ss.turn != nil
+	ss.qmu.Unlock()
+	if ok && running {
+		ss.saveNow(false)
 	}
-	if err := ss.safely("save", func() error { _, err := ss.saveLocked(); return err }); err != nil {
-		ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
-	}
-}
-
-// saveLocked saves; mu is held.
-func (ss *acpSession) saveLocked() (*archive.SaveReport, error) {
-	if ss.live == nil {
-		r, err := ss.pkg.Save(ss.keep)
-		if err == nil {
-			ss.dirty = false
-		}
-		return r, err
-	}
-	// A turn runs: its goroutine changes the conversation's items and, at
-	// its end, history and usage, so the save writes the fields as the
-	// turn began, the items as the changes so far left them (clones owned
-	// here), and what acp itself keeps (ratings, cards, queue) as they are.
-	cur := ss.pkg.Conv
-	snap := ss.base
-	snap.Items = slices.Clone(ss.live)
-	snap.Feedback, snap.ApprovalCards, snap.SkillCards, snap.LintRuleCards = cur.Feedback, cur.ApprovalCards, cur.SkillCards, cur.LintRuleCards
-	snap.ResolvedCards, snap.Queued, snap.Unsent, snap.SentFacts, snap.Extra = cur.ResolvedCards, cur.Queued, cur.Unsent, cur.SentFacts, cur.Extra
-	ss.pkg.Conv = &snap
-	defer func() { ss.pkg.Conv = cur }()
-	r, err := ss.pkg.Save(ss.keep)
-	if err == nil {
-		ss.savedInTurn = true
-	}
-	return r, err
 }
 
 func nonNil(s []string) []string {
@@ -1483,40 +1481,36 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	ss.qmu.Lock()
 	running := ss.turn != nil
 	ss.qmu.Unlock()
+	// The session's worker runs this handler: no prompt starts a turn, and
+	// no other handler runs, until it returns; mu is not held while the
+	// CLI ends and the agent folder is removed.
+	backendName, opts, keep := ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, AddDirs: ss.addDirs, Events: ss.events()}, ss.keep
+	ss.mu.Unlock()
 	if running {
-		ss.mu.Unlock()
 		return nil, &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
 	}
 	// The CLI's session belongs to the old conversation: a new CLI starts
 	// with the next prompt.
 	ss.conv.Close()
 	ss.cmu.Lock()
-	mode := ss.mode
+	opts.Mode = ss.mode
+	effort := ss.effort
 	ss.cmu.Unlock()
-	be, err := ss.srv.cfg.NewBackend(ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, AddDirs: ss.addDirs, Mode: mode, Events: ss.events()})
+	be, err := ss.srv.cfg.NewBackend(backendName, opts)
 	if err != nil {
-		ss.mu.Unlock()
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
 	}
-	ss.conv.Backend = be
+	if c, ok := be.(backend.Controls); ok && effort != "" {
+		c.SetEffort(effort)
+	}
+	if _, err := ss.conv.NewConversation(be); err != nil {
+		be.Close()
+		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
+	}
+	ss.mu.Lock()
 	ss.watchBetween(be)
-	if c, ok := be.(backend.Controls); ok {
-		ss.cmu.Lock()
-		effort := ss.effort
-		ss.cmu.Unlock()
-		if effort != "" {
-			c.SetEffort(effort)
-		}
-	}
-	if _, err := ss.pkg.NewConversation(); err != nil {
-		ss.mu.Unlock()
-		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
-	}
-	ss.conv.Pkg = turnView(ss.pkg)
-	ss.conv.Restore = nil
 	ss.waiting = nil
-	ss.dirty = false
-	keep := ss.keep
+	ss.saved = ss.changes
 	ss.mu.Unlock()
 	ss.clearTitle()
 	if keep {
@@ -1539,7 +1533,7 @@ func (ss *acpSession) setKeep(j *job) (any, error) {
 		return nil, err
 	}
 	ss.keep = *p.Keep
-	ss.dirty = true // the next save writes or removes agent/
+	ss.changes++ // the next save writes or removes agent/
 	ss.mu.Unlock()
 	return struct{}{}, nil
 }

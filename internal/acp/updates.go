@@ -38,11 +38,6 @@ type acpHost struct {
 	edited   bool                    // _spbridge/edited went out for this turn
 	failure  string                  // the text of the turn's last failure item
 	panicked string                  // a panic in a callback, "" when none
-
-	// from is where this turn's items begin in ss.live, set at the turn's
-	// first change; ss.mu guards it with ss.live.
-	from    int
-	fromSet bool
 }
 
 // recovered is called by the callbacks with what they recovered from a
@@ -90,28 +85,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 		h.output(it, c.Tool, c.OutputDelta)
 		return
 	}
-	// ss.live gets clones, made here, where nothing changes the item, for
-	// saves elsewhere (under ss.mu). A text that grew by Delta only moves
-	// the clone's text: no clone per streamed delta.
 	ss.mu.Lock()
-	if ss.live != nil {
-		i := h.liveIndex(it.ID(), c.Op == itemmap.OpAdd)
-		switch {
-		case c.Op == itemmap.OpRemove:
-			if i >= 0 {
-				ss.live = slices.Delete(ss.live, i, i+1)
-				if i < h.from {
-					h.from--
-				}
-			}
-		case i >= 0 && grewBy(ss.live[i], it, c.Delta):
-			ss.live[i].Set("text", it.String("text"))
-		case i >= 0:
-			ss.live[i] = it.Clone()
-		default:
-			ss.live = append(ss.live, it.Clone())
-		}
-	}
 	keep := ss.keep
 	ss.mu.Unlock()
 	if ss.srv.items.Load() {
@@ -398,26 +372,6 @@ func (ss *acpSession) plan(entries []itemmap.PlanEntry) {
 	ss.srv.w.write(func(b []byte) []byte { return appendPlan(b, ss.id, entries) })
 }
 
-// liveIndex is the index in ss.live of the item with this id, or -1; ss.mu
-// is held. A change is nearly always to one of the turn's own items, and
-// an add brings a new one (the mappers give each new item a new id), so
-// the turn's items are searched, and the conversation's earlier ones only
-// for an update or a removal not found among them: a long conversation's
-// items are not scanned on every add.
-func (h *acpHost) liveIndex(id string, add bool) int {
-	live := h.ss.live
-	if !h.fromSet || h.from > len(live) {
-		h.from, h.fromSet = len(live), true
-	}
-	if i := lastIndex(live[h.from:], id); i >= 0 {
-		return h.from + i
-	}
-	if add {
-		return -1
-	}
-	return lastIndex(live[:h.from], id)
-}
-
 // lastIndex is the index of the item with this id, searched from the end
 // (a turn changes its own items, the last ones), or -1.
 func lastIndex(items []archive.Item, id string) int {
@@ -621,19 +575,16 @@ func (ss *acpSession) card(itemID, state string) {
 		return
 	}
 	card := map[string]any{"state": state}
+	ss.conv.Update(func(conv *archive.Conversation) {
+		if conv.ApprovalCards == nil {
+			conv.ApprovalCards = make(map[string]any)
+		}
+		conv.ApprovalCards[itemID] = card
+	})
+	itemMap := ss.conv.ItemMap(itemID)
 	ss.mu.Lock()
-	conv := ss.pkg.Conv
-	if conv.ApprovalCards == nil {
-		conv.ApprovalCards = make(map[string]any)
-	}
-	conv.ApprovalCards[itemID] = card
-	ss.dirty = true
+	ss.changes++
 	keep := ss.keep
-	var item archive.Item
-	if i := lastIndex(ss.live, itemID); i >= 0 {
-		item = ss.live[i]
-	}
-	itemMap := item.Map() // a clone of the turn's, never changed
 	ss.mu.Unlock()
 	if itemMap != nil && ss.srv.items.Load() {
 		ss.item("update", itemMap, card)
@@ -761,14 +712,16 @@ func plainText(it archive.Item) string {
 // notifications (and its items as _spbridge/item to a client that asked
 // for them), in order.
 func (ss *acpSession) replay() {
-	ss.mu.Lock()
-	list := append([]archive.Item(nil), ss.pkg.Conv.Items...)
-	cards := maps.Clone(ss.pkg.Conv.ApprovalCards)
+	var list []archive.Item
+	var cards map[string]any
 	var sent map[int]archive.Message // the history message of each user item with images
-	if slices.ContainsFunc(list, func(it archive.Item) bool { return it.Type() == archive.TypeUser && it.Bool("hasImage") }) {
-		sent = transcript.UserMessages(list, ss.pkg.Conv.History)
-	}
-	ss.mu.Unlock()
+	ss.conv.View(func(conv *archive.Conversation) {
+		list = slices.Clone(conv.Items)
+		cards = maps.Clone(conv.ApprovalCards)
+		if slices.ContainsFunc(list, func(it archive.Item) bool { return it.Type() == archive.TypeUser && it.Bool("hasImage") }) {
+			sent = transcript.UserMessages(list, conv.History)
+		}
+	})
 	items := ss.srv.items.Load()
 	for i, it := range list {
 		if items {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"slices"
 )
 
@@ -240,22 +241,65 @@ func (p *Package) NewConversation() (*SaveReport, error) {
 // agent/images or inside agent/images fails the save with a *LinkError
 // before anything is changed, and the link is left alone.
 func (p *Package) Save(keep bool) (*SaveReport, error) {
+	return p.Write(p.Snapshot(keep))
+}
+
+// Snapshot is a conversation as one save writes it. Package.Snapshot takes
+// it while whoever changes the conversation holds its lock, and
+// Package.Write writes it without: the conversation may change meanwhile.
+type Snapshot struct {
+	conv      *Conversation
+	keep      bool
+	preserved bool
+}
+
+// Snapshot takes the conversation as it stands, for a save with the keep
+// switch (see Save). It copies the conversation's own lists and maps, so
+// that later appends, removals and map changes do not reach the snapshot;
+// the items, messages and card values in them are shared, and their owner
+// must not change one in place while a Write of the snapshot may read it
+// (an owner replaces a changed item instead). Call it where the
+// conversation cannot change.
+func (p *Package) Snapshot(keep bool) *Snapshot {
+	if !keep {
+		p.preserved = false
+	}
+	c := *p.Conv
+	c.Items = slices.Clone(c.Items)
+	c.History = slices.Clone(c.History)
+	c.Feedback = maps.Clone(c.Feedback)
+	c.SkillCards = maps.Clone(c.SkillCards)
+	c.LintRuleCards = maps.Clone(c.LintRuleCards)
+	c.ApprovalCards = maps.Clone(c.ApprovalCards)
+	c.ResolvedCards = slices.Clone(c.ResolvedCards)
+	c.Queued = slices.Clone(c.Queued)
+	c.Unsent = slices.Clone(c.Unsent)
+	c.SentFacts = slices.Clone(c.SentFacts)
+	c.Extra = maps.Clone(c.Extra)
+	return &Snapshot{conv: &c, keep: keep, preserved: p.preserved}
+}
+
+// Write writes a snapshot into the package as Save does. It changes only
+// what the package remembers of its files, never the conversation, so it
+// may run while the conversation changes; two Writes, or a Write and
+// NewConversation, must not run at once (a session serializes its saves).
+func (p *Package) Write(s *Snapshot) (*SaveReport, error) {
 	r := &SaveReport{}
 	if p.Kind != KindDocument {
 		return r, nil
 	}
-	if !keep {
-		p.preserved = false
+	if !s.keep {
 		return r, p.removeAgent(r)
 	}
-	if p.preserved {
+	if s.preserved {
 		return r, nil
 	}
-	if p.Conv.IsEmpty() {
+	conv := s.conv
+	if conv.IsEmpty() {
 		return r, p.removeOwn(r)
 	}
-	omit, keepImages := capImages(p.Conv.History)
-	fp, err := p.Conv.fingerprint(omit)
+	omit, keepImages := capImages(conv.History)
+	fp, err := conv.fingerprint(omit)
 	if err != nil {
 		return r, fmt.Errorf("encode conversation: %w", err)
 	}
@@ -275,7 +319,7 @@ func (p *Package) Save(keep bool) (*SaveReport, error) {
 	if err := p.saveImages(t, keepImages, r); err != nil {
 		return r, err
 	}
-	if err := p.saveJSON(t.agent, omit, fp, r); err != nil {
+	if err := p.saveJSON(conv, t.agent, omit, fp, r); err != nil {
 		return r, err
 	}
 	if err := p.removeStray(t, keepImages, r); err != nil {
@@ -402,8 +446,7 @@ func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport)
 // saveJSON writes conversation.json when its bytes change. The encoding is
 // streamed, to a hash first when the file may already hold it, then to the
 // temporary file; no buffer holds it whole.
-func (p *Package) saveJSON(agent *dir, omit map[string]bool, fp *fingerprint, r *SaveReport) error {
-	conv := p.Conv
+func (p *Package) saveJSON(conv *Conversation, agent *dir, omit map[string]bool, fp *fingerprint, r *SaveReport) error {
 	fi, err := agent.lstat(ConversationFile)
 	if err == nil && fi.Mode().IsRegular() {
 		st := stampOf(fi)
@@ -413,7 +456,7 @@ func (p *Package) saveJSON(agent *dir, omit map[string]bool, fp *fingerprint, r 
 		// needed only when the counts agree, or the file is not ours.
 		if !same && (!ours || (len(conv.Items) == p.jsonItems && len(conv.History) == p.jsonMsgs)) {
 			h := sha256.New()
-			n, err := p.hashEncoding(h, omit)
+			n, err := hashEncoding(conv, h, omit)
 			if err != nil {
 				return fmt.Errorf("encode conversation: %w", err)
 			}
@@ -443,7 +486,7 @@ func (p *Package) saveJSON(agent *dir, omit map[string]bool, fp *fingerprint, r 
 	var n int64
 	err = agent.writeFileWith(ConversationFile, func(f io.Writer) error {
 		var err error
-		n, err = p.hashEncoding(io.MultiWriter(f, h), omit)
+		n, err = hashEncoding(conv, io.MultiWriter(f, h), omit)
 		return err
 	})
 	if err != nil {
@@ -462,10 +505,10 @@ func (p *Package) saveJSON(agent *dir, omit map[string]bool, fp *fingerprint, r 
 
 // hashEncoding streams the conversation's encoding to w through a buffer
 // and returns its length.
-func (p *Package) hashEncoding(w io.Writer, omit map[string]bool) (int64, error) {
+func hashEncoding(conv *Conversation, w io.Writer, omit map[string]bool) (int64, error) {
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	if err := p.Conv.write(bw, omit); err != nil {
+	if err := conv.write(bw, omit); err != nil {
 		return 0, err
 	}
 	if err := bw.Flush(); err != nil {

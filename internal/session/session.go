@@ -13,18 +13,31 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/pkglock"
 	"spbridge/internal/prices"
 	"spbridge/internal/restore"
 )
 
-// Session is an open conversation. Its methods are not safe for concurrent
-// use, except Interrupt.
+// Session is an open conversation. It owns the conversation (Pkg.Conv)
+// once it is in use: Send and the methods below change it under the
+// session's lock, and nothing else may. Send, ApplyChange and ApplyOwnTurn
+// are the turns' (one at a time); Save, Update, View, ItemMap, Interrupt
+// and NewConversation may be called from any goroutine meanwhile. The
+// exported fields are set before the session is used, and changed only
+// between turns (Backend, Restore: see NewConversation).
+//
+// The items it stores are never changed in place once a snapshot may hold
+// them: a change replaces the item with a copy, and only a text that grew
+// by appending, in an item no save has seen since it was stored, grows in
+// place. A save takes its snapshot under the lock and encodes and writes
+// it without (Save); saves are serialized among themselves.
 type Session struct {
 	Pkg      *archive.Package
 	Backend  backend.Backend
@@ -44,6 +57,18 @@ type Session struct {
 	Cwd string
 	// Now gives the time for the audit log (time.Now when nil).
 	Now func() time.Time
+	// Writing, when set, is called by Save once its snapshot is taken,
+	// before it is written, with no lock of the session held (a test holds
+	// a save there).
+	Writing func()
+
+	mu sync.Mutex // guards Pkg.Conv, Pkg's turn state and mine
+	// mine holds the ids of stored items no snapshot shares (a text that
+	// grew may grow them in place); a snapshot empties it.
+	mine map[string]struct{}
+	// saveMu serializes the writes of saves and New Conversation.
+	saveMu sync.Mutex
+	lock   *pkglock.Lock // the package's, when Open took it
 }
 
 // TurnResult is how a turn ended.
@@ -81,7 +106,6 @@ var ErrNotStarted = errors.New("the turn did not start")
 // reached the CLI but never reported its end is a failed turn with a failure
 // item saying so; the user's message is kept.
 func (s *Session) Send(ctx context.Context, text string, images []backend.Image, h backend.Host) (*TurnResult, error) {
-	conv := s.Pkg.Conv
 	userMsg := archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(text)}}
 	for _, img := range images {
 		b, err := archive.NewImageBlock(img.MimeType, img.Data)
@@ -97,54 +121,66 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	// this turn changes it.
 	release := s.Hold()
 	defer release()
-	cliText := text
-	if s.Restore != nil {
-		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, conv.History, text)
-	}
-	first := len(conv.Items)
 	user := archive.NewItem(archive.TypeUser)
 	user.Set("text", text)
 	if len(images) > 0 {
 		user.Set("hasImage", true)
 	}
+	s.mu.Lock()
+	conv := s.Pkg.Conv
+	cliText := text
+	if s.Restore != nil {
+		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, conv.History, text)
+	}
+	first := len(conv.Items)
 	conv.Items = append(conv.Items, user)
+	s.mu.Unlock()
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
-	ap := &applier{conv: conv, host: h, first: first}
+	ap := &applier{s: s, host: h, first: first, latest: make(map[string]archive.Item)}
 	end := s.Backend.Turn(ctx, backend.Message{Text: cliText, Images: images}, ap)
 	if end != nil && end.NotStarted {
+		s.mu.Lock()
+		conv := s.Pkg.Conv
 		msg := failureText(conv.Items[min(first, len(conv.Items)):])
 		conv.Items = ap.before()
+		s.mu.Unlock()
 		h.Change(itemmap.Change{Op: itemmap.OpRemove, Item: user})
 		if msg == "" {
 			msg = s.Backend.Name() + " did not take the message"
 		}
 		return nil, fmt.Errorf("%w: %s", ErrNotStarted, msg)
 	}
-	// The CLI took the message: the turn replaces an unreadable conversation.
-	s.Pkg.BeginTurn()
+	var failure archive.Item
 	if end == nil {
-		it := archive.NewItem(archive.TypeFailure)
-		it.Set("text", "The turn ended without "+s.Backend.Name()+" reporting its end; what arrived is kept.")
-		ap.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+		failure = archive.NewItem(archive.TypeFailure)
+		failure.Set("text", "The turn ended without "+s.Backend.Name()+" reporting its end; what arrived is kept.")
+		ap.Change(itemmap.Change{Op: itemmap.OpAdd, Item: failure})
 		end = &itemmap.TurnEnd{Status: itemmap.TurnFailed}
 	}
-	if s.Backend.Started() {
+	started := s.Backend.Started()
+	s.mu.Lock()
+	// The CLI took the message: the turn replaces an unreadable conversation.
+	s.Pkg.BeginTurn()
+	if started {
 		if s.Restore == nil {
 			s.Restore = &restore.State{}
 		}
 		s.Restore.Established(s.Backend.Name())
 	}
+	conv = s.Pkg.Conv
+	turnItems := ap.settle(conv.Items[min(first, len(conv.Items)):])
 	// What the turn keeps was read from the CLI's lines: its strings are
 	// given memory of their own, so the conversation holds its text and not
 	// every line a piece of it came from; a text both an item and the
 	// history hold is held once.
-	archive.CompactTurn(conv.Items[min(first, len(conv.Items)):], end.History)
+	archive.CompactTurn(turnItems, end.History)
 	conv.History = append(conv.History, userMsg)
 	Apply(conv, end, s.Provider)
+	s.mu.Unlock()
 	res := &TurnResult{End: end, UserItem: user}
 	if s.AuditDir != "" {
-		res.AuditErr = s.audit(text, userMsg, conv.Items[min(first, len(conv.Items)):], end, "")
+		res.AuditErr = s.audit(conv.Identity(), text, userMsg, turnItems, end, "")
 	}
 	return res, nil
 }
@@ -174,9 +210,85 @@ func (s *Session) Watch(h backend.Between) bool {
 	return ok
 }
 
-// ApplyChange brings an item change into conv's items, as a turn's changes
-// are brought in: an add appends the item, a removal takes it out (looked
-// for from the end), an update changed the item in place already.
+// ApplyChange brings a change the CLI made between turns into the
+// conversation, as a turn's changes are brought in (see Watch).
+func (s *Session) ApplyChange(c itemmap.Change) {
+	s.mu.Lock()
+	s.applyLocked(c, 0)
+	s.mu.Unlock()
+}
+
+// applyLocked brings an item change into the conversation's items: an add
+// appends a copy of the item, an update replaces the stored item with a
+// copy (or grows its text in place, when only its text grew and no
+// snapshot holds it), a removal takes it out. Items are looked for from
+// the end, and among those from index from on first (a turn's own). s.mu
+// is held.
+func (s *Session) applyLocked(c itemmap.Change, from int) {
+	conv := s.Pkg.Conv
+	it := c.Item
+	if c.Op == itemmap.OpAdd {
+		conv.Items = append(conv.Items, s.own(it.Clone()))
+		return
+	}
+	i := findItem(conv.Items, it.ID(), from)
+	switch {
+	case i < 0 && c.Op == itemmap.OpUpdate:
+		conv.Items = append(conv.Items, s.own(it.Clone()))
+	case i < 0:
+	case c.Op == itemmap.OpRemove:
+		conv.Items = slices.Delete(conv.Items, i, i+1)
+	case s.isMine(conv.Items[i]) && grewBy(conv.Items[i], it, c.Delta):
+		conv.Items[i].Set("text", it.String("text"))
+	default:
+		conv.Items[i] = s.own(it.Clone())
+	}
+}
+
+// own records that no snapshot holds it yet; s.mu is held.
+func (s *Session) own(it archive.Item) archive.Item {
+	if s.mine == nil {
+		s.mine = make(map[string]struct{})
+	}
+	s.mine[it.ID()] = struct{}{}
+	return it
+}
+
+func (s *Session) isMine(it archive.Item) bool {
+	_, ok := s.mine[it.ID()]
+	return ok
+}
+
+// findItem is the index of the last item with this id, looking in
+// items[from:] first, or -1.
+func findItem(items []archive.Item, id string, from int) int {
+	from = min(max(from, 0), len(items))
+	for i := len(items) - 1; i >= from; i-- {
+		if items[i].ID() == id {
+			return i
+		}
+	}
+	for i := from - 1; i >= 0; i-- {
+		if items[i].ID() == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// grewBy reports whether item's text is stored's with delta appended.
+func grewBy(stored, item archive.Item, delta string) bool {
+	if delta == "" || stored == item {
+		return false
+	}
+	old, text := stored.String("text"), item.String("text")
+	return len(old)+len(delta) == len(text) && strings.HasSuffix(text, delta) && strings.HasPrefix(text, old[:min(len(old), 64)])
+}
+
+// ApplyChange brings an item change into conv's items as they are held
+// outside a session (a replay): an add appends the item, a removal takes
+// it out (looked for from the end), an update changed the item in place
+// already.
 func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
 	items := conv.Items
 	switch c.Op {
@@ -185,16 +297,90 @@ func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
 	case itemmap.OpUpdate:
 		// The mapper changes the item in place; nothing to copy.
 	case itemmap.OpRemove:
-		// The item is the turn's, near the end: look from there, so a
-		// removal costs nothing of the conversation's length.
-		id := c.Item.ID()
-		for i := len(items) - 1; i >= 0; i-- {
-			if items[i].ID() == id {
-				conv.Items = slices.Delete(items, i, i+1)
-				break
-			}
+		if i := findItem(items, c.Item.ID(), len(items)); i >= 0 {
+			conv.Items = slices.Delete(items, i, i+1)
 		}
 	}
+}
+
+// Save writes the conversation into the package (archive.Package.Save;
+// keep is the document's switch): the snapshot is taken under the
+// session's lock, and encoded and written without it, so that a turn goes
+// on streaming meanwhile. Saves run one at a time.
+func (s *Session) Save(keep bool) (*archive.SaveReport, error) {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	snap := s.Pkg.Snapshot(keep)
+	clear(s.mine)
+	s.mu.Unlock()
+	if s.Writing != nil {
+		s.Writing()
+	}
+	return s.Pkg.Write(snap)
+}
+
+// Update runs f on the conversation under the session's lock, for changes
+// a front end makes between or during turns (ratings, cards, queued and
+// handed-back messages, an item of its own). f must not change a stored
+// item in place, and must not block.
+func (s *Session) Update(f func(conv *archive.Conversation)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s.Pkg.Conv)
+}
+
+// View runs f on the conversation under the session's lock, to read it. f
+// must not keep what it reads past its return unless it is a stored item
+// (never changed in place once saved) and must not block.
+func (s *Session) View(f func(conv *archive.Conversation)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s.Pkg.Conv)
+}
+
+// ItemMap is a copy of the stored item with this id as a map, or nil.
+func (s *Session) ItemMap(id string) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	items := s.Pkg.Conv.Items
+	if i := findItem(items, id, len(items)); i >= 0 {
+		return items[i].Clone().Map()
+	}
+	return nil
+}
+
+// Items is a copy of the conversation's item list (the items themselves
+// are shared; see Session).
+func (s *Session) Items() []archive.Item {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.Pkg.Conv.Items)
+}
+
+// CurrentBackend is the backend the next turn runs on.
+func (s *Session) CurrentBackend() backend.Backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Backend
+}
+
+// NewConversation starts the package's conversation over
+// (archive.Package.NewConversation) and makes be the session's backend for
+// the next turn, with no restore. The caller ends the old backend; no turn
+// may run.
+func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, error) {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.Pkg.NewConversation()
+	if err != nil {
+		return r, err
+	}
+	clear(s.mine)
+	s.Backend, s.Restore = be, nil
+	return r, nil
 }
 
 // ApplyOwnTurn brings the end of a turn the CLI ran on its own between
@@ -209,11 +395,14 @@ func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error
 		return nil
 	}
 	archive.CompactHistory(end.History)
+	s.mu.Lock()
 	Apply(s.Pkg.Conv, end, s.Provider)
+	identity := s.Pkg.Conv.Identity()
+	s.mu.Unlock()
 	if s.AuditDir == "" {
 		return nil
 	}
-	return s.audit("", archive.Message{}, items, end, OriginCLI)
+	return s.audit(identity, "", archive.Message{}, items, end, OriginCLI)
 }
 
 // OriginCLI is the audit record's origin of a turn the CLI ran on its own
@@ -281,9 +470,8 @@ func failureText(items []archive.Item) string {
 
 // audit appends the turn's record to the conversation's audit log; origin,
 // when set, says who began the turn.
-func (s *Session) audit(text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string) error {
-	conv := s.Pkg.Conv
-	path, err := audit.Path(s.AuditDir, conv.Identity())
+func (s *Session) audit(identity, text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string) error {
+	path, err := audit.Path(s.AuditDir, identity)
 	if err != nil {
 		return err
 	}
@@ -349,26 +537,63 @@ func usageValue(u archive.Usage) any {
 // Interrupt asks the running turn to stop.
 func (s *Session) Interrupt() { s.Backend.Interrupt() }
 
-// Close ends the backend's CLI.
-func (s *Session) Close() error { return s.Backend.Close() }
+// Close ends the backend's CLI and releases the package's lock when Open
+// took it (it is called once). It does not save.
+func (s *Session) Close() (err error) {
+	if lock := s.lock; lock != nil {
+		s.lock = nil
+		// Released even when ending the CLI panics.
+		defer func() { err = errors.Join(err, lock.Unlock()) }()
+	}
+	return s.CurrentBackend().Close()
+}
 
 // applier keeps the conversation's items in step with a turn's changes
 // before passing them on.
 type applier struct {
-	conv  *archive.Conversation
+	s     *Session
 	host  backend.Host
 	first int            // the conversation's item count before the turn
 	kept  []archive.Item // its items then, copied before the turn's first removal
+	// latest is each item of the turn as the backend last handed it over.
+	latest map[string]archive.Item
 }
 
 func (a *applier) Change(c itemmap.Change) {
-	if c.Op == itemmap.OpRemove && a.kept == nil {
-		// A removal moves items within the list: keep the items the turn
-		// began with, which a turn that never started puts back.
-		a.kept = slices.Clone(a.conv.Items[:a.first])
+	if c.OutputDelta == "" || c.Tool == nil {
+		s := a.s
+		s.mu.Lock()
+		if c.Op == itemmap.OpRemove && a.kept == nil {
+			// A removal moves items within the list: keep the items the
+			// turn began with, which a turn that never started puts back.
+			a.kept = slices.Clone(s.Pkg.Conv.Items[:min(a.first, len(s.Pkg.Conv.Items))])
+		}
+		s.applyLocked(c, a.first)
+		s.mu.Unlock()
+		if c.Op == itemmap.OpRemove {
+			delete(a.latest, c.Item.ID())
+		} else {
+			a.latest[c.Item.ID()] = c.Item
+		}
 	}
-	ApplyChange(a.conv, c)
 	a.host.Change(c)
+}
+
+// settle puts the turn's items, the stored copies in items, back to what
+// the backend last handed over, copied once more now that the turn is
+// over, and makes each of them one no snapshot holds (a copy where one
+// may), so that the turn's end may compact them; it returns items. s.mu
+// is held.
+func (a *applier) settle(items []archive.Item) []archive.Item {
+	for i, it := range items {
+		switch m, ok := a.latest[it.ID()]; {
+		case ok:
+			items[i] = a.s.own(m.Clone())
+		case !a.s.isMine(it):
+			items[i] = a.s.own(it.Clone())
+		}
+	}
+	return items
 }
 
 // before returns the items the conversation had before the turn, without
@@ -378,7 +603,8 @@ func (a *applier) before() []archive.Item {
 	if a.kept != nil {
 		return a.kept
 	}
-	return a.conv.Items[:a.first:a.first]
+	items := a.s.Pkg.Conv.Items
+	return items[:a.first:a.first]
 }
 
 // Idle passes the backend's report that it handled every line so far on

@@ -1,0 +1,71 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/audit"
+	"spbridge/internal/backend"
+	"spbridge/internal/pkglock"
+	"spbridge/internal/restore"
+)
+
+// ErrLocked is matched by the error of Open when another process holds
+// the package (the error names it).
+var ErrLocked = pkglock.ErrLocked
+
+// Options say how Open opens a conversation.
+type Options struct {
+	Dir  string       // the package folder
+	Kind archive.Kind // "" for a document
+	// Keep is the document's "keep the agent conversation" switch: off,
+	// nothing saved is restored.
+	Keep bool
+	// Cwd is the folder the CLI runs in, for the audit log.
+	Cwd string
+	// AuditDir and AuditQueue are the Session's.
+	AuditDir   string
+	AuditQueue *audit.Queue
+	// Backend makes the backend once the saved conversation is read (its
+	// Provider says which CLI it last ran on) and names its provider.
+	Backend func(saved *archive.Conversation) (be backend.Backend, provider string, err error)
+}
+
+// Open opens the conversation of a package: it takes the package's lock
+// (held until Close), reads the saved conversation, makes the backend,
+// and decides the restore — a conversation reopened from disk tells the
+// new CLI session what was said before (restore.Restored). On an error
+// nothing is held.
+func Open(o Options) (_ *Session, err error) {
+	lock, err := pkglock.Acquire(o.Dir)
+	if errors.Is(err, syscall.ENOTDIR) {
+		// Say it as archive.Open does.
+		return nil, fmt.Errorf("lock package %s: %w", o.Dir, archive.ErrNotFolder)
+	}
+	if err != nil {
+		return nil, err // a *pkglock.HeldError names the holder
+	}
+	held := false
+	defer func() {
+		if !held { // an error, or a panic in o.Backend
+			lock.Unlock()
+		}
+	}()
+	pkg, err := archive.Open(o.Dir, o.Kind, o.Keep)
+	if err != nil {
+		return nil, err
+	}
+	be, provider, err := o.Backend(pkg.Conv)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock}
+	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
+		s.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
+	}
+	held = true
+	return s, nil
+}
