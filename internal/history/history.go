@@ -124,8 +124,10 @@ func List(opts Options) ([]Entry, error) {
 }
 
 // ListPage returns up to limit sessions (0: all) after cursor ("" from the
-// newest), newest first, and the cursor of the page after it. Only the
-// files the page needs are read, past their modification times.
+// newest), newest first, and the cursor of the page after it: set only
+// when another session follows, so a page is empty only when nothing
+// does. Only the files the page needs (and the next one) are read, past
+// their modification times.
 func ListPage(opts Options, cursor string, limit int) (Page, error) {
 	if opts.Backend != "" && opts.Backend != Claude && opts.Backend != Codex {
 		return Page{}, fmt.Errorf("unknown backend %q: claude or codex", opts.Backend)
@@ -155,11 +157,6 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 		if after != nil && c.compare(*after) <= 0 {
 			continue
 		}
-		if limit > 0 && len(page.Entries) == limit {
-			last := page.Entries[len(page.Entries)-1]
-			page.NextCursor = makeCursor(candidate{path: last.Path, mod: last.UpdatedAt})
-			break
-		}
 		var e Entry
 		var ok bool
 		switch c.backend {
@@ -173,6 +170,13 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 		}
 		if !ok || (opts.Cwd != "" && filepath.Clean(e.Cwd) != opts.Cwd) {
 			continue
+		}
+		if limit > 0 && len(page.Entries) == limit {
+			// Another entry follows: the page says so, and the next
+			// begins after its last.
+			last := page.Entries[len(page.Entries)-1]
+			page.NextCursor = makeCursor(candidate{path: last.Path, mod: last.UpdatedAt})
+			break
 		}
 		page.Entries = append(page.Entries, e)
 	}

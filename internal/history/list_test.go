@@ -54,6 +54,7 @@ func store(t *testing.T) Options {
 	side := strings.Replace(claudeUser, `"type":"user"`, `"type":"user","isSidechain":true`, 1)
 	setFile(t, filepath.Join(proj, "side.jsonl"), []byte(side+"\n"), base.Add(5*time.Hour))
 	setFile(t, filepath.Join(proj, "empty.jsonl"), []byte(`{"type":"summary","summary":"x","leafUuid":"l"}`+"\n"+claudeReply+"\n"), base.Add(5*time.Hour))
+	setFile(t, filepath.Join(proj, "old.jsonl"), []byte(`{"type":"summary","summary":"x","leafUuid":"l"}`+"\n"), base.Add(-time.Hour))
 	outside := filepath.Join(t.TempDir(), "secret.jsonl")
 	setFile(t, outside, []byte(claudeUser+"\n"), base)
 	if err := os.Symlink(outside, filepath.Join(proj, "link.jsonl")); err != nil {
@@ -120,8 +121,13 @@ func TestListPages(t *testing.T) {
 			break
 		}
 	}
-	if describe(got) != describe(all) {
-		t.Errorf("pages\n%s\nall\n%s", describe(got), describe(all))
+	if describe(got) != describe(all) || cursor != "" {
+		t.Errorf("pages\n%s\nall\n%s\ncursor %q", describe(got), describe(all), cursor)
+	}
+	// The last page, whose files after it are not sessions, has no cursor.
+	p, err := ListPage(opts, "", len(all))
+	if err != nil || len(p.Entries) != len(all) || p.NextCursor != "" {
+		t.Errorf("one page: %d entries, cursor %q, %v", len(p.Entries), p.NextCursor, err)
 	}
 	if _, err := ListPage(opts, "!!", 1); err == nil {
 		t.Error("a bad cursor was taken")
