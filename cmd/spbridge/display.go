@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/money"
 	"spbridge/internal/prices"
 )
 
@@ -331,21 +332,6 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// dollars is an amount of US dollars for reading: to the cent from a
-// dollar up, to four places below, "<$0.0001" for less but not nothing.
-func dollars(usd json.Number) string {
-	f, err := strconv.ParseFloat(string(usd), 64)
-	switch {
-	case err != nil:
-		return "$" + string(usd)
-	case f >= 1:
-		return "$" + strconv.FormatFloat(f, 'f', 2, 64)
-	case f > 0 && f < 0.0001:
-		return "<$0.0001"
-	}
-	return "$" + strconv.FormatFloat(f, 'f', 4, 64)
-}
-
 // formatTurnEnd is the line that ends a turn: how it ended, its tokens
 // (cache reads and writes when any), the context in use after it with
 // the model's window when known, and its cost.
@@ -369,7 +355,7 @@ func formatTurnEnd(end *itemmap.TurnEnd, st style) string {
 	case archive.CostUnknown:
 		parts = append(parts, "cost unknown")
 	default:
-		parts = append(parts, "cost "+dollars(usd)+" ("+kind+")")
+		parts = append(parts, "cost "+money.Text(usd)+" ("+kind+")")
 	}
 	return st.paint(sgrDim, "── ") + strings.Join(parts, st.paint(sgrDim, " · ")) + "\n"
 }
@@ -392,7 +378,7 @@ func turnEndJSON(end *itemmap.TurnEnd) map[string]any {
 	kind, usd := turnCost(end)
 	cost := map[string]any{"kind": kind}
 	if usd != "" {
-		cost["usd"] = usd
+		cost["usd"] = money.JSON(usd)
 	}
 	m["cost"] = cost
 	return m

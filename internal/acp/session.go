@@ -17,6 +17,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/money"
 	"spbridge/internal/prices"
 	"spbridge/internal/session"
 )
@@ -1251,7 +1252,7 @@ func (ss *acpSession) usage(end *itemmap.TurnEnd) {
 	var cost archive.Cost
 	ss.conv.View(func(conv *archive.Conversation) { cost = conv.EstimatedCost })
 	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
-		if amount, err := strconv.ParseFloat(string(cost.Dollars), 64); err == nil {
+		if amount, err := strconv.ParseFloat(string(money.JSON(cost.Dollars)), 64); err == nil {
 			u["cost"] = map[string]any{"amount": amount, "currency": "USD"}
 		}
 	}

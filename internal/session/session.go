@@ -20,6 +20,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/money"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/prices"
 	"spbridge/internal/restore"
@@ -680,7 +681,7 @@ func Describe(end *itemmap.TurnEnd) string {
 	}
 	s := end.Status
 	if end.CostUSD != "" {
-		s += fmt.Sprintf(", $%s", end.CostUSD)
+		s += ", " + money.Text(end.CostUSD)
 	}
 	return s
 }
