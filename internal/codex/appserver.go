@@ -575,3 +575,22 @@ func (b *Backend) appReap() {
 	p.CloseStdin()
 	b.Reap(p)
 }
+
+// appCloseGrace is how long closing the app-server waits at each step:
+// for the server to exit once its input is closed, then after SIGINT and
+// after SIGTERM, before SIGKILL.
+const appCloseGrace = 500 * time.Millisecond
+
+// Close ends the running process, if any (see backend.CLI's Close). The
+// app-server is given appCloseGrace at each step rather than Opts.Grace:
+// between turns it has nothing left to do, and codex 0.169.0's server
+// that interrupted a command does not exit when its input closes (it
+// waits, idle, for a signal), which made closing a session that had
+// cancelled a command, and so serve's shutdown, take Opts.Grace. SIGINT
+// ends it at once.
+func (b *Backend) Close() error {
+	if p := b.Proc(); p != nil && b.transport == TransportAppServer {
+		p.Close(appCloseGrace) // Close below reaps it
+	}
+	return b.CLI.Close()
+}

@@ -1,0 +1,46 @@
+//go:build linux
+
+package codex
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
+	"spbridge/internal/itemmap"
+)
+
+// TestE2EAppServerCloseAfterInterrupt: the real codex app-server whose
+// turn was interrupted while a command ran (which then does not exit when
+// its input closes) is ended by Close without waiting for Opts.Grace,
+// here an hour: Close returns, and the process is gone.
+func TestE2EAppServerCloseAfterInterrupt(t *testing.T) {
+	b, _ := realCodex(t, TransportAppServer,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sleep 60")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
+	h := &approver{streaming: make(chan struct{})}
+	done := make(chan *itemmap.TurnEnd)
+	go func() { done <- b.Turn(context.Background(), backend.Message{Text: "wait"}, h) }()
+	for len(cmdlineProcs(t, "sleep 60")) == 0 {
+		time.Sleep(10 * time.Millisecond) // waiting for the command to start, not timing it
+	}
+	b.Interrupt()
+	if end := <-done; end.Status != itemmap.TurnInterrupted {
+		t.Fatalf("status %s", end.Status)
+	}
+	p := b.Proc()
+	if p == nil {
+		t.Fatal("no app-server after the turn")
+	}
+	b.Opts.Grace = time.Hour
+	start := time.Now()
+	b.Close()
+	t.Logf("Close took %v", time.Since(start).Round(time.Millisecond))
+	select {
+	case <-p.Done():
+	default:
+		t.Error("the app-server is not done after Close")
+	}
+}
