@@ -135,7 +135,9 @@ func testServeCodexShutdown(t *testing.T, transport, ending string, mcp, cancell
 
 	// Under way: the command done and the reply streaming (codex exec
 	// prints a message only when it is whole: the reply's request made).
-	if !until(func(l string) bool { return strings.Contains(l, `"tool_call_update"`) && strings.Contains(l, `"status":"completed"`) }) {
+	if !until(func(l string) bool {
+		return strings.Contains(l, `"tool_call_update"`) && strings.Contains(l, `"status":"completed"`)
+	}) {
 		stop("the command did not complete")
 	}
 	if transport == "app-server" && !until(func(l string) bool { return strings.Contains(l, "agent_message_chunk") }) {
