@@ -69,47 +69,47 @@ func (ci *claudeImport) line(line []byte) bool {
 	if !ok {
 		return false
 	}
+	l := readClaudeLine(v)
 	// The last id the file names: a session that resumed another begins
 	// with the other's lines.
-	if id := v.Get("sessionId").String(); id != "" {
-		ci.rep.ID = id
+	if l.sessionID != "" {
+		ci.rep.ID = l.sessionID
 	}
 	if ci.rep.Cwd == "" {
-		ci.rep.Cwd = v.Get("cwd").String()
+		ci.rep.Cwd = l.cwd
 	}
-	typ := v.Get("type").String()
-	switch {
+	switch typ := l.typ; {
 	case claudeQuiet[typ]:
 		return true
 	case typ == "cost-state":
-		if c := v.Get("totalCostUSD"); c.Type == gjson.Number {
-			ci.cost = c.Raw
+		if l.cost.Type == gjson.Number {
+			ci.cost = l.cost.Raw
 		}
 		return true
 	case typ == "system":
-		ci.system(v)
+		ci.system(l)
 		return true
 	case typ == "user":
-		if !v.Get("isSidechain").Bool() {
-			ci.user(v, line)
+		if !l.sidechain {
+			ci.user(l, line)
 		}
 		return true
 	case typ == "assistant":
-		if !v.Get("isSidechain").Bool() {
-			ci.assistant(v, line)
+		if !l.sidechain {
+			ci.assistant(l, line)
 		}
 		return true
 	}
 	return false
 }
 
-func (ci *claudeImport) system(v gjson.Result) {
-	if v.Get("subtype").String() != "compact_boundary" {
+func (ci *claudeImport) system(l *claudeLine) {
+	if l.subtype != "compact_boundary" {
 		return
 	}
 	ci.flushCompacted()
 	ci.compacted = "Claude Code compacted the conversation."
-	if v.Get("compactMetadata.trigger").String() == "auto" {
+	if l.compactMetadata.Get("trigger").String() == "auto" {
 		ci.compacted = "Claude Code compacted the conversation (its context was full)."
 	}
 }
@@ -132,14 +132,14 @@ var (
 	commandStdout = regexp.MustCompile(`(?s)<local-command-stdout>(.*?)</local-command-stdout>`)
 )
 
-func (ci *claudeImport) user(v gjson.Result, line []byte) {
-	if text, ok := claudePrompt(v); ok {
+func (ci *claudeImport) user(l *claudeLine, line []byte) {
+	if text, ok := claudePrompt(l); ok {
 		ci.endTurn()
 		ci.flushCompacted()
-		ci.begin(text, v)
+		ci.begin(text, l)
 		return
 	}
-	content := v.Get("message.content")
+	content := l.message.Get("content")
 	text := content.String()
 	if content.IsArray() {
 		text = ""
@@ -150,7 +150,7 @@ func (ci *claudeImport) user(v gjson.Result, line []byte) {
 		}
 	}
 	switch {
-	case v.Get("isCompactSummary").Bool() || v.Get("isMeta").Bool():
+	case l.compactSummary || l.meta:
 		return
 	case commandName.MatchString(text):
 		// A slash command the user typed: their message, which went to
@@ -183,10 +183,10 @@ func (ci *claudeImport) user(v gjson.Result, line []byte) {
 	ci.flushCompacted()
 	for _, b := range content.Array() {
 		if id := b.Get("tool_use_id").String(); b.Get("type").String() == "tool_result" && ci.agentCalls[id] {
-			ci.subagent(id, v.Get("toolUseResult.agentId").String())
+			ci.subagent(id, l.toolUseResult.Get("agentId").String())
 		}
 	}
-	ci.feed(renameKeys(line, v, "toolUseResult", "tool_use_result"))
+	ci.feed(renameKey(line, l.toolUseResult, "toolUseResult", "tool_use_result"))
 }
 
 // subagent feeds the lines of the subagent that call id ran (its file,
@@ -216,12 +216,12 @@ func (ci *claudeImport) subagent(id, agent string) {
 		if !ok {
 			continue
 		}
-		typ := v.Get("type").String()
-		if typ != "assistant" && typ != "user" {
+		l := readClaudeLine(v)
+		if l.typ != "assistant" && l.typ != "user" {
 			continue
 		}
-		if typ == "user" {
-			line = renameKeys(line, v, "toolUseResult", "tool_use_result")
+		if l.typ == "user" {
+			line = renameKey(line, l.toolUseResult, "toolUseResult", "tool_use_result")
 		}
 		ci.feed(append(slices.Clone(prefix), line[1:]...))
 	}
@@ -229,12 +229,12 @@ func (ci *claudeImport) subagent(id, agent string) {
 
 // begin starts a turn with the user's message text (and the images of the
 // line's content).
-func (ci *claudeImport) begin(text string, v gjson.Result) {
+func (ci *claudeImport) begin(text string, l *claudeLine) {
 	ci.rep.Turns++
 	msg := archive.Message{Role: "user"}
 	full := ""
 	var images []archive.Block
-	if c := v.Get("message.content"); c.Type == gjson.String {
+	if c := l.message.Get("content"); c.Type == gjson.String {
 		full = c.String()
 	} else {
 		var parts []string
@@ -268,8 +268,8 @@ func (ci *claudeImport) begin(text string, v gjson.Result) {
 	ci.turn = turnState{user: &msg, first: len(ci.conv.Items), active: true}
 }
 
-func (ci *claudeImport) assistant(v gjson.Result, line []byte) {
-	msg := v.Get("message")
+func (ci *claudeImport) assistant(l *claudeLine, line []byte) {
+	msg := l.message
 	if model := msg.Get("model").String(); model != "" && model != "<synthetic>" {
 		ci.turn.model = model
 	}
@@ -287,7 +287,7 @@ func (ci *claudeImport) assistant(v gjson.Result, line []byte) {
 			ci.agentCalls[c.Get("id").String()] = true
 		}
 	}
-	ci.feed(renameKeys(line, v, "isApiErrorMessage", "is_api_error_message"))
+	ci.feed(renameKey(line, l.apiError, "isApiErrorMessage", "is_api_error_message"))
 }
 
 // apiUsage reads an Anthropic API usage object.
@@ -362,11 +362,10 @@ func (ci *claudeImport) finish() *archive.Conversation {
 	return ci.conv
 }
 
-// renameKeys returns line with its top-level key from renamed to, as the
-// stream-json lines the mapper reads name it; line itself when it has no
-// such key.
-func renameKeys(line []byte, v gjson.Result, from, to string) []byte {
-	val := v.Get(from)
+// renameKey returns line with its top-level key from (whose value is val)
+// renamed to, as the stream-json lines the mapper reads name it; line
+// itself when it has no such key.
+func renameKey(line []byte, val gjson.Result, from, to string) []byte {
 	if !val.Exists() || val.Index <= 0 {
 		return line
 	}

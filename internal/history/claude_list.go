@@ -71,10 +71,14 @@ func summarizeClaude(c candidate) (Entry, bool) {
 			}
 		}
 		if first == "" && bytes.Contains(line, []byte(`"user"`)) {
-			if v, ok := object(line); ok && v.Get("type").String() == "user" {
-				if text, ok := claudePrompt(v); ok {
+			if v, ok := object(line); ok {
+				if l := readClaudeLine(v); l.typ == "user" {
+					text, ok := claudePrompt(l)
+					if !ok {
+						return true
+					}
 					first = text
-					sidechain = v.Get("isSidechain").Bool()
+					sidechain = l.sidechain
 				}
 			}
 		}
@@ -129,16 +133,64 @@ func claudeTitleLine(line []byte) (string, int) {
 	return "", 0
 }
 
+// claudeLine is the top-level fields of a Claude Code session line that
+// spbridge reads, found in one pass over the line (a field a line lacks
+// would otherwise cost a scan of the whole line for each lookup).
+type claudeLine struct {
+	v                                        gjson.Result
+	typ, subtype, sessionID, cwd             string
+	sidechain, meta, compactSummary, hidden  bool
+	origin, message, toolUseResult, apiError gjson.Result
+	cost, compactMetadata                    gjson.Result
+}
+
+func readClaudeLine(v gjson.Result) *claudeLine {
+	l := &claudeLine{v: v}
+	v.ForEach(func(k, x gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			l.typ = x.String()
+		case "subtype":
+			l.subtype = x.String()
+		case "sessionId":
+			l.sessionID = x.String()
+		case "cwd":
+			l.cwd = x.String()
+		case "isSidechain":
+			l.sidechain = x.Bool()
+		case "isMeta":
+			l.meta = x.Bool()
+		case "isCompactSummary":
+			l.compactSummary = x.Bool()
+		case "isVisibleInTranscriptOnly":
+			l.hidden = x.Bool()
+		case "origin":
+			l.origin = x
+		case "message":
+			l.message = x
+		case "toolUseResult":
+			l.toolUseResult = x
+		case "isApiErrorMessage":
+			l.apiError = x
+		case "totalCostUSD":
+			l.cost = x
+		case "compactMetadata":
+			l.compactMetadata = x
+		}
+		return true
+	})
+	return l
+}
+
 // claudePrompt is the text of a user line that is a message the user
 // typed (or sent with images), false for the CLI's own user lines: tool
 // results, meta lines, compaction summaries, slash commands' echoes,
 // interrupt marks and background task notifications.
-func claudePrompt(v gjson.Result) (string, bool) {
-	if v.Get("isMeta").Bool() || v.Get("isCompactSummary").Bool() || v.Get("isVisibleInTranscriptOnly").Bool() ||
-		v.Get("origin.kind").String() == "task-notification" {
+func claudePrompt(l *claudeLine) (string, bool) {
+	if l.meta || l.compactSummary || l.hidden || l.origin.Get("kind").String() == "task-notification" {
 		return "", false
 	}
-	content := v.Get("message.content")
+	content := l.message.Get("content")
 	var text string
 	hasImage := false
 	switch {
