@@ -161,3 +161,31 @@ func TestSaveOutsideLocks(t *testing.T) {
 		t.Errorf("saved items %s", got)
 	}
 }
+
+// TestEditedOptIn: _spbridge/edited goes only to a client that asked for
+// spbridge's extensions in initialize; a plain ACP client gets ACP alone.
+func TestEditedOptIn(t *testing.T) {
+	for _, optIn := range []bool{true, false} {
+		var c *client
+		if optIn {
+			c = startServer(t)
+		} else {
+			c = startPlain(t, Config{}, nil)
+			c.request("initialize", map[string]any{"protocolVersion": 1})
+		}
+		pkg := newPackage(t)
+		c.request("session/new", newSessionParams(pkg))
+		_, seen := c.request("session/prompt", promptParams(pkg, "hello"))
+		_, more := c.request("_spbridge/rate", map[string]any{"sessionId": pkg, "itemId": "X", "rating": "good"})
+		seen = append(seen, more...)
+		var methods []string
+		for _, m := range seen {
+			if s, _ := m["method"].(string); strings.HasPrefix(s, "_spbridge/") {
+				methods = append(methods, s)
+			}
+		}
+		if got := strings.Contains(strings.Join(methods, " "), "_spbridge/edited"); got != optIn {
+			t.Errorf("opted in %v: spbridge's notifications %v", optIn, methods)
+		}
+	}
+}

@@ -1269,8 +1269,12 @@ func tokens(n json.Number) int64 {
 }
 
 // edited tells the client the conversation changed, when it is kept in the
-// document.
+// document and the client asked for spbridge's extensions (the initialize
+// opt-in of _spbridge/item): a plain ACP client gets ACP alone.
 func (ss *acpSession) edited() {
+	if !ss.srv.items.Load() {
+		return
+	}
 	ss.srv.w.notify("_spbridge/edited", map[string]any{"sessionId": ss.id})
 }
 
