@@ -18,6 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of the imports
 const (
 	claudeFixture = "testdata/claude/projects/-work-project/ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl"
 	codexFixture  = "testdata/codex/sessions/2026/12/02/rollout-2026-12-02T05-37-53-01a23542-6502-7f33-80f4-cae31bfb0ab9.jsonl"
+	claudeStopped = "testdata/claude-interrupt/projects/-work-project/06c063d3-5368-41f8-87b9-778f42872b06.jsonl"
 	codexImage    = "testdata/codex/sessions/2026/12/02/rollout-2026-12-02T05-37-56-01a23542-7241-71b3-8ca5-629e22deb51c.jsonl"
 )
 
@@ -36,6 +37,7 @@ func importFixture(t *testing.T, backend, path string) (*archive.Conversation, *
 func TestImportGolden(t *testing.T) {
 	for _, tc := range []struct{ name, backend, path string }{
 		{"claude", Claude, claudeFixture},
+		{"claude-interrupt", Claude, claudeStopped},
 		{"codex", Codex, codexFixture},
 		{"codex-image", Codex, codexImage},
 	} {
@@ -144,6 +146,18 @@ func TestImportClaude(t *testing.T) {
 		if it.Type() == archive.TypeUser && it.String("text") == "What colour is this?" && !it.Bool("hasImage") {
 			t.Error("the message with an image is not marked hasImage")
 		}
+	}
+}
+
+// TestImportClaudeInterrupt: the turn Claude Code recorded as interrupted
+// while its command ran ends interrupted, the command stopped; the next
+// message is a turn of its own.
+func TestImportClaudeInterrupt(t *testing.T) {
+	conv, rep := importFixture(t, Claude, claudeStopped)
+	got := strings.Join(kinds(conv), "\n")
+	want := "user Wait for me\nassistant Waiting a while.\ntool Bash cancelled\nnotice Interrupted.\nuser Never mind\nassistant Stopped, as you asked."
+	if got != want || rep.Turns != 2 {
+		t.Errorf("items\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -228,3 +228,86 @@ func TestRecordCodex(t *testing.T) {
 		t.Log(n)
 	}
 }
+
+// TestRecordClaudeInterrupt records a session interrupted while a command
+// runs, as an editor (or Esc in the terminal) interrupts claude: stream-json
+// in, the interrupt control request once the command started, then a
+// message after it.
+func TestRecordClaudeInterrupt(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.ClaudePath(t)
+	root := t.TempDir()
+	work := filepath.Join(root, "project")
+	home := filepath.Join(root, "home")
+	for _, d := range []string{work, filepath.Join(home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := fakeapi.NewAnthropic(
+		fakeapi.Reply{Blocks: []fakeapi.Block{
+			{Text: "Waiting a while."},
+			{Type: "tool_use", ID: "toolu_sleep1", Name: "Bash", Input: map[string]any{"command": "python3 -c 'import time; time.sleep(30)'", "description": "Wait"}},
+		}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Stopped, as you asked."}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cmd := exec.Command(bin, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
+	cmd.Dir = work
+	cmd.Env = srv.ClaudeEnv(home)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		if _, err := stdin.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := func(text string) {
+		send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+	}
+	user("Wait for me")
+	dec := json.NewDecoder(stdout)
+	results := 0
+	for results < 2 {
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("claude's output ended: %v\n%s", err, stderr.String())
+		}
+		line, _ := json.Marshal(v)
+		switch {
+		case v["type"] == "assistant" && bytes.Contains(line, []byte("toolu_sleep1")):
+			// The command runs (or is about to): interrupt the turn.
+			send(map[string]any{"type": "control_request", "request_id": "int1", "request": map[string]any{"subtype": "interrupt"}})
+		case v["type"] == "result":
+			results++
+			if results == 1 {
+				user("Never mind")
+			}
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Logf("claude: %v\n%s", err, stderr.String())
+	}
+	repl := strings.NewReplacer(work, "/work/project", home, "/home/user", munge(work), munge("/work/project"))
+	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-interrupt", "projects"), repl) {
+		t.Log(n)
+	}
+}
