@@ -19,6 +19,7 @@ const (
 	claudeFixture = "testdata/claude/projects/-work-project/ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl"
 	codexFixture  = "testdata/codex/sessions/2026/12/02/rollout-2026-12-02T05-37-53-01a23542-6502-7f33-80f4-cae31bfb0ab9.jsonl"
 	claudeStopped = "testdata/claude-interrupt/projects/-work-project/06c063d3-5368-41f8-87b9-778f42872b06.jsonl"
+	codexApp      = "testdata/codex-app/sessions/2026/12/02/rollout-2026-12-02T06-03-20-01a23559-b260-7371-9189-4fad4ef4b174.jsonl"
 	codexImage    = "testdata/codex/sessions/2026/12/02/rollout-2026-12-02T05-37-56-01a23542-7241-71b3-8ca5-629e22deb51c.jsonl"
 )
 
@@ -40,6 +41,7 @@ func TestImportGolden(t *testing.T) {
 		{"claude-interrupt", Claude, claudeStopped},
 		{"codex", Codex, codexFixture},
 		{"codex-image", Codex, codexImage},
+		{"codex-app", Codex, codexApp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conv, rep := importFixture(t, "", tc.path)
@@ -186,6 +188,18 @@ func TestImportCodex(t *testing.T) {
 	}
 	if len(calls) != 4 || calls[0] != `exec_command {"cmd":"echo hello from codex"}` {
 		t.Errorf("calls %q", calls)
+	}
+}
+
+// TestImportCodexAppServer: a thread run through codex app-server: its
+// reasoning, plan, command and answer, then a turn interrupted.
+func TestImportCodexAppServer(t *testing.T) {
+	conv, rep := importFixture(t, Codex, codexApp)
+	got := strings.Join(kinds(conv), "\n")
+	want := "user List the files\nthinking Planning.\ndirections [ ] List the files\n[ ] Report\ntool shell succeeded\n" +
+		"assistant There is one file: red.png.\nuser Tell me a long story\nnotice Interrupted."
+	if got != want || rep.Turns != 2 {
+		t.Errorf("items\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -15,15 +15,22 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/codex"
 	"spbridge/internal/fakeapi"
+	"spbridge/internal/itemmap"
 )
 
 var record = flag.Bool("record", false, "record the CLIs' session files into testdata/ (needs the real claude and codex)")
@@ -310,4 +317,75 @@ func TestRecordClaudeInterrupt(t *testing.T) {
 	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-interrupt", "projects"), repl) {
 		t.Log(n)
 	}
+}
+
+// allowAll is a host that allows every request.
+type allowAll struct{}
+
+func (allowAll) Change(itemmap.Change) {}
+func (allowAll) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{Allow: true}
+}
+
+// TestRecordCodexAppServer records a thread run through codex app-server,
+// as an editor runs it (spbridge's own codex backend): reasoning, a plan,
+// a command, then an interrupted turn.
+func TestRecordCodexAppServer(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.CodexPath(t)
+	srv, err := fakeapi.NewOpenAI(
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Planning."),
+			{Type: "function_call", Name: "update_plan", Arguments: map[string]any{"plan": []any{
+				map[string]any{"step": "List the files", "status": "in_progress"}, map[string]any{"step": "Report", "status": "pending"}}}}}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("ls")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("There is one file: red.png.")}},
+		fakeapi.ResponsesReply{Hold: true, Items: []fakeapi.OutputItem{fakeapi.MessageItem("This answer is cut short by the interrupt.")}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	root := t.TempDir()
+	work := filepath.Join(root, "project")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "red.png"), redPNG, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := codex.New(codex.Options{Options: backend.Options{Program: bin, Dir: work, Env: srv.CodexEnv(t, root),
+		Grace: 2 * time.Second, IdleTimeout: time.Minute}, Transport: codex.TransportAppServer})
+	defer b.Close()
+	end := b.Turn(context.Background(), backend.Message{Text: "List the files"}, allowAll{})
+	if end == nil || end.Status != itemmap.TurnCompleted {
+		t.Fatalf("first turn: %+v", end)
+	}
+	h := &interruptOnText{b: b}
+	end = b.Turn(context.Background(), backend.Message{Text: "Tell me a long story"}, h)
+	if end == nil || end.Status != itemmap.TurnInterrupted {
+		t.Fatalf("second turn: %+v", end)
+	}
+	b.Close()
+	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
+	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-app", "sessions"), repl) {
+		t.Log(n)
+	}
+}
+
+// interruptOnText interrupts the turn once the assistant's text streams.
+type interruptOnText struct {
+	b    *codex.Backend
+	once sync.Once
+}
+
+func (h *interruptOnText) Change(c itemmap.Change) {
+	if c.Item.Type() == archive.TypeAssistant {
+		h.once.Do(func() { go h.b.Interrupt() })
+	}
+}
+
+func (h *interruptOnText) Approve(context.Context, itemmap.Approval) backend.Decision {
+	return backend.Decision{Allow: true}
 }
