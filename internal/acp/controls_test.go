@@ -365,7 +365,7 @@ func TestCloseDuringATurn(t *testing.T) {
 // TestPromptQueued: a prompt sent while a turn runs waits for it, then
 // runs and is answered.
 func TestPromptQueued(t *testing.T) {
-	c, be := startControls(t, Config{}, nil)
+	c, be := startControls(t, Config{}, itemsCapability) // _spbridge/edited says it was queued
 	pkg := newPackage(t)
 	c.request("session/new", newSessionParams(pkg))
 	first := c.call("session/prompt", map[string]any{"sessionId": pkg, "prompt": []any{textBlock("slow")}})
