@@ -216,6 +216,9 @@ type Block struct {
 	f    map[string]any
 	data []byte
 	id   *blockID // the block's identity, shared by copies
+	// overCap is the size of an image's file over ImageCap, read without
+	// holding its bytes (data is nil); see readStoredImage.
+	overCap int64
 }
 
 // blockID is the identity of a block as made: a save compares identities to

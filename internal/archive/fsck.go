@@ -242,8 +242,22 @@ func checkImages(images *dir, missing bool, conv *Conversation, referenced map[s
 				continue
 			case errors.As(err, &le):
 				continue // the listing of the folder reports it
-			case errors.As(err, &tl):
+			case errors.As(err, &tl) && tl.Size > imageCheckLimit:
 				add("agent/images/%s: %d bytes, more than the image cap of %d (it reads as imageOmitted)", name, tl.Size, tl.Limit)
+				continue
+			case errors.As(err, &tl):
+				// Read as an image when its bytes match (readStoredImage).
+				got, size, _, err := images.hashFile(name, imageCheckLimit)
+				switch {
+				case err != nil:
+					add("%s (it reads as imageOmitted)", describeFileError("agent/images/"+name, err))
+				case got != hash:
+					add("agent/images/%s: bytes hash to %s (it reads as imageOmitted)", name, got)
+				default:
+					add("agent/images/%s: %d bytes, more than the image cap of %d (the next save omits it and every older image)", name, size, ImageCap)
+					sizes[hash] = size
+					order = append(order, hash)
+				}
 				continue
 			case err != nil:
 				add("%s (it reads as imageOmitted)", describeFileError("agent/images/"+name, err))

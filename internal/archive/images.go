@@ -3,6 +3,10 @@ package archive
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 )
 
@@ -67,8 +71,9 @@ func parseImageFileName(name string) (hash string, ok bool) {
 // (the last message's last block first), each hash once at its newest place,
 // the first image that does not fit within ImageCap and every older one are
 // omitted. It returns the hashes to omit and the image blocks to store, by
-// file name. An image block without bytes, or whose hash or type cannot name
-// a file, is omitted.
+// file name. An image block without bytes (but one read from a file over
+// the cap, counted by its size), or whose hash or type cannot name a file,
+// is omitted.
 func capImages(history []Message) (omit map[string]bool, keep map[string]Block) {
 	omit = make(map[string]bool)
 	keep = make(map[string]Block)
@@ -91,14 +96,103 @@ func capImages(history []Message) (omit map[string]bool, keep map[string]Block) 
 				continue
 			}
 			counted[hash] = true
-			if full || name == "" || b.data == nil || total+int64(len(b.data)) > ImageCap {
-				full = full || (name != "" && b.data != nil)
+			size := b.storedSize()
+			if full || name == "" || size < 0 || b.data == nil || total+size > ImageCap {
+				// An image whose file is over the cap (its bytes not
+				// held) is counted as any other, and never fits.
+				full = full || (name != "" && size >= 0)
 				omit[hash] = true
 				continue
 			}
-			total += int64(len(b.data))
+			total += size
 			keep[name] = b
 		}
 	}
 	return omit, keep
+}
+
+// storedSize is the size of an image block's bytes: those it holds, else
+// those of its file over ImageCap that was read without holding them; -1
+// when it has none.
+func (b Block) storedSize() int64 {
+	switch {
+	case b.data != nil:
+		return int64(len(b.data))
+	case b.overCap > 0:
+		return b.overCap
+	}
+	return -1
+}
+
+// imageCheckLimit is the largest image file that is read to check its
+// bytes against its name: a larger one reads as imageOmitted unread.
+const imageCheckLimit = 256 << 20
+
+// storedImage is an image file of agent/images as an image block refers
+// to it.
+type storedImage struct {
+	data []byte // its bytes, when it is within ImageCap
+	size int64  // its size
+	st   stamp
+	ok   bool // the file is there and its bytes hash to its name
+}
+
+// readStoredImage reads images/name, whose bytes must hash to hash. A file
+// within ImageCap is read whole. A larger one (up to imageCheckLimit) is
+// an image like any other when its bytes match: it is hashed as it is
+// read, its bytes are not held, and the cap counts it by its size at the
+// next save (where it never fits: it and every older image are saved as
+// imageOmitted).
+func readStoredImage(images *dir, name, hash string) storedImage {
+	data, st, err := images.readFile(name, ImageCap)
+	var tl *TooLargeError
+	switch {
+	case err == nil:
+		return storedImage{data: data, size: int64(len(data)), st: st, ok: hashHex(data) == hash}
+	case errors.As(err, &tl) && tl.Size <= imageCheckLimit:
+		sum, size, st, err := images.hashFile(name, imageCheckLimit)
+		return storedImage{size: size, st: st, ok: err == nil && sum == hash}
+	}
+	return storedImage{}
+}
+
+// hashFile returns the SHA-256 (lowercase hex) and the size of the regular
+// file name inside d, read in pieces, and its stamp; a file larger than
+// limit is not read.
+func (d *dir) hashFile(name string, limit int64) (string, int64, stamp, error) {
+	fi, err := d.root.Lstat(name)
+	if err != nil {
+		return "", 0, stamp{}, err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "", 0, stamp{}, &LinkError{Path: d.rel(name)}
+	case !fi.Mode().IsRegular():
+		return "", 0, stamp{}, fmt.Errorf("%s is not a regular file", d.rel(name))
+	case fi.Size() > limit:
+		return "", 0, stamp{}, &TooLargeError{Path: d.rel(name), Size: fi.Size(), Limit: limit}
+	}
+	f, err := d.root.OpenFile(name, os.O_RDONLY|openReadFlags, 0)
+	if err != nil {
+		return "", 0, stamp{}, err
+	}
+	defer f.Close()
+	ffi, err := f.Stat()
+	if err != nil {
+		return "", 0, stamp{}, err
+	}
+	if !os.SameFile(fi, ffi) {
+		return "", 0, stamp{}, fmt.Errorf("%s changed while read", d.rel(name))
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return "", 0, stamp{}, err
+	case n > limit:
+		return "", 0, stamp{}, &TooLargeError{Path: d.rel(name), Size: n, Limit: limit}
+	case n != ffi.Size():
+		return "", 0, stamp{}, fmt.Errorf("%s changed while read", d.rel(name))
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, stampOf(ffi), nil
 }

@@ -131,10 +131,11 @@ func TestHugeImageReadsAsOmitted(t *testing.T) {
 	}
 }
 
-// TestImageOverCapOnDiskReadsAsOmitted checks the cap one byte past it: an
-// image file of ImageCap+1 bytes whose bytes do hash to its name is not
-// read.
-func TestImageOverCapOnDiskReadsAsOmitted(t *testing.T) {
+// TestImageOverCapOnDiskReadsAsImage checks the cap one byte past it: an
+// image file of ImageCap+1 bytes whose bytes do hash to its name reads as
+// an image, its bytes not held (the cap counts it at the next save: see
+// TestImageOverCapCountedByCap).
+func TestImageOverCapOnDiskReadsAsImage(t *testing.T) {
 	pkg := newPackage(t)
 	data := make([]byte, ImageCap+1)
 	name := hashHex(data) + ".png"
@@ -143,8 +144,8 @@ func TestImageOverCapOnDiskReadsAsOmitted(t *testing.T) {
 		`{"formatVersion":1,"items":[{"id":"A","type":"user","text":"x"}],"history":[{"role":"user","content":[{"type":"image","mimeType":"image/png","sha256":%q}]}]}`,
 		strings.TrimSuffix(name, ".png"))))
 	p := mustOpen(t, pkg)
-	if got := p.Conv.History[0].Content[0]; got.Type() != BlockImageOmitted {
-		t.Errorf("an image of ImageCap+1 bytes reads as %v, want imageOmitted", got.Map())
+	if got := p.Conv.History[0].Content[0]; got.Type() != BlockImage || got.ImageData() != nil {
+		t.Errorf("an image of ImageCap+1 bytes reads as %v (bytes held: %v), want an image without its bytes", got.Map(), got.ImageData() != nil)
 	}
 }
 

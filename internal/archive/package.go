@@ -157,10 +157,10 @@ func (p *Package) forget() {
 
 // restoreImages reads every image the history references from the images
 // folder (nil when there is none); one whose file is missing, not a regular
-// file, larger than ImageCap, or whose bytes do not match its name becomes
-// imageOmitted.
+// file, or whose bytes do not match its name becomes imageOmitted (see
+// readStoredImage for a file larger than ImageCap).
 func (p *Package) restoreImages(conv *Conversation, images *dir) {
-	loaded := make(map[string][]byte)
+	loaded := make(map[string]storedImage)
 	for i := range conv.History {
 		content := conv.History[i].Content
 		for j, b := range content {
@@ -168,23 +168,21 @@ func (p *Package) restoreImages(conv *Conversation, images *dir) {
 				continue
 			}
 			name := imageFileName(b)
-			data, ok := loaded[name]
+			img, ok := loaded[name]
 			if !ok && name != "" && images != nil {
-				var st stamp
-				var err error
-				data, st, err = images.readFile(name, ImageCap)
-				if err != nil || hashHex(data) != b.String("sha256") {
-					data = nil
-				} else {
-					p.images[name] = st
+				img = readStoredImage(images, name, b.String("sha256"))
+				if img.ok {
+					p.images[name] = img.st
 				}
-				loaded[name] = data
+				loaded[name] = img
 			}
-			if data == nil {
+			if !img.ok {
 				content[j] = b.omitted()
 				continue
 			}
-			content[j].data = data
+			if content[j].data = img.data; img.data == nil {
+				content[j].overCap = img.size
+			}
 		}
 	}
 }
