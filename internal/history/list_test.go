@@ -177,3 +177,30 @@ func TestCutTitle(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestResumedSession: a session that resumed another as a fork is listed
+// under its own id (its file's, which claude --resume opens) beside the
+// first, and imports with the first one's turns before its own.
+func TestResumedSession(t *testing.T) {
+	opts := Options{Backend: Claude, ClaudeDir: "testdata/claude-fork"}
+	got, err := List(opts)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%s %v", describe(got), err)
+	}
+	ids := map[string]bool{got[0].ID: true, got[1].ID: true}
+	if !ids["3cdf0d34-ea70-404f-8d93-6a4a68f4a2e6"] || !ids["5a725827-2930-4cf8-99a8-6122e69908fb"] {
+		t.Errorf("ids %v", ids)
+	}
+	e, err := Find(opts, "3cdf0d34-ea70-404f-8d93-6a4a68f4a2e6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, rep, err := Import(e, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := strings.Join(kinds(conv), "\n"); k != "user Remember the number 7\nassistant I will remember 7.\nuser What was the number?\nassistant It was 7." ||
+		rep.ID != e.ID || rep.Turns != 2 {
+		t.Errorf("%s\n%+v", k, rep)
+	}
+}

@@ -389,3 +389,39 @@ func (h *interruptOnText) Change(c itemmap.Change) {
 func (h *interruptOnText) Approve(context.Context, itemmap.Approval) backend.Decision {
 	return backend.Decision{Allow: true}
 }
+
+// TestRecordClaudeFork records a session that resumed another as a fork
+// (claude -p --resume ID --fork-session): a new session id and file that
+// begins with the first session's lines.
+func TestRecordClaudeFork(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.ClaudePath(t)
+	root := t.TempDir()
+	work := filepath.Join(root, "project")
+	home := filepath.Join(root, "home")
+	for _, d := range []string{work, filepath.Join(home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common := []string{"--output-format", "stream-json", "--verbose"}
+	turn := func(args []string, replies ...fakeapi.Reply) []byte {
+		srv, err := fakeapi.NewAnthropic(replies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		return runCLI(t, work, srv.ClaudeEnv(home), "", bin, append(append([]string{"-p"}, args...), common...)...)
+	}
+	id := sessionID(t, turn([]string{"Remember the number 7"}, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "I will remember 7."}}}))
+	fork := sessionID(t, turn([]string{"What was the number?", "--resume", id, "--fork-session"}, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "It was 7."}}}))
+	if fork == id {
+		t.Fatalf("the fork kept the session id %s", id)
+	}
+	repl := strings.NewReplacer(work, "/work/project", home, "/home/user", munge(work), munge("/work/project"))
+	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-fork", "projects"), repl) {
+		t.Log(n)
+	}
+}
