@@ -56,9 +56,7 @@ type acpSession struct {
 	// when the last save took its snapshot. The conversation is unsaved
 	// while they differ.
 	changes, saved uint64
-	// What "always" answers covered, for the rest of the session.
-	allowAlways, rejectAlways []backend.Grant
-	cwd                       string
+	cwd            string
 	// savedInTurn is set when the conversation was saved while a turn
 	// ran: the turn's end saves again.
 	savedInTurn bool

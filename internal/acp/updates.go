@@ -432,9 +432,9 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	if qs := questionsOf(a); qs != nil {
 		return h.ask(ctx, a, qs)
 	}
+	grants := ss.conv.Grants()
+	allowed, rejected := grants.Decided(a)
 	ss.mu.Lock()
-	allowed := slices.ContainsFunc(ss.allowAlways, func(g backend.Grant) bool { return g.Allows(a) })
-	rejected := slices.ContainsFunc(ss.rejectAlways, func(g backend.Grant) bool { return g.Allows(a) })
 	roots := append([]string{ss.cwd}, ss.addDirs...)
 	ss.mu.Unlock()
 	switch {
@@ -482,21 +482,15 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 		ss.card(a.ItemID, CardAllowed)
 		return backend.Decision{Allow: true}
 	case optionID == "allow_always" && scoped:
-		ss.mu.Lock()
-		ss.allowAlways = append(ss.allowAlways, g)
-		ss.mu.Unlock()
+		grants.Allow(g)
 		ss.card(a.ItemID, CardAllowedAlways)
 		return backend.Decision{Allow: true, Always: &g}
 	case optionID == "allow_all_edits" && editsOK:
-		ss.mu.Lock()
-		ss.allowAlways = append(ss.allowAlways, edits)
-		ss.mu.Unlock()
+		grants.Allow(edits)
 		ss.card(a.ItemID, CardAllowedAlways)
 		return backend.Decision{Allow: true, Always: &edits}
 	case optionID == "reject_always" && scoped:
-		ss.mu.Lock()
-		ss.rejectAlways = append(ss.rejectAlways, g)
-		ss.mu.Unlock()
+		grants.Reject(g)
 		ss.card(a.ItemID, CardRejectedAlways)
 		return backend.Decision{Message: "The user rejected this for the rest of the session."}
 	}

@@ -70,6 +70,7 @@ type Session struct {
 	// saveMu serializes the writes of saves and New Conversation.
 	saveMu sync.Mutex
 	lock   *pkglock.Lock // the package's, when Open took it
+	grants Grants
 }
 
 // TurnResult is how a turn ended.

@@ -1,0 +1,45 @@
+package session
+
+import (
+	"slices"
+	"sync"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+)
+
+// Grants are a session's "always" answers: what the user allowed, or
+// rejected, for the rest of the session (New Conversation keeps them). A
+// front end asks its user only about a request no grant covers. Safe for
+// concurrent use; the zero value has none.
+type Grants struct {
+	mu            sync.Mutex
+	allow, reject []backend.Grant
+}
+
+// Decided reports whether a grant covers the request: allowed by an
+// "always allow", rejected by an "always reject" (a rejection wins).
+func (g *Grants) Decided(a itemmap.Approval) (allowed, rejected bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	covers := func(gr backend.Grant) bool { return gr.Allows(a) }
+	rejected = slices.ContainsFunc(g.reject, covers)
+	return !rejected && slices.ContainsFunc(g.allow, covers), rejected
+}
+
+// Allow adds an "always allow".
+func (g *Grants) Allow(gr backend.Grant) {
+	g.mu.Lock()
+	g.allow = append(g.allow, gr)
+	g.mu.Unlock()
+}
+
+// Reject adds an "always reject".
+func (g *Grants) Reject(gr backend.Grant) {
+	g.mu.Lock()
+	g.reject = append(g.reject, gr)
+	g.mu.Unlock()
+}
+
+// Grants are the session's "always" answers.
+func (s *Session) Grants() *Grants { return &s.grants }
