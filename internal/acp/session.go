@@ -40,9 +40,6 @@ type acpSession struct {
 	stopping bool       // the server shuts down or the session failed: no turn starts
 	failure  string     // why the session failed (a panic), "" when it did not
 	turn     *turn      // the running turn, or nil
-	// queuedJobs are the prompts queued behind the running turn (in
-	// waiting), for session/cancel.
-	queuedJobs []*job
 
 	mu      sync.Mutex
 	opened  bool // conv is set
@@ -51,7 +48,6 @@ type acpSession struct {
 	keep    bool
 	conv    *session.Session // owns pkg's conversation: read and change it through conv
 	model   string
-	waiting []queuedPrompt // messages queued with _spbridge/queue
 	// changes counts the changes to the conversation; saved is its value
 	// when the last save took its snapshot. The conversation is unsaved
 	// while they differ.
@@ -123,6 +119,22 @@ type queuedPrompt struct {
 	text   string
 	images []backend.Image
 	job    *job // the session/prompt it answers; nil for _spbridge/queue
+}
+
+// queued is q as the session queues it, tagged with its job.
+func (q queuedPrompt) queued() session.Queued {
+	sq := session.Queued{Text: q.text, Images: q.images}
+	if q.job != nil {
+		sq.Tag = q.job
+	}
+	return sq
+}
+
+// prompted is the queued message as the turn that takes it runs it.
+func prompted(sq session.Queued) queuedPrompt {
+	q := queuedPrompt{text: sq.Text, images: sq.Images}
+	q.job, _ = sq.Tag.(*job)
+	return q
 }
 
 // spbridgeMeta is spbridge's part of session/new and session/load _meta.
@@ -435,6 +447,7 @@ func (ss *acpSession) runJob(j *job) {
 // cancelPrompts cancels every prompt that arrived so far: the running turn
 // is interrupted, the ones not started yet will answer cancelled.
 func (ss *acpSession) cancelPrompts() {
+	queued := ss.queuedJobs()
 	ss.qmu.Lock()
 	defer ss.qmu.Unlock()
 	for _, j := range ss.jobs {
@@ -445,7 +458,7 @@ func (ss *acpSession) cancelPrompts() {
 	if j := ss.working; j != nil && j.cancel != nil {
 		j.cancel()
 	}
-	for _, j := range ss.queuedJobs {
+	for _, j := range queued {
 		j.cancel()
 	}
 	if t := ss.turn; t != nil {
@@ -459,10 +472,11 @@ func (ss *acpSession) cancelPrompts() {
 // queue for the composer (unsent) and answers cancelled at once; not
 // handled yet, it answers cancelled when its turn would begin.
 func (ss *acpSession) cancelPrompt(j *job) {
+	queued := ss.queuedJobs()
 	ss.qmu.Lock()
 	defer ss.qmu.Unlock()
 	j.cancel()
-	if slices.Contains(ss.queuedJobs, j) {
+	if slices.Contains(queued, j) {
 		ss.srv.wg.Add(1)
 		go ss.dropQueued(j)
 		return
@@ -478,31 +492,33 @@ func (ss *acpSession) cancelPrompt(j *job) {
 func (ss *acpSession) dropQueued(j *job) {
 	defer ss.srv.wg.Done()
 	ss.mu.Lock()
-	ss.qmu.Lock()
-	i := slices.Index(ss.queuedJobs, j)
-	k := slices.IndexFunc(ss.waiting, func(q queuedPrompt) bool { return q.job == j })
-	if i < 0 || k < 0 {
-		ss.qmu.Unlock()
+	if !ss.opened || !ss.conv.Drop(j) {
 		ss.mu.Unlock()
 		return
 	}
-	ss.queuedJobs = slices.Delete(ss.queuedJobs, i, i+1)
-	ss.conv.Update(func(conv *archive.Conversation) {
-		// conv.Queued ends with the texts of waiting, in order.
-		if at := len(conv.Queued) - len(ss.waiting) + k; at >= 0 && at < len(conv.Queued) {
-			conv.Queued = slices.Delete(conv.Queued, at, at+1)
-		}
-		conv.Unsent = append(conv.Unsent, ss.waiting[k].text)
-	})
-	ss.waiting = slices.Delete(ss.waiting, k, k+1)
 	ss.changes++
 	keep := ss.keep
-	ss.qmu.Unlock()
 	ss.mu.Unlock()
 	if keep {
 		ss.edited()
 	}
 	ss.srv.reply(j.m, cancelledResponse(), nil)
+}
+
+// queuedJobs are the prompts queued behind the running turn, in order.
+// Neither mu nor qmu is held.
+func (ss *acpSession) queuedJobs() []*job {
+	ss.mu.Lock()
+	conv := ss.conv
+	ss.mu.Unlock()
+	if conv == nil {
+		return nil
+	}
+	var jobs []*job
+	for _, tag := range conv.QueuedTags() {
+		jobs = append(jobs, tag.(*job))
+	}
+	return jobs
 }
 
 // interrupt cancels a running turn and asks its CLI to stop, on a
@@ -948,12 +964,8 @@ func (ss *acpSession) enqueuePrompt(q queuedPrompt, toCancelled bool) (queued bo
 		ss.mu.Unlock()
 		return false, t, nil
 	}
-	if q.job != nil {
-		ss.queuedJobs = append(ss.queuedJobs, q.job)
-	}
 	ss.qmu.Unlock()
-	ss.waiting = append(ss.waiting, q)
-	ss.conv.Update(func(conv *archive.Conversation) { conv.Queued = append(conv.Queued, q.text) })
+	ss.conv.Queue(q.queued())
 	ss.changes++
 	keep := ss.keep
 	ss.mu.Unlock()
@@ -1175,36 +1187,16 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 	defer ss.qmu.Unlock()
 	changed := started || ss.savedInTurn
 	var next *nextTurn
-	switch {
-	case len(ss.waiting) == 0:
-	case t.ctx.Err() != nil || ss.stopping || ss.closed || ss.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted):
+	if t.ctx.Err() != nil || ss.stopping || ss.closed || ss.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted) {
 		// A cancelled turn hands its queue back to the composer.
-		waiting := ss.waiting
-		ss.conv.Update(func(conv *archive.Conversation) {
-			for _, q := range waiting {
-				conv.Unsent = append(conv.Unsent, q.text)
-			}
-			conv.Queued = nil
-		})
-		for _, q := range waiting {
-			if q.job != nil {
-				handedBack = append(handedBack, q.job)
+		for _, q := range ss.conv.HandBack() {
+			changed = true
+			if j, ok := q.Tag.(*job); ok {
+				handedBack = append(handedBack, j)
 			}
 		}
-		ss.waiting = nil
-		ss.queuedJobs = nil
-		changed = true
-	default:
-		next = &nextTurn{q: ss.waiting[0]}
-		ss.waiting = ss.waiting[1:]
-		if next.q.job != nil {
-			ss.queuedJobs = slices.DeleteFunc(ss.queuedJobs, func(j *job) bool { return j == next.q.job })
-		}
-		ss.conv.Update(func(conv *archive.Conversation) {
-			if len(conv.Queued) > 0 {
-				conv.Queued = conv.Queued[1:]
-			}
-		})
+	} else if q, ok := ss.conv.Next(); ok {
+		next = &nextTurn{q: prompted(q)}
 		changed = true
 	}
 	if changed {
@@ -1288,12 +1280,11 @@ func (ss *acpSession) close() error {
 		return nil
 	}
 	ss.closed = true
-	for _, q := range ss.waiting {
-		if q.job != nil {
-			ss.srv.reply(q.job.m, cancelledResponse(), nil)
+	for _, q := range ss.conv.Forget() {
+		if j, ok := q.Tag.(*job); ok {
+			ss.srv.reply(j.m, cancelledResponse(), nil)
 		}
 	}
-	ss.waiting = nil
 	// The CLI's early start ends first: what it tells on its way (its
 	// models, its commands) reads the session under mu.
 	cancel := ss.prepareCancel
@@ -1512,7 +1503,6 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	}
 	ss.mu.Lock()
 	ss.watchBetween(be)
-	ss.waiting = nil
 	ss.saved = ss.changes
 	ss.mu.Unlock()
 	ss.clearTitle()

@@ -71,6 +71,8 @@ type Session struct {
 	saveMu sync.Mutex
 	lock   *pkglock.Lock // the package's, when Open took it
 	grants Grants
+	// waiting are the messages queued behind the running turn (Queue).
+	waiting []Queued
 }
 
 // TurnResult is how a turn ended.
@@ -381,7 +383,7 @@ func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, erro
 		return r, err
 	}
 	clear(s.mine)
-	s.Backend, s.Restore = be, nil
+	s.Backend, s.Restore, s.waiting = be, nil, nil
 	return r, nil
 }
 
