@@ -72,7 +72,8 @@ func runImport(_ context.Context, st stdio, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(st.out, "imported %s session %s: %d messages, %d items\n", cliName(rep.Backend), rep.ID, rep.Turns, len(conv.Items))
+		fmt.Fprintf(st.out, "imported %s session %s: %d %s, %d %s\n", cliName(rep.Backend), rep.ID,
+			rep.Turns, plural(rep.Turns, "message", "messages"), len(conv.Items), plural(len(conv.Items), "item", "items"))
 		if rep.Skipped > 0 {
 			fmt.Fprintf(st.err, "skipped %d lines of %s that were not understood\n", rep.Skipped, rep.Path)
 		}
