@@ -74,7 +74,6 @@ func (b *betweenHost) Change(c itemmap.Change) {
 	defer ss.mu.Unlock()
 	if b.current() && (c.Op != itemmap.OpUpdate || c.OutputDelta == "") {
 		ss.conv.ApplyChange(c)
-		ss.changes++
 		if c.Op == itemmap.OpAdd {
 			b.mu.Lock()
 			b.items = append(b.items, c.Item)
@@ -127,8 +126,7 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 	if err := ss.conv.ApplyOwnTurn(end, items); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: audit: %v", ss.id, err)
 	}
-	ss.changes++
-	keep := ss.keep
+	keep := ss.conv.Keep()
 	ss.mu.Unlock()
 	ss.usage(end)
 	if keep {

@@ -45,19 +45,11 @@ type acpSession struct {
 	opened  bool // conv is set
 	closed  bool
 	backend string
-	keep    bool
 	conv    *session.Session // owns pkg's conversation: read and change it through conv
 	model   string
-	// changes counts the changes to the conversation; saved is its value
-	// when the last save took its snapshot. The conversation is unsaved
-	// while they differ.
-	changes, saved uint64
-	cwd            string
-	// savedInTurn is set when the conversation was saved while a turn
-	// ran: the turn's end saves again.
-	savedInTurn bool
-	mcp         []backend.MCPServer // the editor's MCP servers, for every backend of the session
-	addDirs     []string            // the editor's additional folders, for every backend of the session
+	cwd     string
+	mcp     []backend.MCPServer // the editor's MCP servers, for every backend of the session
+	addDirs []string            // the editor's additional folders, for every backend of the session
 
 	// recorder records the turns of a titled session in the index.
 	recorder turnRecorder
@@ -358,7 +350,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		conv.Writing = func() { hook(ss.id) }
 	}
 	ss.mu.Lock()
-	ss.opened, ss.backend, ss.keep, ss.conv = true, op.backend, op.keep, conv
+	ss.opened, ss.backend, ss.conv = true, op.backend, conv
 	ss.model, ss.cwd, ss.mcp, ss.addDirs = op.model, op.cwd, op.mcp, op.addDirs
 	ss.watchBetween(conv.Backend)
 	ss.mu.Unlock()
@@ -496,8 +488,7 @@ func (ss *acpSession) dropQueued(j *job) {
 		ss.mu.Unlock()
 		return
 	}
-	ss.changes++
-	keep := ss.keep
+	keep := ss.conv.Keep()
 	ss.mu.Unlock()
 	if keep {
 		ss.edited()
@@ -609,7 +600,6 @@ func (ss *acpSession) endFailed() {
 		f.Set("text", "spbridge hit an internal error and ended this session; open it again to go on.")
 		f.Set("detail", why)
 		ss.conv.Update(func(conv *archive.Conversation) { conv.Items = append(conv.Items, f) })
-		ss.changes++
 	}
 	ss.mu.Unlock()
 	if !f.IsZero() {
@@ -966,8 +956,7 @@ func (ss *acpSession) enqueuePrompt(q queuedPrompt, toCancelled bool) (queued bo
 	}
 	ss.qmu.Unlock()
 	ss.conv.Queue(q.queued())
-	ss.changes++
-	keep := ss.keep
+	keep := ss.conv.Keep()
 	ss.mu.Unlock()
 	if keep {
 		ss.edited()
@@ -1021,7 +1010,6 @@ func (ss *acpSession) beginTurn(parent context.Context) *turn {
 	ctx, cancel := context.WithCancel(parent)
 	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.CurrentBackend(), done: make(chan struct{})}
 	ss.turn = t
-	ss.savedInTurn = false
 	return t
 }
 
@@ -1106,7 +1094,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			if hook := ss.srv.cfg.turnEndSave; hook != nil {
 				hook(ss.id)
 			}
-			ss.saveNow(true)
+			ss.saveNow()
 			if hook := ss.srv.cfg.turnEndSaved; hook != nil {
 				hook(ss.id)
 			}
@@ -1185,7 +1173,8 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 	defer ss.mu.Unlock()
 	ss.qmu.Lock()
 	defer ss.qmu.Unlock()
-	changed := started || ss.savedInTurn
+	turnSaved := ss.conv.TurnSaved()
+	changed := started || turnSaved
 	var next *nextTurn
 	if t.ctx.Err() != nil || ss.stopping || ss.closed || ss.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted) {
 		// A cancelled turn hands its queue back to the composer.
@@ -1199,12 +1188,8 @@ func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool)
 		next = &nextTurn{q: prompted(q)}
 		changed = true
 	}
-	if changed {
-		ss.changes++
-	}
-	// Decided before a next turn begins, which starts afresh.
-	saveEnd = ss.savedInTurn && !ss.closed
-	if changed && ss.keep {
+	saveEnd = turnSaved && !ss.closed
+	if changed && ss.conv.Keep() {
 		notify = true
 	}
 	var n nextTurn
@@ -1294,9 +1279,9 @@ func (ss *acpSession) close() error {
 	}
 	ss.preparing.Wait()
 	var errs []error
-	if ss.unsaved() {
+	if ss.conv.Unsaved() {
 		errs = append(errs, ss.safely("save", func() error {
-			if _, err := ss.saveConv(false); err != nil {
+			if _, err := ss.conv.Save(); err != nil {
 				return fmt.Errorf("save %s: %w", ss.id, err)
 			}
 			return nil
@@ -1306,38 +1291,9 @@ func (ss *acpSession) close() error {
 	return errors.Join(errs...)
 }
 
-// unsaved reports whether the conversation changed since the last save.
-func (ss *acpSession) unsaved() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.changes != ss.saved
-}
-
-// saveConv saves the conversation with the document's switch as it
-// stands. It holds no lock of acp's while the session encodes and writes.
-// A save that may miss how a running turn ends (any but the one at its
-// end, turnEnd) makes that turn's end save again.
-func (ss *acpSession) saveConv(turnEnd bool) (*archive.SaveReport, error) {
-	ss.mu.Lock()
-	keep, gen := ss.keep, ss.changes
-	ss.qmu.Lock()
-	if ss.turn != nil && !turnEnd {
-		ss.savedInTurn = true
-	}
-	ss.qmu.Unlock()
-	ss.mu.Unlock()
-	r, err := ss.conv.Save(keep)
-	if err == nil {
-		ss.mu.Lock()
-		ss.saved = max(ss.saved, gen)
-		ss.mu.Unlock()
-	}
-	return r, err
-}
-
 // saveNow saves, logging a failure.
-func (ss *acpSession) saveNow(turnEnd bool) {
-	if err := ss.safely("save", func() error { _, err := ss.saveConv(turnEnd); return err }); err != nil {
+func (ss *acpSession) saveNow() {
+	if err := ss.safely("save", func() error { _, err := ss.conv.Save(); return err }); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
 	}
 }
@@ -1387,8 +1343,7 @@ func (ss *acpSession) rate(j *job) (any, error) {
 		}
 		conv.Feedback[p.ItemID] = archive.Feedback{Rating: p.Rating, Reasons: reasons}
 	})
-	ss.changes++
-	keep := ss.keep
+	keep := ss.conv.Keep()
 	ss.mu.Unlock()
 	if keep {
 		ss.edited()
@@ -1436,7 +1391,7 @@ func (ss *acpSession) save(j *job) (any, error) {
 		return nil, err
 	}
 	ss.mu.Unlock()
-	r, err := ss.saveConv(false)
+	r, err := ss.conv.Save()
 	if err != nil {
 		return nil, rpcErrorf(CodeInternalError, "save: %v", err)
 	}
@@ -1453,7 +1408,7 @@ func (ss *acpSession) saveRunning() {
 	running := ss.turn != nil
 	ss.qmu.Unlock()
 	if ok && running {
-		ss.saveNow(false)
+		ss.saveNow()
 	}
 }
 
@@ -1478,7 +1433,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
-	backendName, opts, keep := ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, AddDirs: ss.addDirs, Events: ss.events()}, ss.keep
+	backendName, opts := ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, AddDirs: ss.addDirs, Events: ss.events()}
 	ss.mu.Unlock()
 	if running {
 		return nil, &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
@@ -1503,10 +1458,9 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	}
 	ss.mu.Lock()
 	ss.watchBetween(be)
-	ss.saved = ss.changes
 	ss.mu.Unlock()
 	ss.clearTitle()
-	if keep {
+	if ss.conv.Keep() {
 		ss.edited()
 	}
 	return struct{}{}, nil
@@ -1525,8 +1479,7 @@ func (ss *acpSession) setKeep(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	ss.keep = *p.Keep
-	ss.changes++ // the next save writes or removes agent/
+	ss.conv.SetKeep(*p.Keep) // the next save writes or removes agent/
 	ss.mu.Unlock()
 	return struct{}{}, nil
 }

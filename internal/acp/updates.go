@@ -85,9 +85,6 @@ func (h *acpHost) Change(c itemmap.Change) {
 		h.output(it, c.Tool, c.OutputDelta)
 		return
 	}
-	ss.mu.Lock()
-	keep := ss.keep
-	ss.mu.Unlock()
 	if ss.srv.items.Load() {
 		h.itemChange(c)
 	}
@@ -109,7 +106,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 		first := !h.edited
 		h.edited = true
 		h.mu.Unlock()
-		if first && keep {
+		if first && ss.conv.Keep() {
 			ss.edited()
 		}
 	}
@@ -577,8 +574,7 @@ func (ss *acpSession) card(itemID, state string) {
 	})
 	itemMap := ss.conv.ItemMap(itemID)
 	ss.mu.Lock()
-	ss.changes++
-	keep := ss.keep
+	keep := ss.conv.Keep()
 	ss.mu.Unlock()
 	if itemMap != nil && ss.srv.items.Load() {
 		ss.item("update", itemMap, card)

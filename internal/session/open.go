@@ -62,7 +62,7 @@ func Open(o Options) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock}
+	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep}
 	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
 		s.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}

@@ -23,6 +23,7 @@ func (s *Session) Queue(q Queued) {
 	defer s.mu.Unlock()
 	s.waiting = append(s.waiting, q)
 	s.Pkg.Conv.Queued = append(s.Pkg.Conv.Queued, q.Text)
+	s.changes++
 }
 
 // Next takes the first queued message, for the turn that follows; false
@@ -34,6 +35,7 @@ func (s *Session) Next() (Queued, bool) {
 		return Queued{}, false
 	}
 	q := s.waiting[0]
+	s.changes++
 	s.removeQueued(0)
 	s.waiting = s.waiting[1:]
 	return q, true
@@ -50,6 +52,7 @@ func (s *Session) HandBack() []Queued {
 	if len(qs) == 0 {
 		return nil
 	}
+	s.changes++
 	conv := s.Pkg.Conv
 	for _, q := range qs {
 		conv.Unsent = append(conv.Unsent, q.Text)
@@ -68,6 +71,7 @@ func (s *Session) Drop(tag any) bool {
 	if k < 0 {
 		return false
 	}
+	s.changes++
 	s.Pkg.Conv.Unsent = append(s.Pkg.Conv.Unsent, s.waiting[k].Text)
 	s.removeQueued(k)
 	s.waiting = slices.Delete(s.waiting, k, k+1)

@@ -73,6 +73,16 @@ type Session struct {
 	grants Grants
 	// waiting are the messages queued behind the running turn (Queue).
 	waiting []Queued
+	// keep is the document's "keep the agent conversation" switch, read
+	// by every save.
+	keep bool
+	// changes counts the changes to the conversation (and to keep); saved
+	// is its value when the last save that succeeded took its snapshot.
+	// The conversation is unsaved while they differ.
+	changes, saved uint64
+	// running is set while Send runs; savedInTurn when a save ran
+	// meanwhile (TurnSaved).
+	running, savedInTurn bool
 }
 
 // TurnResult is how a turn ended.
@@ -138,7 +148,14 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	}
 	first := len(conv.Items)
 	conv.Items = append(conv.Items, user)
+	s.changes++
+	s.running, s.savedInTurn = true, false
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
 	ap := &applier{s: s, host: h, first: first, latest: make(map[string]archive.Item)}
@@ -148,6 +165,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		conv := s.Pkg.Conv
 		msg := failureText(conv.Items[min(first, len(conv.Items)):])
 		conv.Items = ap.before()
+		s.changes++
 		s.mu.Unlock()
 		h.Change(itemmap.Change{Op: itemmap.OpRemove, Item: user})
 		if msg == "" {
@@ -181,10 +199,12 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	archive.CompactTurn(turnItems, end.History)
 	conv.History = append(conv.History, userMsg)
 	Apply(conv, end, s.Provider)
+	s.changes++
+	identity := conv.Identity()
 	s.mu.Unlock()
 	res := &TurnResult{End: end, UserItem: user}
 	if s.AuditDir != "" {
-		res.AuditErr = s.audit(conv.Identity(), text, userMsg, turnItems, end, "")
+		res.AuditErr = s.audit(identity, text, userMsg, turnItems, end, "")
 	}
 	return res, nil
 }
@@ -229,6 +249,7 @@ func (s *Session) ApplyChange(c itemmap.Change) {
 // the end, and among those from index from on first (a turn's own). s.mu
 // is held.
 func (s *Session) applyLocked(c itemmap.Change, from int) {
+	s.changes++
 	conv := s.Pkg.Conv
 	it := c.Item
 	if c.Op == itemmap.OpAdd {
@@ -307,21 +328,64 @@ func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
 	}
 }
 
-// Save writes the conversation into the package (archive.Package.Save;
-// keep is the document's switch): the snapshot is taken under the
-// session's lock, and encoded and written without it, so that a turn goes
-// on streaming meanwhile. Saves run one at a time.
-func (s *Session) Save(keep bool) (*archive.SaveReport, error) {
+// Save writes the conversation into the package (archive.Package.Save,
+// with the document's switch as SetKeep last set it): the snapshot is
+// taken under the session's lock, and encoded and written without it, so
+// that a turn goes on streaming meanwhile. Saves run one at a time.
+func (s *Session) Save() (*archive.SaveReport, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.mu.Lock()
-	snap := s.Pkg.Snapshot(keep)
+	snap := s.Pkg.Snapshot(s.keep)
+	gen := s.changes
+	if s.running {
+		s.savedInTurn = true
+	}
 	clear(s.mine)
 	s.mu.Unlock()
 	if s.Writing != nil {
 		s.Writing()
 	}
-	return s.Pkg.Write(snap)
+	r, err := s.Pkg.Write(snap)
+	if err == nil {
+		s.mu.Lock()
+		s.saved = max(s.saved, gen)
+		s.mu.Unlock()
+	}
+	return r, err
+}
+
+// Unsaved reports whether the conversation changed since the last save.
+func (s *Session) Unsaved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changes != s.saved
+}
+
+// TurnSaved reports whether a save ran while the last turn did (so that
+// what it wrote is not how the turn ended: save again), and forgets it.
+func (s *Session) TurnSaved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	saved := s.savedInTurn
+	s.savedInTurn = false
+	return saved
+}
+
+// SetKeep sets the document's "keep the agent conversation" switch: the
+// next save writes the agent folder, or removes it.
+func (s *Session) SetKeep(keep bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keep = keep
+	s.changes++
+}
+
+// Keep is the document's "keep the agent conversation" switch.
+func (s *Session) Keep() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keep
 }
 
 // Update runs f on the conversation under the session's lock, for changes
@@ -331,6 +395,7 @@ func (s *Session) Save(keep bool) (*archive.SaveReport, error) {
 func (s *Session) Update(f func(conv *archive.Conversation)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.changes++
 	f(s.Pkg.Conv)
 }
 
@@ -384,6 +449,7 @@ func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, erro
 	}
 	clear(s.mine)
 	s.Backend, s.Restore, s.waiting = be, nil, nil
+	s.saved = s.changes // the folder went with the conversation
 	return r, nil
 }
 
@@ -400,6 +466,7 @@ func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error
 	}
 	archive.CompactHistory(end.History)
 	s.mu.Lock()
+	s.changes++
 	Apply(s.Pkg.Conv, end, s.Provider)
 	identity := s.Pkg.Conv.Identity()
 	s.mu.Unlock()
