@@ -582,7 +582,7 @@ func (b *Backend) appReap() {
 const appCloseGrace = 500 * time.Millisecond
 
 // Close ends the running process, if any (see backend.CLI's Close). The
-// app-server is given appCloseGrace at each step rather than Opts.Grace:
+// app-server is given appCloseGrace at each step (Opts.Grace when shorter):
 // between turns it has nothing left to do, and codex 0.169.0's server
 // that interrupted a command does not exit when its input closes (it
 // waits, idle, for a signal), which made closing a session that had
@@ -590,7 +590,7 @@ const appCloseGrace = 500 * time.Millisecond
 // ends it at once.
 func (b *Backend) Close() error {
 	if p := b.Proc(); p != nil && b.transport == TransportAppServer {
-		p.Close(appCloseGrace) // Close below reaps it
+		p.Close(min(appCloseGrace, b.Opts.Grace)) // Close below reaps it
 	}
 	return b.CLI.Close()
 }
