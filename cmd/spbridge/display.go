@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rivo/uniseg"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
@@ -401,30 +403,47 @@ func usageJSON(u archive.Usage) map[string]any {
 // maxPromptInput caps a tool's input as the prompt shows it.
 const maxPromptInput = 1 << 10
 
-// formatApproval is the question for a: the command to run, or the
-// edit's title and diffs, or the tool's input; then the choices, "a"
-// saying what it would allow (no "a" when a has nothing to scope it by:
-// scoped false).
+// formatApproval is the question for a, on one line: the command to run
+// (saying when it would run outside the sandbox), or the edit's title and
+// diffs, or the tool's input, and the reason the request gives; then the
+// choices, "a" saying what it would allow (no "a" when a has nothing to
+// scope it by: scoped false).
 func formatApproval(a itemmap.Approval, g backend.Grant, scoped bool, st style) string {
 	var b strings.Builder
 	b.WriteString(st.paint(sgrBold, "Allow "+a.ToolName+"?"))
+	reason := approvalReason(a)
+	why := ""
+	if reason != "" {
+		why = " " + st.paint(sgrDim, "— "+oneLine(cutBytes(reason, maxPromptInput)))
+	}
 	switch cmd := backend.ApprovalCommand(a); {
 	case cmd != "":
-		b.WriteString(" Run " + st.paint(sgrCyan, "`"+cmd+"`") + "\n")
+		b.WriteString(" Run " + st.paint(sgrCyan, "`"+cmd+"`"))
+		if escalates(a) {
+			b.WriteString(" " + st.paint(sgrYellow, "outside the sandbox"))
+		}
+		b.WriteString(why + "\n")
 	case a.Tool != nil && len(a.Tool.Diffs) > 0:
-		b.WriteString(" " + a.Tool.Title + "\n")
+		b.WriteString(" " + a.Tool.Title)
+		if escalates(a) {
+			b.WriteString(" " + st.paint(sgrYellow, "outside the sandbox"))
+		}
+		b.WriteString(why + "\n")
 		for _, d := range a.Tool.Diffs {
 			b.WriteString(formatDiff(d, "    ", st))
 		}
 	default:
-		in := strings.TrimSpace(string(a.Input))
+		in := strings.TrimSpace(string(withoutReason(a.Input)))
 		if cut := cutBytes(in, maxPromptInput); cut != in {
 			in = cut + "…"
 		}
 		if a.Tool != nil && a.Tool.Title != "" && a.Tool.Title != a.ToolName {
 			b.WriteString(" " + a.Tool.Title)
 		}
-		b.WriteString(" " + in + "\n")
+		if in != "{}" || reason == "" {
+			b.WriteString(" " + in)
+		}
+		b.WriteString(why + "\n")
 	}
 	if !scoped {
 		b.WriteString("  y: once · n: no [y/N] ")
@@ -433,3 +452,100 @@ func formatApproval(a itemmap.Approval, g backend.Grant, scoped bool, st style) 
 	fmt.Fprintf(&b, "  y: once · a: always, %s in this run · n: no [y/a/N] ", g)
 	return b.String()
 }
+
+// statusLine is the status line shown while the agent works: what it
+// does and for how long, on one row of a terminal width columns wide.
+// Control characters (a command's newlines and tabs) show as spaces, and
+// the line is cut with "…" to width-1 columns, so that it never wraps:
+// a wrapped line would leave rows behind at each redraw. width 0 means
+// unknown: the line is not cut.
+func statusLine(status string, secs, width int) string {
+	s := fmt.Sprintf("… %s (%ds)", oneLine(status), secs)
+	if width <= 0 {
+		return s
+	}
+	return cutWidth(s, width-1)
+}
+
+// oneLine is s with each run of control characters (newlines, tabs,
+// escapes) replaced by a space.
+func oneLine(s string) string {
+	var b strings.Builder
+	ctl := false
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			if !ctl {
+				b.WriteByte(' ')
+			}
+			ctl = true
+			continue
+		}
+		ctl = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// cutWidth cuts s to at most cols terminal columns, ending it with "…"
+// when cut; wide characters count two columns.
+func cutWidth(s string, cols int) string {
+	if cols <= 0 {
+		return ""
+	}
+	if uniseg.StringWidth(s) <= cols {
+		return s
+	}
+	var b strings.Builder
+	used := 0
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		w := g.Width()
+		if used+w > cols-1 {
+			break
+		}
+		b.WriteString(g.Str())
+		used += w
+	}
+	return b.String() + "…"
+}
+
+// approvalReason is the reason a permission request gives: Codex's is
+// the model's justification for the call (or an MCP server's question).
+func approvalReason(a itemmap.Approval) string {
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	json.Unmarshal(a.Input, &in)
+	return strings.TrimSpace(in.Reason)
+}
+
+// withoutReason is a request's input without the reason, which the
+// question shows on its own.
+func withoutReason(input json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) != nil || m["reason"] == nil {
+		return input
+	}
+	delete(m, "reason")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return input
+	}
+	return out
+}
+
+// escalates reports whether a asks to run outside the sandbox. Codex
+// runs commands and patches in its sandbox without asking (its approval
+// policy is on-request in every mode that asks): it asks about a command
+// only when the model wants it run outside (sandbox_permissions
+// require_escalated, network access), and about a patch only when it
+// writes outside the sandbox's writable folders.
+func escalates(a itemmap.Approval) bool {
+	return a.ToolName == codexShellName || a.ToolName == codexPatchName
+}
+
+// The tool names of a Codex command and patch in an approval.
+const (
+	codexShellName = "shell"
+	codexPatchName = "apply_patch"
+)

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rivo/uniseg"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
@@ -21,64 +28,108 @@ var displayCases = []struct {
 		old := "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n"
 		edit := toolItem("Edit", "a.go")
 		view := &itemmap.ToolView{Kind: itemmap.KindEdit, Title: "Edit a.go", Locations: []itemmap.Location{{Path: "a.go"}}}
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: edit, Tool: view})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: edit, Tool: view})
 		done := *view
 		done.Diffs = []itemmap.Diff{{Path: "a.go", OldText: &old, NewText: strings.Replace(old, "hello", "hello, world", 1)}}
 		edit.Set("status", archive.StatusSucceeded)
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: edit, Tool: &done})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: edit, Tool: &done})
 		write := toolItem("Write", "notes.txt")
 		wv := &itemmap.ToolView{Kind: itemmap.KindEdit, Title: "Write notes.txt", Diffs: []itemmap.Diff{{Path: "notes.txt", NewText: "one\ntwo\n"}}}
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: write, Tool: wv})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: write, Tool: wv})
 		write.Set("status", archive.StatusSucceeded)
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: write, Tool: wv})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: write, Tool: wv})
 		denied := toolItem("Edit", "b.go")
 		dv := &itemmap.ToolView{Kind: itemmap.KindEdit, Title: "Edit b.go", Diffs: []itemmap.Diff{{Path: "b.go", OldText: &old, NewText: ""}}}
 		denied.Set("status", archive.StatusDenied)
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: denied, Tool: dv})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: denied, Tool: dv})
 	}},
 	{"output", func(h *shellHost) {
 		a := archive.NewItem(archive.TypeAssistant)
 		a.Set("text", "Running the tests")
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: a})
 		bash := toolItem("Bash", "go test ./...")
 		view := func(out string) *itemmap.ToolView {
 			return &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`go test ./...`", Output: out}
 		}
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: bash, Tool: view("")})
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: bash, Tool: view("ok  \tspbridge/a\nok  \tspb")})
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: bash, Tool: view("ok  \tspbridge/a\nok  \tspbridge/b\n")})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: bash, Tool: view("")})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: bash, Tool: view("ok  \tspbridge/a\nok  \tspb")})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: bash, Tool: view("ok  \tspbridge/a\nok  \tspbridge/b\n")})
 		bash.Set("status", archive.StatusSucceeded)
 		bash.Set("statusText", "exit 0")
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: bash, Tool: view("ok  \tspbridge/a\nok  \tspbridge/b\nPASS\n")})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: bash, Tool: view("ok  \tspbridge/a\nok  \tspbridge/b\nPASS\n")})
 		// Output that arrives at the end, over the cap.
 		big := toolItem("Bash", "yes")
 		big.Set("status", archive.StatusFailed)
 		big.Set("statusText", "exit 1")
 		long := strings.Repeat(strings.Repeat("y", 4999)+"\n", 4)
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: big, Tool: &itemmap.ToolView{Title: "`yes`", Output: long}})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: big, Tool: &itemmap.ToolView{Title: "`yes`", Output: long}})
 		// A subagent's call under its parent; a tool with no view.
 		task := toolItem("Task", "look around")
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: task, Tool: &itemmap.ToolView{Title: "Look around"}})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: task, Tool: &itemmap.ToolView{Title: "Look around"}})
 		child := toolItem("Read", "a.go")
 		child.Set("status", archive.StatusSucceeded)
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: child, Tool: &itemmap.ToolView{Title: "Read a.go", ParentID: task.ID()}})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: child, Tool: &itemmap.ToolView{Title: "Read a.go", ParentID: task.ID()}})
 		task.Set("status", archive.StatusSucceeded)
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: task})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: task})
 		plain := toolItem("shell", "ls")
 		plain.Set("status", archive.StatusCancelled)
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: plain})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: plain})
 	}},
 	{"plan", func(h *shellHost) {
 		todo := toolItem("TodoWrite", "")
 		plan := []itemmap.PlanEntry{{Content: "Read the code", Status: itemmap.PlanInProgress}, {Content: "Fix the bug", Status: itemmap.PlanPending}}
 		v := &itemmap.ToolView{Kind: itemmap.KindThink, Title: "Update the plan"}
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: todo, Tool: v, Plan: plan})
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: todo, Tool: v, Plan: plan}) // the same: not shown again
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: todo, Tool: v, Plan: plan})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: todo, Tool: v, Plan: plan}) // the same: not shown again
 		todo.Set("status", archive.StatusSucceeded)
-		h.Change(itemmap.Change{Op: itemmap.OpUpdate, Item: todo, Tool: v})
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: todo, Tool: v})
 		next := toolItem("TodoWrite", "")
 		plan = []itemmap.PlanEntry{{Content: "Read the code", Status: itemmap.PlanCompleted}, {Content: "Fix the bug", Status: itemmap.PlanInProgress}}
-		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: next, Tool: v, Plan: plan})
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: next, Tool: v, Plan: plan})
+	}},
+	{"approval", func(h *shellHost) {
+		answer := answerOnPrompt(h, "y", "y", "n")
+		// Codex asks to run a command outside its sandbox, with the
+		// model's justification.
+		h.Approve(context.Background(), itemmap.Approval{ToolName: "shell",
+			Input: json.RawMessage(`{"command":"echo outside > /tmp/out/out.txt","cwd":"/w","reason":"Write a file outside the workspace?"}`)})
+		// An edit: its diff in the question, not again once written.
+		old := "roses are red\n"
+		edit := toolItem("Edit", "poem.txt")
+		view := &itemmap.ToolView{Kind: itemmap.KindEdit, Title: "Edit poem.txt", Diffs: []itemmap.Diff{{Path: "poem.txt", OldText: &old, NewText: "roses are blue\n"}}}
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: edit, Tool: view})
+		ask := archive.NewItem(archive.TypeToolApproval)
+		ask.Set("name", "Edit")
+		ask.Set("summary", "poem.txt")
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: ask})
+		h.Approve(context.Background(), itemmap.Approval{ToolName: "Edit", ToolItemID: edit.ID(), Tool: view,
+			Input: json.RawMessage(`{"file_path":"poem.txt","old_string":"roses are red\n","new_string":"roses are blue\n"}`)})
+		edit.Set("status", archive.StatusSucceeded)
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: edit, Tool: view})
+		// An MCP tool Codex asks about, with the server's question.
+		h.Approve(context.Background(), itemmap.Approval{ToolName: "docs.search",
+			Input: json.RawMessage(`{"query":"sandbox","reason":"Allow the docs server to run tool \"search\"?"}`)})
+		<-answer
+		// Interrupted: said once, by the turn's end line.
+		n := archive.NewItem(archive.TypeNotice)
+		n.Set("text", interruptedNotice)
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: n})
+		h.turnEnd(&itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Model: "gpt-5", Usage: archive.Usage{Input: "10", Output: "2"}, LastRound: archive.Usage{Input: "10", Output: "2"}})
+	}},
+	{"thinking", func(h *shellHost) { feedThinking(h) }},
+	{"thinking.whole", func(h *shellHost) { h.thinking = true; feedThinking(h) }},
+	{"status", func(h *shellHost) {
+		// A long command, over several lines, still running: its status
+		// line stays on one row however often it is drawn.
+		cmd := "for f in $(git ls-files '*.go'); do\n\tgofmt -l \"$f\" && go vet \"./$(dirname \"$f\")\"\ndone"
+		run := toolItem("Bash", cmd)
+		v := &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`" + cmd + "`"}
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: run, Tool: v})
+		for s := range 30 {
+			h.drawStatus(s)
+		}
+		h.status = "running `日本語のファイル名をすべて確認してから長いコマンドを実行する`"
+		h.drawStatus(31)
 	}},
 	{"turnend", func(h *shellHost) {
 		for _, end := range turnEnds {
@@ -99,6 +150,66 @@ var turnEnds = []*itemmap.TurnEnd{
 	{Status: itemmap.TurnFailed, Model: "local-model", Usage: archive.Usage{Input: "5", Output: "0"}, LastRound: archive.Usage{Input: "5", Output: "0"}},
 }
 
+// feedThinking streams a thinking item, then the reply.
+func feedThinking(h *shellHost) {
+	th := archive.NewItem(archive.TypeThinking)
+	th.Set("text", "")
+	change(h, itemmap.Change{Op: itemmap.OpAdd, Item: th})
+	th.Set("text", "The user wants the title larger.")
+	change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: th, Delta: "The user wants the title larger."})
+	th.Set("text", "The user wants the title larger.\nThe title is in poster.svg.")
+	change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: th, Delta: "\nThe title is in poster.svg."})
+	a := archive.NewItem(archive.TypeAssistant)
+	a.Set("text", "I made the title larger.")
+	change(h, itemmap.Change{Op: itemmap.OpAdd, Item: a})
+}
+
+// change shows c, then draws the status line as the ticker would (on a
+// terminal: when h has a width).
+func change(h *shellHost, c itemmap.Change) {
+	h.Change(c)
+	if h.width == nil {
+		return // the coloured variant: the bytes without a status line
+	}
+	h.mu.Lock()
+	h.drawStatus(20)
+	h.mu.Unlock()
+}
+
+// answerOnPrompt gives h a terminal on which answers are typed, each
+// once the question before it was written, and echoed as a terminal
+// does; the channel is closed after the last.
+func answerOnPrompt(h *shellHost, answers ...string) <-chan struct{} {
+	pr, pw := io.Pipe()
+	h.ask = bufio.NewReader(pr)
+	term := h.errw.(*termBuffer)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, a := range answers {
+			<-term.asked
+			term.Buffer.Write([]byte(a + "\n")) // the terminal's echo
+			pw.Write([]byte(a + "\n"))
+		}
+	}()
+	return done
+}
+
+// termBuffer is what the display wrote, telling asked each time a
+// question ends.
+type termBuffer struct {
+	bytes.Buffer
+	asked chan struct{}
+}
+
+func (b *termBuffer) Write(p []byte) (int, error) {
+	n, err := b.Buffer.Write(p)
+	if bytes.HasSuffix(p, []byte("[y/a/N] ")) || bytes.HasSuffix(p, []byte("[y/N] ")) {
+		b.asked <- struct{}{}
+	}
+	return n, err
+}
+
 var toolN int
 
 func toolItem(name, summary string) archive.Item {
@@ -108,24 +219,45 @@ func toolItem(name, summary string) archive.Item {
 	return it
 }
 
-// TestRunDisplay: the terminal display of diffs, command output, the plan
-// and the turn's end line, piped (plain) and with --color always, against
-// testdata/display (go test -update rewrites them).
+// TestRunDisplay: the terminal display of diffs, command output, the
+// plan, permission questions, thinking, the status line and the turn's
+// end line, against testdata/display (go test -update rewrites them): as
+// a terminal 40 and 110 columns wide shows it at the end (NAME.40.txt,
+// NAME.110.txt; a status line is drawn after each change and cleared by
+// the next), and the bytes written with --color always (NAME.color.txt).
+// No row but the last (the status line of a turn still running) may be a
+// status line or what is left of one.
 func TestRunDisplay(t *testing.T) {
+	stale := regexp.MustCompile(`^… |\(\d+s\)$`)
 	for _, tc := range displayCases {
-		for _, color := range []bool{false, true} {
-			name := tc.name
-			if color {
-				name += ".color"
-			}
+		for _, variant := range []string{"40", "110", "color"} {
+			name := tc.name + "." + variant
 			t.Run(name, func(t *testing.T) {
 				toolN = 0
-				var buf bytes.Buffer
-				h := &shellHost{out: &buf, errw: &buf, outStyle: style(color), errStyle: style(color)}
+				buf := &termBuffer{asked: make(chan struct{}, 16)}
+				color := variant == "color"
+				h := &shellHost{out: buf, errw: buf, outStyle: style(color), errStyle: style(color)}
+				width, _ := strconv.Atoi(variant)
+				if !color {
+					h.width = func() int { return width }
+				}
 				tc.feed(h)
+				got := buf.String()
+				if !color {
+					rows := screen(got, width)
+					for i, row := range rows {
+						if uniseg.StringWidth(row) > width {
+							t.Errorf("row %d is %d columns: %q", i, uniseg.StringWidth(row), row)
+						}
+						if i < len(rows)-1 && stale.MatchString(row) {
+							t.Errorf("row %d is left of a status line: %q", i, row)
+						}
+					}
+					got = strings.Join(rows, "\n") + "\n"
+				}
 				golden := filepath.Join("testdata", "display", name+".txt")
 				if *update {
-					if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -133,13 +265,110 @@ func TestRunDisplay(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := buf.String(); got != string(want) {
+				if got != string(want) {
 					t.Errorf("display %s:\n%s\nwant:\n%s", name, got, want)
 				}
 				if !color && strings.Contains(buf.String(), "\x1b") {
 					t.Errorf("plain display %s has escape sequences", name)
 				}
 			})
+		}
+	}
+}
+
+// screen is what a terminal width columns wide shows after text: its
+// rows, without trailing blanks. It wraps a row when a character comes
+// past the last column (as xterm does), moves back to the row's start at
+// \r, to the next row's at \n, tabs to the next multiple of 8, erases the
+// rest of the row at ESC [ K and ignores the other escape sequences.
+func screen(text string, width int) []string {
+	var rows [][]string // cells: one grapheme each, "" behind a wide one
+	r, c := 0, 0
+	cell := func() {
+		for len(rows) <= r {
+			rows = append(rows, nil)
+		}
+		for len(rows[r]) < width {
+			rows[r] = append(rows[r], " ")
+		}
+	}
+	put := func(g string, w int) {
+		if c+w > width {
+			r, c = r+1, 0
+		}
+		cell()
+		rows[r][c] = g
+		for i := 1; i < w; i++ {
+			rows[r][c+i] = ""
+		}
+		c += w
+	}
+	for len(text) > 0 {
+		switch text[0] {
+		case '\r':
+			c = 0
+			text = text[1:]
+			continue
+		case '\n':
+			r, c = r+1, 0
+			cell()
+			text = text[1:]
+			continue
+		case '\t':
+			for n := 8 - c%8; n > 0 && c < width; n-- {
+				put(" ", 1)
+			}
+			text = text[1:]
+			continue
+		case 0x1b:
+			end := strings.IndexFunc(text[2:], func(r rune) bool { return r >= 0x40 && r <= 0x7e })
+			if end < 0 {
+				return nil
+			}
+			if text[2+end] == 'K' {
+				cell()
+				for i := min(c, width); i < width; i++ {
+					rows[r][i] = " "
+				}
+			}
+			text = text[3+end:]
+			continue
+		}
+		g, rest, w, _ := uniseg.FirstGraphemeClusterInString(text, -1)
+		put(g, max(w, 1))
+		text = rest
+	}
+	out := make([]string, len(rows))
+	for i, row := range rows {
+		out[i] = strings.TrimRight(strings.Join(row, ""), " ")
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// TestRunStatusLine: a status line fits the width it is given, on one
+// row, a command's newlines and tabs as spaces, cut with "…".
+func TestRunStatusLine(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		width  int
+		want   string
+	}{
+		{"thinking", 40, "… thinking (3s)"},
+		{"running `go test ./...`", 0, "… running `go test ./...` (3s)"},
+		{"running `go test ./... && go vet ./... && staticcheck ./...`", 40, "… running `go test ./... && go vet ./.…"},
+		{"running `a\n\tb`", 40, "… running `a b` (3s)"},
+		{"running `日本語日本語日本語日本語日本語`", 20, "… running `日本語…"},
+		{"x", 3, "……"},
+	} {
+		got := statusLine(tc.status, 3, tc.width)
+		if got != tc.want {
+			t.Errorf("statusLine(%q, %d) = %q, want %q", tc.status, tc.width, got, tc.want)
+		}
+		if tc.width > 0 && uniseg.StringWidth(got) >= tc.width {
+			t.Errorf("statusLine(%q, %d) is %d columns", tc.status, tc.width, uniseg.StringWidth(got))
 		}
 	}
 }

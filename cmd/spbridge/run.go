@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rivo/uniseg"
 	"golang.org/x/term"
 
 	"spbridge/internal/archive"
@@ -26,6 +27,10 @@ import (
 	"spbridge/internal/itemmap"
 	"spbridge/internal/session"
 )
+
+// interruptedNotice is the notice the mappers add to an interrupted
+// turn; the turn's end line says it already.
+const interruptedNotice = "Interrupted."
 
 // exitInterrupted is the exit code of a turn interrupted with Ctrl-C.
 const exitInterrupted = 130
@@ -42,7 +47,7 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [MESSAGE... | -]",
+	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [--thinking] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
 			"conversation at the end, also after a failure or an interrupt. Several\n"+
@@ -51,8 +56,9 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"that never started (the CLI missing, --cwd missing, the CLI failing before it\n"+
 			"took the message) changes nothing in the package and exits 1. Ctrl-C\n"+
 			"interrupts the turn and keeps what arrived. Tools show with their diffs and\n"+
-			"output, the plan when it changes, and each turn ends with a line of tokens,\n"+
-			"context use and cost on standard error. Permission requests are asked on the\n"+
+			"output, the plan when it changes, the model's thinking as one dimmed\n"+
+			"\"thinking…\" line (whole with --thinking), and each turn ends with a line of\n"+
+			"tokens, context use and cost on standard error. Permission requests are asked on the\n"+
 			"terminal: y allows once, a allows it again for the rest of the run (a command\n"+
 			"by its program and first argument, or exactly, when that is an option or it\n"+
 			"uses the shell's operators; another tool whole), n denies. Without a terminal\n"+
@@ -66,6 +72,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	allowTools := f.StringArray("allow-tool", nil, "allow permission requests of tool `NAME` without asking; repeatable")
 	asJSON := f.Bool("json", false, "print one JSON line per item change, and a turnEnd line after each turn")
 	color := f.String("color", "auto", "colour diffs, statuses and the plan `WHEN`: auto (on a terminal, unless NO_COLOR is set), always or never")
+	thinking := f.Bool("thinking", false, "show the model's thinking whole, dimmed, instead of one \"thinking…\" line")
 	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
@@ -134,7 +141,8 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	}
 	return func() (err error) {
 		defer func() { err = errors.Join(err, s.Close()) }()
-		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools,
+		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking,
+			width:    func() int { return terminalWidth(os.Stderr) },
 			outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
 			errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
 		if !fromStdin && isTerminal(os.Stdin) {
@@ -263,6 +271,15 @@ func readImage(path string) (backend.Image, error) {
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
+// terminalWidth is the columns of the terminal f is, 0 when unknown.
+func terminalWidth(f *os.File) int {
+	w, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return w
+}
+
 // shellHost shows a turn in a terminal or as JSON lines, and answers
 // permission requests.
 type shellHost struct {
@@ -270,11 +287,14 @@ type shellHost struct {
 	json      bool
 	allow     []string
 	ask       *bufio.Reader // the terminal to ask on, or nil
+	thinking  bool          // show thinking whole rather than one line
+	width     func() int    // the error stream's terminal columns, 0 when unknown
 	// outStyle and errStyle colour what goes to out and errw.
 	outStyle, errStyle style
 
 	mu        sync.Mutex
-	lastText  map[string]int        // assistant item id → bytes of its text printed
+	lastText  map[string]int        // assistant and thinking item id → bytes of its text printed
+	asked     map[string]bool       // tool item ids and diffs whose diffs a question showed
 	tools     map[string]*toolShown // tool item id → what of it was printed
 	plan      []itemmap.PlanEntry   // the plan as last shown
 	midLine   bool                  // the last output did not end a line
@@ -358,6 +378,7 @@ func (h *shellHost) Change(c itemmap.Change) {
 		}
 		h.status = "writing"
 	case archive.TypeThinking:
+		h.showThinking(c)
 		h.status = "thinking"
 	case archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
@@ -365,9 +386,14 @@ func (h *shellHost) Change(c itemmap.Change) {
 		}
 		h.endLine()
 		fmt.Fprintf(h.out, "web search: %s [%s]\n", it.String("query"), it.String("status"))
-	case archive.TypeNotice, archive.TypeFailure, archive.TypeDirections, archive.TypeQuestions, archive.TypeToolApproval:
+	case archive.TypeNotice, archive.TypeFailure, archive.TypeDirections, archive.TypeQuestions:
+		// A permission request (toolApproval) is not shown here: its
+		// question is its one line.
 		if c.Op != itemmap.OpAdd && it.Type() != archive.TypeFailure {
 			return
+		}
+		if it.Type() == archive.TypeNotice && it.String("text") == interruptedNotice {
+			return // the turn's end line says it
 		}
 		h.endLine()
 		fmt.Fprintln(h.out, itemText(it))
@@ -419,22 +445,85 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		return
 	}
 	t.done = true
-	h.toolOutput(t, out, indent)
-	h.endLine()
 	line := indent + "tool " + title
 	if s := it.String("statusText"); s != "" && s != status {
 		line += " (" + s + ")"
 	}
-	fmt.Fprintf(h.out, "%s %s\n", line, h.outStyle.paint(statusStyle(status), "["+status+"]"))
-	if t.view != nil && status == archive.StatusSucceeded {
-		for _, d := range t.view.Diffs {
-			fmt.Fprint(h.out, formatDiff(d, indent+"    ", h.outStyle))
-		}
+	line += " " + h.outStyle.paint(statusStyle(status), "["+status+"]")
+	if !t.header {
+		// The title first, then the diffs and what the call printed.
+		h.endLine()
+		fmt.Fprintln(h.out, line)
+		h.toolDiffs(it, t, indent)
+		h.toolOutput(t, out, indent)
+		h.endLine()
+	} else {
+		// Its output streamed under its title: the rest of it, then
+		// how it ended.
+		h.toolOutput(t, out, indent)
+		h.endLine()
+		fmt.Fprintln(h.out, line)
+		h.toolDiffs(it, t, indent)
 	}
 	if more := len(out) - t.out; more > 0 {
 		fmt.Fprintf(h.out, "%s    %s\n", indent, h.outStyle.paint(sgrDim, fmt.Sprintf("… %d bytes more", more)))
 	}
 	h.status = "waiting for the agent"
+}
+
+// toolDiffs prints the diffs of a successful edit, but not those its
+// permission question showed already.
+func (h *shellHost) toolDiffs(it archive.Item, t *toolShown, indent string) {
+	if t.view == nil || it.String("status") != archive.StatusSucceeded || h.asked[it.ID()] {
+		return
+	}
+	for _, d := range t.view.Diffs {
+		if !h.asked[diffKey(d)] {
+			fmt.Fprint(h.out, formatDiff(d, indent+"    ", h.outStyle))
+		}
+	}
+}
+
+// diffKey names a diff by its file and texts.
+func diffKey(d itemmap.Diff) string {
+	old := "\x00"
+	if d.OldText != nil {
+		old = *d.OldText
+	}
+	return "diff\x00" + d.Path + "\x00" + old + "\x00" + d.NewText
+}
+
+// showThinking prints the model's thinking dimmed: one "thinking…" line
+// for each thinking item, or with --thinking its text as it streams.
+func (h *shellHost) showThinking(c itemmap.Change) {
+	it := c.Item
+	if c.Op == itemmap.OpRemove {
+		return
+	}
+	if h.lastText == nil {
+		h.lastText = map[string]int{}
+	}
+	text := it.String("text")
+	done, seen := h.lastText[it.ID()]
+	if !h.thinking {
+		if !seen && strings.TrimSpace(text) != "" {
+			h.endLine()
+			fmt.Fprintln(h.out, h.outStyle.paint(sgrDim, "thinking…"))
+			h.lastText[it.ID()] = len(text)
+		}
+		return
+	}
+	if !seen {
+		if strings.TrimSpace(text) == "" {
+			return
+		}
+		h.endLine()
+	}
+	if done < len(text) {
+		fmt.Fprint(h.out, h.outStyle.paint(sgrDim, text[done:]))
+		h.lastText[it.ID()] = len(text)
+		h.midLine = !strings.HasSuffix(text, "\n")
+	}
 }
 
 // toolOutput prints what of out (up to maxShownOutput bytes) t has not
@@ -517,6 +606,18 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	h.clearStatus()
 	h.endLine()
 	fmt.Fprint(h.errw, formatApproval(a, g, scoped, h.errStyle))
+	if backend.ApprovalCommand(a) == "" && a.Tool != nil && len(a.Tool.Diffs) > 0 {
+		// The diff is shown once: here, not again when the edit is done.
+		if h.asked == nil {
+			h.asked = map[string]bool{}
+		}
+		if a.ToolItemID != "" {
+			h.asked[a.ToolItemID] = true
+		}
+		for _, d := range a.Tool.Diffs {
+			h.asked[diffKey(d)] = true
+		}
+	}
 	h.prompting = true
 	h.mu.Unlock()
 	defer func() {
@@ -585,16 +686,27 @@ func (h *shellHost) startStatus() {
 				return
 			case <-tick.C:
 				h.mu.Lock()
-				if !h.midLine && !h.prompting {
-					h.clearStatus()
-					s := fmt.Sprintf("… %s (%ds)", h.status, int(time.Since(start).Seconds()))
-					fmt.Fprint(h.errw, s)
-					h.statusLen = len([]rune(s))
-				}
+				h.drawStatus(int(time.Since(start).Seconds()))
 				h.mu.Unlock()
 			}
 		}
 	}()
+}
+
+// drawStatus redraws the status line, cut to the terminal's width so that
+// it stays on one row, unless a line of output or a question is open.
+func (h *shellHost) drawStatus(secs int) {
+	if h.midLine || h.prompting {
+		return
+	}
+	h.clearStatus()
+	width := 0
+	if h.width != nil {
+		width = h.width()
+	}
+	s := statusLine(h.status, secs, width)
+	fmt.Fprint(h.errw, s)
+	h.statusLen = uniseg.StringWidth(s)
 }
 
 func (h *shellHost) clearStatus() {
