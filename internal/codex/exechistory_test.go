@@ -164,6 +164,14 @@ func TestExecHistoryFallback(t *testing.T) {
 		t.Errorf("the neutral call's result: %+v", neutral)
 	}
 
+	// A message of the log that differs from what the turn showed: the
+	// text as shown, once.
+	rollout := bytes.ReplaceAll(recordedHistoryRollout(t, ""), []byte(`"output_text","text":"All done."`), []byte(`"output_text","text":"All done!"`))
+	ends, _ = execHistoryRun(t, rollout)
+	if text := historyText(ends[0].History); strings.Count(text, "All done.") != 1 || strings.Contains(text, "All done!") {
+		t.Errorf("texts with a differing message in the log: %q", text)
+	}
+
 	ends, notices = execHistoryRun(t, nil)
 	if calls := historyCalls(ends[0].History); len(calls) != 3 || !strings.Contains(calls[0], ` shell {"command":`) {
 		t.Errorf("calls without a log: %q", calls)
@@ -171,6 +179,19 @@ func TestExecHistoryFallback(t *testing.T) {
 	if len(notices[0]) != 1 || !strings.Contains(notices[0][0], "3 tool calls") || len(notices[1]) != 1 || !strings.Contains(notices[1][0], "one tool call") {
 		t.Errorf("notices without a log: %q", notices)
 	}
+}
+
+// historyText is the text blocks of history, one a line.
+func historyText(history []archive.Message) string {
+	var out []string
+	for _, m := range history {
+		for _, b := range m.Content {
+			if b.Type() == archive.BlockText {
+				out = append(out, b.String("text"))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // historyCalls is each toolCall block of history as "id name arguments".

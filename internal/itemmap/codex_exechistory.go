@@ -181,7 +181,9 @@ func (m *Codex) ExecHistory(end *TurnEnd, items [][]byte) (history []archive.Mes
 		case s.rc == nil && s.e != nil:
 			log = append(log, codexStep{e: s.e, kind: stepText})
 		case s.rc == nil:
-			log = append(log, codexStep{e: &codexEntry{text: s.text}, kind: stepText})
+			// A message the turn did not show (its text as shown is
+			// kept where the turn had it): left out, so that no text is
+			// in the history twice.
 		case s.rc.entry != nil && !s.out:
 			log = append(log, codexStep{e: s.rc.entry, kind: stepCall})
 		case s.rc.entry != nil:
