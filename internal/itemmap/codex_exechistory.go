@@ -38,16 +38,17 @@ type rolloutStep struct {
 }
 
 // ExecHistory rebuilds the history of the exec turn that ended last (end)
-// from
-// the model's own items of that turn, as codex's log of the thread
+// from the model's own items of that turn, as codex's log of the thread
 // (CODEX_HOME/sessions/…/rollout-…-THREAD.jsonl) holds them: items are the
 // payloads of its response_item lines for the turn, in order. Each tool
 // call the model made is then in the history as it produced it (its name,
 // call_id, arguments or input byte for byte) and its result is the output
 // codex sent back to the model, in the order they were sent, as on the
-// app-server transport (see Codex). An exec tool item the log has no call
-// for stays in the neutral form, where it was in the turn; missing counts
-// them. ok is false when end is not the end of the turn that ended last.
+// app-server transport (see Codex); the assistant's text is the text the
+// turn showed. An exec tool item the log has no call for stays in the
+// neutral form, before the next step of the turn the log has; missing
+// counts them. ok is false when end is not the end of the turn that ended
+// last.
 func (m *Codex) ExecHistory(end *TurnEnd, items [][]byte) (history []archive.Message, missing int, ok bool) {
 	t := m.last
 	if t == nil || end == nil || t.end != end {
