@@ -102,9 +102,13 @@ func FuzzClaudeBorrowedLines(f *testing.F) {
 			f.Fatal(err)
 		}
 		if len(data) < 64<<10 {
-			f.Add(data)
+			for _, seed := range streamSeeds(data, claudeStart) {
+				f.Add(seed)
+			}
 		}
 	}
-	f.Add([]byte(specialStream))
+	for _, seed := range streamSeeds([]byte(specialStream), claudeStart) {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkBorrowed(t, data) })
 }

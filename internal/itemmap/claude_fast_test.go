@@ -82,7 +82,9 @@ func TestClaudeFastPath(t *testing.T) {
 // FuzzClaudeFastPath checks on any stream that the fast path (and the
 // tool results read ahead) map what they take as the general way does.
 func FuzzClaudeFastPath(f *testing.F) {
-	f.Add([]byte(fastLines))
+	for _, seed := range streamSeeds([]byte(fastLines), claudeStart) {
+		f.Add(seed)
+	}
 	for _, line := range bytes.Split([]byte(fastLines), []byte("\n")) {
 		f.Add(line)
 	}
@@ -92,7 +94,9 @@ func FuzzClaudeFastPath(f *testing.F) {
 			f.Fatal(err)
 		}
 		if len(data) < 64<<10 {
-			f.Add(data)
+			for _, seed := range streamSeeds(data, claudeStart) {
+				f.Add(seed)
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkFastPath(t, data) })

@@ -64,8 +64,12 @@ func TestClaudeReadAhead(t *testing.T) {
 // FuzzClaudeReadAhead checks on any stream that lines read ahead map as
 // Line maps them.
 func FuzzClaudeReadAhead(f *testing.F) {
-	f.Add([]byte(fastLines), uint8(3))
-	f.Add([]byte(specialStream), uint8(7))
+	for _, seed := range streamSeeds([]byte(fastLines), claudeStart) {
+		f.Add(seed, uint8(3))
+	}
+	for _, seed := range streamSeeds([]byte(specialStream), claudeStart) {
+		f.Add(seed, uint8(7))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, batch uint8) {
 		checkReadAhead(t, data, int(batch%16)+1)
 	})

@@ -247,11 +247,15 @@ func FuzzClaude(f *testing.F) {
 			f.Fatal(err)
 		}
 		if len(data) < 64<<10 {
-			f.Add(data)
+			for _, seed := range streamSeeds(data, claudeStart) {
+				f.Add(seed)
+			}
 		}
 	}
-	f.Add([]byte(specialStream))
-	for _, line := range deepLines() {
+	for _, seed := range streamSeeds([]byte(specialStream), claudeStart) {
+		f.Add(seed)
+	}
+	for _, line := range deepSeeds() {
 		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

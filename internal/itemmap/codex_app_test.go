@@ -221,9 +221,11 @@ func FuzzCodexApp(f *testing.F) {
 	files, _ := filepath.Glob("../../testdata/codex/app-server/*.jsonl")
 	for _, file := range files {
 		stream, _ := appServerSession(&testing.T{}, file)
-		f.Add(stream)
+		for _, seed := range streamSeeds(stream, codexAppStart) {
+			f.Add(seed)
+		}
 	}
-	for _, line := range deepLines() {
+	for _, line := range deepSeeds() {
 		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -507,7 +507,9 @@ func FuzzCodex(f *testing.F) {
 			f.Fatal(err)
 		}
 		if len(data) < 64<<10 {
-			f.Add(data)
+			for _, seed := range streamSeeds(data, codexStart) {
+				f.Add(seed)
+			}
 		}
 	}
 	f.Add([]byte(`{"type":"turn.started"}
@@ -518,7 +520,7 @@ func FuzzCodex(f *testing.F) {
 {"type":"item.completed","item":{"id":"item_3","type":"file_change","changes":[{"path":"p","kind":{"type":"update","move_path":"q"}}],"status":"completed"}}
 {"type":"error","message":"x"}
 {"type":"turn.failed","error":{"message":"x"}}`))
-	for _, line := range deepLines() {
+	for _, line := range deepSeeds() {
 		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
