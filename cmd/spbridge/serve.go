@@ -14,6 +14,7 @@ import (
 	"spbridge/internal/cliproc"
 	"spbridge/internal/clis"
 	"spbridge/internal/gcpace"
+	"spbridge/internal/history"
 	"spbridge/internal/modelcache"
 	"spbridge/internal/secretfile"
 	"spbridge/internal/sessionindex"
@@ -71,6 +72,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		DefaultBackend: *backendName,
 		SessionsDir:    filepath.Join(state, "sessions"),
 		Index:          sessionindex.New(state),
+		History:        &history.Options{},
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
 			cli, ok := clis.Lookup(name)

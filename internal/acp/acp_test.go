@@ -109,6 +109,11 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: n})
 			return &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}
 		}
+	case strings.HasPrefix(text, "sid "):
+		// A turn on the CLI session named after "sid ".
+		a.Set("text", "ok")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		return &itemmap.TurnEnd{Status: itemmap.TurnCompleted, SessionID: strings.TrimPrefix(text, "sid ")}
 	case strings.HasPrefix(text, "feed"):
 		// A reply that grows by each delta sent on feed, until the turn
 		// is interrupted or finished.

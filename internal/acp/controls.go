@@ -13,7 +13,6 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/sessionindex"
 )
 
 // This file holds what an editor controls of a session besides its
@@ -408,8 +407,9 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 
 // ---------------------------------------------------------------- history
 
-// listSessions handles session/list: the packages opened through serve,
-// newest first, those that no longer exist left out.
+// listSessions handles session/list: the packages opened through serve
+// (those that no longer exist left out) and the CLIs' own sessions not
+// imported into one, newest first (listAll).
 func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	var p struct {
 		Cwd    string `json:"cwd"`
@@ -423,32 +423,31 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
-	sessions := []any{}
-	if s.cfg.Index == nil {
-		return map[string]any{"sessions": sessions}, nil
-	}
-	// A package that is gone is left out before paging: no page is empty
-	// while a cursor says more follows.
-	page, err := s.cfg.Index.List(p.Cwd, p.Cursor, 0, sessionindex.Present)
-	if errors.Is(err, sessionindex.ErrBadCursor) {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
-	}
+	all, err := s.listAll(p.Cwd)
 	if err != nil {
 		return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
 	}
-	for _, e := range page.Entries {
-		info := map[string]any{"sessionId": e.Package, "cwd": e.Cwd, "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)}
-		if e.Title != "" {
-			info["title"] = e.Title
+	page, next, err := listPage(all, p.Cursor)
+	if err != nil {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
+	}
+	sessions := []any{}
+	for _, e := range page {
+		info := map[string]any{"sessionId": e.id, "cwd": e.cwd, "updatedAt": e.updated.UTC().Format(time.RFC3339)}
+		if e.title != "" {
+			info["title"] = e.title
 		}
-		if len(e.AdditionalDirectories) > 0 {
-			info["additionalDirectories"] = e.AdditionalDirectories
+		if len(e.dirs) > 0 {
+			info["additionalDirectories"] = e.dirs
+		}
+		if e.meta != nil {
+			info["_meta"] = map[string]any{"spbridge": e.meta}
 		}
 		sessions = append(sessions, info)
 	}
 	res := map[string]any{"sessions": sessions}
-	if page.NextCursor != "" {
-		res["nextCursor"] = page.NextCursor
+	if next != "" {
+		res["nextCursor"] = next
 	}
 	return res, nil
 }
@@ -459,11 +458,11 @@ func (ss *acpSession) touch() {
 	if ix == nil {
 		return
 	}
-	if err := ix.Touch(ss.id, ss.cwd, ss.addDirs); err != nil {
+	if err := ix.Touch(ss.pkg, ss.cwd, ss.addDirs); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}
-	if e, ok, err := ix.Get(ss.id); err == nil && ok {
+	if e, ok, err := ix.Get(ss.pkg); err == nil && ok {
 		ss.cmu.Lock()
 		ss.title = e.Title
 		ss.cmu.Unlock()
@@ -472,10 +471,21 @@ func (ss *acpSession) touch() {
 
 // recordTurn records a turn that ran in the index and, when it gave the
 // session its title, tells the client.
-func (ss *acpSession) recordTurn(text string) {
+func (ss *acpSession) recordTurn(text, cliSession string) {
 	ix := ss.srv.cfg.Index
 	if ix == nil {
 		return
+	}
+	ss.cmu.Lock()
+	newCLISession := cliSession != "" && cliSession != ss.ranOn
+	ss.ranOn = cliSession
+	ss.cmu.Unlock()
+	if newCLISession {
+		// The CLI keeps this session in its own list too: session/list
+		// shows it as this package, not twice.
+		if err := ix.Ran(ss.pkg, ss.backendName(), cliSession); err != nil {
+			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		}
 	}
 	ss.cmu.Lock()
 	titled := ss.title != ""
@@ -485,11 +495,11 @@ func (ss *acpSession) recordTurn(text string) {
 		return
 	}
 	ss.recorder.wait()
-	if err := ix.Record(ss.id, ss.cwd, text); err != nil {
+	if err := ix.Record(ss.pkg, ss.cwd, text); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}
-	e, ok, err := ix.Get(ss.id)
+	e, ok, err := ix.Get(ss.pkg)
 	if err != nil || !ok {
 		return
 	}
@@ -511,7 +521,7 @@ func (ss *acpSession) clearTitle() {
 	ss.title = ""
 	ss.cmu.Unlock()
 	if ix := ss.srv.cfg.Index; ix != nil {
-		if err := ix.SetTitle(ss.id, ""); err != nil {
+		if err := ix.SetTitle(ss.pkg, ""); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
+	"spbridge/internal/history"
 	"spbridge/internal/sessionindex"
 )
 
@@ -77,6 +78,11 @@ type Config struct {
 	// Index keeps the packages opened through serve, for session/list;
 	// nil lists none.
 	Index *sessionindex.Index
+	// History, when set, is where the CLIs keep their own sessions:
+	// session/list lists them beside the packages and session/load opens
+	// one by importing it into a package (in SessionsDir unless the
+	// request names one). nil lists and opens none.
+	History *history.Options
 }
 
 // ModelCache keeps the models a CLI's program listed (internal/modelcache).

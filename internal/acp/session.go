@@ -30,7 +30,8 @@ import (
 // guards the conversation and the session's state. mu is taken before qmu.
 type acpSession struct {
 	srv *Server
-	id  string
+	id  string // the session's id: the package's path, or the CLI session's it was imported from
+	pkg string // the package's path (set once the open resolved it; mu)
 
 	qmu      sync.Mutex
 	qcond    *sync.Cond // signalled when a job is queued or the queue ends
@@ -65,6 +66,7 @@ type acpSession struct {
 	effort    string          // the reasoning effort chosen, "" for the CLI's
 	announced bool            // the open was answered: commands may go out
 	title     string
+	ranOn     string // the CLI session the last turn ran on
 
 	prepareCancel context.CancelFunc // ends the CLI's early start
 	preparing     sync.WaitGroup     // the early start, waited for at close
@@ -151,10 +153,14 @@ const (
 // openParams are a session/new, session/load or session/resume request,
 // checked.
 type openParams struct {
-	how     openHow
-	load    bool   // load or resume: the session id names the package
-	id      string // the package's absolute path
-	fresh   bool   // a package of the session's own, made at open
+	how  openHow
+	load bool   // load or resume: the session id names the package
+	sid  string // the session's id: the package's path, or a CLI session's (cli)
+	id   string // the package's absolute path ("" for cli, until resolved)
+	// cli is the CLI session a load or resume names, when its id is one
+	// session/list gave a CLI's own session.
+	cli     *cliSession
+	fresh   bool // a package of the session's own, made at open
 	kind    archive.Kind
 	keep    bool
 	backend string
@@ -190,26 +196,32 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	if m == nil {
 		m = &spbridgeMeta{}
 	}
-	if m.Package == "" && load {
+	op := &openParams{how: how, load: load}
+	if load && p.SessionID != "" && s.cfg.History != nil {
+		op.cli = parseCLISession(p.SessionID)
+	}
+	if m.Package == "" && load && op.cli == nil {
 		if p.SessionID == "" {
 			return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId is required")
 		}
 		m.Package = p.SessionID
 	}
-	op := &openParams{how: how, load: load}
 	mcp, err := parseMCPServers(p.MCPServers)
 	if err != nil {
 		return nil, err
 	}
 	op.mcp = mcp
-	if m.Package == "" && s.cfg.SessionsDir != "" {
+	if m.Package == "" && s.cfg.SessionsDir != "" && op.cli == nil {
 		// An editor that knows nothing of packages: the session gets one of
 		// its own, and its id (the package's path) loads it later.
 		m.Package = filepath.Join(s.cfg.SessionsDir, archive.NewID())
 		op.fresh = true
 	}
-	if m.Package == "" {
+	if m.Package == "" && op.cli == nil {
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
+	}
+	if m.Backend == "" && op.cli != nil {
+		m.Backend = op.cli.backend
 	}
 	if m.Backend == "" {
 		m.Backend, op.defaulted = s.cfg.DefaultBackend, true
@@ -229,16 +241,22 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		op.kind = k
 	}
 	op.keep = m.KeepConversation == nil || *m.KeepConversation
-	pkgPath, err := filepath.Abs(m.Package)
-	if err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: package: %v", err)
-	}
-	if s.allowPackage != nil && !s.allowPackage(pkgPath) {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: package %s is not allowed here", pkgPath)
+	var pkgPath string
+	if m.Package != "" {
+		var err error
+		if pkgPath, err = filepath.Abs(m.Package); err != nil {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: package: %v", err)
+		}
+		if s.allowPackage != nil && !s.allowPackage(pkgPath) {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: package %s is not allowed here", pkgPath)
+		}
 	}
 	op.cwd = p.Cwd
-	if op.cwd == "" {
+	if op.cwd == "" && pkgPath != "" {
 		op.cwd = filepath.Dir(pkgPath)
+	}
+	if op.cwd == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd is required")
 	}
 	if !filepath.IsAbs(op.cwd) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
@@ -247,6 +265,10 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		return nil, err
 	}
 	op.id, op.backend, op.model = pkgPath, m.Backend, m.Model
+	op.sid = pkgPath
+	if op.cli != nil {
+		op.sid = p.SessionID
+	}
 	return op, nil
 }
 
@@ -294,14 +316,14 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "spbridge is shutting down"))
 		return
 	}
-	if _, open := s.sessions[op.id]; open {
+	if _, open := s.sessions[op.sid]; open {
 		s.mu.Unlock()
-		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the package %s is already open in this session", op.id))
+		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.id, modelsSeen: make(chan struct{})}
+	ss := &acpSession{srv: s, id: op.sid, pkg: op.id, modelsSeen: make(chan struct{})}
 	ss.qcond = sync.NewCond(&ss.qmu)
-	s.sessions[op.id] = ss
+	s.sessions[op.sid] = ss
 	s.wg.Add(1)
 	s.mu.Unlock()
 	ss.enqueue(&job{m: m, opening: true, run: func(ss *acpSession, _ *job) (any, error) { return ss.open(op) }})
@@ -313,6 +335,16 @@ func (s *Server) open(m *message, how openHow) {
 func (ss *acpSession) open(op *openParams) (any, error) {
 	if err := checkAddDirs(op.addDirs); err != nil {
 		return nil, err
+	}
+	if op.cli != nil {
+		// A CLI's own session: the package that holds it, imported now
+		// when none does yet.
+		if err := ss.srv.importCLI(op); err != nil {
+			return nil, err
+		}
+		ss.mu.Lock()
+		ss.pkg = op.id
+		ss.mu.Unlock()
 	}
 	if op.fresh {
 		if err := os.MkdirAll(op.id, 0o700); err != nil {
@@ -1144,7 +1176,11 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 	}
 	next, more, saveEnd = ss.endTurn(t, end, !notStarted)
 	if !notStarted {
-		ss.recordTurn(q.text)
+		var cliSession string
+		if end != nil {
+			cliSession = end.SessionID
+		}
+		ss.recordTurn(q.text, cliSession)
 	}
 	return next, more
 }

@@ -59,6 +59,29 @@ type Entry struct {
 	Title string `json:"title,omitempty"`
 	// UpdatedAt is when it was last opened or had a turn.
 	UpdatedAt time.Time `json:"updatedAt"`
+	// SessionID is the session's id where it is not the package's path:
+	// the id of the CLI's own session the package was imported from, under
+	// which the editor listed it and opens it again.
+	SessionID string `json:"sessionId,omitempty"`
+	// Backend and CLISession name that CLI's session ("" when the package
+	// was not imported).
+	Backend    string `json:"backend,omitempty"`
+	CLISession string `json:"cliSession,omitempty"`
+	// Ran are the CLI sessions the package's turns ran on, "BACKEND:ID",
+	// the last last (at most maxRan): a CLI's own list of its sessions
+	// shows them, and they are the package's.
+	Ran []string `json:"ran,omitempty"`
+}
+
+// maxRan bounds Entry.Ran.
+const maxRan = 50
+
+// ID is the entry's session id: SessionID, else the package's path.
+func (e Entry) ID() string {
+	if e.SessionID != "" {
+		return e.SessionID
+	}
+	return e.Package
 }
 
 // Page is one page of List.
@@ -142,6 +165,43 @@ func (ix *Index) SetTitle(pkg, title string) error {
 		}
 		return list
 	})
+}
+
+// Imported records that pkg holds the CLI session cliSession of backend,
+// imported under the session id sessionID, now.
+func (ix *Index) Imported(pkg, cwd, sessionID, backend, cliSession, title string) error {
+	return ix.change(pkg, func(e *Entry) {
+		e.Cwd = cleanOrEmpty(cwd)
+		e.SessionID, e.Backend, e.CLISession = sessionID, backend, cliSession
+		if e.Title == "" {
+			e.Title = Title(title)
+		}
+	})
+}
+
+// Ran records that a turn of pkg ran on the CLI session id of backend.
+func (ix *Index) Ran(pkg, backend, id string) error {
+	s := backend + ":" + id
+	return ix.change(pkg, func(e *Entry) {
+		e.Ran = append(slices.DeleteFunc(e.Ran, func(r string) bool { return r == s }), s)
+		if len(e.Ran) > maxRan {
+			e.Ran = e.Ran[len(e.Ran)-maxRan:]
+		}
+	})
+}
+
+// Session returns the entry whose session id (Entry.ID) is id, and
+// whether there is one.
+func (ix *Index) Session(id string) (Entry, bool, error) {
+	list, err := ix.read()
+	if err != nil {
+		return Entry{}, false, err
+	}
+	i := slices.IndexFunc(list, func(e Entry) bool { return e.SessionID != "" && e.SessionID == id })
+	if i < 0 {
+		return Entry{}, false, nil
+	}
+	return list[i], true, nil
 }
 
 // Remove takes pkg out of the index; a package not in it is no error.

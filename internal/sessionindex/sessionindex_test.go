@@ -333,3 +333,32 @@ func TestBadEntryDropsOnlyIt(t *testing.T) {
 		t.Errorf("A after the change = %+v, %v", e, ok)
 	}
 }
+
+// TestImported: an imported package is found by the session id it was
+// imported under and keeps the CLI session it came from; its entry's ID is
+// that id, another's its package path.
+func TestImported(t *testing.T) {
+	ix := New(t.TempDir())
+	pkg := filepath.Join(t.TempDir(), "Doc")
+	if err := ix.Imported(pkg, "/work", "claude:abc", "claude", "abc", "fix the build"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Touch(filepath.Join(t.TempDir(), "Other"), "/work", nil); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := ix.Session("claude:abc")
+	if err != nil || !ok || e.Package != pkg || e.CLISession != "abc" || e.Backend != "claude" || e.Title != "fix the build" || e.ID() != "claude:abc" {
+		t.Fatalf("session: %+v %v %v", e, ok, err)
+	}
+	if _, ok, _ := ix.Session("codex:abc"); ok {
+		t.Error("found under another id")
+	}
+	page, _ := ix.List("/work", "", 0, nil)
+	var ids []string
+	for _, e := range page.Entries {
+		ids = append(ids, e.ID())
+	}
+	if len(ids) != 2 || ids[1] != "claude:abc" {
+		t.Errorf("ids %q", ids)
+	}
+}

@@ -1,0 +1,125 @@
+package acp
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/history"
+	"spbridge/internal/sessionindex"
+)
+
+// TestCLISessions: session/list offers a CLI's own session of the folder
+// (its id "claude:ID", how to continue it in a terminal); session/load of
+// that id imports it into a package of the state folder and replays it;
+// the list then shows it once, under the same id, as that package; and a
+// load of the id in a later serve opens the package again, importing
+// nothing more. The CLI's file is not changed.
+func TestCLISessions(t *testing.T) {
+	store, _ := filepath.Abs("../history/testdata/claude-interrupt")
+	file := filepath.Join(store, "projects", "-work-project", "06c063d3-5368-41f8-87b9-778f42872b06.jsonl")
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	cfg := func() Config {
+		return Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
+			SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)}
+	}
+	const id = "claude:06c063d3-5368-41f8-87b9-778f42872b06"
+	listed := func(c *client) []map[string]any {
+		res, _ := c.request("session/list", map[string]any{"cwd": "/work/project"})
+		var out []map[string]any
+		for _, s := range res["sessions"].([]any) {
+			out = append(out, s.(map[string]any))
+		}
+		return out
+	}
+
+	c := startServerWith(t, cfg())
+	list := listed(c)
+	if len(list) != 1 || list[0]["sessionId"] != id || list[0]["title"] == nil {
+		t.Fatalf("listed %v", list)
+	}
+	meta := list[0]["_meta"].(map[string]any)["spbridge"].(map[string]any)
+	if meta["continueCommand"] != "claude --resume 06c063d3-5368-41f8-87b9-778f42872b06" {
+		t.Errorf("_meta %v", meta)
+	}
+	if res, _ := c.request("session/list", map[string]any{"cwd": "/elsewhere"}); len(res["sessions"].([]any)) != 0 {
+		t.Errorf("another folder lists %v", res)
+	}
+	load := map[string]any{"sessionId": id, "cwd": "/work/project", "mcpServers": []any{}}
+	_, seen := c.request("session/load", load)
+	if len(updates(seen, "user_message_chunk")) == 0 || len(updates(seen, "agent_message_chunk")) == 0 {
+		t.Errorf("the load replayed %d messages", len(seen))
+	}
+	list = listed(c)
+	if len(list) != 1 || list[0]["sessionId"] != id {
+		t.Fatalf("after the import, listed %v", list)
+	}
+	pkg, _ := list[0]["_meta"].(map[string]any)["spbridge"].(map[string]any)["package"].(string)
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil || len(p.Conv.Items) == 0 || len(p.Conv.History) == 0 {
+		t.Fatalf("the package %q: %v", pkg, err)
+	}
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := startServerWith(t, cfg())
+	c2.request("session/load", load)
+	made, _ := os.ReadDir(filepath.Join(state, "sessions"))
+	if len(made) != 1 {
+		t.Errorf("%d packages in sessions/, want the one", len(made))
+	}
+	after, _ := os.ReadFile(file)
+	if string(after) != string(before) {
+		t.Error("the CLI's session file changed")
+	}
+}
+
+// TestCLISessionOfAPackage: a CLI session a package's turn ran on is
+// listed once, as that package, whose _meta says how a terminal continues
+// it.
+func TestCLISessionOfAPackage(t *testing.T) {
+	// The recorded session, as the CLI keeps it for a folder of the test.
+	cwd := t.TempDir()
+	const sid = "06c063d3-5368-41f8-87b9-778f42872b06"
+	data, err := os.ReadFile(filepath.Join("../history/testdata/claude-interrupt/projects/-work-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	dir := filepath.Join(store, "projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-"))
+	os.MkdirAll(dir, 0o755)
+	data = []byte(strings.ReplaceAll(string(data), `"cwd":"/work/project"`, `"cwd":"`+cwd+`"`))
+	if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	c := startServerWith(t, Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
+		SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)})
+	if res, _ := c.request("session/list", map[string]any{"cwd": cwd}); len(res["sessions"].([]any)) != 1 {
+		t.Fatalf("the CLI's session is not listed: %v", res)
+	}
+	pkg := newPackage(t)
+	params := newSessionParams(pkg)
+	params["cwd"] = cwd
+	c.request("session/new", params)
+	c.request("session/prompt", promptParams(pkg, "sid "+sid))
+	res, _ := c.request("session/list", map[string]any{"cwd": cwd})
+	list := res["sessions"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("listed %v", list)
+	}
+	e := list[0].(map[string]any)
+	meta := e["_meta"].(map[string]any)["spbridge"].(map[string]any)
+	last, _ := meta["lastCLISession"].(map[string]any)
+	if e["sessionId"] != pkg || last["continueCommand"] != "claude --resume "+sid {
+		t.Errorf("listed %v", e)
+	}
+}
