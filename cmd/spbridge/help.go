@@ -56,7 +56,9 @@ $ spbridge run Poster.silverpoint "Make the title larger"
 # With codex and a picture, the message read from standard input
 $ spbridge run --backend codex --image a.png Poster.silverpoint - < ask.txt
 # From a script: JSON lines, edits allowed without asking
-$ spbridge run --json --allow-tool Edit Poster.silverpoint "Fix the typo"`,
+$ spbridge run --json --allow-tool Edit Poster.silverpoint "Fix the typo"
+# The model's thinking shown whole rather than as one line
+$ spbridge run --thinking Poster.silverpoint "Why is the title clipped?"`,
 	"conversation": `
 $ spbridge conversation list ~/Documents
 $ spbridge conversation show --last Poster.silverpoint

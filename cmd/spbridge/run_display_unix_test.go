@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/creack/pty"
@@ -17,13 +19,19 @@ import (
 // claude selected by env.
 func runInPTY(t *testing.T, env []string, args ...string) (*exec.Cmd, *os.File) {
 	t.Helper()
+	return runInPTYSize(t, 200, env, args...)
+}
+
+// runInPTYSize is runInPTY in a terminal cols columns wide.
+func runInPTYSize(t *testing.T, cols uint16, env []string, args ...string) (*exec.Cmd, *os.File) {
+	t.Helper()
 	exe, _ := os.Executable()
 	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
 	os.Mkdir(pkg, 0o755)
 	cmd := exec.Command(spbridgeBin(t), append([]string{"run", pkg}, args...)...)
 	cmd.Env = append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0", "NO_COLOR=")
 	cmd.Env = append(cmd.Env, env...)
-	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
+	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: cols})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +140,51 @@ func TestRunAskPiped(t *testing.T) {
 	want := "spbridge: denied Bash (`rm -rf build`): no terminal to ask on; allow it with --allow-tool Bash\n"
 	if !strings.Contains(stderr.String(), want) || !strings.Contains(stdout.String(), "answers: deny") {
 		t.Errorf("stdout %q\nstderr %q\nwant on stderr %q", stdout.String(), stderr.String(), want)
+	}
+}
+
+// TestRunStatusNarrow: in a terminal 40 columns wide, the status line of
+// a command longer than that (over several lines) is redrawn on one row,
+// leaving no row behind; the thinking shows as one "thinking…" line, and
+// the command's title comes before its end.
+func TestRunStatusNarrow(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, master := runInPTYSize(t, 40, []string{fakeSlowEnv + "=" + fifo, "NO_COLOR=1"}, "check the files")
+	var out bytes.Buffer
+	// The status line of the running command, drawn three times.
+	buf := make([]byte, 4096)
+	for strings.Count(out.String(), "… running") < 3 {
+		n, err := master.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("%v: %q", err, out.String())
+		}
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("go\n"))
+	w.Close()
+	readUntil(t, master, &out, "(reported)")
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d: %q", code, out.String())
+	}
+	rows := screen(out.String(), 40)
+	stale := regexp.MustCompile(`^… |\(\d+s\)$`)
+	for i, row := range rows {
+		if stale.MatchString(row) {
+			t.Errorf("row %d is left of a status line: %q\nscreen:\n%s", i, row, strings.Join(rows, "\n"))
+		}
+	}
+	text := strings.Join(rows, "\n")
+	thinking := strings.Index(text, "thinking…")
+	title := strings.Index(text, "tool `for f in")
+	if thinking < 0 || title < thinking || !strings.Contains(text, "[succeeded]") || !strings.HasSuffix(text, "(reported)") {
+		t.Errorf("screen:\n%s", text)
 	}
 }

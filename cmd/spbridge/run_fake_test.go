@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 )
@@ -12,11 +13,17 @@ import (
 const (
 	fakeAsksEnv = "SPBRIDGE_FAKE_CLAUDE_ASKS" // the commands to ask about, one a line
 	fakeEditEnv = "SPBRIDGE_FAKE_CLAUDE_EDIT"
+	fakeSlowEnv = "SPBRIDGE_FAKE_CLAUDE_SLOW" // a FIFO the long command waits on
 )
+
+// slowCommand is the command fakeClaudeSlow runs: longer than a narrow
+// terminal is wide, over several lines.
+const slowCommand = "for f in $(git ls-files '*.go'); do\n\tgofmt -l \"$f\" && go vet \"./$(dirname \"$f\")\"\ndone"
 
 func init() {
 	helperModes[fakeAsksEnv] = fakeClaudeAsks
 	helperModes[fakeEditEnv] = fakeClaudeEdits
+	helperModes[fakeSlowEnv] = fakeClaudeSlow
 }
 
 // fakeStream is one fake claude session on standard input and output.
@@ -118,5 +125,28 @@ func fakeClaudeEdits() int {
 	f.tool("m1", "toolu_e", "Edit", map[string]any{"file_path": "poem.txt", "old_string": "roses are red\n", "new_string": "roses are blue\n"})
 	f.result("toolu_e", "The file poem.txt has been updated.", false)
 	f.finish("edited")
+	return 0
+}
+
+// fakeClaudeSlow thinks, then runs slowCommand, which lasts until
+// something is written to the FIFO $SPBRIDGE_FAKE_CLAUDE_SLOW and it is
+// closed.
+func fakeClaudeSlow() int {
+	f := newFakeStream()
+	if !f.waitUser() {
+		return 0
+	}
+	f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-1", "model": "claude-sonnet-4-5"})
+	f.emit(map[string]any{"type": "assistant", "message": map[string]any{"id": "m0", "role": "assistant", "model": "claude-sonnet-4-5", "content": []any{
+		map[string]any{"type": "thinking", "thinking": "The user wants the files checked.", "signature": "c2ln"}}}})
+	f.tool("m1", "toolu_s", "Bash", map[string]any{"command": slowCommand})
+	fifo, err := os.Open(os.Getenv(fakeSlowEnv)) // blocks until the test opens it
+	if err != nil {
+		return 1
+	}
+	io.ReadAll(fifo)
+	fifo.Close()
+	f.result("toolu_s", "all clean", false)
+	f.finish("checked")
 	return 0
 }
