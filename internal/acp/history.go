@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,6 +136,13 @@ func (s *Server) listAll(cwd string) ([]listEntry, error) {
 	var out []listEntry
 	imported := map[string]bool{}
 	if ix := s.cfg.Index; ix != nil {
+		hidden, err := ix.Hidden()
+		if err != nil {
+			return nil, err
+		}
+		for id := range hidden {
+			imported[id] = true
+		}
 		page, err := ix.List(cwd, "", int(^uint(0)>>1), sessionindex.Present)
 		if err != nil {
 			return nil, err
@@ -229,4 +237,225 @@ func listPage(entries []listEntry, cursor string) ([]listEntry, string, error) {
 		next = base64.RawURLEncoding.EncodeToString(data)
 	}
 	return page, next, nil
+}
+
+// fork puts a copy of the conversation of the session op forks into op's
+// package (new, or one that holds no conversation): a package open in
+// this serve (as it stands), one on disk, or a CLI's own session (read
+// from the package it was imported into, else imported now). With atItem
+// the copy ends with that item, and the history with its turn. Images go
+// with the history; usage and cost are the whole conversation's (a turn's
+// share is not known).
+func (s *Server) fork(op *openParams) error {
+	conv, err := s.forkSource(op)
+	if err != nil {
+		return err
+	}
+	if op.atItem != "" {
+		if err := cutAt(conv, op.atItem); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(op.id, 0o700); err != nil {
+		return rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
+	}
+	return saveImported(op, conv)
+}
+
+// forkSource is a copy of the conversation a fork starts from.
+func (s *Server) forkSource(op *openParams) (*archive.Conversation, error) {
+	src := op.forkFrom
+	if c := parseCLISession(src); c != nil && s.cfg.History != nil {
+		e, ok, err := s.indexSession(src)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			opts := *s.cfg.History
+			opts.Backend = c.backend
+			entry, err := history.Find(opts, c.id)
+			if err != nil {
+				return nil, rpcErrorf(CodeNotFound, "session %q: %v", src, err)
+			}
+			conv, _, err := history.Import(entry, history.ImportOptions{})
+			if err != nil {
+				return nil, rpcErrorf(CodeInternalError, "import session %q: %v", src, err)
+			}
+			return conv, nil
+		}
+		src = e.Package
+	}
+	s.mu.Lock()
+	open := s.sessions[src]
+	s.mu.Unlock()
+	if open != nil {
+		open.mu.Lock()
+		conv := open.conv
+		open.mu.Unlock()
+		if conv != nil {
+			var c archive.Conversation
+			conv.View(func(cur *archive.Conversation) { c = copyConversation(cur) })
+			return &c, nil
+		}
+	}
+	if !filepath.IsAbs(src) {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId %q names no session to fork", src)
+	}
+	pkg, err := archive.Open(src, archive.KindDocument, true)
+	if err != nil {
+		return nil, rpcErrorf(CodeNotFound, "session %q: %v", src, err)
+	}
+	if pkg.Unreadable != "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the conversation of %s cannot be read: %s", src, pkg.Unreadable)
+	}
+	return pkg.Conv, nil
+}
+
+// indexSession is the index's entry for the session id sid.
+func (s *Server) indexSession(sid string) (sessionindex.Entry, bool, error) {
+	if s.cfg.Index == nil {
+		return sessionindex.Entry{}, false, nil
+	}
+	e, ok, err := s.cfg.Index.Session(sid)
+	if err != nil {
+		return e, false, rpcErrorf(CodeInternalError, "sessions index: %v", err)
+	}
+	return e, ok && sessionindex.Present(e), nil
+}
+
+// copyConversation is a copy of conv that shares nothing its session may
+// change: the lists and maps copied, each item cloned (the history's
+// messages are never changed once there).
+func copyConversation(conv *archive.Conversation) archive.Conversation {
+	c := *conv
+	c.Items = make([]archive.Item, len(conv.Items))
+	for i, it := range conv.Items {
+		c.Items[i] = it.Clone()
+	}
+	c.History = slices.Clone(conv.History)
+	c.Feedback = maps.Clone(conv.Feedback)
+	c.SkillCards = maps.Clone(conv.SkillCards)
+	c.LintRuleCards = maps.Clone(conv.LintRuleCards)
+	c.ApprovalCards = maps.Clone(conv.ApprovalCards)
+	c.ResolvedCards = slices.Clone(conv.ResolvedCards)
+	c.Queued, c.Unsent = nil, nil // the composer's, not the conversation's
+	c.SentFacts = slices.Clone(conv.SentFacts)
+	c.Extra = maps.Clone(conv.Extra)
+	return c
+}
+
+// cutAt ends conv with the item id and its turn: the items after it go,
+// and the history keeps the turns of the user messages kept.
+func cutAt(conv *archive.Conversation, id string) error {
+	i := slices.IndexFunc(conv.Items, func(it archive.Item) bool { return it.ID() == id })
+	if i < 0 {
+		return rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.atItem: no item %q in the conversation", id)
+	}
+	conv.Items = conv.Items[:i+1]
+	users := 0
+	for _, it := range conv.Items {
+		if it.Type() == archive.TypeUser {
+			users++
+		}
+	}
+	// Each turn's history begins with its user message: keep those of the
+	// kept user items and what followed them, up to the next.
+	seen := 0
+	for k, m := range conv.History {
+		if m.Role == "user" && isUserMessage(m) {
+			seen++
+			if seen > users {
+				conv.History = conv.History[:k]
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// isUserMessage reports whether a history message of role user is the
+// user's own (text or images), not a tool's result.
+func isUserMessage(m archive.Message) bool {
+	for _, b := range m.Content {
+		if b.Type() == archive.BlockToolResult {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteSession handles session/delete: the session is forgotten. A
+// package spbridge made in the state folder's sessions/ is removed; a
+// user's document never is, nor a CLI's files: a CLI's own session, and
+// those a forgotten package ran on, are hidden from session/list instead.
+// An open session is refused: close it first.
+func (s *Server) deleteSession(params json.RawMessage) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if p.SessionID == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId is required")
+	}
+	ix := s.cfg.Index
+	if ix == nil {
+		return nil, rpcErrorf(CodeInvalidRequest, "this serve keeps no list of sessions")
+	}
+	s.mu.Lock()
+	_, open := s.sessions[p.SessionID]
+	s.mu.Unlock()
+	if open {
+		return nil, rpcErrorf(CodeInvalidRequest, "session %q is open: close it first", p.SessionID)
+	}
+	var hide []string
+	removed, pkg := false, ""
+	e, ok, err := s.indexSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok && filepath.IsAbs(p.SessionID) {
+		e, ok, err = ix.Get(p.SessionID)
+		if err != nil {
+			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
+		}
+	}
+	switch {
+	case ok:
+		pkg = e.Package
+		hide = append(hide, e.Ran...)
+		if e.CLISession != "" {
+			hide = append(hide, e.Backend+":"+e.CLISession)
+		}
+		if s.cfg.SessionsDir != "" && filepath.Dir(e.Package) == filepath.Clean(s.cfg.SessionsDir) {
+			lock, err := pkglock.Acquire(e.Package)
+			if err != nil {
+				return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
+			}
+			err = os.RemoveAll(e.Package)
+			lock.Unlock()
+			if err != nil {
+				return nil, rpcErrorf(CodeInternalError, "remove %s: %v", e.Package, err)
+			}
+			removed = true
+		}
+		if err := ix.Remove(e.Package); err != nil {
+			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
+		}
+	case parseCLISession(p.SessionID) != nil:
+		hide = append(hide, p.SessionID)
+	default:
+		return nil, rpcErrorf(CodeNotFound, "unknown session %q", p.SessionID)
+	}
+	for _, id := range hide {
+		if err := ix.Hide(id); err != nil {
+			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
+		}
+	}
+	meta := map[string]any{"removed": removed, "hidden": nonNil(hide)}
+	if pkg != "" {
+		meta["package"] = pkg
+	}
+	return map[string]any{"_meta": map[string]any{"spbridge": meta}}, nil
 }

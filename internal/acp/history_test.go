@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,5 +122,89 @@ func TestCLISessionOfAPackage(t *testing.T) {
 	last, _ := meta["lastCLISession"].(map[string]any)
 	if e["sessionId"] != pkg || last["continueCommand"] != "claude --resume "+sid {
 		t.Errorf("listed %v", e)
+	}
+}
+
+// TestForkAndDelete: session/fork copies a conversation (up to an item)
+// into a new session of its own, which continues it as a restored one;
+// it forks a CLI's own session too. session/delete removes a package
+// spbridge made, refuses an open session, and hides a CLI's session from
+// the list without touching its file.
+func TestForkAndDelete(t *testing.T) {
+	store, _ := filepath.Abs("../history/testdata/claude-interrupt")
+	state := t.TempDir()
+	sessions := filepath.Join(state, "sessions")
+	c := startServerWith(t, Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
+		SessionsDir: sessions, Index: sessionindex.New(state), DefaultBackend: "claude"})
+	cwd := t.TempDir()
+	res, _ := c.request("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})
+	orig := res["sessionId"].(string)
+	c.request("session/prompt", promptParams(orig, "one"))
+	c.request("session/prompt", promptParams(orig, "two"))
+	c.request("_spbridge/save", map[string]any{"sessionId": orig})
+	p, err := archive.Open(orig, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first reply: the fork ends with it.
+	k := slices.IndexFunc(p.Conv.Items, func(it archive.Item) bool { return it.Type() == archive.TypeAssistant })
+	if k < 0 || p.Conv.Items[k+1:][0].Type() == "" {
+		t.Fatalf("the conversation: %d items", len(p.Conv.Items))
+	}
+	at := p.Conv.Items[k].ID()
+
+	res, _ = c.request("session/fork", map[string]any{"sessionId": orig, "cwd": cwd, "mcpServers": []any{},
+		"_meta": map[string]any{"spbridge": map[string]any{"atItem": at}}})
+	fork, _ := res["sessionId"].(string)
+	if fork == "" || fork == orig || filepath.Dir(fork) != sessions {
+		t.Fatalf("fork answered %v", res)
+	}
+	f, err := archive.Open(fork, archive.KindDocument, true)
+	if err != nil || len(f.Conv.Items) != k+1 || f.Conv.Items[k].ID() != at {
+		t.Fatalf("the fork: %v, %d items", err, len(f.Conv.Items))
+	}
+	var users []string
+	for _, m := range f.Conv.History {
+		if m.Role == "user" {
+			users = append(users, m.Content[0].String("text"))
+		}
+	}
+	if len(f.Conv.History) >= len(p.Conv.History) || !slices.Equal(users, []string{"one"}) {
+		t.Errorf("the fork's history: %d messages (of %d), the user's %q", len(f.Conv.History), len(p.Conv.History), users)
+	}
+	c.request("session/prompt", promptParams(fork, "three"))
+	sent := c.backend(1).texts()
+	if last := sent[len(sent)-1]; !strings.HasPrefix(last, "# Conversation so far") || !strings.Contains(last, "one") || strings.Contains(last, "two") {
+		t.Errorf("the fork's first turn sent %q", last)
+	}
+
+	res, _ = c.request("session/fork", map[string]any{"sessionId": "claude:06c063d3-5368-41f8-87b9-778f42872b06", "cwd": cwd, "mcpServers": []any{}})
+	cliFork, _ := res["sessionId"].(string)
+	if g, err := archive.Open(cliFork, archive.KindDocument, true); err != nil || len(g.Conv.Items) == 0 {
+		t.Fatalf("the fork of a CLI session %q: %v", cliFork, err)
+	}
+
+	if m, _ := c.response(c.call("session/delete", map[string]any{"sessionId": fork})); errCode(m) != CodeInvalidRequest {
+		t.Errorf("delete of an open session: %v", m)
+	}
+	c.request("session/close", map[string]any{"sessionId": fork})
+	res, _ = c.request("session/delete", map[string]any{"sessionId": fork})
+	if meta := res["_meta"].(map[string]any)["spbridge"].(map[string]any); meta["removed"] != true {
+		t.Errorf("delete answered %v", res)
+	}
+	if _, err := os.Stat(fork); !os.IsNotExist(err) {
+		t.Errorf("the fork's package is still there: %v", err)
+	}
+	const cli = "claude:06c063d3-5368-41f8-87b9-778f42872b06"
+	res, _ = c.request("session/delete", map[string]any{"sessionId": cli})
+	if meta := res["_meta"].(map[string]any)["spbridge"].(map[string]any); meta["removed"] != false {
+		t.Errorf("delete of a CLI session answered %v", res)
+	}
+	res, _ = c.request("session/list", map[string]any{"cwd": "/work/project"})
+	if l := res["sessions"].([]any); len(l) != 0 {
+		t.Errorf("a deleted CLI session is listed: %v", l)
+	}
+	if _, err := os.Stat(filepath.Join(store, "projects", "-work-project", "06c063d3-5368-41f8-87b9-778f42872b06.jsonl")); err != nil {
+		t.Errorf("the CLI's file: %v", err)
 	}
 }

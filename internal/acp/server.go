@@ -333,6 +333,10 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		s.open(m, openLoad)
 	case "session/resume":
 		s.open(m, openResume)
+	case "session/fork":
+		s.open(m, openFork)
+	case "session/delete":
+		s.goReply(m, func() (any, error) { return s.deleteSession(m.Params) })
 	case "session/list":
 		s.goReply(m, func() (any, error) { return s.listSessions(m.Params) })
 	case "session/cancel":
@@ -544,7 +548,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		"loadSession":         true,
 		"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
 		"mcpCapabilities":     map[string]any{"http": true, "sse": true},
-		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "additionalDirectories": map[string]any{}},
+		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "fork": map[string]any{}, "delete": map[string]any{}, "additionalDirectories": map[string]any{}},
 	}
 	if s.cfg.Logout != nil {
 		caps["auth"] = map[string]any{"logout": map[string]any{}}

@@ -138,16 +138,20 @@ type spbridgeMeta struct {
 	Backend          string `json:"backend"`
 	Model            string `json:"model"`
 	KeepConversation *bool  `json:"keepConversation"`
+	// AtItem, in session/fork, is the item the copy ends with.
+	AtItem string `json:"atItem"`
 }
 
 // How a session opens: session/new, session/load (replays the
-// conversation) or session/resume (does not).
+// conversation), session/resume (does not) or session/fork (a new session
+// with a copy of another's conversation).
 type openHow int
 
 const (
 	openNew openHow = iota
 	openLoad
 	openResume
+	openFork
 )
 
 // openParams are a session/new, session/load or session/resume request,
@@ -159,11 +163,14 @@ type openParams struct {
 	id   string // the package's absolute path ("" for cli, until resolved)
 	// cli is the CLI session a load or resume names, when its id is one
 	// session/list gave a CLI's own session.
-	cli     *cliSession
-	fresh   bool // a package of the session's own, made at open
-	kind    archive.Kind
-	keep    bool
-	backend string
+	cli *cliSession
+	// forkFrom is the session a fork copies (its id), atItem the item the
+	// copy ends with ("" for all).
+	forkFrom, atItem string
+	fresh            bool // a package of the session's own, made at open
+	kind             archive.Kind
+	keep             bool
+	backend          string
 	// defaulted: the request named no backend (backend is serve's
 	// default); a load or resume then takes the conversation's own.
 	defaulted bool
@@ -179,7 +186,7 @@ type openParams struct {
 // parseOpen checks a session/new or session/load request and names the
 // session it opens, without touching the file system.
 func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, error) {
-	load := how != openNew
+	load := how == openLoad || how == openResume
 	var p struct {
 		SessionID             string          `json:"sessionId"`
 		Cwd                   string          `json:"cwd"`
@@ -197,6 +204,12 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		m = &spbridgeMeta{}
 	}
 	op := &openParams{how: how, load: load}
+	if how == openFork {
+		if p.SessionID == "" {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId (the session to fork) is required")
+		}
+		op.forkFrom, op.atItem = p.SessionID, m.AtItem
+	}
 	if load && p.SessionID != "" && s.cfg.History != nil {
 		op.cli = parseCLISession(p.SessionID)
 	}
@@ -222,6 +235,9 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	}
 	if m.Backend == "" && op.cli != nil {
 		m.Backend = op.cli.backend
+	}
+	if c := parseCLISession(op.forkFrom); m.Backend == "" && c != nil && s.cfg.History != nil {
+		m.Backend = c.backend
 	}
 	if m.Backend == "" {
 		m.Backend, op.defaulted = s.cfg.DefaultBackend, true
@@ -336,6 +352,12 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if err := checkAddDirs(op.addDirs); err != nil {
 		return nil, err
 	}
+	if op.forkFrom != "" {
+		// A copy of another session's conversation, in the new package.
+		if err := ss.srv.fork(op); err != nil {
+			return nil, err
+		}
+	}
 	if op.cli != nil {
 		// A CLI's own session: the package that holds it, imported now
 		// when none does yet.
@@ -353,7 +375,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
 		Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
-			if op.defaulted && op.load {
+			if op.defaulted && (op.load || op.forkFrom != "") {
 				// A session reopened without naming its backend
 				// (session/list, then resume) goes on with the CLI its
 				// conversation last ran on.
@@ -394,7 +416,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	switch op.how {
 	case openLoad:
 		ss.replay()
-	case openNew:
+	case openNew, openFork:
 		res["sessionId"] = ss.id
 	}
 	return res, nil

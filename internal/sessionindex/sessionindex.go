@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,11 @@ type Entry struct {
 	// the last last (at most maxRan): a CLI's own list of its sessions
 	// shows them, and they are the package's.
 	Ran []string `json:"ran,omitempty"`
+	// Hidden marks a session forgotten from the list whose files are not
+	// spbridge's to remove (a CLI's own): its entry only remembers its
+	// SessionID, under a Package path of the index's own that is never
+	// there.
+	Hidden bool `json:"hidden,omitempty"`
 }
 
 // maxRan bounds Entry.Ran.
@@ -190,6 +196,30 @@ func (ix *Index) Ran(pkg, backend, id string) error {
 	})
 }
 
+// Hide remembers that the session sessionID (a CLI's own, "BACKEND:ID")
+// is forgotten: Hidden reports it.
+func (ix *Index) Hide(sessionID string) error {
+	pkg := filepath.Join(ix.dir, "hidden", url.PathEscape(sessionID))
+	return ix.change(pkg, func(e *Entry) {
+		e.SessionID, e.Hidden = sessionID, true
+	})
+}
+
+// Hidden are the session ids Hide forgot.
+func (ix *Index) Hidden() (map[string]bool, error) {
+	list, err := ix.read()
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, e := range list {
+		if e.Hidden {
+			ids[e.SessionID] = true
+		}
+	}
+	return ids, nil
+}
+
 // Session returns the entry whose session id (Entry.ID) is id, and
 // whether there is one.
 func (ix *Index) Session(id string) (Entry, bool, error) {
@@ -197,7 +227,7 @@ func (ix *Index) Session(id string) (Entry, bool, error) {
 	if err != nil {
 		return Entry{}, false, err
 	}
-	i := slices.IndexFunc(list, func(e Entry) bool { return e.SessionID != "" && e.SessionID == id })
+	i := slices.IndexFunc(list, func(e Entry) bool { return e.SessionID != "" && e.SessionID == id && !e.Hidden })
 	if i < 0 {
 		return Entry{}, false, nil
 	}
