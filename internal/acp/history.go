@@ -74,6 +74,10 @@ func (s *Server) importCLI(op *openParams) error {
 	if err := saveImported(op, conv); err != nil {
 		return err
 	}
+	// The CLI holds the session now: the first turn continues it, with the
+	// whole history and the prompt cache (a later open tells a new CLI
+	// session the conversation so far, as for any reopened one).
+	op.resume = op.cli.id
 	if ix != nil {
 		cwd := report.Cwd
 		if cwd == "" {

@@ -6,12 +6,36 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/backend"
 	"spbridge/internal/history"
 	"spbridge/internal/sessionindex"
 )
+
+// cliStore is a Claude Code store holding the recorded interrupted session
+// as the CLI keeps it for a folder of the test: the store, the folder, the
+// session's id and its file.
+func cliStore(t *testing.T) (store, cwd, sid, file string) {
+	t.Helper()
+	cwd = t.TempDir()
+	sid = "06c063d3-5368-41f8-87b9-778f42872b06"
+	data, err := os.ReadFile(filepath.Join("../history/testdata/claude-interrupt/projects/-work-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store = t.TempDir()
+	dir := filepath.Join(store, "projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-"))
+	os.MkdirAll(dir, 0o755)
+	data = []byte(strings.ReplaceAll(string(data), `"cwd":"/work/project"`, `"cwd":"`+cwd+`"`))
+	file = filepath.Join(dir, sid+".jsonl")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return store, cwd, sid, file
+}
 
 // TestCLISessions: session/list offers a CLI's own session of the folder
 // (its id "claude:ID", how to continue it in a terminal); session/load of
@@ -20,20 +44,35 @@ import (
 // load of the id in a later serve opens the package again, importing
 // nothing more. The CLI's file is not changed.
 func TestCLISessions(t *testing.T) {
-	store, _ := filepath.Abs("../history/testdata/claude-interrupt")
-	file := filepath.Join(store, "projects", "-work-project", "06c063d3-5368-41f8-87b9-778f42872b06.jsonl")
+	store, cwd, _, file := cliStore(t)
 	before, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
+	var mu sync.Mutex
+	var made []*fakeBackend
+	var resumed []string
 	cfg := func() Config {
 		return Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
-			SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)}
+			SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state),
+			NewBackend: func(name string, o BackendOptions) (backend.Backend, error) {
+				b := newFake()
+				mu.Lock()
+				made, resumed = append(made, b), append(resumed, o.Resume)
+				mu.Unlock()
+				return b, nil
+			}}
+	}
+	lastSent := func() (string, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		texts := made[len(made)-1].texts()
+		return texts[len(texts)-1], resumed[len(resumed)-1]
 	}
 	const id = "claude:06c063d3-5368-41f8-87b9-778f42872b06"
 	listed := func(c *client) []map[string]any {
-		res, _ := c.request("session/list", map[string]any{"cwd": "/work/project"})
+		res, _ := c.request("session/list", map[string]any{"cwd": cwd})
 		var out []map[string]any
 		for _, s := range res["sessions"].([]any) {
 			out = append(out, s.(map[string]any))
@@ -53,7 +92,7 @@ func TestCLISessions(t *testing.T) {
 	if res, _ := c.request("session/list", map[string]any{"cwd": "/elsewhere"}); len(res["sessions"].([]any)) != 0 {
 		t.Errorf("another folder lists %v", res)
 	}
-	load := map[string]any{"sessionId": id, "cwd": "/work/project", "mcpServers": []any{}}
+	load := map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}
 	_, seen := c.request("session/load", load)
 	if len(updates(seen, "user_message_chunk")) == 0 || len(updates(seen, "agent_message_chunk")) == 0 {
 		t.Errorf("the load replayed %d messages", len(seen))
@@ -61,6 +100,12 @@ func TestCLISessions(t *testing.T) {
 	list = listed(c)
 	if len(list) != 1 || list[0]["sessionId"] != id {
 		t.Fatalf("after the import, listed %v", list)
+	}
+	// The CLI still holds the session: the next turn continues it, told
+	// nothing again.
+	c.request("session/prompt", promptParams(id, "go on"))
+	if sent, resume := lastSent(); sent != "go on" || resume != "06c063d3-5368-41f8-87b9-778f42872b06" {
+		t.Errorf("the turn after the import sent %q, resuming %q", sent, resume)
 	}
 	pkg, _ := list[0]["_meta"].(map[string]any)["spbridge"].(map[string]any)["package"].(string)
 	p, err := archive.Open(pkg, archive.KindDocument, true)
@@ -73,9 +118,14 @@ func TestCLISessions(t *testing.T) {
 
 	c2 := startServerWith(t, cfg())
 	c2.request("session/load", load)
-	made, _ := os.ReadDir(filepath.Join(state, "sessions"))
-	if len(made) != 1 {
-		t.Errorf("%d packages in sessions/, want the one", len(made))
+	// A later open is a reopened conversation: a new CLI session told it.
+	c2.request("session/prompt", promptParams(id, "later"))
+	if sent, resume := lastSent(); !strings.HasPrefix(sent, "# Conversation so far") || resume != "" {
+		t.Errorf("the turn of a later open sent %q, resuming %q", sent, resume)
+	}
+	pkgs, _ := os.ReadDir(filepath.Join(state, "sessions"))
+	if len(pkgs) != 1 {
+		t.Errorf("%d packages in sessions/, want the one", len(pkgs))
 	}
 	after, _ := os.ReadFile(file)
 	if string(after) != string(before) {
@@ -87,20 +137,7 @@ func TestCLISessions(t *testing.T) {
 // listed once, as that package, whose _meta says how a terminal continues
 // it.
 func TestCLISessionOfAPackage(t *testing.T) {
-	// The recorded session, as the CLI keeps it for a folder of the test.
-	cwd := t.TempDir()
-	const sid = "06c063d3-5368-41f8-87b9-778f42872b06"
-	data, err := os.ReadFile(filepath.Join("../history/testdata/claude-interrupt/projects/-work-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := t.TempDir()
-	dir := filepath.Join(store, "projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-"))
-	os.MkdirAll(dir, 0o755)
-	data = []byte(strings.ReplaceAll(string(data), `"cwd":"/work/project"`, `"cwd":"`+cwd+`"`))
-	if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	store, cwd, sid, _ := cliStore(t)
 	state := t.TempDir()
 	c := startServerWith(t, Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
 		SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)})

@@ -35,6 +35,9 @@ type BackendOptions struct {
 	// Events are the session's: the backend tells it of mode and command
 	// changes.
 	Events backend.Events
+	// Resume is the CLI's own session the first turn continues (a CLI
+	// session imported by this open): backend.Options.Resume.
+	Resume string
 }
 
 // NewBackendFunc makes the backend of a session. It fails for a backend

@@ -167,10 +167,13 @@ type openParams struct {
 	// forkFrom is the session a fork copies (its id), atItem the item the
 	// copy ends with ("" for all).
 	forkFrom, atItem string
-	fresh            bool // a package of the session's own, made at open
-	kind             archive.Kind
-	keep             bool
-	backend          string
+	// resume is the CLI session the first turn continues: one this open
+	// imported, while its CLI still holds it and the backend is its CLI.
+	resume  string
+	fresh   bool // a package of the session's own, made at open
+	kind    archive.Kind
+	keep    bool
+	backend string
 	// defaulted: the request named no backend (backend is serve's
 	// default); a load or resume then takes the conversation's own.
 	defaulted bool
@@ -373,7 +376,10 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
 		}
 	}
-	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
+	if op.cli == nil || op.cli.backend != op.backend {
+		op.resume = "" // another CLI: it is told the conversation so far
+	}
+	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Continues: op.resume != "",
 		Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
 			if op.defaulted && (op.load || op.forkFrom != "") {
 				// A session reopened without naming its backend
@@ -385,7 +391,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 					}
 				}
 			}
-			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events()})
+			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events(), Resume: op.resume})
 			if err != nil {
 				return nil, "", err
 			}

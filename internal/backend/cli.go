@@ -54,6 +54,11 @@ type Options struct {
 	Mode string
 	// Events hear of the CLI's changes besides items (mode, commands).
 	Events Events
+	// Resume is the CLI's own session the first turn continues (one the
+	// user had with the CLI before, imported into the conversation):
+	// claude's --resume, codex's thread/resume or exec resume. "" starts a
+	// new session.
+	Resume string
 }
 
 // withDefaults returns o with the defaults in place of what it leaves zero.

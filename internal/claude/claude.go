@@ -71,7 +71,7 @@ func New(opts Options) *Backend {
 	if mode == "" {
 		mode = ModeDefault
 	}
-	b := &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode}
+	b := &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode, session: opts.Resume}
 	b.Environ = func() []string { return withTodoTools(b.Opts.Env) }
 	return b
 }

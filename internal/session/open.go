@@ -29,6 +29,10 @@ type Options struct {
 	// AuditDir and AuditQueue are the Session's.
 	AuditDir   string
 	AuditQueue *audit.Queue
+	// Continues is set when the backend continues the CLI's own session
+	// the conversation was imported from (backend.Options.Resume): that
+	// session has the whole conversation, so no turn is told it again.
+	Continues bool
 	// Backend makes the backend once the saved conversation is read (its
 	// Provider says which CLI it last ran on) and names its provider.
 	Backend func(saved *archive.Conversation) (be backend.Backend, provider string, err error)
@@ -63,7 +67,11 @@ func Open(o Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep}
-	if len(pkg.Conv.Items) > 0 && pkg.Unreadable == "" {
+	switch {
+	case o.Continues:
+		s.Restore = &restore.State{}
+		s.Restore.Established(be.Name())
+	case len(pkg.Conv.Items) > 0 && pkg.Unreadable == "":
 		s.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}
 	held = true
