@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spbridge/internal/fakeapi"
+	"spbridge/internal/history"
+)
+
+// TestE2EServeCLISessions: a conversation begun with the real claude in a
+// terminal (claude -p) is listed by serve for its folder (not for another),
+// opens in the editor (imported, replayed, schema-valid under the official
+// client), and its next prompt continues claude's own session: the model
+// gets the earlier messages and no "# Conversation so far". With the CLI's
+// files gone, a later serve opens the same package and tells a new CLI
+// session the conversation so far.
+func TestE2EServeCLISessions(t *testing.T) {
+	e := newE2E(t,
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the terminal."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Continued in the editor."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "After the files went."}}},
+	)
+	work := filepath.Dir(e.pkg)
+	cmd := exec.Command(fakeapi.ClaudePath(t), "-p", "first words in the terminal")
+	cmd.Env, cmd.Dir = e.env, work
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello from the terminal.") {
+		t.Fatalf("claude -p: %v\n%s", err, out)
+	}
+	var configDir string
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			configDir = v
+		}
+	}
+	listed, err := history.List(history.Options{ClaudeDir: configDir, CodexHome: t.TempDir(), Cwd: work})
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("claude's sessions of the folder: %v %v", listed, err)
+	}
+	id := "claude:" + listed[0].ID
+	other := t.TempDir()
+	bin := spbridgeBin(t)
+	envMap := acpEnv(e.env)
+	events := runACPClient(t, map[string]any{
+		"command": []string{bin, "serve"}, "env": envMap, "cwd": work,
+		"steps": []any{
+			map[string]any{"op": "initialize"}, // 0
+			map[string]any{"op": "ext", "method": "session/list", "params": map[string]any{"cwd": work}},  // 1
+			map[string]any{"op": "ext", "method": "session/list", "params": map[string]any{"cwd": other}}, // 2
+			map[string]any{"op": "loadSession", "sessionId": id, "cwd": work, "saveAs": "s1"},             // 3
+			map[string]any{"op": "prompt", "session": "s1", "text": "go on in the editor"},                // 4
+			map[string]any{"op": "ext", "method": "session/list", "params": map[string]any{"cwd": work}},  // 5
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	sessions := func(step int) []any { s, _ := response(t, events, step)["sessions"].([]any); return s }
+	if l := sessions(1); len(l) != 1 || l[0].(map[string]any)["sessionId"] != id || l[0].(map[string]any)["title"] != "first words in the terminal" {
+		t.Errorf("the folder's list: %v", l)
+	}
+	if l := sessions(2); len(l) != 0 {
+		t.Errorf("another folder's list: %v", l)
+	}
+	if l := sessions(5); len(l) != 1 || l[0].(map[string]any)["sessionId"] != id {
+		t.Errorf("the list after the import: %v", l)
+	}
+	kinds, text := updatesOf(events)
+	if !strings.Contains(strings.Join(kinds, " "), "user_message_chunk") || !strings.Contains(text, "Hello from the terminal.") || !strings.Contains(text, "Continued in the editor.") {
+		t.Errorf("replayed and streamed %v: %q", kinds, text)
+	}
+	reqs := e.srv.Requests()
+	sent := userTexts(reqs[len(reqs)-1].Body)
+	if strings.Contains(strings.Join(sent, "\n"), "# Conversation so far") || !strings.Contains(strings.Join(sent, "\n"), "first words in the terminal") || sent[len(sent)-1] != "go on in the editor" {
+		t.Errorf("the prompt after the import sent %q", sent)
+	}
+
+	// The CLI's files go: a later serve opens the package under the same
+	// id, and its first turn tells a new CLI session what was said.
+	if err := os.RemoveAll(filepath.Join(configDir, "projects")); err != nil {
+		t.Fatal(err)
+	}
+	events = runACPClient(t, map[string]any{
+		"command": []string{bin, "serve"}, "env": envMap, "cwd": work,
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "loadSession", "sessionId": id, "cwd": work, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "and now"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if r := response(t, events, 2); r["stopReason"] != "end_turn" {
+		t.Errorf("the prompt of the later serve: %v", r)
+	}
+	reqs = e.srv.Requests()
+	sent = userTexts(reqs[len(reqs)-1].Body)
+	if len(sent) != 1 || !strings.HasPrefix(sent[0], "# Conversation so far") || !strings.Contains(sent[0], "first words in the terminal") || !strings.HasSuffix(sent[0], "and now") {
+		t.Errorf("the later serve's first prompt sent %q", sent)
+	}
+}
