@@ -116,6 +116,15 @@ var displayCases = []struct {
 		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: n})
 		h.turnEnd(&itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Model: "gpt-5", Usage: archive.Usage{Input: "10", Output: "2"}, LastRound: archive.Usage{Input: "10", Output: "2"}})
 	}},
+	{"codex_approvals", func(h *shellHost) {
+		// A real codex app-server stream: a command the model asks to
+		// run outside the sandbox, allowed.
+		feedCodexRecording(h, filepath.Join("..", "..", "testdata", "codex", "app-server", "command_approval_accept.jsonl"))
+	}},
+	{"codex_patch_approval", func(h *shellHost) {
+		// A patch codex asks about: it writes outside the workspace.
+		feedCodexRecording(h, filepath.Join("..", "..", "testdata", "codex", "app-server", "file_change_approval.jsonl"))
+	}},
 	{"thinking", func(h *shellHost) { feedThinking(h) }},
 	{"thinking.whole", func(h *shellHost) { h.thinking = true; feedThinking(h) }},
 	{"status", func(h *shellHost) {
@@ -148,6 +157,43 @@ var turnEnds = []*itemmap.TurnEnd{
 		Usage:     archive.Usage{Input: "1000", Output: "100"},
 		LastRound: archive.Usage{Input: "1000", Output: "100"}},
 	{Status: itemmap.TurnFailed, Model: "local-model", Usage: archive.Usage{Input: "5", Output: "0"}, LastRound: archive.Usage{Input: "5", Output: "0"}},
+}
+
+// feedCodexRecording maps what the codex app-server sent in a recording
+// (testdata/codex/app-server) and shows it as run does, each permission
+// request answered y on h's terminal.
+func feedCodexRecording(h *shellHost, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	answers := make([]string, bytes.Count(data, []byte("requestApproval")))
+	for i := range answers {
+		answers[i] = "y"
+	}
+	answered := answerOnPrompt(h, answers...)
+	defer func() { <-answered }()
+	m := itemmap.NewCodexApp(itemmap.SequentialIDs())
+	for line := range bytes.Lines(data) {
+		var rec struct {
+			Dir string
+			Msg json.RawMessage
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.Dir != "out" {
+			continue
+		}
+		r := m.Line(rec.Msg)
+		for _, c := range r.Changes {
+			change(h, c)
+		}
+		for _, a := range r.Approvals {
+			h.Approve(context.Background(), a)
+			m.Answered(a.RequestID, true)
+		}
+		if r.End != nil {
+			h.turnEnd(r.End)
+		}
+	}
 }
 
 // feedThinking streams a thinking item, then the reply.
