@@ -55,7 +55,14 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 		_, err = fmt.Fprintf(st.out, "%s\n", data)
 		return err
 	}
-	return writeItems(st.out, conv.Items)
+	if err := writeItems(st.out, conv.Items); err != nil {
+		return err
+	}
+	if line := continueLine(p.Conv.Identity()); line != "" && !*last {
+		_, err = fmt.Fprintf(st.out, "\n%s", line)
+		return err
+	}
+	return nil
 }
 
 // hasConversation fails when the package holds no saved conversation (no
