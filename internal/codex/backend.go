@@ -117,6 +117,7 @@ func New(opts Options) *Backend {
 		transport: opts.Transport,
 		mapper:    itemmap.NewCodex(opts.NewID),
 		app:       appState{mapper: itemmap.NewCodexApp(opts.NewID)},
+		thread:    opts.Resume, // a thread the user had: the first turn resumes it
 	}
 	b.Environ = b.env
 	return b
