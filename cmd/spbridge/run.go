@@ -314,6 +314,8 @@ type shellHost struct {
 type toolShown struct {
 	view   *itemmap.ToolView // the latest view
 	depth  int               // how many calls it runs under
+	parent *toolShown        // the call it runs under, nil at the top
+	title  string            // its title as last seen
 	header bool              // its line was printed while it ran
 	out    int               // bytes of its output printed
 	outMid bool              // its output so far ends mid-line
@@ -414,7 +416,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		t = &toolShown{}
 		if c.Tool != nil && c.Tool.ParentID != "" {
 			if p := h.tools[c.Tool.ParentID]; p != nil {
-				t.depth = p.depth + 1
+				t.depth, t.parent = p.depth+1, p
 			}
 		}
 		h.tools[it.ID()] = t
@@ -427,6 +429,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 	}
 	indent := strings.Repeat("  ", t.depth)
 	title := toolTitle(it, t.view)
+	t.title = title
 	status := it.String("status")
 	out := ""
 	if t.view != nil {
@@ -435,11 +438,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 	if status == archive.StatusRunning {
 		h.status = "running " + title
 		if len(out) > t.out && t.out < maxShownOutput {
-			if !t.header {
-				h.endLine()
-				fmt.Fprintf(h.out, "%stool %s %s\n", indent, title, h.outStyle.paint(sgrCyan, "[running]"))
-				t.header = true
-			}
+			h.toolHeader(t)
 			h.toolOutput(t, out, indent)
 		}
 		return
@@ -450,6 +449,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		line += " (" + s + ")"
 	}
 	line += " " + h.outStyle.paint(statusStyle(status), "["+status+"]")
+	h.toolHeader(t.parent)
 	if !t.header {
 		// The title first, then the diffs and what the call printed.
 		h.endLine()
@@ -469,6 +469,20 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		fmt.Fprintf(h.out, "%s    %s\n", indent, h.outStyle.paint(sgrDim, fmt.Sprintf("… %d bytes more", more)))
 	}
 	h.status = "waiting for the agent"
+}
+
+// toolHeader prints the line that heads a running call, after those of
+// the calls it runs under, unless it was printed or the call ended: a
+// call's title comes before what it printed and before its subagent's
+// calls.
+func (h *shellHost) toolHeader(t *toolShown) {
+	if t == nil || t.header || t.done {
+		return
+	}
+	h.toolHeader(t.parent)
+	h.endLine()
+	fmt.Fprintf(h.out, "%stool %s %s\n", strings.Repeat("  ", t.depth), t.title, h.outStyle.paint(sgrCyan, "[running]"))
+	t.header = true
 }
 
 // toolDiffs prints the diffs of a successful edit, but not those its
