@@ -99,3 +99,59 @@ func TestE2EServeCLISessions(t *testing.T) {
 		t.Errorf("the later serve's first prompt sent %q", sent)
 	}
 }
+
+// TestE2EServeCodexSessions: the same with the real codex, on both
+// transports: a thread begun with codex exec in a terminal is listed for
+// its folder, opens in the editor (imported, replayed), and its next prompt
+// continues codex's own thread: the model gets the earlier messages and no
+// "# Conversation so far".
+func TestE2EServeCodexSessions(t *testing.T) { transports(t, testServeCodexSessions) }
+
+func testServeCodexSessions(t *testing.T, transport string) {
+	e, srv := newCodexE2E(t,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Hello from the terminal.")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Continued in the editor.")}})
+	work := filepath.Dir(e.pkg)
+	cmd := exec.Command(fakeapi.CodexPath(t), "exec", "--skip-git-repo-check", "first words in the terminal")
+	cmd.Env, cmd.Dir = e.env, work
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello from the terminal.") {
+		t.Fatalf("codex exec: %v\n%s", err, out)
+	}
+	var codexHome string
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			codexHome = v
+		}
+	}
+	listed, err := history.List(history.Options{ClaudeDir: t.TempDir(), CodexHome: codexHome, Cwd: work})
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("codex's sessions of the folder: %v %v", listed, err)
+	}
+	id := "codex:" + listed[0].ID
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve", "--backend", "codex", "--codex-transport", transport}, "env": acpEnv(e.env), "cwd": work,
+		"steps": []any{
+			map[string]any{"op": "initialize"}, // 0
+			map[string]any{"op": "ext", "method": "session/list", "params": map[string]any{"cwd": work}}, // 1
+			map[string]any{"op": "loadSession", "sessionId": id, "cwd": work, "saveAs": "s1"},            // 2
+			map[string]any{"op": "prompt", "session": "s1", "text": "go on in the editor"},               // 3
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if l, _ := response(t, events, 1)["sessions"].([]any); len(l) != 1 || l[0].(map[string]any)["sessionId"] != id {
+		t.Errorf("the folder's list: %v", l)
+	}
+	if r := response(t, events, 3); r["stopReason"] != "end_turn" {
+		t.Errorf("the prompt: %v", r)
+	}
+	_, text := updatesOf(events)
+	if !strings.Contains(text, "Hello from the terminal.") || !strings.Contains(text, "Continued in the editor.") {
+		t.Errorf("replayed and streamed %q", text)
+	}
+	reqs := srv.Requests()
+	sent := inputTexts(reqs[len(reqs)-1].Body)
+	all := strings.Join(sent, "\n")
+	if strings.Contains(all, "# Conversation so far") || !strings.Contains(all, "first words in the terminal") || !strings.Contains(all, "go on in the editor") {
+		t.Errorf("the prompt after the import sent %q", sent)
+	}
+}
