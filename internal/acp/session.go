@@ -1108,7 +1108,6 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 	h := &acpHost{ss: ss, t: t}
 	var answer any
 	var answerErr error
-	var jobs []*job // queued behind a failure
 	var saveEnd bool
 	defer func() {
 		why := h.panic()
@@ -1124,45 +1123,7 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
 			more = false
 		}
-		failed := false
-		if !more {
-			ss.mu.Lock()
-			ss.qmu.Lock()
-			if ss.turn == t {
-				ss.turn = nil
-			}
-			failed = ss.failure != ""
-			ss.qmu.Unlock()
-			ss.mu.Unlock()
-			if failed {
-				// The session ends; its close saves.
-				t.finish()
-				jobs = ss.abandon()
-				ss.endFailed()
-			}
-		}
-		if m != nil {
-			ss.srv.reply(m, answer, answerErr)
-		}
-		ss.srv.w.flush() // what the turn buffered, when nothing answered it
-		if saveEnd && !failed {
-			// A save during the turn wrote it as it stood: write how it
-			// ended, once the prompt is answered. No lock of the session
-			// is held: session/cancel, the reading goroutine and the next
-			// turn's updates do not wait for the disk. The turn is over
-			// for a close only once this save is (it waits for done).
-			if hook := ss.srv.cfg.turnEndSave; hook != nil {
-				hook(ss.id)
-			}
-			ss.saveNow()
-			if hook := ss.srv.cfg.turnEndSaved; hook != nil {
-				hook(ss.id)
-			}
-		}
-		if !more && !failed {
-			t.finish()
-		}
-		ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
+		ss.settleTurn(t, m, answer, answerErr, more, saveEnd)
 	}()
 	if t.ctx.Err() != nil {
 		// Cancelled before it began: nothing was sent.
@@ -1211,6 +1172,53 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 		ss.recordTurn(q.text, cliSession)
 	}
 	return next, more
+}
+
+// settleTurn is what follows a turn (or a panic in it): the session is
+// free again unless a queued message's turn began (more), or ends after a
+// failure; the prompt m is answered; then the save at the turn's end, when
+// one ran during it; then the turn is over for whoever waits for it.
+func (ss *acpSession) settleTurn(t *turn, m *message, answer any, answerErr error, more, saveEnd bool) {
+	failed := false
+	var jobs []*job // queued behind a failure
+	if !more {
+		ss.mu.Lock()
+		ss.qmu.Lock()
+		if ss.turn == t {
+			ss.turn = nil
+		}
+		failed = ss.failure != ""
+		ss.qmu.Unlock()
+		ss.mu.Unlock()
+		if failed {
+			// The session ends; its close saves.
+			t.finish()
+			jobs = ss.abandon()
+			ss.endFailed()
+		}
+	}
+	if m != nil {
+		ss.srv.reply(m, answer, answerErr)
+	}
+	ss.srv.w.flush() // what the turn buffered, when nothing answered it
+	if saveEnd && !failed {
+		// A save during the turn wrote it as it stood: write how it
+		// ended, once the prompt is answered. No lock of the session is
+		// held: session/cancel, the reading goroutine and the next turn's
+		// updates do not wait for the disk. The turn is over for a close
+		// only once this save is (it waits for done).
+		if hook := ss.srv.cfg.turnEndSave; hook != nil {
+			hook(ss.id)
+		}
+		ss.saveNow()
+		if hook := ss.srv.cfg.turnEndSaved; hook != nil {
+			hook(ss.id)
+		}
+	}
+	if !more && !failed {
+		t.finish()
+	}
+	ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
 }
 
 // endTurn brings a turn's end into the session: end is nil when the turn
