@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/fakeapi"
 )
 
 // modelValues are the model option's values in the configOptions of an
@@ -35,20 +39,38 @@ func modelValues(t *testing.T, res map[string]any) (values []string, described i
 // is chosen right after the answer, before the CLI said anything.
 func TestE2EServeModelsInAnswer(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
-		e := newE2E(t)
-		modelsInAnswer(t, e, "claude", func(values []string, described int) bool {
+		e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "On the chosen model."}}})
+		pick := modelsInAnswer(t, e, "claude", nil, func(values []string, described int) bool {
 			return slices.Contains(values, "sonnet") && described > 0
 		})
+		reqs := e.srv.Requests()
+		var models []string
+		for _, r := range reqs {
+			models = append(models, gjson.GetBytes(r.Body, "model").String())
+		}
+		if model := models[len(models)-1]; !strings.Contains(model, pick) {
+			t.Errorf("the turn ran on %q, want %q (requests: %q)", model, pick, models)
+		}
 	})
-	t.Run("codex", func(t *testing.T) {
-		e, _ := newCodexE2E(t)
-		modelsInAnswer(t, e, "codex", func(values []string, _ int) bool {
-			return len(values) >= 2 && values[0] == "default"
+	for _, transport := range []string{"app-server", "exec"} {
+		t.Run("codex-"+transport, func(t *testing.T) {
+			e, srv := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("On the chosen model.")}})
+			pick := modelsInAnswer(t, e, "codex", []string{"--codex-transport", transport}, func(values []string, _ int) bool {
+				return len(values) >= 2 && values[0] == "default"
+			})
+			reqs := srv.Requests()
+			if model := gjson.GetBytes(reqs[len(reqs)-1].Body, "model").String(); model != pick {
+				t.Errorf("the turn ran on %q, want %q", model, pick)
+			}
 		})
-	})
+	}
 }
 
-func modelsInAnswer(t *testing.T, e *e2e, backend string, real func([]string, int) bool) {
+// modelsInAnswer opens a session twice with spbridge serve args…: the first
+// open is offered the CLI's own models (real says whether a list is), the
+// second the kept list in its answer, a model of which is chosen right
+// after the answer and runs a turn. It returns the model chosen.
+func modelsInAnswer(t *testing.T, e *e2e, backend string, args []string, real func([]string, int) bool) string {
 	t.Helper()
 	work := filepath.Dir(e.pkg)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": backend}}
@@ -58,7 +80,7 @@ func modelsInAnswer(t *testing.T, e *e2e, backend string, real func([]string, in
 			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
 		}, extra...)
 		steps = append(steps, map[string]any{"op": "closeStdin"})
-		return runACPClient(t, map[string]any{"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work, "steps": steps})
+		return runACPClient(t, map[string]any{"command": append([]string{spbridgeBin(t), "serve"}, args...), "env": acpEnv(e.env), "cwd": work, "steps": steps})
 	}
 	// On a fresh state folder the answer carries the list when the CLI
 	// gave it within the open's wait (internal/acp's TestModelsInAnswer
@@ -89,7 +111,11 @@ func modelsInAnswer(t *testing.T, e *e2e, backend string, real func([]string, in
 	}
 	pick := values[len(values)-1]
 	second := open(map[string]any{"op": "ext", "method": "session/set_config_option",
-		"params": map[string]any{"sessionId": "$s1", "configId": "model", "value": pick}})
+		"params": map[string]any{"sessionId": "$s1", "configId": "model", "value": pick}},
+		map[string]any{"op": "prompt", "session": "s1", "text": "which model are you?"})
+	if r := response(t, second, 3); r["stopReason"] != "end_turn" {
+		t.Errorf("the turn on %q: %v", pick, r)
+	}
 	if again, _ := modelValues(t, response(t, second, 1)); !slices.Equal(again, values) {
 		t.Errorf("the next session/new offered %v, want the kept %v", again, values)
 	}
@@ -101,4 +127,5 @@ func modelsInAnswer(t *testing.T, e *e2e, backend string, real func([]string, in
 			t.Errorf("the model chosen is %v, want %q", o["currentValue"], pick)
 		}
 	}
+	return pick
 }

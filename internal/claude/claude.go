@@ -215,8 +215,13 @@ func userMessage(msg backend.Message) map[string]any {
 // SetModel chooses the model for the next turns: a running claude is told
 // through its control protocol, a later one gets --model.
 func (b *Backend) SetModel(model string) {
+	// As SetEffort: a process starting meanwhile has the model on its
+	// command line, or is told once it runs.
+	b.starting.Lock()
 	b.CLI.SetModel(model)
-	if p := b.Proc(); p != nil {
+	p := b.Proc()
+	b.starting.Unlock()
+	if p != nil {
 		post(p, map[string]any{"type": "control_request", "request_id": "spbridge-model",
 			"request": map[string]any{"subtype": "set_model", "model": model}})
 	}
