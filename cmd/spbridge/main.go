@@ -76,7 +76,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	var uerr *usageError
+	var terr *turnError
 	switch {
+	case errors.As(err, &terr) && !errors.As(err, &uerr):
+		// The turn's end line said how it ended (an interrupt once);
+		// the exit code says it again.
 	case !errors.As(err, &uerr):
 		fmt.Fprintf(stderr, "spbridge: %v\n", err)
 	case uerr.err != nil:
