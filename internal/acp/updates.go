@@ -148,16 +148,6 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 }
 
-// grewBy reports whether item's text is clone's with delta appended, and
-// clone is a clone (not item itself): the change only appended delta.
-func grewBy(clone, item archive.Item, delta string) bool {
-	if delta == "" || clone == item {
-		return false
-	}
-	old, text := clone.String("text"), item.String("text")
-	return len(old)+len(delta) == len(text) && strings.HasSuffix(text, delta) && strings.HasPrefix(text, old[:min(len(old), 64)])
-}
-
 // maxTerminalOutput caps the output of one command sent to a client's
 // terminal.
 const maxTerminalOutput = 1 << 20
@@ -367,17 +357,6 @@ func (ss *acpSession) tool(u toolUpdate) {
 // plan sends a plan with these entries.
 func (ss *acpSession) plan(entries []itemmap.PlanEntry) {
 	ss.srv.w.write(func(b []byte) []byte { return appendPlan(b, ss.id, entries) })
-}
-
-// lastIndex is the index of the item with this id, searched from the end
-// (a turn changes its own items, the last ones), or -1.
-func lastIndex(items []archive.Item, id string) int {
-	for i := len(items) - 1; i >= 0; i-- {
-		if items[i].ID() == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // newText returns the part of a streaming item's text not sent yet; delta
