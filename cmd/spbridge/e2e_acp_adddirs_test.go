@@ -16,6 +16,7 @@ import (
 // folder run unasked (claude got it as --add-dir), while a Write into a
 // folder not given is still asked about (and rejected here).
 func TestE2EServeAdditionalDirectories(t *testing.T) {
+	t.Parallel()
 	inside := map[string]any{"content": "made in the added folder\n"}
 	outside := map[string]any{"content": "must not be made\n"}
 	e := newE2E(t,

@@ -49,6 +49,7 @@ func sideRequest(body []byte) bool {
 // second turn is the user's alone; _spbridge/save keeps the report in the
 // history.
 func TestE2EServeClaudeBackground(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	main := func(body []byte) bool { return !subagentRequest(body) && !sideRequest(body) }

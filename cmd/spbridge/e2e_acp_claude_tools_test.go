@@ -19,6 +19,7 @@ import (
 // picture comes back as image content and is stored in agent/images/ under
 // its SHA-256 by _spbridge/save; and a usage_update follows the turn.
 func TestE2EServeClaudeTools(t *testing.T) {
+	t.Parallel()
 	const (
 		before = "alpha\nbeta\ngamma\n"
 		after  = "alpha\nBETA\ngamma\n"

@@ -24,6 +24,7 @@ const reviewFindings = `{"findings":[{"title":"[P2] Say why","body":"The note gi
 // reaches the model; session/list, session/close (then no codex process is
 // left and `spbridge run` takes the package's lock) and session/resume.
 func TestE2EServeCodexControls(t *testing.T) {
+	t.Parallel()
 	question := map[string]any{"questions": []any{map[string]any{
 		"id": "color", "header": "Color", "question": "Which color?",
 		"options": []any{map[string]any{"label": "Red (Recommended)", "description": "warm"}, map[string]any{"label": "Blue", "description": "cool"}}}}}

@@ -20,6 +20,7 @@ import (
 // no diff, they come from codex's log of the thread, and the saved
 // conversation has none of them (its history has the model's patch).
 func TestE2EServeCodexPatchDiffs(t *testing.T) {
+	t.Parallel()
 	const (
 		before = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\ntwelve\n"
 		after  = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\nELEVEN\ntwelve\n"
@@ -145,6 +146,7 @@ func TestE2EServeCodexPatchDiffs(t *testing.T) {
 // TestE2ERunCodexExecPatchDiff: spbridge run on codex exec prints a
 // patch's diff under its call, from codex's log of the thread.
 func TestE2ERunCodexExecPatchDiff(t *testing.T) {
+	t.Parallel()
 	const patch = "*** Begin Patch\n*** Update File: numbers.txt\n@@\n one\n-two\n+TWO\n three\n*** End Patch\n"
 	e, _ := newCodexE2E(t,
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "custom_tool_call", Name: "apply_patch", CallID: "call_patch_1", Input: patch}}},

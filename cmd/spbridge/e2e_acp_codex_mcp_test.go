@@ -18,6 +18,7 @@ import (
 // unasked; and the server's own form is asked as a question whose answer
 // the server gets.
 func TestE2EServeCodexMCP(t *testing.T) {
+	t.Parallel()
 	shout := fakeapi.OutputItem{Type: "function_call", Name: "shout", Namespace: "mcp__fake", Arguments: map[string]any{"text": "hi"}}
 	e, _ := newCodexE2E(t,
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "tool_search_call", Query: "shout ask"}}},

@@ -17,6 +17,7 @@ import (
 // model's context window (exec's own JSON reports neither: they come from
 // codex's log of the thread).
 func TestE2EServeCodexPlanUsage(t *testing.T) {
+	t.Parallel()
 	plan := func(id string, steps ...string) fakeapi.OutputItem {
 		var list []any
 		for i := 0; i+1 < len(steps); i += 2 {

@@ -18,6 +18,7 @@ import (
 // terminals of its own (clientCapabilities._meta.terminal_output), in its
 // terminal with the exit code.
 func TestE2EServeCodexTools(t *testing.T) {
+	t.Parallel()
 	const (
 		before = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\ntwelve\n"
 		after  = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\nELEVEN\ntwelve\n"

@@ -38,6 +38,7 @@ func eventsOf(out []acpEvent, kind string) []acpEvent {
 // run` takes the package's lock), session/resume, and the terminal log-in
 // offered only to a client that runs one.
 func TestE2EServeControls(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("slowly ", 60)
 	write := map[string]any{"content": "made in acceptEdits\n"}
 	e := newE2E(t,

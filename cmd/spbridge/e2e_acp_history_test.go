@@ -19,6 +19,7 @@ import (
 // files gone, a later serve opens the same package and tells a new CLI
 // session the conversation so far.
 func TestE2EServeCLISessions(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t,
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the terminal."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Continued in the editor."}}},

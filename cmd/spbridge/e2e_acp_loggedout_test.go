@@ -51,6 +51,7 @@ func stepError(t *testing.T, events []acpEvent, n int) authError {
 // whose key the API refuses (401; codex without a key would go to its
 // default, non-loopback server, so it is given the fake one and no key).
 func TestE2EServeLoggedOut(t *testing.T) {
+	t.Parallel()
 	t.Run("claude", func(t *testing.T) {
 		e := newE2E(t)
 		env := acpEnv(e.env)

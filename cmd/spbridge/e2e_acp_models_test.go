@@ -16,6 +16,7 @@ import (
 // reasoning_effort option; choosing an effort is taken, and the turn after
 // it asks the model API for that effort.
 func TestE2EServeModels(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Thought hard."}}})
 	work := filepath.Dir(e.pkg)
 	envMap := acpEnv(e.env)

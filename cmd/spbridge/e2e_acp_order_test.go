@@ -93,6 +93,7 @@ func (p *serveProc) stopReason(id float64) string {
 // the session/new (or session/load) that opens its package runs, and a
 // cancel written together with its prompt cancels it.
 func TestE2EServeOrder(t *testing.T) {
+	t.Parallel()
 	// Only the second message's reply is slow, whichever request reaches
 	// the fake first; everything else gets "ok".
 	e := newE2E(t, fakeapi.Reply{

@@ -18,6 +18,7 @@ import (
 // `npm test -- --watch` is not asked in the editor: spbridge answers
 // Claude Code's request), and which does not allow `rm`.
 func TestE2EServePermissionScope(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	bash := func(cmd string) fakeapi.Reply {
@@ -71,6 +72,7 @@ func TestE2EServePermissionScope(t *testing.T) {
 // a permission request whose options are the answers, and the one chosen
 // reaches the model as the tool's result; the questions item keeps it.
 func TestE2EServeQuestion(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	e.srv.Push(
@@ -187,6 +189,7 @@ func toolResults(t *testing.T, srv *fakeapi.Server) map[string]string {
 // editor, which rejects it, and it never runs; `rm -f *` again runs
 // without asking the editor (spbridge answers Claude Code).
 func TestE2EServeExactGrantStaysExact(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	os.MkdirAll(filepath.Join(work, "keep"), 0o755)
@@ -233,6 +236,7 @@ func TestE2EServeExactGrantStaysExact(t *testing.T) {
 // serve with the official ACP client: a Bash call whose command is only
 // blanks offers no "always" at all.
 func TestE2EServeNoAlwaysUnscoped(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	e.srv.Push(fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Bash", Input: map[string]any{"command": "   ", "description": "nothing"}}}},
@@ -270,6 +274,7 @@ func TestE2EServeNoAlwaysUnscoped(t *testing.T) {
 // not written). The session's mode stays as it was: Claude Code's
 // acceptEdits would also let file commands through.
 func TestE2EServeAllEdits(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	outside := t.TempDir()

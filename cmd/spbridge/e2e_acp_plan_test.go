@@ -15,6 +15,7 @@ import (
 // ToolSearch, and each list it writes reaches the editor as an ACP plan
 // with every entry's status.
 func TestE2EServeClaudePlan(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
 	todos := func(s1, s2, s3 string) map[string]any {

@@ -21,6 +21,7 @@ import (
 // closed (saved), then loaded: the replay gives the user message's text
 // and then its image, the same bytes, as user_message_chunk.
 func TestE2EServeLoadReplaysUserImage(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "A red dot."}}})
 	work := filepath.Dir(e.pkg)
 	var buf bytes.Buffer

@@ -118,6 +118,7 @@ func updatesOf(events []acpEvent) (kinds []string, text string) {
 }
 
 func TestE2EServeWithACPClient(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("slowly ", 300)
 	e := newE2E(t,
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model over ACP."}}},
@@ -253,6 +254,7 @@ func TestE2EServeWithACPClient(t *testing.T) {
 // TestE2EServeCodex drives a codex session (app-server) through spbridge
 // serve with the official ACP client.
 func TestE2EServeCodex(t *testing.T) {
+	t.Parallel()
 	e, srv := newCodexE2E(t,
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Considering"), fakeapi.MessageItem("Hello from codex over ACP.")}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Second answer.")}})

@@ -136,6 +136,7 @@ func (e *e2e) fail(format string, args ...any) {
 }
 
 func TestE2EClaudeText(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model."}}})
 	e.run(nil, "hi there")
 	if e.code != 0 || !strings.Contains(e.stdout.String(), "Hello from the fake model.") {
@@ -159,6 +160,7 @@ func TestE2EClaudeText(t *testing.T) {
 }
 
 func TestE2EClaudeThinking(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "thinking", Thinking: "Let me think about it."}, {Text: "Thought it through."}}})
 	e.run(nil, "--json", "think")
 	if got := e.items(); e.code != 0 || len(got) != 3 || got[1] != "thinking: Let me think about it." || got[2] != "assistant: Thought it through." {
@@ -213,6 +215,7 @@ func bashRound(cmd string) []fakeapi.Reply {
 }
 
 func TestE2EClaudeToolAllowed(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, bashRound("touch made-by-e2e.txt && echo made")...)
 	e.run(nil, "--allow-tool", "Bash", "make the file")
 	work := filepath.Dir(e.pkg)
@@ -232,6 +235,7 @@ func TestE2EClaudeToolAllowed(t *testing.T) {
 }
 
 func TestE2EClaudeToolDenied(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, bashRound("touch made-by-e2e.txt && echo made")...)
 	e.run(nil, "make the file") // no terminal, no --allow-tool: denied
 	work := filepath.Dir(e.pkg)
@@ -245,6 +249,7 @@ func TestE2EClaudeToolDenied(t *testing.T) {
 }
 
 func TestE2EClaudeInterrupt(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("counting slowly ", 200)
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: long}}, ChunkDelay: 100 * time.Millisecond})
 	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {
@@ -309,6 +314,7 @@ func (b *syncBuffer) String() string {
 }
 
 func TestE2EClaudeAPIError(t *testing.T) {
+	t.Parallel()
 	// Claude Code tries a rejected request again in other forms (six
 	// requests in the fixtures); every one is refused.
 	var refusals []fakeapi.Reply
@@ -326,6 +332,7 @@ func TestE2EClaudeAPIError(t *testing.T) {
 }
 
 func TestE2EClaudeImage(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "A small square."}}})
 	img, err := os.ReadFile("../../testdata/packages/Poster.silverpoint/agent/images/83caf76779373891ebfc9cd602157d32b82b34d926fa14856356a3219ed5fc94.png")
 	if err != nil {
@@ -400,6 +407,7 @@ func userTexts(body []byte) []string {
 // told "# Conversation so far", the second continues it without the prefix;
 // the prefix reaches the CLI only.
 func TestE2EClaudeRestore(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t,
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Noted the zebra."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "You told me about a zebra."}}},
@@ -482,6 +490,7 @@ func TestE2EClaudeRestore(t *testing.T) {
 // TestE2EClaudeNotLoggedIn: the fake API refuses the key; the failure says
 // how to log in.
 func TestE2EClaudeNotLoggedIn(t *testing.T) {
+	t.Parallel()
 	var refusals []fakeapi.Reply
 	for range 10 {
 		refusals = append(refusals, fakeapi.Reply{Status: 401, ErrorType: "authentication_error", ErrorMessage: "invalid x-api-key"})

@@ -18,6 +18,7 @@ import (
 // item for), with no notice; and the first turn after a reopen (a new
 // spbridge run) sends exactly that history's transcript.
 func TestE2ECodexExecHistoryBytes(t *testing.T) {
+	t.Parallel()
 	odd := "{ \"yield_time_ms\" :5000,\n  \"cmd\":\"printf 'x  y\\\\n'\\u003e/dev/null;   echo odd\" , \"workdir\":\".\\/\"}"
 	patch := "*** Begin Patch\n*** Add File: notes.txt\n+a note\n*** End Patch\n"
 	e, srv := newCodexE2E(t,

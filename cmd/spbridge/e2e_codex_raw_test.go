@@ -16,6 +16,7 @@ import (
 // argument bytes: odd spacing, key order, escapes) and, as its result, the
 // output codex sent back to the model; in both turns of one process.
 func TestE2ECodexToolCallBytes(t *testing.T) {
+	t.Parallel()
 	first := "{ \"yield_time_ms\" :5000,\n  \"cmd\":\"printf 'x  y\\\\n'\\u003e/dev/null;   echo odd\" , \"workdir\":\".\\/\"}"
 	second := `{"cmd":"exit 4"   }`
 	e, srv := newCodexE2E(t,

@@ -59,8 +59,12 @@ func inputTexts(body []byte) []string {
 
 // transports runs a test once per codex transport.
 func transports(t *testing.T, test func(t *testing.T, transport string)) {
+	t.Parallel()
 	for _, tr := range []string{"app-server", "exec"} {
-		t.Run(tr, func(t *testing.T) { test(t, tr) })
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			test(t, tr)
+		})
 	}
 }
 
@@ -178,6 +182,7 @@ func escalated(cmd string) fakeapi.OutputItem {
 // sandbox; --allow-tool shell accepts, no terminal and no --allow-tool
 // declines.
 func TestE2ECodexApproval(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
 			outside := t.TempDir()
@@ -206,6 +211,7 @@ func TestE2ECodexApproval(t *testing.T) {
 // TestE2ECodexInterrupt: Ctrl-C mid-stream; the app-server interrupts the
 // turn and stays up, the partial reply is kept.
 func TestE2ECodexInterrupt(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("streaming slowly ", 200)
 	e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(long)}, ChunkDelay: 50 * time.Millisecond})
 	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {

@@ -14,6 +14,7 @@ import (
 // error. Nothing leaves the machine: codex's key is a file, and claude has
 // no log-in to revoke.
 func TestE2ELogout(t *testing.T) {
+	t.Parallel()
 	e, _ := newCodexE2E(t)
 	env := acpEnv(e.env)
 	claudeEnv := newE2E(t).env
