@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,10 +59,9 @@ func TestE2EServeCodexShutdown(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s/mcp=%v/cancelled=%v", c.transport, c.ending, c.mcp, c.cancelled), func(t *testing.T) {
 			if c.transport == "exec" && c.cancelled {
 				// Open bug: on codex exec, after a command cancelled in one
-				// session, the other session's prompt never started its
-				// codex (no rollout of it; serve idle) on this tree; the
-				// case hangs rather than fails, so it is held out until
-				// fixed.
+				// session, the other session's prompt did not start its
+				// codex (no rollout of it; serve idle) on this tree, and
+				// the case hangs rather than fails: held out until fixed.
 				t.Skip("known hang: codex exec prompt after a cancel in another session")
 			}
 			testServeCodexShutdown(t, c.transport, c.ending, c.mcp, c.cancelled)
@@ -72,17 +70,11 @@ func TestE2EServeCodexShutdown(t *testing.T) {
 }
 
 func testServeCodexShutdown(t *testing.T, transport, ending string, mcp, cancelled bool) {
-	// Each reply goes to its session's requests (the one that says
-	// "count", the other that says "wait"): a request the cancelled
-	// session's codex may still send after its cancel takes none of this
-	// session's.
-	ours := func(body []byte) bool { return bytes.Contains(body, []byte("count")) }
-	replies := []fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("echo started")}, Match: ours},
-		{Items: []fakeapi.OutputItem{fakeapi.MessageItem(strings.Repeat("slowly ", 600))}, ChunkDelay: 50 * time.Millisecond, Match: ours}}
+	replies := []fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("echo started")}},
+		{Items: []fakeapi.OutputItem{fakeapi.MessageItem(strings.Repeat("slowly ", 600))}, ChunkDelay: 50 * time.Millisecond}}
 	if cancelled {
 		// First, in another session, a command that is cancelled.
-		replies = append([]fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sleep 60")},
-			Match: func(body []byte) bool { return bytes.Contains(body, []byte("wait")) && !ours(body) }}}, replies...)
+		replies = append([]fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sleep 60")}}}, replies...)
 	}
 	e, srv := newCodexE2E(t, replies...)
 	work := filepath.Dir(e.pkg)
