@@ -212,15 +212,33 @@ func (p *Package) BeginTurn() { p.preserved = false }
 // link where spbridge's files belong fails it with a *LinkError; then
 // nothing changes, on disk or in memory.
 func (p *Package) NewConversation() (*SaveReport, error) {
+	r, err := p.RemoveAgentFolder()
+	if err != nil {
+		return r, err
+	}
+	p.ResetConversation()
+	return r, nil
+}
+
+// RemoveAgentFolder is NewConversation's part on disk: a document's agent
+// folder is removed. It changes nothing in memory but what the package
+// remembers of its files, so it may run while the conversation is read;
+// like Write, not at the same time as a Write.
+func (p *Package) RemoveAgentFolder() (*SaveReport, error) {
 	r := &SaveReport{}
 	if p.Kind == KindDocument {
 		if err := p.removeAgent(r); err != nil {
 			return r, err
 		}
 	}
+	return r, nil
+}
+
+// ResetConversation is NewConversation's part in memory: an empty
+// conversation, nothing unreadable or preserved.
+func (p *Package) ResetConversation() {
 	p.Conv = &Conversation{}
 	p.Unreadable, p.preserved = "", false
-	return r, nil
 }
 
 // Save writes the conversation into the package as the host's save of the

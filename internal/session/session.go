@@ -441,12 +441,15 @@ func (s *Session) CurrentBackend() backend.Backend {
 func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.Pkg.NewConversation()
+	// The folder goes first, with no lock of the conversation held; only
+	// then does the conversation in memory start over.
+	r, err := s.Pkg.RemoveAgentFolder()
 	if err != nil {
 		return r, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Pkg.ResetConversation()
 	clear(s.mine)
 	s.Backend, s.Restore, s.waiting = be, nil, nil
 	s.saved = s.changes // the folder went with the conversation
