@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,20 +330,11 @@ func (s *Server) indexSession(sid string) (sessionindex.Entry, bool, error) {
 // change: the lists and maps copied, each item cloned (the history's
 // messages are never changed once there).
 func copyConversation(conv *archive.Conversation) archive.Conversation {
-	c := *conv
-	c.Items = make([]archive.Item, len(conv.Items))
-	for i, it := range conv.Items {
+	c := conv.Copy()
+	for i, it := range c.Items {
 		c.Items[i] = it.Clone()
 	}
-	c.History = slices.Clone(conv.History)
-	c.Feedback = maps.Clone(conv.Feedback)
-	c.SkillCards = maps.Clone(conv.SkillCards)
-	c.LintRuleCards = maps.Clone(conv.LintRuleCards)
-	c.ApprovalCards = maps.Clone(conv.ApprovalCards)
-	c.ResolvedCards = slices.Clone(conv.ResolvedCards)
 	c.Queued, c.Unsent = nil, nil // the composer's, not the conversation's
-	c.SentFacts = slices.Clone(conv.SentFacts)
-	c.Extra = maps.Clone(conv.Extra)
 	return c
 }
 

@@ -280,19 +280,27 @@ func (p *Package) Snapshot(keep bool) *Snapshot {
 	if !keep {
 		p.preserved = false
 	}
-	c := *p.Conv
-	c.Items = slices.Clone(c.Items)
-	c.History = slices.Clone(c.History)
-	c.Feedback = maps.Clone(c.Feedback)
-	c.SkillCards = maps.Clone(c.SkillCards)
-	c.LintRuleCards = maps.Clone(c.LintRuleCards)
-	c.ApprovalCards = maps.Clone(c.ApprovalCards)
-	c.ResolvedCards = slices.Clone(c.ResolvedCards)
-	c.Queued = slices.Clone(c.Queued)
-	c.Unsent = slices.Clone(c.Unsent)
-	c.SentFacts = slices.Clone(c.SentFacts)
-	c.Extra = maps.Clone(c.Extra)
+	c := p.Conv.Copy()
 	return &Snapshot{conv: &c, keep: keep, preserved: p.preserved}
+}
+
+// Copy is a copy of c with its own lists and maps (later appends,
+// removals and map changes do not reach it); the items, messages and card
+// values in them are shared.
+func (c *Conversation) Copy() Conversation {
+	d := *c
+	d.Items = slices.Clone(c.Items)
+	d.History = slices.Clone(c.History)
+	d.Feedback = maps.Clone(c.Feedback)
+	d.SkillCards = maps.Clone(c.SkillCards)
+	d.LintRuleCards = maps.Clone(c.LintRuleCards)
+	d.ApprovalCards = maps.Clone(c.ApprovalCards)
+	d.ResolvedCards = slices.Clone(c.ResolvedCards)
+	d.Queued = slices.Clone(c.Queued)
+	d.Unsent = slices.Clone(c.Unsent)
+	d.SentFacts = slices.Clone(c.SentFacts)
+	d.Extra = maps.Clone(c.Extra)
+	return d
 }
 
 // Write writes a snapshot into the package as Save does. It changes only
