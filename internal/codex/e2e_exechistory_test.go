@@ -37,11 +37,6 @@ func execHistoryReplies() []fakeapi.ResponsesReply {
 	}
 }
 
-const (
-	oddArgs  = "{ \"yield_time_ms\" :5000,\n  \"cmd\":\"printf 'x  y\\\\n'\\u003e/dev/null;   echo odd\" , \"workdir\":\".\\/\"}"
-	failArgs = `{"cmd":"exit 4"   }`
-)
-
 // TestE2EExecHistory runs two turns of the real codex exec: each turn's
 // history holds the model's own calls (name, call_id, argument bytes, the
 // plan call exec shows no tool for) and, as their results, the outputs the

@@ -114,6 +114,12 @@ func recordedHistoryRollout(t *testing.T, drop string) []byte {
 	return bytes.Join(kept, []byte("\n"))
 }
 
+// The odd bytes of the recorded calls' arguments (exec_history.*).
+const (
+	oddArgs  = "{ \"yield_time_ms\" :5000,\n  \"cmd\":\"printf 'x  y\\\\n'\\u003e/dev/null;   echo odd\" , \"workdir\":\".\\/\"}"
+	failArgs = `{"cmd":"exit 4"   }`
+)
+
 // TestExecHistory: the recorded exec thread's histories hold the model's
 // own calls from codex's log, byte for byte, and the outputs codex sent
 // back (the golden file: exec_history.golden.json); no notice.

@@ -35,9 +35,6 @@ import (
 
 var record = flag.Bool("record", false, "record the CLIs' session files into testdata/ (needs the real claude and codex)")
 
-// redPNG is a 4×4 red PNG.
-var redPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x04\x00\x00\x00\x04\x08\x02\x00\x00\x00&\x93\t)\x00\x00\x00\x10IDATx\x9cc\xf8\xcf\xc0\x00\x85\x10\x0c\x00\x95\x04\x0f\xf1!\x9a\x02_\x00\x00\x00\x00IEND\xaeB`\x82")
-
 func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(name, args...)
