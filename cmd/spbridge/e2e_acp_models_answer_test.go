@@ -52,7 +52,7 @@ func TestE2EServeModelsInAnswer(t *testing.T) {
 			t.Errorf("the turn ran on %q, want %q (requests: %q)", model, pick, models)
 		}
 	})
-	for _, transport := range []string{"app-server"} {
+	for _, transport := range []string{"app-server", "exec"} {
 		t.Run("codex-"+transport, func(t *testing.T) {
 			e, srv := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("On the chosen model.")}})
 			pick := modelsInAnswer(t, e, "codex", []string{"--codex-transport", transport}, func(values []string, _ int) bool {

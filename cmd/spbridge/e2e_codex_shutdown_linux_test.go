@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,24 +58,24 @@ func TestE2EServeCodexShutdown(t *testing.T) {
 		{"app-server", "stdin", false, false}, {"app-server", "sigterm", false, false}, {"app-server", "stdin", true, false}, {"app-server", "sigterm", false, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/mcp=%v/cancelled=%v", c.transport, c.ending, c.mcp, c.cancelled), func(t *testing.T) {
-			if c.transport == "exec" && c.cancelled {
-				// Open bug: on codex exec, after a command cancelled in one
-				// session, the other session's prompt did not start its
-				// codex (no rollout of it; serve idle) on this tree, and
-				// the case hangs rather than fails: held out until fixed.
-				t.Skip("known hang: codex exec prompt after a cancel in another session")
-			}
 			testServeCodexShutdown(t, c.transport, c.ending, c.mcp, c.cancelled)
 		})
 	}
 }
 
 func testServeCodexShutdown(t *testing.T, transport, ending string, mcp, cancelled bool) {
-	replies := []fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("echo started")}},
-		{Items: []fakeapi.OutputItem{fakeapi.MessageItem(strings.Repeat("slowly ", 600))}, ChunkDelay: 50 * time.Millisecond}}
+	// Each reply goes to its own session's requests, told apart by a word
+	// of the prompt that nothing else sends: a cancelled codex exec may
+	// still send the model its command's output before it ends, and that
+	// request must not take this session's reply.
+	const ourWord, otherWord = "countquokka", "waitokapi"
+	ours := func(body []byte) bool { return bytes.Contains(body, []byte(ourWord)) }
+	replies := []fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("echo started")}, Match: ours},
+		{Items: []fakeapi.OutputItem{fakeapi.MessageItem(strings.Repeat("slowly ", 600))}, ChunkDelay: 50 * time.Millisecond, Match: ours}}
 	if cancelled {
 		// First, in another session, a command that is cancelled.
-		replies = append([]fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sleep 60")}}}, replies...)
+		replies = append([]fakeapi.ResponsesReply{{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sleep 60")},
+			Match: func(body []byte) bool { return bytes.Contains(body, []byte(otherWord)) }}}, replies...)
 	}
 	e, srv := newCodexE2E(t, replies...)
 	work := filepath.Dir(e.pkg)
@@ -128,7 +129,7 @@ func testServeCodexShutdown(t *testing.T, transport, ending string, mcp, cancell
 		os.MkdirAll(other, 0o755)
 		os.WriteFile(filepath.Join(other, "document.json"), []byte("{}"), 0o644)
 		open(10, other)
-		prompt(11, other, "wait")
+		prompt(11, other, otherWord)
 		if !until(func(l string) bool { return strings.Contains(l, `"tool_call"`) && strings.Contains(l, "sleep 60") }) {
 			stop("the command did not start")
 		}
@@ -138,7 +139,7 @@ func testServeCodexShutdown(t *testing.T, transport, ending string, mcp, cancell
 		}
 	}
 	open(1, e.pkg)
-	prompt(2, e.pkg, "count")
+	prompt(2, e.pkg, ourWord)
 
 	// Under way: the command done and the reply streaming (codex exec
 	// prints a message only when it is whole: the reply's request made).
@@ -184,7 +185,7 @@ func testServeCodexShutdown(t *testing.T, transport, ending string, mcp, cancell
 	for _, it := range p.Conv.Items {
 		got = append(got, it.Type()+": "+it.String("text")+it.String("summary"))
 	}
-	if len(got) < 2 || got[0] != "user: count" || !containsStr(got, "tool: echo started") {
+	if len(got) < 2 || got[0] != "user: "+ourWord || !containsStr(got, "tool: echo started") {
 		t.Errorf("saved items %q", got)
 	}
 	if transport == "app-server" && !strings.Contains(strings.Join(got, "\n"), "assistant: slowly") {

@@ -279,18 +279,19 @@ func reviewTarget(arg string) map[string]any {
 	return map[string]any{"type": "custom", "instructions": arg}
 }
 
-// ListsModels reports whether the CLI lists its models as it starts (the
-// app-server does; exec never does).
-func (b *Backend) ListsModels() bool { return b.transport == TransportAppServer }
+// ListsModels reports whether the CLI lists its models as it starts: the
+// app-server does, and for codex exec Prepare starts one for the list.
+func (b *Backend) ListsModels() bool { return true }
 
 // Prepare starts the app-server ahead of the first turn and asks it for
 // its models (model/list; Events.ModelsChanged hears them), so that the
 // editor can choose one before it sends a prompt; the thread starts with
-// the first turn. It does nothing while a turn runs, once the server runs,
-// and with codex exec. A server that cannot start is an error here, and
-// the first turn tries again.
+// the first turn. codex exec lists no models: with it, an app-server is
+// started for the list alone and ends once it gave it. It does nothing
+// while a turn runs and once the server runs. A server that cannot start
+// is an error here, and the first turn tries again.
 func (b *Backend) Prepare(ctx context.Context) error {
-	if b.transport != TransportAppServer || !b.run.TryLock() {
+	if !b.run.TryLock() {
 		return nil
 	}
 	defer b.run.Unlock()
@@ -303,6 +304,9 @@ func (b *Backend) Prepare(ctx context.Context) error {
 	if err := b.appLaunch(ctx, discard{}, ctx.Done()); err != nil {
 		b.appReap()
 		return err
+	}
+	if b.transport != TransportAppServer {
+		b.appReap() // exec's turns run without it
 	}
 	return nil
 }
