@@ -1,7 +1,12 @@
 package history
 
 import (
+	"bytes"
 	"encoding/base64"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,8 +14,21 @@ import (
 	"spbridge/internal/archive"
 )
 
-// redPNG is a 4×4 red PNG.
+// redPNG is the 4×4 "red PNG" the recordings of 2026-12-02 sent; its last
+// chunks are cut short, so codex could not read it (codex-image: "image
+// content omitted") while the fake Anthropic API took it as it was.
 var redPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x04\x00\x00\x00\x04\x08\x02\x00\x00\x00&\x93\t)\x00\x00\x00\x10IDATx\x9cc\xf8\xcf\xc0\x00\x85\x10\x0c\x00\x95\x04\x0f\xf1!\x9a\x02_\x00\x00\x00\x00IEND\xaeB`\x82")
+
+// bluePNG is a well-formed 8×8 blue PNG (what codex-picture sent).
+func bluePNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{0, 0, 255, 255}}, image.Point{}, draw.Src)
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
 
 func codexLines(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 

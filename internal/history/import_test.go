@@ -21,6 +21,7 @@ const (
 	claudeStopped = "testdata/claude-interrupt/projects/-work-project/06c063d3-5368-41f8-87b9-778f42872b06.jsonl"
 	codexApp      = "testdata/codex-app/sessions/2026/12/02/rollout-2026-12-02T06-03-20-01a23559-b260-7371-9189-4fad4ef4b174.jsonl"
 	codexImage    = "testdata/codex/sessions/2026/12/02/rollout-2026-12-02T05-37-56-01a23542-7241-71b3-8ca5-629e22deb51c.jsonl"
+	codexPicture  = "testdata/codex-picture/sessions/2026/12/02/rollout-2026-12-02T09-49-32-01a23628-c9a8-74e0-8e3b-16baa728c919.jsonl"
 )
 
 func importFixture(t *testing.T, backend, path string) (*archive.Conversation, *Report) {
@@ -41,6 +42,7 @@ func TestImportGolden(t *testing.T) {
 		{"claude-interrupt", Claude, claudeStopped},
 		{"codex", Codex, codexFixture},
 		{"codex-image", Codex, codexImage},
+		{"codex-picture", Codex, codexPicture},
 		{"codex-app", Codex, codexApp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,6 +190,39 @@ func TestImportCodex(t *testing.T) {
 	}
 	if len(calls) != 4 || calls[0] != `exec_command {"cmd":"echo hello from codex"}` {
 		t.Errorf("calls %q", calls)
+	}
+}
+
+// TestImportCodexPicture: the recorded `codex exec -i` turn with a picture
+// codex read: the user's item is marked as having an image and the history
+// holds the picture codex sent, byte for byte; the one codex could not read
+// (codex-image) holds codex's own words for it and no image.
+func TestImportCodexPicture(t *testing.T) {
+	for _, tc := range []struct {
+		path   string
+		images int
+	}{{codexPicture, 1}, {codexImage, 0}} {
+		conv, _ := importFixture(t, Codex, tc.path)
+		if got := strings.Join(kinds(conv), "\n"); !strings.HasPrefix(got, "user What colour is this?\nassistant It is ") {
+			t.Errorf("%s: items\n%s", tc.path, got)
+		}
+		if conv.Items[0].Bool("hasImage") != (tc.images > 0) {
+			t.Errorf("%s: hasImage %v", tc.path, conv.Items[0].Bool("hasImage"))
+		}
+		var images int
+		for _, m := range conv.History {
+			for _, b := range m.Content {
+				if b.Type() == archive.BlockImage {
+					images++
+					if !bytes.Equal(b.ImageData(), bluePNG()) {
+						t.Errorf("%s: the picture's bytes differ from what codex sent", tc.path)
+					}
+				}
+			}
+		}
+		if images != tc.images {
+			t.Errorf("%s: %d images in the history, want %d", tc.path, images, tc.images)
+		}
 	}
 }
 

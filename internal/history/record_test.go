@@ -233,6 +233,37 @@ func TestRecordCodex(t *testing.T) {
 	}
 }
 
+// TestRecordCodexPicture records a codex exec turn with a picture codex
+// can read (`codex exec -i blue.png`): codex-picture/sessions/….
+func TestRecordCodexPicture(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.CodexPath(t)
+	srv, err := fakeapi.NewOpenAI(fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("It is blue.")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	root := t.TempDir()
+	work := filepath.Join(root, "project")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "blue.png"), bluePNG(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := srv.CodexEnv(t, root)
+	runCLI(t, work, env, "What colour is this?", bin, "-c", `sandbox_mode="workspace-write"`, "exec", "--json", "-i", "blue.png", "--skip-git-repo-check", "-")
+	if reqs := srv.Requests(); len(reqs) == 0 || !bytes.Contains(reqs[len(reqs)-1].Body, []byte("data:image/png;base64,")) {
+		t.Fatalf("codex did not send the picture")
+	}
+	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
+	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-picture", "sessions"), repl) {
+		t.Log(n)
+	}
+}
+
 // TestRecordClaudeInterrupt records a session interrupted while a command
 // runs, as an editor (or Esc in the terminal) interrupts claude: stream-json
 // in, the interrupt control request once the command started, then a
