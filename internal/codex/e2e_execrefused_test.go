@@ -86,7 +86,7 @@ func TestE2EExecRefused(t *testing.T) {
 		"user: tidy up",
 		"assistant: Cleaning up first.",
 		"tool: shell rm -f notes.txt [denied] deleting files is not allowed here",
-		"tool: shell touch " + filepath.Join(outside, "escalated.txt") + " [denied] approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never",
+		"tool: shell touch " + filepath.Join(outside, "escalated.txt") + " [denied] it asked to run outside the sandbox, which codex exec cannot approve",
 		"tool: apply_patch " + filepath.Join(outside, "patched.txt") + " [denied] writing outside of the project; rejected by user approval settings",
 		"tool: shell ls [succeeded] exit 0",
 		"assistant: Three of them were refused.",

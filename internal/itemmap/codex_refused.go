@@ -303,9 +303,22 @@ func (m *Codex) refused(callID string, c *loggedCall, output, reason string, r *
 	t.byID[e.id] = e
 	t.entries = append(t.entries, e)
 	m.showTool(e, archive.TypeTool, r, v, "name", name, "summary", summary,
-		"status", archive.StatusDenied, "statusText", firstLine(reason), "detail", strings.Join(detail, "\n\n"))
+		"status", archive.StatusDenied, "statusText", refusalText(reason), "detail", strings.Join(detail, "\n\n"))
 	m.startTool(e, name)
 	m.endTool(e, output, true)
+}
+
+// refusalText is a refusal's reason as a tool's statusText: one line, and
+// codex's two refusals for want of an approval said as what happened
+// (codex's own words stay in the detail).
+func refusalText(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, refusedEscalation):
+		return "it asked to run outside the sandbox, which codex exec cannot approve"
+	case reason == "approval required by policy, but AskForApproval is set to Never":
+		return "its exec policy asks for an approval, which codex exec cannot give"
+	}
+	return firstLine(reason)
 }
 
 // loggedCommand is the command a shell tool's call runs (exec_command's
