@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,8 +21,7 @@ func TestRunAsksOnTerminal(t *testing.T) {
 	for _, answer := range []string{"y", "n"} {
 		t.Run(answer, func(t *testing.T) {
 			exe, _ := os.Executable()
-			pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
-			os.Mkdir(pkg, 0o755)
+			pkg := newPackage(t)
 			cmd := exec.Command(spbridgeBin(t), "run", pkg, "clean up")
 			cmd.Env = append(os.Environ(), fakeAskEnv+"=1", "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
 			master, err := pty.Start(cmd)

@@ -125,6 +125,11 @@ var displayCases = []struct {
 		// A patch codex asks about: it writes outside the workspace.
 		feedCodexRecording(h, filepath.Join("..", "..", "testdata", "codex", "app-server", "file_change_approval.jsonl"))
 	}},
+	{"codex_exec_refused", func(h *shellHost) {
+		// A real codex exec turn: the calls codex refused come from its
+		// log of the thread, as denied tools with codex's reasons.
+		feedCodexExecRecording(h, filepath.Join("..", "..", "testdata", "codex", "exec", "refused_commands"))
+	}},
 	{"thinking", func(h *shellHost) { feedThinking(h) }},
 	{"thinking.whole", func(h *shellHost) { h.thinking = true; feedThinking(h) }},
 	{"status", func(h *shellHost) {
@@ -162,6 +167,36 @@ var turnEnds = []*itemmap.TurnEnd{
 // feedCodexRecording maps what the codex app-server sent in a recording
 // (testdata/codex/app-server) and shows it as run does, each permission
 // request answered y on h's terminal.
+// feedCodexExecRecording feeds a recorded codex exec turn (name.stdout.jsonl)
+// through the exec mapper, with codex's log of the thread
+// (name.rollout.jsonl) read first, as when codex logs each step before
+// codex exec prints it.
+func feedCodexExecRecording(h *shellHost, name string) {
+	stream, err := os.ReadFile(name + ".stdout.jsonl")
+	if err != nil {
+		panic(err)
+	}
+	log, err := os.ReadFile(name + ".rollout.jsonl")
+	if err != nil {
+		panic(err)
+	}
+	m := itemmap.NewCodex(itemmap.SequentialIDs())
+	feed := func(r itemmap.Result) {
+		for _, c := range r.Changes {
+			change(h, c)
+		}
+		if r.End != nil {
+			h.turnEnd(r.End)
+		}
+	}
+	for line := range bytes.Lines(log) {
+		feed(m.ExecLog(bytes.TrimSuffix(line, []byte("\n"))))
+	}
+	for line := range bytes.Lines(stream) {
+		feed(m.Line(bytes.TrimSuffix(line, []byte("\n"))))
+	}
+}
+
 func feedCodexRecording(h *shellHost, path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {

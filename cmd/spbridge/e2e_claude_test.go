@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +158,44 @@ func TestE2EClaudeText(t *testing.T) {
 	reqs := e.srv.Requests()
 	if len(reqs) == 0 || !strings.Contains(string(reqs[len(reqs)-1].Body), "hi there") {
 		t.Errorf("the message did not reach the API")
+	}
+}
+
+// TestE2EClaudePlainFolder: run refuses a folder without document.json
+// (usage, exit 2) before anything starts: no CLI, no request, nothing
+// written, no audit record; with --plain-folder the same folder runs a
+// turn and keeps its conversation in agent/.
+func TestE2EClaudePlainFolder(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model."}}})
+	if err := os.Remove(filepath.Join(e.pkg, "document.json")); err != nil {
+		t.Fatal(err)
+	}
+	e.run(nil, "hi there")
+	want := "spbridge: not a document package: " + e.pkg + " (it holds no document.json); use --plain-folder to keep a conversation in a plain folder\n" +
+		"Run 'spbridge run --help' for usage.\n"
+	if e.code != 2 || e.stderr.String() != want || e.stdout.String() != "" {
+		e.fail("exit %d, want 2 and stderr %q", e.code, want)
+	}
+	if entries, err := os.ReadDir(e.pkg); err != nil || len(entries) != 0 {
+		t.Errorf("the plain folder holds %v (%v), want nothing", entries, err)
+	}
+	if n := len(e.srv.Requests()); n != 0 {
+		t.Errorf("%d requests reached the API", n)
+	}
+	state := ""
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "SPBRIDGE_STATE_DIR="); ok {
+			state = v
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, "audit")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an audit folder after a refused run: %v", err)
+	}
+
+	e.run(nil, "--plain-folder", "hi there")
+	if got := e.items(); e.code != 0 || len(got) != 2 || got[0] != "user: hi there" || got[1] != "assistant: Hello from the fake model." {
+		e.fail("items %q", got)
 	}
 }
 

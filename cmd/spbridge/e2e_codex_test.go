@@ -238,3 +238,45 @@ func TestE2ECodexEstimatedCost(t *testing.T) {
 		}
 	})
 }
+
+// TestE2ECodexExecRefused: with --codex-transport exec, a command codex's
+// exec policy forbids, which codex refuses without running it and codex
+// exec --json reports nothing of, shows in the terminal as a denied tool
+// with codex's reason, before the reply that follows it, and conversation
+// show lists it so.
+func TestE2ECodexExecRefused(t *testing.T) {
+	t.Parallel()
+	e, _ := newCodexE2E(t,
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("rm -f notes.txt")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("It was refused.")}})
+	home := ""
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			home = v
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(home, "rules"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rules := `prefix_rule(pattern=["rm"], decision="forbidden", justification="deleting files is not allowed here")` + "\n"
+	if err := os.WriteFile(filepath.Join(home, "rules", "default.rules"), []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(filepath.Dir(e.pkg), "notes.txt")
+	os.WriteFile(notes, []byte("keep me\n"), 0o644)
+	e.run(nil, "--backend", "codex", "--codex-transport", "exec", "--color", "never", "tidy up")
+	const line = "tool `rm -f notes.txt` (deleting files is not allowed here) [denied]\n"
+	out := e.stdout.String()
+	if e.code != 0 || !strings.Contains(out, line) || strings.Index(out, line) > strings.Index(out, "It was refused.") {
+		e.fail("want %q before the reply", line)
+	}
+	if data, err := os.ReadFile(notes); err != nil || string(data) != "keep me\n" {
+		t.Errorf("notes.txt: %q, %v", data, err)
+	}
+	cmd := exec.Command(spbridgeBin(t), "conversation", "show", e.pkg)
+	cmd.Env = e.env
+	shown, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(shown), "Tool shell: rm -f notes.txt (deleting files is not allowed here) [denied]\n") {
+		t.Errorf("conversation show (%v):\n%s", err, shown)
+	}
+}

@@ -58,7 +58,9 @@ $ spbridge run --backend codex --image a.png Poster.silverpoint - < ask.txt
 # From a script: JSON lines, edits allowed without asking
 $ spbridge run --json --allow-tool Edit Poster.silverpoint "Fix the typo"
 # The model's thinking shown whole rather than as one line
-$ spbridge run --thinking Poster.silverpoint "Why is the title clipped?"`,
+$ spbridge run --thinking Poster.silverpoint "Why is the title clipped?"
+# A folder that is no document package, its conversation kept in notes/agent/
+$ spbridge run --plain-folder notes "Sum up these notes"`,
 	"conversation": `
 $ spbridge conversation list ~/Documents
 $ spbridge conversation show --last Poster.silverpoint

@@ -63,7 +63,13 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 			"by its program and first argument, or exactly, when that is an option or it\n"+
 			"uses the shell's operators; another tool whole), n denies. Without a terminal\n"+
 			"they are denied unless --allow-tool names the tool.\n"+
-			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
+			"PKG must be a document package: a folder holding document.json, or one that\n"+
+			"holds a conversation already (agent/conversation.json, as the packages serve\n"+
+			"keeps for editor threads do). Another folder is refused, and nothing is\n"+
+			"written, unless --plain-folder is given: the conversation is then kept in\n"+
+			"that folder's agent/ folder.\n"+
+			"Exit codes: 0 the turn completed, 1 it failed, 2 usage (a folder that is not\n"+
+			"a package included), 130 interrupted.")
 	backendName := f.String("backend", "claude", "the agent CLI: claude or codex")
 	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
 	codexHome := f.String("codex-home", "", "the `DIR` codex runs with as CODEX_HOME (default: your own)")
@@ -77,6 +83,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
 	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
+	plain := f.Bool("plain-folder", false, "take PKG even when it is a plain folder, not a document package")
 	kindf := addKindFlag(f)
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
@@ -96,6 +103,9 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	case "auto", "always", "never":
 	default:
 		return usagef(f.cmd, "unknown --color %q (want auto, always or never)", *color)
+	}
+	if err := checkRunPackage(f.cmd, pkg, *plain); err != nil {
+		return err
 	}
 	messages, fromStdin, err := readMessages(f, st.in)
 	if err != nil {
@@ -186,6 +196,40 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		}
 		return nil
 	}()
+}
+
+// documentFile is the file that makes a folder a document package (SPEC
+// §1: a package is a folder holding document.json).
+const documentFile = "document.json"
+
+// checkRunPackage refuses to run a turn in pkg when it is not a document
+// package: a folder holding document.json, or one holding a conversation
+// already (agent/conversation.json: the packages serve keeps for editor
+// threads have no document.json). With plain, any folder is taken. A
+// missing pkg is "no such package", as for every command taking one;
+// something there that is not a package is a usage error.
+func checkRunPackage(cmd, pkg string, plain bool) error {
+	fi, err := os.Stat(pkg)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no such package: %s", pkg)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return usagef(cmd, "not a document package: %s (a file, not a folder)", pkg)
+	case plain:
+		return nil
+	}
+	for _, name := range []string{documentFile, filepath.Join(archive.AgentDir, archive.ConversationFile)} {
+		fi, err := os.Stat(filepath.Join(pkg, name))
+		switch {
+		case err == nil && !fi.IsDir():
+			return nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+	}
+	return usagef(cmd, "not a document package: %s (it holds no %s); use --plain-folder to keep a conversation in a plain folder", pkg, documentFile)
 }
 
 // checkDir reports why dir cannot be a working folder.

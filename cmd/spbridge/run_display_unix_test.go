@@ -26,8 +26,7 @@ func runInPTY(t *testing.T, env []string, args ...string) (*exec.Cmd, *os.File) 
 func runInPTYSize(t *testing.T, cols uint16, env []string, args ...string) (*exec.Cmd, *os.File) {
 	t.Helper()
 	exe, _ := os.Executable()
-	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
-	os.Mkdir(pkg, 0o755)
+	pkg := newPackage(t)
 	cmd := exec.Command(spbridgeBin(t), append([]string{"run", pkg}, args...)...)
 	cmd.Env = append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0", "NO_COLOR=")
 	cmd.Env = append(cmd.Env, env...)
@@ -100,8 +99,7 @@ func TestRunColor(t *testing.T) {
 				out = buf.String()
 			} else {
 				exe, _ := os.Executable()
-				pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
-				os.Mkdir(pkg, 0o755)
+				pkg := newPackage(t)
 				cmd := exec.Command(spbridgeBin(t), append([]string{"run", pkg}, args...)...)
 				cmd.Env = append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir(), "NO_COLOR=")
 				cmd.Env = append(cmd.Env, env...)
@@ -128,8 +126,7 @@ func TestRunColor(t *testing.T) {
 // and standard error names the tool and the flag that allows it.
 func TestRunAskPiped(t *testing.T) {
 	exe, _ := os.Executable()
-	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
-	os.Mkdir(pkg, 0o755)
+	pkg := newPackage(t)
 	cmd := exec.Command(spbridgeBin(t), "run", pkg, "tidy up")
 	cmd.Env = append(os.Environ(), fakeAsksEnv+"=rm -rf build", "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir())
 	var stdout, stderr bytes.Buffer

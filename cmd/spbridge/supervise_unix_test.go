@@ -71,8 +71,7 @@ func TestInheritedSupervisorVar(t *testing.T) {
 			if !strings.Contains(out, `"protocolVersion":1`) {
 				t.Errorf("spbridge serve answered %q to initialize", out)
 			}
-			pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
-			os.Mkdir(pkg, 0o755)
+			pkg := newPackage(t)
 			if out := spb("", "run", pkg, "hello"); !strings.Contains(out, "hello back") {
 				t.Errorf("spbridge run printed %q", out)
 			}

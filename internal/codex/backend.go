@@ -68,6 +68,7 @@ type Backend struct {
 	patchThread string
 	patchLate   *latePatch  // an item whose FileChange event is awaited
 	rolloutFrom rolloutMark // where the thread's log was when the exec turn began (held with run)
+	logRead     logTail     // how far the exec turn read the thread's log for refused calls (held with run)
 
 	mu         sync.Mutex
 	mode       string // the mode of the next turn
@@ -370,6 +371,10 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 					if open {
 						break
 					}
+					if thread && end == nil {
+						// What codex refused after its last line.
+						emit(b.execRefused(m))
+					}
 					return b.ended(p, h, m, end, interrupted)
 				}
 				line.Data = bytes.Clone(line.Data) // the mapper keeps views into it
@@ -379,6 +384,7 @@ func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, 
 					continue
 				}
 				if thread {
+					emit(b.execRefused(m))
 					emit(b.execLatePatch(m))
 					b.execFileChange(m, line.Data)
 				}

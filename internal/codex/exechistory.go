@@ -25,7 +25,7 @@ type rolloutMark struct {
 // markRollout notes where the thread's session log ends now, before a
 // turn starts (nothing for a new thread, whose log is new).
 func (b *Backend) markRollout() {
-	b.rolloutFrom = rolloutMark{}
+	b.rolloutFrom, b.logRead = rolloutMark{}, logTail{}
 	if p, info := rolloutPath(b.codexHomeDir(), b.Thread()); p != "" {
 		b.rolloutFrom = rolloutMark{path: p, size: info.Size()}
 	}

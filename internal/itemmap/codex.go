@@ -70,6 +70,10 @@ type Codex struct {
 	// last is the turn that ended last, kept for ExecHistory until the
 	// next turn starts.
 	last *codexTurn
+	// preLog are the lines of codex's log of the exec thread given to
+	// ExecLog before the turn started.
+	preLog     [][]byte
+	preLogSize int
 }
 
 // NewCodex returns a mapper that names new items with newID (nil: random
@@ -169,7 +173,18 @@ type codexTurn struct {
 	fileViews map[string]string
 	// execCalls are the call_ids ExecCall gave exec items not seen yet.
 	execCalls map[string]string
-	end       *TurnEnd // the turn's end, once it ended
+	// logged are the model's calls of this turn in codex's log of the exec
+	// thread, by call_id, as ExecLog read them.
+	logged map[string]*loggedCall
+	// logWaiting are lines of the log that wait for codex exec to print
+	// the assistant message the first of them is (see ExecLog); shownMsgs
+	// counts the messages codex exec printed in the turn, logMsgs those of
+	// the log read.
+	logWaiting  [][]byte
+	logWaitSize int
+	shownMsgs   int
+	logMsgs     int
+	end         *TurnEnd // the turn's end, once it ended
 }
 
 func (m *Codex) ensureTurn() *codexTurn {
@@ -276,6 +291,7 @@ func (m *Codex) event(ev gjson.Result) Result {
 		t := m.ensureTurn()
 		clear(t.byID)
 		clear(t.fileViews)
+		m.drainLog(false, &r)
 	case "item.started", "item.updated":
 		m.item(ev.Get("item"), false, &r)
 	case "item.completed":
@@ -357,6 +373,9 @@ func (m *Codex) item(it gjson.Result, completed bool, r *Result) {
 			if !e.logged {
 				e.logged = true
 				t.log = append(t.log, codexStep{e: e, kind: stepText})
+				// The log's lines that followed this message.
+				t.shownMsgs++
+				m.drainLog(false, r)
 			}
 		}
 	case codexReasoning:
@@ -511,6 +530,7 @@ func missingEnvVar(msg string) (string, bool) {
 
 func (m *Codex) turnFailed(ev gjson.Result, r *Result) {
 	t := m.ensureTurn()
+	m.drainLog(true, r)
 	e := ev.Get("error")
 	msg := e.Get("message").String()
 	if msg == "" && e.Type == gjson.String {
@@ -596,6 +616,7 @@ func (m *Codex) Finish(interrupted bool, text, detail string) Result {
 		return r
 	}
 	t := m.turn
+	m.drainLog(true, &r)
 	status := TurnInterrupted
 	if !interrupted {
 		status = TurnFailed
@@ -611,6 +632,7 @@ func (m *Codex) Finish(interrupted bool, text, detail string) Result {
 // endTurn closes the turn: running tools are cancelled, an interrupted turn
 // gets its notice, and the history is built.
 func (m *Codex) endTurn(status string, r *Result) *TurnEnd {
+	m.drainLog(true, r)
 	t := m.turn
 	for _, e := range t.entries {
 		if e.finished || e.item.IsZero() {
@@ -781,10 +803,13 @@ func (t *codexTurn) history() []archive.Message {
 }
 
 // rawOutputFailed reports whether a tool's output, as codex sent it to the
-// model, says the tool failed: a command's "Process exited with code N" or
-// a patch's "Exit code: N" with N not 0, or a JSON output whose
-// metadata.exit_code is not 0.
+// model, says the tool failed: a refusal (CodexRefusal), a command's
+// "Process exited with code N" or a patch's "Exit code: N" with N not 0, or
+// a JSON output whose metadata.exit_code is not 0.
 func rawOutputFailed(out string) bool {
+	if _, refused := CodexRefusal(out); refused {
+		return true
+	}
 	if strings.HasPrefix(out, "{") {
 		if c := gjson.Get(out, "metadata.exit_code"); c.Type == gjson.Number {
 			return c.Int() != 0

@@ -16,11 +16,16 @@ import (
 // runCodex feeds a stream through a Codex mapper, reading it from r in
 // whatever pieces r returns, as a supervisor does. A stream that ends inside
 // a turn is finished as interrupted when interrupted is set (the recording
-// sent SIGINT), else as failed.
-func runCodex(t *testing.T, r io.Reader, interrupted bool) *panel {
+// sent SIGINT), else as failed. log, when not nil, is codex's log of the
+// exec thread, which the mapper reads whole (ExecLog) before the stream: as
+// when codex logs each step before codex exec prints anything of it.
+func runCodex(t *testing.T, r io.Reader, interrupted bool, log []byte) *panel {
 	t.Helper()
 	m := NewCodex(SequentialIDs())
 	p := &panel{}
+	for l := range bytes.SplitSeq(log, []byte("\n")) {
+		p.apply(t, m.ExecLog(l))
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -79,9 +84,11 @@ func TestCodexGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			interrupted := sentSIGINT(strings.TrimSuffix(f, ".stdout.jsonl") + ".stdin.jsonl")
-			whole := runCodex(t, bytes.NewReader(data), interrupted).golden()
-			byLine := runCodex(t, &lineReader{data}, interrupted).golden()
-			byTwo := runCodex(t, &chunkReader{data, 2}, interrupted).golden()
+			// The thread's log, when the recording kept it.
+			log, _ := os.ReadFile(strings.TrimSuffix(f, ".stdout.jsonl") + ".rollout.jsonl")
+			whole := runCodex(t, bytes.NewReader(data), interrupted, log).golden()
+			byLine := runCodex(t, &lineReader{data}, interrupted, log).golden()
+			byTwo := runCodex(t, &chunkReader{data, 2}, interrupted, log).golden()
 			if !bytes.Equal(whole, byLine) || !bytes.Equal(whole, byTwo) {
 				t.Fatalf("results differ by how the stream is read")
 			}
