@@ -80,9 +80,10 @@ func (ci *codexImport) send(method string, params map[string]any) {
 	ci.sendLine(line)
 }
 
-// sendLine feeds the mapper one app-server notification, as JSON.
+// sendLine feeds the mapper one app-server notification, as JSON made
+// for it alone.
 func (ci *codexImport) sendLine(line []byte) {
-	r := ci.m.Line(line)
+	r := ci.m.LineOwned(line)
 	apply(ci.conv, r)
 	if r.End != nil {
 		ci.turn.model = ci.model

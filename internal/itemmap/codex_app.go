@@ -110,8 +110,9 @@ func (a *CodexApp) exec(ev map[string]any) Result {
 		return Result{Skipped: true}
 	}
 	// Valid JSON, made of a line that was checked: no second check, whose
-	// depth limit the wrapping could cross.
-	return a.m.event(gjson.ParseBytes(data))
+	// depth limit the wrapping could cross. The bytes are this call's
+	// alone: what is read of them may share them.
+	return a.m.event(ownedJSON(data))
 }
 
 // Line maps one line from the server. A line nested deeper than MaxDepth,
@@ -135,6 +136,30 @@ func (a *CodexApp) Line(line []byte) Result {
 	var f [3]jsonline.Value
 	a.doc.Root().ReadFields(messageFields, f[:])
 	method, id, params := f[0].String(), f[1].Result(), f[2].Result()
+	a.doc.Reset()
+	return a.message(method, id, params)
+}
+
+// LineOwned is Line for a line the caller hands over: one it never changes
+// afterwards (a line it made for this call alone), so that what is read of
+// it shares its bytes rather than a copy.
+func (a *CodexApp) LineOwned(line []byte) Result {
+	if uint64(len(line)) >= 1<<31 {
+		return a.Line(line)
+	}
+	if !a.doc.Parse(line) {
+		return badLine(a.m.newID, "codex", line)
+	}
+	var f [3]jsonline.Value
+	a.doc.Root().ReadFields(messageFields, f[:])
+	method := f[0].String()
+	var id, params gjson.Result
+	if f[1].Exists() {
+		id = gjson.Parse(f[1].RawView())
+	}
+	if f[2].Exists() {
+		params = gjson.Parse(f[2].RawView())
+	}
 	a.doc.Reset()
 	return a.message(method, id, params)
 }
@@ -441,7 +466,7 @@ func (a *CodexApp) execItem(completed bool, id, typ, key string, value gjson.Res
 	b = appendStringValue(b, value)
 	b = append(b, "}}"...)
 	// Valid JSON, made of a line that was checked (see exec).
-	return a.m.event(gjson.ParseBytes(b))
+	return a.m.event(ownedJSON(b))
 }
 
 // execHead begins an exec item event of the item id of kind typ, with
@@ -461,6 +486,12 @@ func (a *CodexApp) execHead(completed bool, id, typ string, fields [][]byte) []b
 		b = append(b, f...)
 	}
 	return b
+}
+
+// ownedJSON parses JSON bytes made for this call alone, never changed
+// afterwards: the values read share them.
+func ownedJSON(b []byte) gjson.Result {
+	return gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // appendStringValue appends v's string (gjson's String) as a JSON string:
@@ -504,7 +535,7 @@ func (a *CodexApp) command(it gjson.Result, id string, completed bool) Result {
 	b := a.execHead(completed, id, codexCommand, fields)
 	b = append(b, `,"aggregated_output":`...)
 	b = appendValueString(b, out)
-	return a.m.event(gjson.ParseBytes(append(b, "}}"...)))
+	return a.m.event(ownedJSON(append(b, "}}"...)))
 }
 
 // commandFields are the fields of a commandExecution item read.
