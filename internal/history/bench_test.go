@@ -95,28 +95,3 @@ func BenchmarkList(b *testing.B) {
 		}
 	})
 }
-
-// BenchmarkImport: a Claude Code session file of about 20 MB (turns of a
-// message, a command and its output, and a reply), imported whole.
-func BenchmarkImport(b *testing.B) {
-	var sb strings.Builder
-	out := strings.Repeat("output line\\n", 200)
-	for i := 0; sb.Len() < 20<<20; i++ {
-		fmt.Fprintf(&sb, `{"type":"user","sessionId":"s","message":{"role":"user","content":"message %d"}}`+"\n", i)
-		fmt.Fprintf(&sb, `{"type":"assistant","sessionId":"s","message":{"id":"a%d","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":2}}}`+"\n", i, i)
-		fmt.Fprintf(&sb, `{"type":"user","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s","is_error":false}]}}`+"\n", i, out)
-		fmt.Fprintf(&sb, `{"type":"assistant","sessionId":"s","message":{"id":"b%d","model":"claude-x","role":"assistant","content":[{"type":"text","text":"done %d"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}}`+"\n", i, i)
-	}
-	p := filepath.Join(b.TempDir(), "s.jsonl")
-	if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(sb.Len()))
-	b.ReportAllocs()
-	for b.Loop() {
-		conv, rep, err := ImportFile(Claude, p, ImportOptions{})
-		if err != nil || rep.Skipped != 0 || len(conv.Items) == 0 {
-			b.Fatal(err, rep)
-		}
-	}
-}

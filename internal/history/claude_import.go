@@ -16,6 +16,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonline"
 )
 
 // claudeImport maps a Claude Code session file. Its user and assistant
@@ -48,6 +49,9 @@ type claudeImport struct {
 	// after the /compact that asked for it.
 	compacted    string
 	afterCompact bool // the user's last line was /compact
+	// doc is the line being read, sub a subagent's: their values borrow
+	// the lines' bytes, what is kept is copied (String, Raw).
+	doc, sub jsonline.Doc
 }
 
 func newClaudeImport(newID itemmap.IDFunc, rep *Report) *claudeImport {
@@ -65,7 +69,7 @@ var claudeQuiet = map[string]bool{
 }
 
 func (ci *claudeImport) line(line []byte) bool {
-	v, ok := object(line)
+	v, ok := parseObject(&ci.doc, line)
 	if !ok {
 		return false
 	}
@@ -82,8 +86,8 @@ func (ci *claudeImport) line(line []byte) bool {
 	case claudeQuiet[typ]:
 		return true
 	case typ == "cost-state":
-		if l.cost.Type == gjson.Number {
-			ci.cost = l.cost.Raw
+		if l.cost.Type() == gjson.Number {
+			ci.cost = l.cost.Raw()
 		}
 		return true
 	case typ == "system":
@@ -140,9 +144,10 @@ func (ci *claudeImport) user(l *claudeLine, line []byte) {
 		return
 	}
 	content := l.message.Get("content")
-	text := content.String()
-	if content.IsArray() {
-		text = ""
+	var text string
+	if !content.IsArray() {
+		text = content.String()
+	} else {
 		for _, b := range content.Array() {
 			if b.Get("type").String() == "text" {
 				text += b.Get("text").String()
@@ -212,7 +217,7 @@ func (ci *claudeImport) subagent(id, agent string) {
 			return
 		}
 		line = bytes.TrimSpace(line)
-		v, ok := object(line)
+		v, ok := parseObject(&ci.sub, line)
 		if !ok {
 			continue
 		}
@@ -234,7 +239,7 @@ func (ci *claudeImport) begin(text string, l *claudeLine) {
 	msg := archive.Message{Role: "user"}
 	full := ""
 	var images []archive.Block
-	if c := l.message.Get("content"); c.Type == gjson.String {
+	if c := l.message.Get("content"); c.Type() == gjson.String {
 		full = c.String()
 	} else {
 		var parts []string
@@ -243,7 +248,7 @@ func (ci *claudeImport) begin(text string, l *claudeLine) {
 			case "text":
 				parts = append(parts, b.Get("text").String())
 			case "image":
-				data, err := base64.StdEncoding.DecodeString(b.Get("source.data").String())
+				data, err := base64.StdEncoding.DecodeString(b.Get("source.data").View())
 				if err != nil || b.Get("source.type").String() != "base64" {
 					continue
 				}
@@ -291,10 +296,10 @@ func (ci *claudeImport) assistant(l *claudeLine, line []byte) {
 }
 
 // apiUsage reads an Anthropic API usage object.
-func apiUsage(u gjson.Result) archive.Usage {
+func apiUsage(u jsonline.Value) archive.Usage {
 	n := func(key string) json.Number {
-		if x := u.Get(key); x.Type == gjson.Number {
-			return json.Number(x.Raw)
+		if x := u.Get(key); x.Type() == gjson.Number {
+			return json.Number(x.Raw())
 		}
 		return ""
 	}
@@ -365,13 +370,13 @@ func (ci *claudeImport) finish() *archive.Conversation {
 // renameKey returns line with its top-level key from (whose value is val)
 // renamed to, as the stream-json lines the mapper reads name it; line
 // itself when it has no such key.
-func renameKey(line []byte, val gjson.Result, from, to string) []byte {
-	if !val.Exists() || val.Index <= 0 {
+func renameKey(line []byte, val jsonline.Value, from, to string) []byte {
+	if !val.Exists() || val.Offset() <= 0 {
 		return line
 	}
 	key := []byte(`"` + from + `"`)
 	// The key ends before the value, past a colon and spaces.
-	i := val.Index - 1
+	i := val.Offset() - 1
 	for i > 0 && (line[i] == ' ' || line[i] == ':' || line[i] == '\t') {
 		i--
 	}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"spbridge/internal/jsonline"
 )
 
 // claudeCandidates are the session files of Claude Code's store under
@@ -58,6 +60,7 @@ func summarizeClaude(c candidate) (Entry, bool) {
 	var first, title string
 	titleRank := 0
 	sidechain := false
+	var doc jsonline.Doc
 	consider := func(line []byte) {
 		if t, rank := claudeTitleLine(line); rank > titleRank {
 			title, titleRank = t, rank
@@ -71,7 +74,7 @@ func summarizeClaude(c candidate) (Entry, bool) {
 			}
 		}
 		if first == "" && bytes.Contains(line, []byte(`"user"`)) {
-			if v, ok := object(line); ok {
+			if v, ok := parseObject(&doc, line); ok {
 				if l := readClaudeLine(v); l.typ == "user" {
 					text, ok := claudePrompt(l)
 					if !ok {
@@ -135,19 +138,21 @@ func claudeTitleLine(line []byte) (string, int) {
 
 // claudeLine is the top-level fields of a Claude Code session line that
 // spbridge reads, found in one pass over the line (a field a line lacks
-// would otherwise cost a scan of the whole line for each lookup).
+// would otherwise cost a scan of the whole line for each lookup). Its
+// values are the line's Doc's: valid until the Doc reads another line.
 type claudeLine struct {
-	v                                        gjson.Result
 	typ, subtype, sessionID, cwd             string
 	sidechain, meta, compactSummary, hidden  bool
-	origin, message, toolUseResult, apiError gjson.Result
-	cost, compactMetadata                    gjson.Result
+	origin, message, toolUseResult, apiError jsonline.Value
+	cost, compactMetadata                    jsonline.Value
 }
 
-func readClaudeLine(v gjson.Result) *claudeLine {
-	l := &claudeLine{v: v}
-	v.ForEach(func(k, x gjson.Result) bool {
-		switch k.Str {
+func readClaudeLine(v jsonline.Value) *claudeLine {
+	l := &claudeLine{}
+	// Of a field given twice, the last counts.
+	for m := v.Members(); m.Next(); {
+		x := m.Value()
+		switch m.Key() {
 		case "type":
 			l.typ = x.String()
 		case "subtype":
@@ -177,9 +182,19 @@ func readClaudeLine(v gjson.Result) *claudeLine {
 		case "compactMetadata":
 			l.compactMetadata = x
 		}
-		return true
-	})
+	}
 	return l
+}
+
+// parseObject reads line (spaces around it aside) into d when it is a
+// JSON object (valid, nested no deeper than jsonline.MaxDepth, as object
+// checks): its values borrow line's bytes.
+func parseObject(d *jsonline.Doc, line []byte) (jsonline.Value, bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' || !d.Parse(line) {
+		return jsonline.Value{}, false
+	}
+	return d.Root(), true
 }
 
 // claudePrompt is the text of a user line that is a message the user
@@ -194,7 +209,7 @@ func claudePrompt(l *claudeLine) (string, bool) {
 	var text string
 	hasImage := false
 	switch {
-	case content.Type == gjson.String:
+	case content.Type() == gjson.String:
 		text = content.String()
 	case content.IsArray():
 		for _, b := range content.Array() {

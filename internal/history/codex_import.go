@@ -2,13 +2,16 @@ package history
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/canonjson"
 	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonline"
 )
 
 // codexImport maps a Codex rollout. Its lines are what the app-server
@@ -26,6 +29,10 @@ type codexImport struct {
 	turn   turnState
 	images []archive.Block // the images of the user's last response item, for their message
 	model  string
+	// doc is the line being read: its values borrow the line's bytes,
+	// what is kept is copied (String), what is passed on is sent as it
+	// is (RawView).
+	doc jsonline.Doc
 }
 
 func newCodexImport(newID itemmap.IDFunc, rep *Report) *codexImport {
@@ -36,10 +43,10 @@ func newCodexImport(newID itemmap.IDFunc, rep *Report) *codexImport {
 var codexQuiet = map[string]bool{"world_state": true, "token_usage_record": true}
 
 func (ci *codexImport) line(line []byte) bool {
-	v, ok := object(line)
-	if !ok {
+	if len(line) == 0 || line[0] != '{' || !ci.doc.Parse(line) {
 		return false
 	}
+	v := ci.doc.Root()
 	p := v.Get("payload")
 	switch v.Get("type").String() {
 	case "session_meta":
@@ -70,7 +77,13 @@ func (ci *codexImport) send(method string, params map[string]any) {
 	if err != nil {
 		return
 	}
-	r := ci.m.Line(line)
+	ci.sendLine(line)
+}
+
+// sendLine feeds the mapper one app-server notification, as JSON made
+// for it alone.
+func (ci *codexImport) sendLine(line []byte) {
+	r := ci.m.LineOwned(line)
 	apply(ci.conv, r)
 	if r.End != nil {
 		ci.turn.model = ci.model
@@ -82,7 +95,7 @@ func (ci *codexImport) notice(text string) {
 	ci.conv.Items = append(ci.conv.Items, archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeNotice, "text": text}))
 }
 
-func (ci *codexImport) responseItem(p gjson.Result) {
+func (ci *codexImport) responseItem(p jsonline.Value) {
 	switch p.Get("type").String() {
 	case "message":
 		if p.Get("role").String() != "user" {
@@ -109,8 +122,22 @@ func (ci *codexImport) responseItem(p gjson.Result) {
 	}
 }
 
-func (ci *codexImport) raw(p gjson.Result) {
-	ci.send("rawResponseItem/completed", map[string]any{"item": json.RawMessage(p.Raw)})
+func (ci *codexImport) raw(p jsonline.Value) {
+	switch typ := p.Get("type").String(); {
+	case typ == "function_call" || typ == "custom_tool_call",
+		(typ == "function_call_output" || typ == "custom_tool_call_output") && p.Get("output").Type() == gjson.String:
+		// The mapper keeps these items' strings, never their bytes: the
+		// item goes as the line had it.
+		raw := p.RawView()
+		b := make([]byte, 0, len(raw)+64)
+		b = append(b, `{"method":"rawResponseItem/completed","params":{"item":`...)
+		b = append(b, raw...)
+		ci.sendLine(append(b, "}}"...))
+	default:
+		// A local shell call's action and an output of content items are
+		// kept as JSON: as encoding/json writes them.
+		ci.send("rawResponseItem/completed", map[string]any{"item": json.RawMessage(p.RawView())})
+	}
 }
 
 // plan shows an update_plan call's plan, as the app-server's
@@ -126,7 +153,7 @@ func (ci *codexImport) plan(args string) {
 	}
 }
 
-func (ci *codexImport) event(p gjson.Result) {
+func (ci *codexImport) event(p jsonline.Value) {
 	switch p.Get("type").String() {
 	case "task_started", "turn_started":
 		ci.startTurn()
@@ -197,9 +224,10 @@ func (ci *codexImport) userMessage(text string) {
 }
 
 // item gives a completed rollout item the app-server's form.
-func (ci *codexImport) item(it gjson.Result) {
+func (ci *codexImport) item(it jsonline.Value) {
 	id := it.Get("id").String()
 	ev := map[string]any{"id": id}
+	var b []byte // the item as JSON, for the kinds with long strings
 	switch it.Get("type").String() {
 	case "UserMessage":
 		if ci.turn.user != nil {
@@ -214,66 +242,113 @@ func (ci *codexImport) item(it gjson.Result) {
 		ci.userMessage(strings.Join(parts, "\n"))
 		return
 	case "AgentMessage":
-		var parts []string
-		for _, c := range it.Get("content").Array() {
-			parts = append(parts, c.Get("text").String())
+		b = itemHead(b, id, "agentMessage")
+		b = append(b, `,"text":`...)
+		if parts := it.Get("content").Array(); len(parts) == 1 {
+			b = appendString(b, parts[0].Get("text"))
+		} else {
+			var sb strings.Builder
+			for _, c := range parts {
+				sb.WriteString(c.Get("text").String())
+			}
+			b = canonjson.AppendString(b, sb.String())
 		}
-		ev["type"], ev["text"] = "agentMessage", strings.Join(parts, "")
 	case "Reasoning":
-		var parts []any
-		for _, s := range it.Get("summary_text").Array() {
-			parts = append(parts, s.String())
+		b = itemHead(b, id, "reasoning")
+		b = append(b, `,"summary":[`...)
+		for i, s := range it.Get("summary_text").Array() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
 		}
-		ev["type"], ev["summary"] = "reasoning", parts
+		b = append(b, ']')
 	case "CommandExecution":
-		ev["type"] = "commandExecution"
-		ev["command"] = shellJoin(it.Get("command"))
-		ev["aggregatedOutput"] = it.Get("aggregated_output").String()
-		if x := it.Get("exit_code"); x.Type == gjson.Number {
-			ev["exitCode"] = json.Number(x.Raw)
+		// Its fields in one pass: the output is long, and comes before
+		// some of them.
+		var f [5]jsonline.Value
+		it.ReadFields(commandFields, f[:])
+		cmd, out, exit, status, parsed := f[0], f[1], f[2], f[3], f[4]
+		b = itemHead(b, id, "commandExecution")
+		b = append(b, `,"command":`...)
+		b = canonjson.AppendString(b, shellJoin(cmd))
+		if exit.Type() == gjson.Number {
+			b = append(b, `,"exitCode":`...)
+			b = append(b, exit.RawView()...)
 		}
-		ev["status"] = camel(it.Get("status").String())
-		var acts []any
-		for _, a := range it.Get("parsed_cmd").Array() {
-			m := map[string]any{"type": a.Get("type").String(), "command": a.Get("cmd").String()}
-			for _, k := range []string{"name", "path", "query"} {
-				if s := a.Get(k); s.Type == gjson.String {
-					m[k] = s.String()
+		b = append(b, `,"status":`...)
+		b = canonjson.AppendString(b, camel(status.String()))
+		if acts := parsed.Array(); len(acts) > 0 {
+			b = append(b, `,"commandActions":[`...)
+			for i, a := range acts {
+				if i > 0 {
+					b = append(b, ',')
 				}
+				b = append(b, `{"type":`...)
+				b = canonjson.AppendString(b, a.Get("type").String())
+				b = append(b, `,"command":`...)
+				b = appendString(b, a.Get("cmd"))
+				for _, k := range []string{"name", "path", "query"} {
+					if s := a.Get(k); s.Type() == gjson.String {
+						b = append(b, `,"`+k+`":`...)
+						b = append(b, s.RawView()...)
+					}
+				}
+				b = append(b, '}')
 			}
-			acts = append(acts, m)
+			b = append(b, ']')
 		}
-		if acts != nil {
-			ev["commandActions"] = acts
-		}
+		b = append(b, `,"aggregatedOutput":`...)
+		b = appendString(b, out)
 	case "FileChange":
-		ev["type"] = "fileChange"
-		var changes []any
-		it.Get("changes").ForEach(func(path, c gjson.Result) bool {
-			kind := map[string]any{"type": c.Get("type").String()}
-			if mv := c.Get("move_path").String(); mv != "" {
-				kind["move_path"] = mv
+		b = itemHead(b, id, "fileChange")
+		b = append(b, `,"status":`...)
+		b = canonjson.AppendString(b, camel(it.Get("status").String()))
+		b = append(b, `,"changes":[`...)
+		n := 0
+		changes := it.Get("changes")
+		changes.ForEach(func(path, c jsonline.Value) bool {
+			if n++; n > 1 {
+				b = append(b, ',')
 			}
-			diff := c.Get("unified_diff").String()
-			if diff == "" {
-				diff = c.Get("content").String()
+			b = append(b, `{"path":`...)
+			if changes.IsArray() {
+				b = canonjson.AppendString(b, strconv.Itoa(n-1)) // as gjson names an element
+			} else {
+				b = appendString(b, path)
 			}
-			changes = append(changes, map[string]any{"path": path.String(), "kind": kind, "diff": diff})
+			b = append(b, `,"kind":{"type":`...)
+			b = canonjson.AppendString(b, c.Get("type").String())
+			if mv := c.Get("move_path"); mv.String() != "" {
+				b = append(b, `,"move_path":`...)
+				b = appendString(b, mv)
+			}
+			b = append(b, `},"diff":`...)
+			if diff := c.Get("unified_diff"); !emptyString(diff) {
+				b = appendString(b, diff)
+			} else {
+				b = appendString(b, c.Get("content"))
+			}
+			b = append(b, '}')
 			return true
 		})
-		ev["changes"] = changes
-		ev["status"] = camel(it.Get("status").String())
+		b = append(b, ']')
 	case "McpToolCall":
-		ev["type"] = "mcpToolCall"
-		for _, k := range []string{"server", "tool"} {
-			ev[k] = it.Get(k).String()
+		b = itemHead(b, id, "mcpToolCall")
+		for _, k := range []string{"server", "tool", "status"} {
+			b = append(b, `,"`+k+`":`...)
+			if k == "status" {
+				b = canonjson.AppendString(b, camel(it.Get(k).String()))
+			} else {
+				b = appendString(b, it.Get(k))
+			}
 		}
 		for _, k := range []string{"arguments", "result", "error"} {
 			if x := it.Get(k); x.Exists() {
-				ev[k] = json.RawMessage(x.Raw)
+				b = append(b, `,"`+k+`":`...)
+				b = append(b, x.RawView()...)
 			}
 		}
-		ev["status"] = camel(it.Get("status").String())
 	case "WebSearch":
 		ev["type"], ev["query"] = "webSearch", it.Get("query").String()
 	case "ImageView":
@@ -286,7 +361,41 @@ func (ci *codexImport) item(it gjson.Result) {
 	if !ci.m.InTurn() {
 		ci.startTurn()
 	}
-	ci.send("item/completed", map[string]any{"item": ev})
+	if b == nil {
+		ci.send("item/completed", map[string]any{"item": ev})
+		return
+	}
+	ci.sendLine(append(b, "}}}"...))
+}
+
+// commandFields are the fields of a CommandExecution item read.
+var commandFields = []string{"command", "aggregated_output", "exit_code", "status", "parsed_cmd"}
+
+// itemHead begins the item/completed notification of the item id of kind
+// typ, its object left open.
+func itemHead(b []byte, id, typ string) []byte {
+	b = append(b, `{"method":"item/completed","params":{"item":{"id":`...)
+	b = canonjson.AppendString(b, id)
+	b = append(b, `,"type":`...)
+	return canonjson.AppendString(b, typ)
+}
+
+// appendString appends v's string (gjson's String) as a JSON string: a
+// string as the line had it, escaped as it was, anything else encoded.
+func appendString(b []byte, v jsonline.Value) []byte {
+	if v.Type() == gjson.String {
+		return append(b, v.RawView()...)
+	}
+	return canonjson.AppendString(b, v.String())
+}
+
+// emptyString reports whether v's string (gjson's String) is "", without
+// decoding a long one.
+func emptyString(v jsonline.Value) bool {
+	if v.Type() == gjson.String {
+		return len(v.RawView()) <= 2
+	}
+	return v.String() == ""
 }
 
 func (ci *codexImport) finish() *archive.Conversation {
@@ -314,11 +423,11 @@ func camel(s string) string {
 }
 
 // camelTokens is a rollout's token usage in the app-server's fields.
-func camelTokens(u gjson.Result) map[string]any {
+func camelTokens(u jsonline.Value) map[string]any {
 	out := map[string]any{}
-	u.ForEach(func(k, v gjson.Result) bool {
-		if v.Type == gjson.Number {
-			out[camel(k.String())] = json.Number(v.Raw)
+	u.ForEach(func(k, v jsonline.Value) bool {
+		if v.Type() == gjson.Number {
+			out[camel(k.String())] = json.Number(v.Raw())
 		}
 		return true
 	})
@@ -328,7 +437,7 @@ func camelTokens(u gjson.Result) map[string]any {
 // shellJoin is a command recorded as its arguments, as one shell line
 // (each argument quoted when it needs it); a command recorded as a string
 // is that string.
-func shellJoin(cmd gjson.Result) string {
+func shellJoin(cmd jsonline.Value) string {
 	if !cmd.IsArray() {
 		return cmd.String()
 	}

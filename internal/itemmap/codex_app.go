@@ -1,13 +1,17 @@
 package itemmap
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/canonjson"
+	"spbridge/internal/jsonline"
 )
 
 // CodexApp maps what a `codex app-server` writes (JSON-RPC notifications
@@ -33,6 +37,8 @@ type CodexApp struct {
 	// elicitations are the MCP tool approvals (mcpServer/elicitation/request)
 	// not yet answered, by request id.
 	elicitations map[string]bool
+
+	doc, itemDoc jsonline.Doc // the line being read, and a commandExecution item
 }
 
 // TakeElicitation reports whether request requestID is an MCP tool's
@@ -104,25 +110,70 @@ func (a *CodexApp) exec(ev map[string]any) Result {
 		return Result{Skipped: true}
 	}
 	// Valid JSON, made of a line that was checked: no second check, whose
-	// depth limit the wrapping could cross.
-	return a.m.event(gjson.ParseBytes(data))
+	// depth limit the wrapping could cross. The bytes are this call's
+	// alone: what is read of them may share them.
+	return a.m.event(ownedJSON(data))
 }
 
 // Line maps one line from the server. A line nested deeper than MaxDepth,
 // or one that starts as an object but is not valid JSON, is skipped with a
 // notice that says so.
 func (a *CodexApp) Line(line []byte) Result {
-	r, ok := readLine(a.m.newID, "codex", line)
-	if !ok {
-		return r
+	if uint64(len(line)) >= 1<<31 {
+		// Longer than a Doc lays out: read as the line it is.
+		r, ok := readLine(a.m.newID, "codex", line)
+		if !ok {
+			return r
+		}
+		msg := gjson.ParseBytes(line)
+		return a.message(msg.Get("method").String(), msg.Get("id"), msg.Get("params"))
 	}
-	msg := gjson.ParseBytes(line)
-	method := msg.Get("method").String()
+	// One pass validates the line and finds its fields; the params are
+	// copied, as what is read of them may be kept.
+	if !a.doc.Parse(line) {
+		return badLine(a.m.newID, "codex", line)
+	}
+	var f [3]jsonline.Value
+	a.doc.Root().ReadFields(messageFields, f[:])
+	method, id, params := f[0].String(), f[1].Result(), f[2].Result()
+	a.doc.Reset()
+	return a.message(method, id, params)
+}
+
+// LineOwned is Line for a line the caller hands over: one it never changes
+// afterwards (a line it made for this call alone), so that what is read of
+// it shares its bytes rather than a copy.
+func (a *CodexApp) LineOwned(line []byte) Result {
+	if uint64(len(line)) >= 1<<31 {
+		return a.Line(line)
+	}
+	if !a.doc.Parse(line) {
+		return badLine(a.m.newID, "codex", line)
+	}
+	var f [3]jsonline.Value
+	a.doc.Root().ReadFields(messageFields, f[:])
+	method := f[0].String()
+	var id, params gjson.Result
+	if f[1].Exists() {
+		id = gjson.Parse(f[1].RawView())
+	}
+	if f[2].Exists() {
+		params = gjson.Parse(f[2].RawView())
+	}
+	a.doc.Reset()
+	return a.message(method, id, params)
+}
+
+// messageFields are the fields of a JSON-RPC message Line reads.
+var messageFields = []string{"method", "id", "params"}
+
+// message maps one message: a notification, or a request when it has an
+// id.
+func (a *CodexApp) message(method string, id, p gjson.Result) Result {
 	if method == "" {
 		return Result{} // a response to one of the client's requests
 	}
-	p := msg.Get("params")
-	if id := msg.Get("id"); id.Exists() {
+	if id.Exists() {
 		return a.request(id.Raw, method, p)
 	}
 	switch method {
@@ -320,11 +371,10 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 	ev := map[string]any{"id": id}
 	switch it.Get("type").String() {
 	case "agentMessage":
-		ev["type"] = codexMessage
 		if !completed {
 			return Result{} // its text comes as deltas
 		}
-		ev["text"] = it.Get("text").String()
+		return a.execItem(completed, id, codexMessage, "text", it.Get("text"))
 	case "reasoning":
 		ev["type"] = codexReasoning
 		if !completed {
@@ -340,16 +390,7 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 		ev["text"] = joinParts(parts)
 		delete(a.parts, id)
 	case "commandExecution":
-		ev["type"] = codexCommand
-		ev["command"] = it.Get("command").String()
-		ev["aggregated_output"] = it.Get("aggregatedOutput").String()
-		if x := it.Get("exitCode"); x.Type == gjson.Number {
-			ev["exit_code"] = json.Number(x.Raw)
-		}
-		ev["status"] = appStatus(it.Get("status").String())
-		if acts := it.Get("commandActions"); acts.IsArray() {
-			ev["command_actions"] = json.RawMessage(acts.Raw)
-		}
+		return a.command(it, id, completed)
 	case "fileChange":
 		ev["type"] = codexFiles
 		var changes []any
@@ -411,6 +452,101 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 		typ = "item.completed"
 	}
 	return a.exec(map[string]any{"type": typ, "item": ev})
+}
+
+// execItem maps an exec item event of the item id of kind typ whose
+// only field besides is key, the string value (an app-server item's field
+// of long text, copied as it was sent rather than decoded and encoded
+// again).
+func (a *CodexApp) execItem(completed bool, id, typ, key string, value gjson.Result) Result {
+	b := a.execHead(completed, id, typ, nil)
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b = appendStringValue(b, value)
+	b = append(b, "}}"...)
+	// Valid JSON, made of a line that was checked (see exec).
+	return a.m.event(ownedJSON(b))
+}
+
+// execHead begins an exec item event of the item id of kind typ, with
+// fields (each "key":value), its item left open.
+func (a *CodexApp) execHead(completed bool, id, typ string, fields [][]byte) []byte {
+	head := `{"type":"item.started","item":{"id":`
+	if completed {
+		head = `{"type":"item.completed","item":{"id":`
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, head...)
+	b = canonjson.AppendString(b, id)
+	b = append(b, `,"type":`...)
+	b = canonjson.AppendString(b, typ)
+	for _, f := range fields {
+		b = append(b, ',')
+		b = append(b, f...)
+	}
+	return b
+}
+
+// ownedJSON parses JSON bytes made for this call alone, never changed
+// afterwards: the values read share them.
+func ownedJSON(b []byte) gjson.Result {
+	return gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
+// appendStringValue appends v's string (gjson's String) as a JSON string:
+// a string as it was sent, escaped as it was, anything else encoded.
+func appendStringValue(b []byte, v gjson.Result) []byte {
+	if v.Type == gjson.String {
+		return append(b, v.Raw...)
+	}
+	return canonjson.AppendString(b, v.String())
+}
+
+// command maps a commandExecution item, its output as it was sent. Its
+// fields are read in one pass (the output, however long, is skipped in
+// one step and never decoded here); the exec event has exit_code and
+// command_actions (null when the item has none) before the output, so
+// that the Codex mapper finds them without going past it.
+func (a *CodexApp) command(it gjson.Result, id string, completed bool) Result {
+	var f [5]jsonline.Value
+	if a.itemDoc.Parse(unsafe.Slice(unsafe.StringData(it.Raw), len(it.Raw))) {
+		a.itemDoc.Root().ReadFields(commandFields, f[:])
+	}
+	defer a.itemDoc.Reset()
+	cmd, out, exit, status, acts := f[0], f[1], f[2], f[3], f[4]
+	var fields [][]byte
+	field := func(key string, value []byte) {
+		fields = append(fields, append([]byte(`"`+key+`":`), value...))
+	}
+	field("command", appendValueString(nil, cmd))
+	if exit.Type() == gjson.Number {
+		field("exit_code", []byte(exit.RawView()))
+	} else {
+		field("exit_code", []byte("null"))
+	}
+	field("status", canonjson.AppendString(nil, appStatus(status.String())))
+	var buf bytes.Buffer
+	if acts.IsArray() && json.Compact(&buf, []byte(acts.RawView())) == nil {
+		field("command_actions", buf.Bytes())
+	} else {
+		field("command_actions", []byte("null"))
+	}
+	b := a.execHead(completed, id, codexCommand, fields)
+	b = append(b, `,"aggregated_output":`...)
+	b = appendValueString(b, out)
+	return a.m.event(ownedJSON(append(b, "}}"...)))
+}
+
+// commandFields are the fields of a commandExecution item read.
+var commandFields = []string{"command", "aggregatedOutput", "exitCode", "status", "commandActions"}
+
+// appendValueString is appendStringValue for a jsonline value.
+func appendValueString(b []byte, v jsonline.Value) []byte {
+	if v.Type() == gjson.String {
+		return append(b, v.RawView()...)
+	}
+	return canonjson.AppendString(b, v.String())
 }
 
 // notice shows text as a notice of the turn.

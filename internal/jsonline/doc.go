@@ -805,6 +805,15 @@ func (d *Doc) Reset() { d.s, d.nodes = "", nil }
 // Doc is the line v is a value of (nil for a value that does not exist).
 func (v Value) Doc() *Doc { return v.d }
 
+// Offset is where v's text begins in its line, in bytes (-1 for no
+// value).
+func (v Value) Offset() int {
+	if v.d == nil {
+		return -1
+	}
+	return int(v.node().start)
+}
+
 // Index is v's place among its line's values: two values of one Doc are
 // the same value when their indexes are.
 func (v Value) Index() int32 { return v.i }

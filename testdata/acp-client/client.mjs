@@ -49,6 +49,9 @@ if (sdkPkg.version !== SDK_VERSION) {
 // does not export by name; they are the same modules the SDK validates with.
 const acp = await import(pathToFileURL(path.join(sdkDir, sdkPkg.exports["."].import)).href);
 const schemas = await import(pathToFileURL(path.join(sdkDir, "dist/v1/schema/zod.gen.js")).href);
+// The unstable methods' schemas (session/fork), as the SDK's
+// unstable_forkSession validates with.
+const unstableSchemas = await import(pathToFileURL(path.join(sdkDir, "dist/v1/unstable/schema/zod.gen.js")).href);
 
 let scenario;
 try {
@@ -178,6 +181,7 @@ const responseSchemas = {
   "session/load": schemas.zLoadSessionResponse,
   "session/list": schemas.zListSessionsResponse,
   "session/delete": schemas.zDeleteSessionResponse,
+  "session/fork": unstableSchemas.zForkSessionResponse,
   "session/resume": schemas.zResumeSessionResponse,
   "session/close": schemas.zCloseSessionResponse,
   "session/set_mode": schemas.zSetSessionModeResponse,
@@ -339,7 +343,7 @@ function handleResponse(msg, issues) {
     return;
   }
   req.answered = true;
-  if (req.method === "session/new" && hasResult && typeof msg.result?.sessionId === "string") {
+  if ((req.method === "session/new" || req.method === "session/fork") && hasResult && typeof msg.result?.sessionId === "string") {
     // Known as the response is read: the agent's next line may already be
     // about it, before the SDK hands the result over.
     knownSessions.add(msg.result.sessionId);
@@ -635,6 +639,20 @@ async function runStep(i, step, prevStart) {
       knownSessions.add(sessionId); // history replay arrives before the response
       return request(i, step, "session/load", params, () => {
         if (step.saveAs) saved.set(step.saveAs, sessionId);
+      });
+    }
+    case "forkSession": {
+      // ACP's unstable session/fork (the SDK's unstable_forkSession): a new
+      // session, known once its answer is read.
+      const params = { sessionId: sessionOf(step.sessionId), cwd: path.resolve(step.cwd ?? cwd), mcpServers: step.mcpServers ?? [] };
+      if (step.meta !== undefined) params._meta = step.meta;
+      const bad = check(unstableSchemas.zForkSessionRequest, params);
+      if (bad.length > 0) throw new StepFailure(`forkSession: invalid request ${JSON.stringify(bad)}`);
+      return request(i, step, "session/fork", params, (result) => {
+        if (isObject(result) && typeof result.sessionId === "string") {
+          knownSessions.add(result.sessionId);
+          if (step.saveAs) saved.set(step.saveAs, result.sessionId);
+        }
       });
     }
     case "prompt": {
