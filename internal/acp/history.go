@@ -12,7 +12,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/history"
-	"spbridge/internal/pkglock"
+	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
 
@@ -70,46 +70,23 @@ func (s *Server) importCLI(op *openParams) error {
 	if err := os.MkdirAll(op.id, 0o700); err != nil {
 		return rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
 	}
-	if err := saveImported(op, conv); err != nil {
-		return err
-	}
-	// The CLI holds the session now: the first turn continues it, with the
-	// whole history and the prompt cache (a later open tells a new CLI
-	// session the conversation so far, as for any reopened one).
+	// The open saves it into the package. The CLI holds the session now:
+	// the first turn continues it, with the whole history and the prompt
+	// cache (a later open tells a new CLI session the conversation so far,
+	// as for any reopened one).
+	op.imported = conv
 	op.resume = op.cli.id
 	if ix != nil {
 		cwd := report.Cwd
 		if cwd == "" {
 			cwd = op.cwd
 		}
-		if err := ix.Imported(op.id, cwd, op.sid, op.cli.backend, op.cli.id, entry.Title); err != nil {
-			s.cfg.Log.Printf("session %s: sessions index: %v", op.sid, err)
+		id, sid, cli, title := op.id, op.sid, *op.cli, entry.Title
+		op.onImported = func() {
+			if err := ix.Imported(id, cwd, sid, cli.backend, cli.id, title); err != nil {
+				s.cfg.Log.Printf("session %s: sessions index: %v", sid, err)
+			}
 		}
-	}
-	return nil
-}
-
-// saveImported writes an imported conversation into op's package, which
-// must not hold one already.
-func saveImported(op *openParams, conv *archive.Conversation) error {
-	lock, err := pkglock.Acquire(op.id)
-	if errors.Is(err, pkglock.ErrLocked) {
-		return rpcErrorf(CodeInvalidRequest, "%v", err)
-	}
-	if err != nil {
-		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
-	}
-	defer lock.Unlock()
-	pkg, err := archive.Open(op.id, op.kind, true)
-	if err != nil {
-		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
-	}
-	if !pkg.Conv.IsEmpty() || pkg.Unreadable != "" {
-		return rpcErrorf(CodeInvalidParams, "invalid params: the package %s already holds a conversation", op.id)
-	}
-	pkg.Conv = conv
-	if _, err := pkg.Save(true); err != nil {
-		return rpcErrorf(CodeInternalError, "save the imported session: %v", err)
 	}
 	return nil
 }
@@ -262,7 +239,8 @@ func (s *Server) fork(op *openParams) error {
 	if err := os.MkdirAll(op.id, 0o700); err != nil {
 		return rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
 	}
-	return saveImported(op, conv)
+	op.imported = conv // the open saves it into the package
+	return nil
 }
 
 // forkSource is a copy of the conversation a fork starts from.
@@ -423,13 +401,9 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 			hide = append(hide, e.Backend+":"+e.CLISession)
 		}
 		if s.cfg.SessionsDir != "" && filepath.Dir(e.Package) == filepath.Clean(s.cfg.SessionsDir) {
-			lock, err := pkglock.Acquire(e.Package)
-			if err != nil {
+			if err := session.Remove(e.Package); errors.Is(err, session.ErrLocked) {
 				return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
-			}
-			err = os.RemoveAll(e.Package)
-			lock.Unlock()
-			if err != nil {
+			} else if err != nil {
 				return nil, rpcErrorf(CodeInternalError, "remove %s: %v", e.Package, err)
 			}
 			removed = true

@@ -169,11 +169,15 @@ type openParams struct {
 	forkFrom, atItem string
 	// resume is the CLI session the first turn continues: one this open
 	// imported, while its CLI still holds it and the backend is its CLI.
-	resume  string
-	fresh   bool // a package of the session's own, made at open
-	kind    archive.Kind
-	keep    bool
-	backend string
+	resume string
+	// imported is a conversation the open puts into the package (a CLI's
+	// session imported, or a fork); onImported runs once it is saved.
+	imported   *archive.Conversation
+	onImported func()
+	fresh      bool // a package of the session's own, made at open
+	kind       archive.Kind
+	keep       bool
+	backend    string
 	// defaulted: the request named no backend (backend is serve's
 	// default); a load or resume then takes the conversation's own.
 	defaulted bool
@@ -380,6 +384,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		op.resume = "" // another CLI: it is told the conversation so far
 	}
 	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Continues: op.resume != "",
+		Import: op.imported, Imported: op.onImported,
 		Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
 			if op.defaulted && (op.load || op.forkFrom != "") {
 				// A session reopened without naming its backend
@@ -406,6 +411,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
+	op.imported = nil // the session has it now
 	if hook := ss.srv.cfg.saveWrite; hook != nil {
 		conv.Writing = func() { hook(ss.id) }
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 
@@ -16,6 +17,10 @@ import (
 // ErrLocked is matched by the error of Open when another process holds
 // the package (the error names it).
 var ErrLocked = pkglock.ErrLocked
+
+// ErrHoldsConversation is matched by the error of Open when Options.Import
+// names a conversation and the package already holds one.
+var ErrHoldsConversation = errors.New("the package already holds a conversation")
 
 // Options say how Open opens a conversation.
 type Options struct {
@@ -33,6 +38,13 @@ type Options struct {
 	// the conversation was imported from (backend.Options.Resume): that
 	// session has the whole conversation, so no turn is told it again.
 	Continues bool
+	// Import, when set, is a conversation to put into the package before
+	// it opens (a CLI's own session imported, or a fork): the package must
+	// hold none (ErrHoldsConversation). It is saved, Imported is called
+	// (when set), and the session opens on it as on a conversation read
+	// from disk, without reading it back.
+	Import   *archive.Conversation
+	Imported func()
 	// Backend makes the backend once the saved conversation is read (its
 	// Provider says which CLI it last ran on) and names its provider.
 	Backend func(saved *archive.Conversation) (be backend.Backend, provider string, err error)
@@ -58,9 +70,21 @@ func Open(o Options) (_ *Session, err error) {
 			lock.Unlock()
 		}
 	}()
-	pkg, err := archive.Open(o.Dir, o.Kind, o.Keep)
+	pkg, err := archive.Open(o.Dir, o.Kind, o.Keep || o.Import != nil)
 	if err != nil {
 		return nil, err
+	}
+	if o.Import != nil {
+		if !pkg.Conv.IsEmpty() || pkg.Unreadable != "" {
+			return nil, fmt.Errorf("%s: %w", o.Dir, ErrHoldsConversation)
+		}
+		pkg.Conv = o.Import
+		if _, err := pkg.Save(true); err != nil {
+			return nil, fmt.Errorf("save the imported conversation: %w", err)
+		}
+		if o.Imported != nil {
+			o.Imported()
+		}
 	}
 	be, provider, err := o.Backend(pkg.Conv)
 	if err != nil {
@@ -76,4 +100,15 @@ func Open(o Options) (_ *Session, err error) {
 	}
 	held = true
 	return s, nil
+}
+
+// Remove removes a package folder and all it holds, once no process holds
+// the package (ErrLocked otherwise): for a package spbridge made itself.
+func Remove(dir string) error {
+	lock, err := pkglock.Acquire(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	return os.RemoveAll(dir)
 }
