@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"spbridge/internal/session"
 
 	"spbridge/internal/archive"
 )
@@ -30,7 +31,7 @@ func runConversationNew(_ context.Context, st stdio, args []string) error {
 	if err := checkPackage(pkg); err != nil {
 		return err
 	}
-	return withLock(pkg, func() error {
+	return session.WithLock(pkg, func() error {
 		p, err := archive.Open(pkg, kind, true)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"spbridge/internal/session"
 	"strings"
 
 	"spbridge/internal/archive"
@@ -53,7 +54,7 @@ func runImport(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	return withLock(pkg, func() error {
+	return session.WithLock(pkg, func() error {
 		p, err := archive.Open(pkg, archive.KindDocument, true)
 		if err != nil {
 			return err

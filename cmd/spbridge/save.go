@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"syscall"
+	"spbridge/internal/session"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/pkglock"
 )
 
 func runSave(_ context.Context, st stdio, args []string) error {
@@ -33,7 +31,7 @@ func runSave(_ context.Context, st stdio, args []string) error {
 	if err := checkPackage(pkg); err != nil {
 		return err
 	}
-	return withLock(pkg, func() error {
+	return session.WithLock(pkg, func() error {
 		p, err := archive.Open(pkg, kind, *keep)
 		if err != nil {
 			return err
@@ -51,23 +49,6 @@ func runSave(_ context.Context, st stdio, args []string) error {
 		}
 		return nil
 	})
-}
-
-// withLock runs fn holding the package lock on pkg. When another holds it,
-// the error is the *pkglock.HeldError naming the holder.
-func withLock(pkg string, fn func() error) (err error) {
-	lock, err := pkglock.Acquire(pkg)
-	if errors.Is(err, syscall.ENOTDIR) {
-		// Say it as archive.Open and archive.Check do.
-		return fmt.Errorf("lock package %s: %w", pkg, archive.ErrNotFolder)
-	}
-	if err != nil {
-		return err // a *pkglock.HeldError names the holder
-	}
-	defer func() {
-		err = errors.Join(err, lock.Unlock())
-	}()
-	return fn()
 }
 
 // printReport prints what a save changed, one path a line. A save that

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"spbridge/internal/audit"
-	"spbridge/internal/pkglock"
+	"spbridge/internal/session"
 )
 
 // stateCommands returns the subcommands of "spbridge state".
@@ -128,17 +128,19 @@ func pruneSessions(dir string, cutoff time.Time, dryRun bool, kept func(string, 
 		if !newest.Before(cutoff) {
 			continue
 		}
-		lock, err := pkglock.Acquire(pkg)
-		if err != nil {
+		var rmErr error
+		err = session.WithLock(pkg, func() error {
+			if !dryRun {
+				rmErr = os.RemoveAll(pkg)
+			}
+			return nil
+		})
+		if rmErr != nil {
+			return removed, fmt.Errorf("remove %s: %w", pkg, rmErr)
+		}
+		if err != nil { // the lock: another process holds the package
 			kept(pkg, err)
 			continue
-		}
-		if !dryRun {
-			err = os.RemoveAll(pkg)
-		}
-		lock.Unlock()
-		if err != nil {
-			return removed, fmt.Errorf("remove %s: %w", pkg, err)
 		}
 		removed = append(removed, pkg)
 	}

@@ -102,13 +102,27 @@ func Open(o Options) (_ *Session, err error) {
 	return s, nil
 }
 
-// Remove removes a package folder and all it holds, once no process holds
-// the package (ErrLocked otherwise): for a package spbridge made itself.
-func Remove(dir string) error {
+// WithLock runs fn holding the lock of the package dir, for a command
+// that changes a package no session has open (a save, a New Conversation,
+// an import from the shell). When another process holds it the error
+// matches ErrLocked and names the holder (a *pkglock.HeldError).
+func WithLock(dir string, fn func() error) (err error) {
 	lock, err := pkglock.Acquire(dir)
+	if errors.Is(err, syscall.ENOTDIR) {
+		// Say it as archive.Open and archive.Check do.
+		return fmt.Errorf("lock package %s: %w", dir, archive.ErrNotFolder)
+	}
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	return os.RemoveAll(dir)
+	defer func() {
+		err = errors.Join(err, lock.Unlock())
+	}()
+	return fn()
+}
+
+// Remove removes a package folder and all it holds, once no process holds
+// the package (ErrLocked otherwise): for a package spbridge made itself.
+func Remove(dir string) error {
+	return WithLock(dir, func() error { return os.RemoveAll(dir) })
 }
