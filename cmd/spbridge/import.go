@@ -38,6 +38,7 @@ func runImport(_ context.Context, st stdio, args []string) error {
 	if _, err := os.Stat(pkg); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no such package: %s", pkg)
 	}
+	paceGC()
 	// What to import is read before the package is touched: a session
 	// that cannot be read changes nothing.
 	var conv *archive.Conversation

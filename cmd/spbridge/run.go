@@ -140,6 +140,7 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 		}
 	}
 	var be backend.Backend
+	paceGC()
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
 		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
 			var provider string

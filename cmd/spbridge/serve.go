@@ -63,7 +63,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	setServeGC()
+	paceGC()
 	// Logs never wait for an editor that does not read them.
 	logs := newLogWriter(st.err)
 	defer logs.Close(time.Second)
@@ -129,15 +129,15 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 const serveTerminalNote = "spbridge serve: waiting for an editor on standard input (Agent Client Protocol, JSON-RPC, one message a line).\n" +
 	"Editors start it themselves; see docs/editors.md, or try a turn with `spbridge run`. Ctrl-D or Ctrl-C ends it.\n"
 
-// serveHeadroom is how much memory serve lets grow over its live heap
-// before the garbage collector runs (internal/gcpace): serve holds each
-// open conversation whole, and Go's default (a collection when the heap
-// doubles) would let it peak near twice that. A GOGC or GOMEMLIMIT the
-// user set is left alone.
-const serveHeadroom = 16 << 20
+// gcHeadroom is how much memory serve, run and import let grow over their
+// live heap before the garbage collector runs (internal/gcpace): each
+// holds a conversation whole (serve each open one), and Go's default (a
+// collection when the heap doubles) would let it peak near twice that. A
+// GOGC or GOMEMLIMIT the user set is left alone.
+const gcHeadroom = 16 << 20
 
-func setServeGC() {
+func paceGC() {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		gcpace.Start(serveHeadroom)
+		gcpace.Start(gcHeadroom)
 	}
 }
