@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,17 +49,6 @@ func runHelper(mode string) int {
 		return 0
 	case "cli":
 		return fakeCLI()
-	case "hang": // nohup-like: ignore SIGHUP, say "up", hang
-		signal.Ignore(syscall.SIGHUP)
-		os.Stdout.WriteString("up\n")
-		hang()
-	case "detach": // the middle of a double fork: start a "hang", exit at once
-		c := helper("hang")
-		c.Stdout = os.Stdout
-		if err := c.Start(); err != nil {
-			panic(err)
-		}
-		return 0
 	case "bridge": // play spbridge: a supervised "cli" on our stdin and stdout; say "supervisor PID LAYER"; wait for SIGKILL
 		return bridge(cliCommand(os.Stdin, os.Stdout))
 	case "fds": // print the device and inode of fds 0 and 1, exit 5
@@ -107,6 +95,28 @@ func bridge(cli *exec.Cmd) int {
 	return 0
 }
 
+// The processes the fake CLI starts are shells, not the test binary: a
+// race-enabled binary takes ten times as long to start, and the cycles of
+// TestNothingSurvives start thousands of them.
+const (
+	// shHang plays a process that stays, nohup-like: it ignores SIGHUP
+	// (and so does its sleep), says "up" and hangs. It does not exec
+	// sleep: a process being exec'd may not show its environment for a
+	// moment, and the test counts the processes that show their marker.
+	shHang = `trap '' HUP; echo up; while :; do sleep 1000000; done`
+	// shDetach is the middle of a double fork: it starts an shHang and
+	// exits at once.
+	shDetach = `(` + shHang + `) &`
+)
+
+// shHelper returns a command running script in /bin/sh, with this
+// process's environment (a marker in it included) but for helperEnv.
+func shHelper(script string) *exec.Cmd {
+	c := exec.Command("/bin/sh", "-c", script)
+	c.Env = withoutVar(os.Environ(), helperEnv)
+	return c
+}
+
 // fakeCLI starts three processes that stay: one in its process group, one
 // in a new session through a double fork (its parent exits at once), one in
 // a process group of its own; all ignore SIGHUP. Once all three are up it
@@ -117,10 +127,10 @@ func fakeCLI() int {
 	if err != nil {
 		panic(err)
 	}
-	inGroup := helper("hang")
-	detached := helper("detach")
+	inGroup := shHelper(shHang)
+	detached := shHelper(shDetach)
 	detached.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	ownGroup := helper("hang")
+	ownGroup := shHelper(shHang)
 	ownGroup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	for _, c := range []*exec.Cmd{inGroup, detached, ownGroup} {
 		c.Stdout = w
