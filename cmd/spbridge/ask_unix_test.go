@@ -18,6 +18,7 @@ import (
 // TestRunAsksOnTerminal: spbridge run at a terminal asks before a tool
 // runs, and the answer reaches the CLI.
 func TestRunAsksOnTerminal(t *testing.T) {
+	t.Parallel()
 	for _, answer := range []string{"y", "n"} {
 		t.Run(answer, func(t *testing.T) {
 			exe, _ := os.Executable()

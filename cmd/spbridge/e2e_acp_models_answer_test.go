@@ -38,6 +38,7 @@ func modelValues(t *testing.T, res map[string]any) (values []string, described i
 // serve's answer to session/new already carries them and a model from them
 // is chosen right after the answer, before the CLI said anything.
 func TestE2EServeModelsInAnswer(t *testing.T) {
+	t.Parallel()
 	t.Run("claude", func(t *testing.T) {
 		e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "On the chosen model."}}})
 		pick := modelsInAnswer(t, e, "claude", nil, func(values []string, described int) bool {

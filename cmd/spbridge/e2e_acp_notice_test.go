@@ -16,6 +16,7 @@ import (
 // streams ends cancelled and its "Interrupted." notice reaches the client
 // as an ACP notice, valid by the SDK's schema.
 func TestE2EServeNotice(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: strings.Repeat("slowly ", 200)}}, ChunkDelay: 20 * time.Millisecond})
 	work := filepath.Dir(e.pkg)
 	envMap := acpEnv(e.env)

@@ -50,6 +50,7 @@ func liveProc(pid int) bool {
 // is left. The time from the close or the signal to the exit is logged
 // (the README's bound is 2 s).
 func TestE2EServeCodexShutdown(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		transport, ending string
 		mcp, cancelled    bool

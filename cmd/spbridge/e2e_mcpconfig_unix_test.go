@@ -188,6 +188,7 @@ func runFolder(state string) []string {
 // MCP server's secret, in the state folder's run folder; the next serve
 // removes it as it starts, before any session.
 func TestE2EServeKilledMCPConfig(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +230,7 @@ func TestE2EServeKilledMCPConfig(t *testing.T) {
 // spbridge removed the file then: serve killed with SIGKILL mid-turn
 // leaves no file with the server's secret, before or after the next start.
 func TestE2EServeKilledMCPConfigClaude(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: strings.Repeat("slowly ", 300)}}, ChunkDelay: 50 * time.Millisecond})
 	exe, err := os.Executable()
 	if err != nil {

@@ -60,6 +60,7 @@ func reapMarkers(t *testing.T) (bridge, tool string) {
 // TestE2EReapDetachedAfterRun: a tool's detached process is gone when
 // spbridge run has ended, and so is everything else the turn started.
 func TestE2EReapDetachedAfterRun(t *testing.T) {
+	t.Parallel()
 	bridge, tool := reapMarkers(t)
 	e := newE2E(t, bashRound(tool+" setsid nohup sleep 600 >/dev/null 2>&1 & echo detached")...)
 	e.env = append(e.env, bridge)
@@ -109,6 +110,7 @@ func TestE2EReapDetachedAfterRun(t *testing.T) {
 // spbridge, needs the PID namespace layer: the subreaper's orphans go to
 // init.)
 func TestE2EReapDetachedAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	for _, victim := range []string{"spbridge", "supervisor", "both"} {
 		t.Run(victim, func(t *testing.T) {
 			if victim != "spbridge" && !pidNamespaceLayer(t) {

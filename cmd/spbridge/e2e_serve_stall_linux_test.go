@@ -191,6 +191,7 @@ func (s *stalledServe) check() {
 // saves the turn, ends the CLI and exits 0, dropping what it cannot
 // deliver.
 func TestE2EServeStalledOutputEnds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		end  func(s *stalledServe)
@@ -215,6 +216,7 @@ func TestE2EServeStalledOutputEnds(t *testing.T) {
 // standard input stays open: serve is not killed by SIGPIPE but ends as
 // when standard input closes, saving the turn and ending the CLI.
 func TestE2EServeClientGone(t *testing.T) {
+	t.Parallel()
 	s := startStalledServe(t)
 	start := time.Now()
 	s.errR.Close() // what serve logs from now on has no reader

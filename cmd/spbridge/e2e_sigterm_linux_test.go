@@ -37,6 +37,7 @@ func childrenOf(pid int) []int {
 // TestE2EServeSIGTERM: SIGTERM mid-turn ends spbridge serve cleanly: the
 // claude process is gone, and the conversation is saved with what arrived.
 func TestE2EServeSIGTERM(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: strings.Repeat("slowly ", 300)}}, ChunkDelay: 50 * time.Millisecond})
 	cmd := exec.Command(spbridgeBin(t), "serve")
 	cmd.Env = e.env

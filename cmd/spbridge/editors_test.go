@@ -135,6 +135,7 @@ func checkSyntax(t *testing.T, lang, block string) {
 // answers a turn from its CLI. The README's Zed configuration is the same
 // as docs/editors.md's.
 func TestEditorConfigs(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../docs/editors.md")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,11 @@ import (
 	"spbridge/internal/pkglock"
 )
 
+// noExitSleep is the GORACE option that keeps a race-enabled binary from
+// sleeping a second before it exits (races it found are still reported, and
+// still make it exit 66).
+const noExitSleep = "atexit_sleep_ms=0"
+
 var update = flag.Bool("update", false, "rewrite the expected files of testdata/script when a cmp fails")
 
 // helperModes turn the test binary into a fake CLI when their environment
@@ -36,6 +41,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeAskEnv) != "" {
 		os.Exit(fakeAskingClaude())
 	}
+	// A race-enabled binary sleeps a second before it exits, by default;
+	// the fake CLIs and MCP servers that this binary plays are such
+	// binaries.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" "+noExitSleep))
 	testscript.Main(m, map[string]func(){
 		"spbridge": func() {
 			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -54,6 +63,9 @@ func TestScript(t *testing.T) {
 			// runs it where no claude or codex can be found.
 			path := env.Getenv("PATH")
 			env.Setenv("SPBRIDGE_BINDIR", strings.SplitN(path, string(filepath.ListSeparator), 2)[0])
+			// The scripts' spbridge is this race-enabled binary: without
+			// this, each of its runs would sleep a second before it exits.
+			env.Setenv("GORACE", noExitSleep)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

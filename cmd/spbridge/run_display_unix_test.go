@@ -72,6 +72,7 @@ func TestRunAskYAN(t *testing.T) {
 // TestRunColor: colours at a terminal unless NO_COLOR (any value) or
 // --color never; piped only with --color always.
 func TestRunColor(t *testing.T) {
+	t.Parallel()
 	const green = "\x1b[32m+roses are blue\x1b[0m"
 	for _, tc := range []struct {
 		name  string
@@ -125,6 +126,7 @@ func TestRunColor(t *testing.T) {
 // TestRunAskPiped: without a terminal a permission request is denied,
 // and standard error names the tool and the flag that allows it.
 func TestRunAskPiped(t *testing.T) {
+	t.Parallel()
 	exe, _ := os.Executable()
 	pkg := newPackage(t)
 	cmd := exec.Command(spbridgeBin(t), "run", pkg, "tidy up")

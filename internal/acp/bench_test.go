@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ func TestMain(m *testing.M) {
 		fakeStreamClaude(path)
 		os.Exit(0)
 	}
+	// A race-enabled binary sleeps a second before it exits, by default;
+	// the helpers (and supervisors) this binary plays are such binaries.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	os.Exit(m.Run())
 }
 

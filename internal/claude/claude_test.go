@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 		fakeapi.FakeMCPServer(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
+	// A race-enabled binary sleeps a second before it exits, by default;
+	// the helpers (and supervisors) this binary plays are such binaries.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	os.Exit(m.Run())
 }
 

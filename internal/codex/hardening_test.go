@@ -74,6 +74,10 @@ func fakeCodex(mode string) int {
 			}
 			emit(map[string]any{"method": "item/completed", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": "still here"}}})
 			emit(map[string]any{"method": "turn/completed", "params": map[string]any{"turn": map[string]any{"id": "turn-1", "status": "completed"}}})
+		default:
+			if id != nil { // a request it does not know (model/list): refused at once, as a server does
+				emit(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "method not found"}})
+			}
 		}
 	}
 	return 0

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv(statedir.EnvVar, state)
+	// A race-enabled binary sleeps a second before it exits, by default;
+	// the helpers (and supervisors) this binary plays are such binaries.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	code := m.Run()
 	os.RemoveAll(state)
 	os.Exit(code)

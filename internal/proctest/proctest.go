@@ -18,7 +18,7 @@ type Proc struct {
 // WithEnv returns the live processes (zombies left out), other than the
 // caller, whose environment holds one of kvs exactly ("KEY=VALUE").
 func WithEnv(kvs ...string) ([]Proc, error) {
-	return find(func(env, _ []byte) bool {
+	return find("environ", func(env []byte) bool {
 		for _, kv := range splitNUL(env) {
 			for _, want := range kvs {
 				if string(kv) == want {
@@ -33,7 +33,7 @@ func WithEnv(kvs ...string) ([]Proc, error) {
 // WithArg returns the live processes, other than the caller, whose command
 // line (arguments joined by spaces) holds s.
 func WithArg(s string) ([]Proc, error) {
-	return find(func(_, argv []byte) bool { return contains(argv, s) })
+	return find("cmdline", func(raw []byte) bool { return contains(argv(raw), s) })
 }
 
 // PIDs lists the processes' pids.

@@ -6,7 +6,11 @@ import (
 	"strconv"
 )
 
-func find(match func(env, argv []byte) bool) ([]Proc, error) {
+// find returns the live processes, other than the caller, whose /proc file
+// (environ or cmdline) matches, and whose environment this process may read.
+// Only a process that matches has its other files read: a scan reads every
+// process's file, and tests scan often.
+func find(file string, match func([]byte) bool) ([]Proc, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, ErrUnsupported
@@ -19,18 +23,27 @@ func find(match func(env, argv []byte) bool) ([]Proc, error) {
 			continue
 		}
 		dir := "/proc/" + e.Name()
-		env, err := os.ReadFile(dir + "/environ")
-		if err != nil {
-			continue // gone, or not ours to read
+		b, err := os.ReadFile(dir + "/" + file)
+		if err != nil || !match(b) {
+			continue // gone, not ours to read, or no match
+		}
+		if file != "environ" {
+			if _, err := os.ReadFile(dir + "/environ"); err != nil {
+				continue // not ours to read
+			}
 		}
 		raw, _ := os.ReadFile(dir + "/cmdline")
-		argv := bytes.ReplaceAll(bytes.TrimRight(raw, "\x00"), []byte{0}, []byte{' '})
-		if !match(env, argv) || zombie(dir) {
+		if zombie(dir) {
 			continue
 		}
-		out = append(out, Proc{PID: pid, Argv: string(argv)})
+		out = append(out, Proc{PID: pid, Argv: string(argv(raw))})
 	}
 	return out, nil
+}
+
+// argv joins the NUL-separated arguments of a cmdline file with spaces.
+func argv(raw []byte) []byte {
+	return bytes.ReplaceAll(bytes.TrimRight(raw, "\x00"), []byte{0}, []byte{' '})
 }
 
 // zombie reports whether the process has exited and waits to be reaped

@@ -4,7 +4,9 @@ package proctest
 
 import "bytes"
 
-func find(func(env, argv []byte) bool) ([]Proc, error) { return nil, ErrUnsupported }
+func find(string, func([]byte) bool) ([]Proc, error) { return nil, ErrUnsupported }
+
+func argv(raw []byte) []byte { return raw }
 
 func splitNUL(b []byte) [][]byte { return bytes.Split(b, []byte{0}) }
 

@@ -48,8 +48,8 @@ func init() {
 // shCLI is a CLI that starts shDetached processes that stay, a third each
 // in a session of their own (setsid nohup … &), through a double fork
 // (( … & )) and in the background of its group (nohup … &), says "ready"
-// once it has, and waits for input. It is quicker to start than the test
-// binary's "cli", so kill cycles can be many.
+// once it has, and waits for input. It starts fewer processes than
+// bashCLI, each cheap, so kill cycles can be many.
 const (
 	shDetached = 12
 	shCLI      = `for i in 1 2 3 4; do

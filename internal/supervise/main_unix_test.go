@@ -3,12 +3,9 @@
 package supervise
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,19 +44,6 @@ var keep *Lifeline
 func runHelper(mode string) int {
 	switch mode {
 	case "true":
-		return 0
-	case "cli":
-		return fakeCLI()
-	case "hang": // nohup-like: ignore SIGHUP, say "up", hang
-		signal.Ignore(syscall.SIGHUP)
-		os.Stdout.WriteString("up\n")
-		hang()
-	case "detach": // the middle of a double fork: start a "hang", exit at once
-		c := helper("hang")
-		c.Stdout = os.Stdout
-		if err := c.Start(); err != nil {
-			panic(err)
-		}
 		return 0
 	case "bridge": // play spbridge: a supervised "cli" on our stdin and stdout; say "supervisor PID LAYER"; wait for SIGKILL
 		return bridge(cliCommand(os.Stdin, os.Stdout))
@@ -107,56 +91,36 @@ func bridge(cli *exec.Cmd) int {
 	return 0
 }
 
-// fakeCLI starts three processes that stay: one in its process group, one
-// in a new session through a double fork (its parent exits at once), one in
-// a process group of its own; all ignore SIGHUP. Once all three are up it
-// prints "ready", then reads stdin: "exit N" makes it print "bye" and exit
-// with status N; end of file, exit 3.
-func fakeCLI() int {
-	r, w, err := os.Pipe()
-	if err != nil {
-		panic(err)
-	}
-	inGroup := helper("hang")
-	detached := helper("detach")
-	detached.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	ownGroup := helper("hang")
-	ownGroup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	for _, c := range []*exec.Cmd{inGroup, detached, ownGroup} {
-		c.Stdout = w
-		c.Stderr = os.Stderr
-		if err := c.Start(); err != nil {
-			panic(err)
-		}
-	}
-	w.Close()
-	if err := detached.Wait(); err != nil {
-		panic(err)
-	}
-	br := bufio.NewReader(r)
-	for range 3 {
-		if l, err := br.ReadString('\n'); l != "up\n" {
-			panic(fmt.Sprintf("read %q, %v; want up", l, err))
-		}
-	}
-	os.Stdout.WriteString("ready\n")
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		if n, ok := cutInt(in.Text(), "exit "); ok {
-			os.Stdout.WriteString("bye\n")
-			return n
-		}
-	}
-	return 3
-}
-
-func cutInt(s, prefix string) (int, bool) {
-	if len(s) <= len(prefix) || s[:len(prefix)] != prefix {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s[len(prefix):])
-	return n, err == nil
-}
+// The fake CLI is a bash script, and what it starts are shells, not the
+// test binary: a race-enabled binary takes ten times as long to start, and
+// the cycles of TestNothingSurvives start thousands of processes.
+const (
+	// shHang plays a process that stays, nohup-like: it ignores SIGHUP
+	// (and so does its sleep), says "up" and hangs. It does not exec
+	// sleep: a process being exec'd may not show its environment for a
+	// moment, and the test counts the processes that show their marker.
+	shHang = `trap '' HUP; echo up; while :; do sleep 1000000; done`
+	// bashCLI starts three processes that stay: one in its process group,
+	// one in a new session through a double fork (its parent exits at
+	// once), one in a process group of its own (bash's job control, set -m,
+	// gives a background job one without a terminal); all ignore SIGHUP.
+	// They say "up" into a pipe the script holds both ends of (fd 3,
+	// opened read-write: Linux reopens the pipe behind /dev/fd). Once all
+	// three are up it prints "ready", then reads stdin: "exit N" makes it
+	// print "bye" and exit with status N; end of file, exit 3.
+	bashCLI = `hang='` + shHang + `'
+exec 3<> <(:)
+sh -c "$hang" >&3 &
+setsid sh -c "($hang) &" >&3
+set -m
+sh -c "$hang" >&3 &
+set +m
+for i in 1 2 3; do read -r l <&3; [ "$l" = up ] || exit 99; done
+exec 3>&-
+echo ready
+while read -r w n; do if [ "$w" = exit ]; then echo bye; exit "$n"; fi; done
+exit 3`
+)
 
 func hang() {
 	for {
@@ -180,10 +144,13 @@ func helper(mode string) *exec.Cmd {
 	return c
 }
 
-// cliCommand is the fake CLI as cliproc would describe it: in a new process
-// group, with the given stdin and stdout.
+// cliCommand is the fake CLI (bashCLI, for the tests on Linux) as cliproc
+// would describe it: in a new process group, with the given stdin and
+// stdout, and this process's environment (a marker in it included) but
+// for helperEnv.
 func cliCommand(stdin, stdout *os.File) *exec.Cmd {
-	c := helper("cli")
+	c := exec.Command("bash", "-c", bashCLI)
+	c.Env = withoutVar(os.Environ(), helperEnv)
 	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, os.Stderr
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return c

@@ -299,7 +299,9 @@ func TestInterrupt(t *testing.T) {
 	}
 	outR, outW, _ := os.Pipe()
 	defer outR.Close()
-	cli := exec.Command(sh, "-c", `trap 'echo got; exit 9' INT; echo ready; while :; do sleep 1; done`)
+	// The shell waits in wait, which a trapped signal interrupts at once
+	// (a foreground sleep would delay the trap until it ends).
+	cli := exec.Command(sh, "-c", `trap 'echo got; exit 9' INT; echo ready; sleep 600 & wait`)
 	cli.Stdout = outW
 	cli.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd, life, err := Command(exe(), cli)
