@@ -42,6 +42,10 @@ type Conn interface {
 	// returns the turn's end; interrupted says whether the turn was
 	// interrupted.
 	Ended(end *itemmap.TurnEnd, interrupted bool, h Host) *itemmap.TurnEnd
+	// Drained is told that the CLI's output ended, before the process is
+	// reaped: what it left to say elsewhere (codex exec: what it refused,
+	// in its log) goes to h.
+	Drained(h Host)
 	// Finish closes a turn the CLI did not end (it exited, or was stopped
 	// for the idle timeout): the mapper's Finish.
 	Finish(interrupted bool, text, detail string) itemmap.Result
@@ -285,6 +289,7 @@ func (t *drive) silent() *itemmap.TurnEnd {
 // was stopped. The failure's text says how it ended; its stderr goes in
 // the detail only.
 func (t *drive) exited() *itemmap.TurnEnd {
+	t.Conn.Drained(t.h)
 	<-t.Proc.Done()
 	text := ExitedText(t.process(), t.Proc)
 	detail := t.Conn.Reap()

@@ -375,6 +375,9 @@ func (c *turnConn) Ended(end *itemmap.TurnEnd, interrupted bool, _ backend.Host)
 	return end
 }
 
+// Drained: claude says everything on its output.
+func (c *turnConn) Drained(backend.Host) {}
+
 func (c *turnConn) Finish(interrupted bool, text, detail string) itemmap.Result {
 	return c.b.mapper.Finish(interrupted, text, detail)
 }
