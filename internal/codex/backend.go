@@ -423,8 +423,3 @@ func (c *execConn) Reap() string {
 	c.b.Reap(c.p)
 	return c.b.Tail(c.p)
 }
-
-// oversize reports a stdout line over the limit, which is skipped.
-func oversize(h backend.Host, n int64) {
-	backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from codex: longer than the limit.", n))
-}
