@@ -94,6 +94,14 @@ type Conn interface {
 // while the lines are read (Sent); codex exec is interrupted with SIGINT
 // and ends at its exit; the app-server's end waits for the answer that
 // the interrupted commands are stopped.
+//
+// What the three loops did differently before they became one and is now
+// the same: codex exec's changes are batched like the others' (a Merger,
+// Idle after each read); the idle timeout restarts after each read rather
+// than each line; the host hears Idle after each answer and interrupt; a
+// line over the limit names the limit; and an interrupted turn whose
+// Claude Code exited with no word of it ends "Interrupted." rather than
+// failed, as codex's did.
 type Driver struct {
 	Conn Conn
 	// Proc is the process whose lines the turn reads.
@@ -315,11 +323,11 @@ func (t *drive) notStarted(text, detail string) *itemmap.TurnEnd {
 }
 
 // process names the CLI's process in failures.
-func (t *drive) process() string {
-	if t.Process != "" {
-		return t.Process
+func (d *Driver) process() string {
+	if d.Process != "" {
+		return d.Process
 	}
-	return t.Who
+	return d.Who
 }
 
 // AwaitWrite waits for the message's write, sent, to end, for a CLI that
@@ -336,8 +344,7 @@ func (d *Driver) AwaitWrite(ctx context.Context, sent <-chan error, h Host) (*it
 		return nil, err
 	case <-idle.C:
 		detail := d.Conn.Reap() // closes stdin: the write ends
-		t := &drive{Driver: d}
-		return FailBeforeStart(d.Opts.NewID, h, fmt.Sprintf("%s did not read the message for %v; it was stopped.", t.process(), d.Opts.IdleTimeout), detail), nil
+		return FailBeforeStart(d.Opts.NewID, h, fmt.Sprintf("%s did not read the message for %v; it was stopped.", d.process(), d.Opts.IdleTimeout), detail), nil
 	case <-d.Interrupt:
 	case <-ctx.Done():
 	}
