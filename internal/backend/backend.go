@@ -1,8 +1,16 @@
-// Package backend is what the CLI backends share: the interface a session
-// drives them through, the vocabulary of a turn (message, host, permission
-// answer, the end of a turn the CLI never took), and the supervision every
-// CLI process needs (common options, finding the program, its version, its
-// stderr tail and its reaping).
+// Package backend is the contract between a session and a CLI, and the
+// turn policy: the interface a session drives a backend through, the
+// vocabulary of a turn (message, host, permission answer, the end of a
+// turn the CLI never took), the supervision every CLI process needs
+// (common options, finding the program, its version, its stderr tail and
+// its reaping), and the one turn driver (Driver): the idle timeout and its
+// exception while the host is asked, interrupt and its escalation, the
+// approvals asked on goroutines of their own, the batching of a read's
+// changes, and the end of a turn the CLI never took. Each CLI backend
+// (Claude Code; codex exec; the codex app-server) supplies only its
+// protocol's side of a turn, a Conn: what a line means, how to answer a
+// request, how to ask the CLI to stop; starting the CLI and sending the
+// message stay the backend's own.
 package backend
 
 import (

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
@@ -280,12 +279,13 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 				return failBeforeStart(b.Opts.NewID, h, text, err.Error())
 			}
 		}
-		end, err := b.sendMessage(ctx, p, data, h, interruptCh)
+		d := b.driver(p, interruptCh)
+		end, err := d.AwaitWrite(ctx, p.Send(data), h)
 		switch {
 		case end != nil:
 			return end
 		case err == nil:
-			return b.loop(ctx, p, h, interruptCh)
+			return d.Run(ctx, h)
 		}
 		closed := b.Proc() != p
 		b.Reap(p)
@@ -307,167 +307,84 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	}
 }
 
-// sendMessage writes the message line to p and waits until it is written:
-// it returns the write's error, or, when the CLI did not read it within the
-// idle timeout or the turn was interrupted meanwhile, the turn's end (the
-// process is then stopped: it holds part of a line).
-func (b *Backend) sendMessage(ctx context.Context, p *cliproc.Proc, data []byte, h backend.Host, interruptCh <-chan struct{}) (*itemmap.TurnEnd, error) {
-	sent := p.Send(data)
-	idle := time.NewTimer(b.Opts.IdleTimeout)
-	defer idle.Stop()
-	select {
-	case err := <-sent:
-		return nil, err
-	case <-idle.C:
-		b.Reap(p) // closes stdin: the write ends
-		detail := b.Tail(p)
-		return failBeforeStart(b.Opts.NewID, h, fmt.Sprintf("Claude Code did not read the message for %v; it was stopped.", b.Opts.IdleTimeout), detail), nil
-	case <-interruptCh:
-	case <-ctx.Done():
-	}
-	b.Reap(p)
-	return backend.InterruptedBeforeStart(b.Opts.NewID, h), nil
-}
-
 // failBeforeStart reports a turn that failed before the CLI took it.
 func failBeforeStart(newID itemmap.IDFunc, h backend.Host, text, detail string) *itemmap.TurnEnd {
 	return backend.FailBeforeStart(newID, h, text, detail)
 }
 
-// loop reads the output of p, which took the message, until the turn ends.
-func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, h backend.Host, interruptCh <-chan struct{}) *itemmap.TurnEnd {
-	m := b.mapper
-	approvals := backend.NewApprovals(ctx, h)
-	defer approvals.Close()
-	// The turn's changes go through a merger (permission requests, asked
-	// on their own goroutines, straight to the host).
-	mh := backend.NewMerger(h)
-	defer mh.Flush()
-	h = mh
+// driver is the turn driver of p, which the message is written to.
+func (b *Backend) driver(p *cliproc.Proc, interruptCh <-chan struct{}) *backend.Driver {
+	return &backend.Driver{Conn: &turnConn{b: b, p: p}, Proc: p, Opts: b.Opts, Who: "Claude Code",
+		// Permission requests asked between turns may be answered now.
+		Interrupt: interruptCh, Asked: b.asks(p, false)}
+}
 
-	// Nothing the turn's lines bring needs to go out before the rest of
-	// their read: the host holds it until the Idle after each read's lines
-	// (below), from the turn's first line on.
-	backend.Idle(h)
+// turnConn is a turn's stream-json and control protocol on p
+// (backend.Conn).
+type turnConn struct {
+	b *Backend
+	p *cliproc.Proc
+}
 
-	idle := time.NewTimer(b.Opts.IdleTimeout)
-	defer idle.Stop()
-
-	// Permission requests asked between turns may be answered now.
-	var bgAnswers <-chan backend.Answer
-	asks := b.asks(p, false)
-	if asks != nil {
-		bgAnswers = asks.Answers()
+// Line maps a line (the mapper keeps nothing of it), hands its control
+// responses to what waits for them, and applies what it brings.
+func (c *turnConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemmap.TurnEnd) {
+	b := c.b
+	b.observe(data, h)
+	b.answerWaiter(data)
+	r := b.mapper.Line(data)
+	if r.Skipped {
+		b.Skipped()
 	}
-	resetIdle := func() {
-		backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0 && (asks == nil || asks.Pending() == 0))
-	}
+	b.apply(c.p, h, r)
+	return r.Approvals, r.End
+}
 
-	interrupted := false
-	var escalate <-chan time.Time
-	step := 0
-	ctxDone := ctx.Done()
-	startInterrupt := func() {
-		if interrupted {
-			return
-		}
-		interrupted = true
-		for _, id := range approvals.Withdraw() {
-			m.Answered(id, false)
-			respond(p, id, backend.Decision{Message: "The turn was interrupted."})
-		}
-		post(p, map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
-			"request": map[string]any{"subtype": "interrupt"}})
-		escalate = time.After(b.Opts.Grace)
-	}
+func (c *turnConn) Answer(id string, d backend.Decision, _ backend.Host) {
+	c.b.mapper.Answered(id, d.Allow)
+	respond(c.p, id, d)
+}
 
-	emit := func(r itemmap.Result) *itemmap.TurnEnd {
-		b.apply(p, h, r)
-		if len(r.Approvals) > 0 {
-			mh.Flush() // the changes before the request
-		}
-		for _, a := range r.Approvals {
-			if interrupted {
-				m.Answered(a.RequestID, false)
-				respond(p, a.RequestID, backend.Decision{Message: "The turn was interrupted."})
-				continue
-			}
-			approvals.Ask(a)
-		}
-		return r.End
-	}
+// Written: the message was written before the turn's lines are read.
+func (c *turnConn) Written(err error) error { return err }
 
-	for {
-		select {
-		case _, open := <-p.Ready():
-			// Every line read so far, each borrowed until the next: the
-			// mapper keeps nothing of it.
-			for line, ok := p.Next(); ok; line, ok = p.Next() {
-				if line.Oversize > 0 {
-					backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from Claude Code: longer than the %d-byte limit.", line.Oversize, maxLine(b.Opts.MaxLine)))
-					continue
-				}
-				b.observe(line.Data, h)
-				b.answerWaiter(line.Data)
-				r := m.Line(line.Data)
-				if r.Skipped {
-					b.Skipped()
-				}
-				if end := emit(r); end != nil {
-					if interrupted && end.Status == itemmap.TurnFailed {
-						end.Status = itemmap.TurnInterrupted
-					}
-					return end
-				}
-			}
-			if !open {
-				return b.exited(p, h, interrupted)
-			}
-			resetIdle()
-			backend.Idle(h) // what the lines brought may go out now
-		case a := <-approvals.Answers():
-			if !approvals.Take(a) {
-				continue
-			}
-			m.Answered(a.RequestID, a.Decision.Allow)
-			respond(p, a.RequestID, a.Decision)
-			resetIdle()
-		case a := <-bgAnswers:
-			if asks.Take(a) {
-				m.Answered(a.RequestID, a.Decision.Allow)
-				respond(p, a.RequestID, a.Decision)
-				resetIdle()
-			}
-		case <-interruptCh:
-			startInterrupt()
-		case <-ctxDone:
-			ctxDone = nil
-			startInterrupt()
-		case <-escalate:
-			step++
-			switch step {
-			case 1:
-				p.Signal(syscall.SIGINT)
-				escalate = time.After(b.Opts.Grace)
-			default:
-				escalate = nil
-				go p.Close(b.Opts.Grace) // stdin closed, then SIGINT, SIGTERM, SIGKILL; Lines closes
-			}
-		case <-idle.C:
-			if approvals.Pending() > 0 || (asks != nil && asks.Pending() > 0) {
-				continue
-			}
-			text := fmt.Sprintf("Claude Code printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)
-			b.Reap(p)
-			detail := b.Tail(p)
-			r := m.Finish(false, text, detail)
-			if emit(r) == nil {
-				// Not a word of the turn: the CLI never started it.
-				return failBeforeStart(b.Opts.NewID, h, text, detail)
-			}
-			return r.End
-		}
+// Interrupt asks through the control protocol; the process stays for the
+// next turn.
+func (c *turnConn) Interrupt() {
+	post(c.p, map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
+		"request": map[string]any{"subtype": "interrupt"}})
+}
+
+// Escalate sends SIGINT first.
+func (c *turnConn) Escalate(n int) bool {
+	if n > 1 {
+		return false
 	}
+	c.p.Signal(syscall.SIGINT)
+	return true
+}
+
+// Settled: claude's result ends the turn.
+func (c *turnConn) Settled() bool { return true }
+
+// Ended: a turn that failed after an interrupt was interrupted.
+func (c *turnConn) Ended(end *itemmap.TurnEnd, interrupted bool, _ backend.Host) *itemmap.TurnEnd {
+	if interrupted && end.Status == itemmap.TurnFailed {
+		end.Status = itemmap.TurnInterrupted
+	}
+	return end
+}
+
+// Drained: claude says everything on its output.
+func (c *turnConn) Drained(backend.Host) {}
+
+func (c *turnConn) Finish(interrupted bool, text, detail string) itemmap.Result {
+	return c.b.mapper.Finish(interrupted, text, detail)
+}
+
+func (c *turnConn) Reap() string {
+	c.b.Reap(c.p)
+	return c.b.Tail(c.p)
 }
 
 // respond answers a permission request.
@@ -494,26 +411,6 @@ func respond(p *cliproc.Proc, requestID string, d backend.Decision) {
 	}
 	post(p, map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": requestID, "response": resp}})
-}
-
-// exited ends a turn whose CLI, p, stopped writing: it exited, crashed or
-// was stopped. The failure's text says how it ended; its stderr goes in the
-// detail only.
-func (b *Backend) exited(p *cliproc.Proc, h backend.Host, interrupted bool) *itemmap.TurnEnd {
-	m := b.mapper
-	<-p.Done()
-	text := backend.ExitedText("Claude Code", p)
-	b.Reap(p)
-	detail := b.Tail(p)
-	r := m.Finish(interrupted, text, detail)
-	for _, c := range r.Changes {
-		h.Change(c)
-	}
-	if r.End == nil {
-		// The CLI ended between turns' output: the turn never started.
-		return failBeforeStart(b.Opts.NewID, h, text, detail)
-	}
-	return r.End
 }
 
 func maxLine(n int) int {

@@ -251,241 +251,174 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	// The message is written while the server's lines are read: a server
 	// that does not read it counts toward the idle timeout.
 	startID, startSent := b.appRequest(method, params)
-	p, m := b.app.proc, b.app.mapper
-	approvals := backend.NewApprovals(ctx, h)
-	defer approvals.Close()
-	// The turn's changes go through a merger (permission requests, asked
-	// on their own goroutines, straight to the host), and what a read's
-	// lines bring goes out together after them (Idle).
-	mh := backend.NewMerger(h)
-	defer mh.Flush()
-	h = mh
-	backend.Idle(h)
-	idle := time.NewTimer(b.Opts.IdleTimeout)
-	defer idle.Stop()
-	resetIdle := func() { backend.ResetIdle(idle, b.Opts.IdleTimeout, approvals.Pending() == 0) }
-	interrupted := false
-	var escalate <-chan time.Time
-	ctxDone := ctx.Done()
-	cleanID := ""              // the clean request of an interrupt, until answered
-	var ended *itemmap.TurnEnd // the turn's end, held until cleanID is answered
-	respond := func(id string, d backend.Decision) {
-		if result, r, ok := m.AnswerQuestions(id, answersOf(d)); ok {
-			for _, c := range r.Changes {
-				h.Change(c)
-			}
-			b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
-			return
-		}
-		if m.TakeElicitation(id) {
-			result := map[string]any{"action": "decline", "content": nil}
-			if d.Allow {
-				result["action"] = "accept"
-				if g := d.Always; g != nil && g.Tool != "" && g.Prefix == nil && g.Exact == "" && g.File == "" && g.Files == nil && !g.AllEdits {
-					// The whole MCP tool: codex asks no more about it this
-					// session.
-					result["_meta"] = map[string]any{"persist": "session"}
-				}
-			}
-			b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
-			return
-		}
-		decision := "decline"
-		switch {
-		case d.Allow && d.Always != nil && d.Always.CodexForSession():
-			decision = "acceptForSession" // codex asks no more about this exact command this session
-		case d.Allow:
-			decision = "accept"
-		}
-		b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": map[string]any{"decision": decision}})
+	c := &appConn{b: b, p: b.app.proc, m: b.app.mapper, startID: startID}
+	return (&backend.Driver{Conn: c, Proc: c.p, Opts: b.Opts, Who: "codex", Process: "codex app-server",
+		Interrupt: interruptCh, Sent: startSent}).Run(ctx, h)
+}
+
+// appConn is a turn on the app-server, p (backend.Conn): turn/start (or
+// review/start, thread/compact/start) was sent as request startID.
+type appConn struct {
+	b           *Backend
+	p           *cliproc.Proc
+	m           *itemmap.CodexApp
+	startID     string
+	cleanID     string // the clean request of an interrupt, until answered
+	interrupted bool
+	refused     bool // the server refused the turn: its end is final
+}
+
+// Line reads a line, copied (the mapper keeps views into it): the answer
+// to the turn's request, to the interrupt's clean, or what the mapper
+// maps, with an image a view_image names and a refusal of what spbridge
+// does not answer.
+func (c *appConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemmap.TurnEnd) {
+	b := c.b
+	data = bytes.Clone(data)
+	if msg, ok := response(data, c.startID); ok {
+		return nil, c.started(msg, h)
 	}
-	// stopped ends a turn; after an interrupt, the commands codex started
-	// that still run (detached, in sessions of their own) are killed
-	// first: the server's clean answers before they are dead.
-	stopped := func(end *itemmap.TurnEnd) *itemmap.TurnEnd {
-		if interrupted {
-			p.KillEscaped(true)
-		}
-		return end
-	}
-	// notStarted ends a turn the server never began.
-	notStarted := func(text, detail string) *itemmap.TurnEnd {
-		if interrupted {
-			return backend.InterruptedBeforeStart(b.Opts.NewID, h)
-		}
-		return failBeforeStart(b.Opts.NewID, h, text, detail)
-	}
-	interrupt := func() {
-		if interrupted {
-			return
-		}
-		interrupted = true
-		for _, id := range approvals.Withdraw() {
-			m.Answered(id, false)
-			respond(id, backend.Decision{})
-		}
-		if b.app.turnID != "" {
-			cleanID = b.appInterrupt()
-		}
-		escalate = time.After(b.Opts.Grace)
-	}
-	for {
-		select {
-		case err := <-startSent:
-			startSent = nil
-			if err != nil {
-				// The server is gone or closed its input: it never took
-				// the message.
-				b.appReap()
-				return notStarted("codex app-server did not take the message ("+err.Error()+").", b.StderrTail())
+	if b.app.turnID == "" && bytes.Contains(data, []byte(`"turn/started"`)) {
+		// thread/compact/start answers without the turn it starts.
+		if v := gjson.ParseBytes(data); v.Get("method").String() == "turn/started" {
+			b.app.turnID = v.Get("params.turn.id").String()
+			if c.interrupted {
+				c.cleanID = b.appInterrupt()
 			}
-		case _, open := <-p.Ready():
-			for {
-				line, ok := p.Next()
-				if !ok {
-					if open {
-						backend.Idle(h) // what the lines brought may go out now
-						break
-					}
-					<-p.Done()
-					text := backend.ExitedText("codex app-server", p)
-					b.appReap()
-					detail := b.StderrTail()
-					if ended != nil {
-						return ended // the server ended while its commands were stopped
-					}
-					r := m.Finish(interrupted, text, detail)
-					for _, c := range r.Changes {
-						h.Change(c)
-					}
-					if r.End == nil {
-						return notStarted(text, detail)
-					}
-					return r.End
-				}
-				line.Data = bytes.Clone(line.Data) // the mapper keeps views into it
-				resetIdle()
-				if line.Oversize > 0 {
-					oversize(h, line.Oversize)
-					continue
-				}
-				if msgLine, ok := response(line.Data, startID); ok {
-					if e := msgLine.Get("error"); e.Exists() {
-						text := "codex app-server refused the turn: " + e.Get("message").String()
-						r := m.Finish(false, text, "")
-						for _, c := range r.Changes {
-							h.Change(c)
-						}
-						if r.End == nil {
-							return failBeforeStart(b.Opts.NewID, h, text, "")
-						}
-						return r.End
-					}
-					b.app.turnID = msgLine.Get("result.turn.id").String()
-					if interrupted && b.app.turnID != "" {
-						cleanID = b.appInterrupt()
-					}
-					continue
-				}
-				if b.app.turnID == "" && bytes.Contains(line.Data, []byte(`"turn/started"`)) {
-					// thread/compact/start answers without the turn it starts.
-					if v := gjson.ParseBytes(line.Data); v.Get("method").String() == "turn/started" {
-						b.app.turnID = v.Get("params.turn.id").String()
-						if interrupted {
-							cleanID = b.appInterrupt()
-						}
-					}
-				}
-				if cleanID != "" {
-					if _, ok := response(line.Data, cleanID); ok {
-						cleanID = ""
-						if ended != nil {
-							return stopped(ended)
-						}
-						continue
-					}
-				}
-				b.observeApp(line.Data, h)
-				r := m.Line(line.Data)
-				if r.Skipped {
-					b.Skipped()
-				}
-				for _, c := range r.Changes {
-					h.Change(c)
-				}
-				if id, path, ok := viewedImagePath(line.Data); ok {
-					// An image the file no longer gives is left out: the
-					// item says what was viewed.
-					if im, err := readViewedImage(b.Opts.Dir, path); err == nil {
-						for _, c := range m.ViewedImage(id, im).Changes {
-							h.Change(c)
-						}
-					}
-				}
-				for _, cr := range r.ControlRequests {
-					b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(cr.RequestID),
-						"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})
-				}
-				if len(r.Approvals) > 0 {
-					mh.Flush()
-				}
-				for _, a := range r.Approvals {
-					if interrupted {
-						m.Answered(a.RequestID, false)
-						respond(a.RequestID, backend.Decision{})
-						continue
-					}
-					approvals.Ask(a)
-				}
-				if r.End != nil {
-					b.app.turnID = ""
-					if cleanID != "" {
-						// The interrupt's commands may still run: the turn
-						// ends when the server says they are stopped.
-						ended = r.End
-						continue
-					}
-					return stopped(r.End)
-				}
-			}
-		case a := <-approvals.Answers():
-			if !approvals.Take(a) {
-				continue
-			}
-			m.Answered(a.RequestID, a.Decision.Allow)
-			respond(a.RequestID, a.Decision)
-			backend.Idle(h) // an answered question's change goes out now
-			resetIdle()
-		case <-interruptCh:
-			interrupt()
-			backend.Idle(h)
-		case <-ctxDone:
-			ctxDone = nil
-			interrupt()
-			backend.Idle(h)
-		case <-escalate:
-			escalate = nil
-			go p.Close(b.Opts.Grace) // the server did not end the turn, or stop its commands: stop it
-		case <-idle.C:
-			if approvals.Pending() > 0 {
-				continue
-			}
-			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)
-			if startSent != nil {
-				text = fmt.Sprintf("codex app-server did not read the message for %v; it was stopped.", b.Opts.IdleTimeout)
-			}
-			b.appReap() // closes stdin: a write the server does not read ends
-			detail := b.StderrTail()
-			r := m.Finish(false, text, detail)
-			for _, c := range r.Changes {
-				h.Change(c)
-			}
-			if r.End == nil {
-				return failBeforeStart(b.Opts.NewID, h, text, detail)
-			}
-			return r.End
 		}
 	}
+	if c.cleanID != "" {
+		if _, ok := response(data, c.cleanID); ok {
+			c.cleanID = "" // the interrupt's commands are stopped
+			return nil, nil
+		}
+	}
+	b.observeApp(data, h)
+	r := c.m.Line(data)
+	if r.Skipped {
+		b.Skipped()
+	}
+	for _, ch := range r.Changes {
+		h.Change(ch)
+	}
+	if id, path, ok := viewedImagePath(data); ok {
+		// An image the file no longer gives is left out: the item says
+		// what was viewed.
+		if im, err := readViewedImage(b.Opts.Dir, path); err == nil {
+			for _, ch := range c.m.ViewedImage(id, im).Changes {
+				h.Change(ch)
+			}
+		}
+	}
+	for _, cr := range r.ControlRequests {
+		b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(cr.RequestID),
+			"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})
+	}
+	if r.End != nil {
+		b.app.turnID = ""
+	}
+	return r.Approvals, r.End
+}
+
+// started reads the answer to the turn's request: the turn's id, or its
+// refusal, which ends the turn.
+func (c *appConn) started(msg gjson.Result, h backend.Host) *itemmap.TurnEnd {
+	b := c.b
+	if e := msg.Get("error"); e.Exists() {
+		c.refused = true
+		text := "codex app-server refused the turn: " + e.Get("message").String()
+		r := c.m.Finish(false, text, "")
+		for _, ch := range r.Changes {
+			h.Change(ch)
+		}
+		if r.End == nil {
+			return failBeforeStart(b.Opts.NewID, h, text, "")
+		}
+		return r.End
+	}
+	b.app.turnID = msg.Get("result.turn.id").String()
+	if c.interrupted && b.app.turnID != "" {
+		c.cleanID = b.appInterrupt()
+	}
+	return nil
+}
+
+// Answer tells codex the host's answer: to a request for the user's
+// answers, an MCP elicitation, or an approval.
+func (c *appConn) Answer(id string, d backend.Decision, h backend.Host) {
+	c.m.Answered(id, d.Allow)
+	if result, r, ok := c.m.AnswerQuestions(id, answersOf(d)); ok {
+		for _, ch := range r.Changes {
+			h.Change(ch)
+		}
+		c.b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
+		return
+	}
+	if c.m.TakeElicitation(id) {
+		result := map[string]any{"action": "decline", "content": nil}
+		if d.Allow {
+			result["action"] = "accept"
+			if g := d.Always; g != nil && g.Tool != "" && g.Prefix == nil && g.Exact == "" && g.File == "" && g.Files == nil && !g.AllEdits {
+				// The whole MCP tool: codex asks no more about it this
+				// session.
+				result["_meta"] = map[string]any{"persist": "session"}
+			}
+		}
+		c.b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result})
+		return
+	}
+	decision := "decline"
+	switch {
+	case d.Allow && d.Always != nil && d.Always.CodexForSession():
+		decision = "acceptForSession" // codex asks no more about this exact command this session
+	case d.Allow:
+		decision = "accept"
+	}
+	c.b.appSend(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": map[string]any{"decision": decision}})
+}
+
+// Written: a server that did not take the message (it is gone, or closed
+// its input) never began the turn.
+func (c *appConn) Written(err error) error { return err }
+
+// Interrupt sends turn/interrupt and the clean of the thread's commands,
+// once the turn has its id (else when it comes).
+func (c *appConn) Interrupt() {
+	c.interrupted = true
+	if c.b.app.turnID != "" {
+		c.cleanID = c.b.appInterrupt()
+	}
+}
+
+// Escalate: the server did not end the turn, or stop its commands: it is
+// closed.
+func (c *appConn) Escalate(int) bool { return false }
+
+// Settled: after an interrupt, the turn ends when the server says the
+// commands are stopped.
+func (c *appConn) Settled() bool { return c.refused || c.cleanID == "" }
+
+// Ended ends a turn; after an interrupt, the commands codex started that
+// still run (detached, in sessions of their own) are killed first: the
+// server's clean answers before they are dead.
+func (c *appConn) Ended(end *itemmap.TurnEnd, interrupted bool, _ backend.Host) *itemmap.TurnEnd {
+	if interrupted && !c.refused {
+		c.p.KillEscaped(true)
+	}
+	return end
+}
+
+// Drained: the server says everything on its output.
+func (c *appConn) Drained(backend.Host) {}
+
+func (c *appConn) Finish(interrupted bool, text, detail string) itemmap.Result {
+	return c.m.Finish(interrupted, text, detail)
+}
+
+// Reap ends the server, keeping the thread for the next one to resume.
+func (c *appConn) Reap() string {
+	c.b.appReap() // closes stdin: a write the server does not read ends
+	return c.b.StderrTail()
 }
 
 // answersOf reads the answers of a questions request from the host's

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
@@ -308,9 +307,9 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	}
 	// codex reads the prompt to the end of stdin (an open stdin hangs it):
 	// the loop closes stdin once the prompt is written.
-	sent := p.Send([]byte(stdin))
 	b.patchLate = nil
-	end := b.loop(ctx, p, sent, h, interruptCh, m, !review)
+	end := (&backend.Driver{Conn: &execConn{b: b, p: p, m: m, thread: !review}, Proc: p, Opts: b.Opts, Who: "codex",
+		Interrupt: interruptCh, Sent: p.Send([]byte(stdin))}).Run(ctx, h)
 	if !review {
 		b.execLastRound(end)
 		b.execHistory(m, end, h)
@@ -323,134 +322,104 @@ func failBeforeStart(newID itemmap.IDFunc, h backend.Host, text, detail string) 
 	return backend.FailBeforeStart(newID, h, text, detail)
 }
 
-// loop runs a turn of codex exec, p, until it ends; sent delivers the
-// outcome of writing the prompt. A prompt codex does not read counts
-// toward the idle timeout, and an interrupt or Close ends it.
-// m maps its events; the thread it reports is the one later turns resume
-// when thread is set.
-func (b *Backend) loop(ctx context.Context, p *cliproc.Proc, sent <-chan error, h backend.Host, interruptCh <-chan struct{}, m *itemmap.Codex, thread bool) *itemmap.TurnEnd {
-	taken := false // codex read the whole prompt
-	idle := time.NewTimer(b.Opts.IdleTimeout)
-	defer idle.Stop()
-	interrupted := false
-	var escalate <-chan time.Time
-	ctxDone := ctx.Done()
+// execConn is a turn of codex exec, p (backend.Conn): a prompt codex does
+// not read counts toward the idle timeout, and an interrupt or Close ends
+// it. m maps its events; the thread it reports is the one later turns
+// resume when thread is set.
+type execConn struct {
+	b        *Backend
+	p        *cliproc.Proc
+	m        *itemmap.Codex
+	thread   bool
+	reported bool // codex reported the turn's end
+}
+
+// Line maps a line, copied: the mapper keeps views into it.
+func (c *execConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemmap.TurnEnd) {
+	b := c.b
+	data = bytes.Clone(data)
 	var end *itemmap.TurnEnd
-	emit := func(r itemmap.Result) {
-		for _, c := range r.Changes {
-			h.Change(c)
+	if c.thread {
+		end = c.emit(b.execRefused(c.m), h)
+		if e := c.emit(b.execLatePatch(c.m), h); e != nil {
+			end = e
 		}
-		if thread && r.Session != nil && r.Session.ID != "" {
-			b.mu.Lock()
-			b.thread = r.Session.ID
-			b.mu.Unlock()
-		}
-		if r.End != nil {
-			end = r.End
-		}
+		b.execFileChange(c.m, data)
 	}
-	stop := func() {
-		if interrupted {
-			return
-		}
-		interrupted = true
-		p.KillEscaped(true) // the commands codex detached: SIGINT does not reach them
-		p.Signal(syscall.SIGINT)
-		escalate = time.After(b.Opts.Grace)
+	r := c.m.Line(data)
+	if r.Skipped {
+		b.Skipped()
 	}
-	for {
-		select {
-		case err := <-sent:
-			sent = nil
-			taken = err == nil
-			p.CloseStdin()
-		case _, open := <-p.Ready():
-			for {
-				line, ok := p.Next()
-				if !ok {
-					if open {
-						break
-					}
-					if thread && end == nil {
-						// What codex refused after its last line.
-						emit(b.execRefused(m))
-					}
-					return b.ended(p, h, m, end, interrupted)
-				}
-				line.Data = bytes.Clone(line.Data) // the mapper keeps views into it
-				backend.ResetIdle(idle, b.Opts.IdleTimeout, true)
-				if line.Oversize > 0 {
-					oversize(h, line.Oversize)
-					continue
-				}
-				if thread {
-					emit(b.execRefused(m))
-					emit(b.execLatePatch(m))
-					b.execFileChange(m, line.Data)
-				}
-				r := m.Line(line.Data)
-				if r.Skipped {
-					b.Skipped()
-				}
-				emit(r)
-			}
-		case <-interruptCh:
-			stop()
-		case <-ctxDone:
-			ctxDone = nil
-			stop()
-		case <-escalate:
-			escalate = nil
-			go p.Close(b.Opts.Grace) // SIGINT again, SIGTERM, SIGKILL
-		case <-idle.C:
-			text := fmt.Sprintf("codex printed nothing for %v; it was stopped.", b.Opts.IdleTimeout)
-			if !taken {
-				text = fmt.Sprintf("codex did not read the message for %v; it was stopped.", b.Opts.IdleTimeout)
-			}
-			b.Reap(p) // closes stdin: a write codex does not read ends
-			detail := b.Tail(p)
-			r := m.Finish(false, text, detail)
-			emit(r)
-			if r.End != nil {
-				return r.End
-			}
-			// Not a word of the turn: codex never started it.
-			return failBeforeStart(b.Opts.NewID, h, text, detail)
-		}
+	if e := c.emit(r, h); e != nil {
+		end = e
 	}
-}
-
-// ended finishes a turn whose codex process ended: with the turn's end when
-// codex reported it, else interrupted or failed.
-func (b *Backend) ended(p *cliproc.Proc, h backend.Host, m *itemmap.Codex, end *itemmap.TurnEnd, interrupted bool) *itemmap.TurnEnd {
-	<-p.Done()
-	b.Reap(p)
 	if end != nil {
-		if interrupted && end.Status == itemmap.TurnCompleted {
-			// codex exec may end a turn it was told to stop as completed
-			// (SIGINT came while it finished its reply); the user stopped
-			// it, and what it printed is kept.
-			end.Status = itemmap.TurnInterrupted
-			backend.Notice(b.Opts.NewID, h, "Interrupted.")
-		}
-		return end
+		c.reported = true
 	}
-	text := backend.ExitedText("codex", p)
-	detail := b.Tail(p)
-	r := m.Finish(interrupted, text, detail)
-	for _, c := range r.Changes {
-		h.Change(c)
-	}
-	switch {
-	case r.End != nil:
-		return r.End
-	case interrupted:
-		return backend.InterruptedBeforeStart(b.Opts.NewID, h)
-	}
-	return failBeforeStart(b.Opts.NewID, h, text, detail)
+	return nil, end
 }
 
-// oversize reports a stdout line over the limit, which is skipped.
-func oversize(h backend.Host, n int64) {
-	backend.Notice(nil, h, fmt.Sprintf("Skipped a line of %d bytes from codex: longer than the limit.", n))
+// Drained: what codex refused after its last line, from its log, unless
+// the turn ended.
+func (c *execConn) Drained(h backend.Host) {
+	if c.thread && !c.reported {
+		c.emit(c.b.execRefused(c.m), h)
+	}
+}
+
+// emit hands r's changes to h, keeps the thread it reports, and returns
+// its end.
+func (c *execConn) emit(r itemmap.Result, h backend.Host) *itemmap.TurnEnd {
+	for _, ch := range r.Changes {
+		h.Change(ch)
+	}
+	if c.thread && r.Session != nil && r.Session.ID != "" {
+		c.b.mu.Lock()
+		c.b.thread = r.Session.ID
+		c.b.mu.Unlock()
+	}
+	return r.End
+}
+
+// Answer: codex exec asks nothing.
+func (c *execConn) Answer(string, backend.Decision, backend.Host) {}
+
+// Written: codex reads the prompt to the end of stdin (an open stdin hangs
+// it), so stdin is closed once the prompt is written, or could not be.
+func (c *execConn) Written(error) error {
+	c.p.CloseStdin()
+	return nil
+}
+
+// Interrupt sends SIGINT, codex exec's JSON mode's only way, after
+// killing the commands codex detached: SIGINT does not reach them.
+func (c *execConn) Interrupt() {
+	c.p.KillEscaped(true)
+	c.p.Signal(syscall.SIGINT)
+}
+
+// Escalate: the process is closed (SIGINT again, SIGTERM, SIGKILL).
+func (c *execConn) Escalate(int) bool { return false }
+
+// Settled: the turn ends when the process does.
+func (c *execConn) Settled() bool { return false }
+
+// Ended: codex exec may end a turn it was told to stop as completed
+// (SIGINT came while it finished its reply); the user stopped it, and
+// what it printed is kept.
+func (c *execConn) Ended(end *itemmap.TurnEnd, interrupted bool, h backend.Host) *itemmap.TurnEnd {
+	if interrupted && end.Status == itemmap.TurnCompleted {
+		end.Status = itemmap.TurnInterrupted
+		backend.Notice(c.b.Opts.NewID, h, "Interrupted.")
+	}
+	return end
+}
+
+func (c *execConn) Finish(interrupted bool, text, detail string) itemmap.Result {
+	return c.m.Finish(interrupted, text, detail)
+}
+
+func (c *execConn) Reap() string {
+	c.b.Reap(c.p)
+	return c.b.Tail(c.p)
 }
