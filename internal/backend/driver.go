@@ -70,7 +70,8 @@ type Conn interface {
 //     that it may answer: Asked). When it fires the process is reaped and
 //     the turn fails ("printed nothing", or "did not read the message"
 //     while the write has not ended well); a turn the CLI never began is
-//     marked NotStarted.
+//     marked NotStarted, and one whose end the CLI already reported (a
+//     codex exec that does not exit) is that end.
 //   - Interrupt (the Interrupt channel, or ctx cancelled) is taken once:
 //     the requests that wait are taken back from the host and denied, the
 //     CLI is asked to stop (Conn.Interrupt), and each further Grace
@@ -277,6 +278,14 @@ func (t *drive) resetIdle() {
 // silent ends a turn whose CLI printed nothing, or did not read the
 // message, for the idle timeout: the process is stopped.
 func (t *drive) silent() *itemmap.TurnEnd {
+	if t.end != nil {
+		// The CLI reported the turn's end, then neither exited nor said
+		// more (a codex exec that does not exit): the turn is what it
+		// reported, and the process is stopped.
+		t.Conn.Drained(t.h)
+		t.Conn.Reap()
+		return t.Conn.Ended(t.end, t.interrupted, t.h)
+	}
 	text := fmt.Sprintf("%s printed nothing for %v; it was stopped.", t.Who, t.Opts.IdleTimeout)
 	if !t.written {
 		text = fmt.Sprintf("%s did not read the message for %v; it was stopped.", t.process(), t.Opts.IdleTimeout)

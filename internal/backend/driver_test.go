@@ -359,6 +359,24 @@ func TestDriverSilent(t *testing.T) {
 	}
 }
 
+// TestDriverSilentAfterEnd: a CLI that reported the turn's end and then
+// neither settles nor exits is reaped at the idle timeout, and the turn
+// is the one it reported, not a failure that takes the user's message back.
+func TestDriverSilentAfterEnd(t *testing.T) {
+	p := startEcho(t, 0, 0)
+	c := &scriptConn{p: p}
+	c.send("said", "end")
+	h := &askHost{}
+	end := (&Driver{Conn: c, Proc: p, Opts: testOpts(30 * time.Millisecond), Who: "Fake"}).Run(context.Background(), h)
+	want := `line said | line end | drained | reap | ended completed false`
+	if got := c.said(); end.Status != itemmap.TurnCompleted || end.NotStarted || got != want {
+		t.Errorf("end %+v, calls\n %s\nwant\n %s", end, got, want)
+	}
+	if got := strings.Join(h.texts(), ","); got != "notice: said" {
+		t.Errorf("items %q", got)
+	}
+}
+
 // TestDriverEscalates: a CLI that does not stop when asked gets the
 // Conn's further steps, one a grace, and is then closed; the turn ends
 // interrupted.
