@@ -205,8 +205,24 @@ func (h *askHost) texts() []string {
 	return out
 }
 
+// testOpts are the options of a test's turn: the idle timeout given, and a
+// grace no test waits out unless it sets one (an interrupt's escalation
+// would otherwise race the CLI's answer on a busy machine).
 func testOpts(idle time.Duration) Options {
-	return Options{IdleTimeout: idle, Grace: 20 * time.Millisecond}.withDefaults()
+	return Options{IdleTimeout: idle, Grace: time.Hour}.withDefaults()
+}
+
+// waitUp waits until the echo CLI is up and reading: one line there and
+// back (a busy machine may take longer than a test's idle timeout to start
+// it).
+func waitUp(c *scriptConn) {
+	c.send("up")
+	for got := ""; got != "up"; {
+		<-c.p.Ready()
+		if l, ok := c.p.Next(); ok {
+			got = string(l.Data)
+		}
+	}
 }
 
 // TestDriverApproval: a request is asked of the host, its answer reaches
@@ -244,6 +260,7 @@ func TestDriverIdleWaitsForHost(t *testing.T) {
 	// The user takes ten times the idle timeout to answer: that is what is
 	// tested, not a wait for an event.
 	h := &askHost{answer: func(context.Context) (Decision, bool) { time.Sleep(10 * idle); return Decision{Allow: true}, true }}
+	waitUp(c)
 	c.send("ask:1")
 	end := (&Driver{Conn: c, Proc: p, Opts: testOpts(idle), Who: "Fake"}).Run(context.Background(), h)
 	if end.Status != itemmap.TurnCompleted || strings.Contains(c.said(), "reap") {
@@ -365,9 +382,10 @@ func TestDriverSilent(t *testing.T) {
 func TestDriverSilentAfterEnd(t *testing.T) {
 	p := startEcho(t, 0, 0)
 	c := &scriptConn{p: p}
+	waitUp(c)
 	c.send("said", "end")
 	h := &askHost{}
-	end := (&Driver{Conn: c, Proc: p, Opts: testOpts(30 * time.Millisecond), Who: "Fake"}).Run(context.Background(), h)
+	end := (&Driver{Conn: c, Proc: p, Opts: testOpts(time.Second), Who: "Fake"}).Run(context.Background(), h)
 	want := `line said | line end | drained | reap | ended completed false`
 	if got := c.said(); end.Status != itemmap.TurnCompleted || end.NotStarted || got != want {
 		t.Errorf("end %+v, calls\n %s\nwant\n %s", end, got, want)
@@ -385,7 +403,9 @@ func TestDriverEscalates(t *testing.T) {
 	c := &scriptConn{p: p, escalations: 1, began: true}
 	interrupt := make(chan struct{}, 1)
 	interrupt <- struct{}{}
-	end := (&Driver{Conn: c, Proc: p, Opts: testOpts(time.Hour), Who: "Fake", Interrupt: interrupt}).Run(context.Background(), &askHost{})
+	opts := testOpts(time.Hour)
+	opts.Grace = 20 * time.Millisecond // the CLI never answers: each step is taken
+	end := (&Driver{Conn: c, Proc: p, Opts: opts, Who: "Fake", Interrupt: interrupt}).Run(context.Background(), &askHost{})
 	got := c.said()
 	if end.Status != itemmap.TurnInterrupted || !strings.Contains(got, "interrupt | escalate 1 | escalate 2 | drained | reap | finish true") {
 		t.Errorf("end %+v, calls %s", end, got)
