@@ -86,27 +86,27 @@ func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
 func (ss *acpSession) events() backend.Events {
 	return backend.Events{
 		ModeChanged: func(id string) {
-			ss.cmu.Lock()
-			changed := ss.mode != id
-			ss.mode = id
-			ss.cmu.Unlock()
+			ss.ctl.mu.Lock()
+			changed := ss.ctl.mode != id
+			ss.ctl.mode = id
+			ss.ctl.mu.Unlock()
 			if changed {
 				ss.modeChanged()
 			}
 		},
 		CommandsChanged: func(cmds []backend.Command) {
-			ss.cmu.Lock()
-			ss.commands = slices.Clone(cmds)
-			ss.cmu.Unlock()
+			ss.ctl.mu.Lock()
+			ss.ctl.commands = slices.Clone(cmds)
+			ss.ctl.mu.Unlock()
 			ss.sendCommands()
 		},
 		ModelsChanged: func(list []backend.Model) {
-			ss.cmu.Lock()
-			ss.models = slices.Clone(list)
-			name, program := ss.listedBy, ss.program
-			ss.cmu.Unlock()
-			if ss.modelsSeen != nil {
-				ss.modelsOnce.Do(func() { close(ss.modelsSeen) })
+			ss.ctl.mu.Lock()
+			ss.ctl.models = slices.Clone(list)
+			name, program := ss.ctl.listedBy, ss.ctl.program
+			ss.ctl.mu.Unlock()
+			if ss.ctl.modelsSeen != nil {
+				ss.ctl.modelsOnce.Do(func() { close(ss.ctl.modelsSeen) })
 			}
 			ss.configChanged()
 			if cache := ss.srv.cfg.Models; cache != nil && program != "" {
@@ -122,9 +122,9 @@ func (ss *acpSession) events() backend.Events {
 
 // modeChanged tells the client the session's mode changed.
 func (ss *acpSession) modeChanged() {
-	ss.cmu.Lock()
-	mode := ss.mode
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	mode := ss.ctl.mode
+	ss.ctl.mu.Unlock()
 	ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
 	ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
 }
@@ -158,20 +158,20 @@ func (ss *acpSession) modeOption() any {
 // modes, "value" for a config option's options), with the current mode;
 // nil without modes.
 func (ss *acpSession) modeEntries(idKey string) ([]any, string) {
-	ss.cmu.Lock()
-	defer ss.cmu.Unlock()
-	if len(ss.modes) == 0 {
+	ss.ctl.mu.Lock()
+	defer ss.ctl.mu.Unlock()
+	if len(ss.ctl.modes) == 0 {
 		return nil, ""
 	}
 	var entries []any
-	for _, m := range ss.modes {
+	for _, m := range ss.ctl.modes {
 		e := map[string]any{idKey: m.ID, "name": m.Name}
 		if m.Description != "" {
 			e["description"] = m.Description
 		}
 		entries = append(entries, e)
 	}
-	return entries, ss.mode
+	return entries, ss.ctl.mode
 }
 
 // controls returns the session's backend's controls, nil when it has none.
@@ -191,9 +191,9 @@ func (ss *acpSession) takeControls(c backend.Controls) {
 		return
 	}
 	modes, mode, cmds, models, effort := c.Modes(), c.Mode(), c.Commands(), c.Models(), c.Effort()
-	ss.cmu.Lock()
-	ss.modes, ss.mode, ss.commands, ss.models, ss.effort = modes, mode, cmds, models, effort
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	ss.ctl.modes, ss.ctl.mode, ss.ctl.commands, ss.ctl.models, ss.ctl.effort = modes, mode, cmds, models, effort
+	ss.ctl.mu.Unlock()
 }
 
 // setMode handles session/set_mode.
@@ -226,10 +226,10 @@ func (ss *acpSession) switchMode(id string) error {
 	}
 	// A backend that fires no ModeChanged (the mode was already id) leaves
 	// the session's mode as it is.
-	ss.cmu.Lock()
-	changed := ss.mode != id
-	ss.mode = id
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	changed := ss.ctl.mode != id
+	ss.ctl.mode = id
+	ss.ctl.mu.Unlock()
 	if changed {
 		ss.modeChanged()
 	}
@@ -240,9 +240,9 @@ func (ss *acpSession) switchMode(id string) error {
 // commands, then the CLI's (one of the same name as spbridge's is left
 // out).
 func (ss *acpSession) commandList() []any {
-	ss.cmu.Lock()
-	cmds := slices.Concat(ownCommands, ss.commands)
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	cmds := slices.Concat(ownCommands, ss.ctl.commands)
+	ss.ctl.mu.Unlock()
 	seen := make(map[string]bool)
 	list := []any{}
 	for _, c := range cmds {
@@ -266,9 +266,9 @@ func (ss *acpSession) commandList() []any {
 // sendCommands sends available_commands_update, once the client knows the
 // session (its session/new or load was answered).
 func (ss *acpSession) sendCommands() {
-	ss.cmu.Lock()
-	announced := ss.announced
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	announced := ss.ctl.announced
+	ss.ctl.mu.Unlock()
 	if !announced {
 		return
 	}
@@ -284,12 +284,12 @@ func (ss *acpSession) afterOpen() {
 		// A backend without controls (a test's) has no commands to run.
 		return
 	}
-	ss.cmu.Lock()
-	ss.announced = true
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	ss.ctl.announced = true
+	ss.ctl.mu.Unlock()
 	ss.sendCommands()
 	select {
-	case <-ss.modelsSeen:
+	case <-ss.ctl.modelsSeen:
 		// The CLI listed its models before the answer, which carried
 		// them; a client that waits for the list hears of it too.
 		ss.configChanged()
@@ -312,14 +312,14 @@ func (ss *acpSession) openModels(name string, be backend.Backend, c backend.Cont
 	if c == nil || err != nil {
 		return
 	}
-	ss.cmu.Lock()
-	ss.listedBy, ss.program = name, program
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	ss.ctl.listedBy, ss.ctl.program = name, program
+	ss.ctl.mu.Unlock()
 	if cache := ss.srv.cfg.Models; cache != nil {
 		if list := cache.Load(name, program); len(list) > 0 {
-			ss.cmu.Lock()
-			ss.models = list // in place of the backend's list from before its CLI said
-			ss.cmu.Unlock()
+			ss.ctl.mu.Lock()
+			ss.ctl.models = list // in place of the backend's list from before its CLI said
+			ss.ctl.mu.Unlock()
 			return
 		}
 	}
@@ -330,7 +330,7 @@ func (ss *acpSession) openModels(name string, be backend.Backend, c backend.Cont
 	t := time.NewTimer(modelsWait)
 	defer t.Stop()
 	select {
-	case <-ss.modelsSeen:
+	case <-ss.ctl.modelsSeen:
 	case <-failed: // the CLI could not start (missing, say): no list comes
 	case <-t.C:
 	}
@@ -458,14 +458,14 @@ func (ss *acpSession) touch() {
 	if ix == nil {
 		return
 	}
-	if err := ix.Touch(ss.pkg, ss.cwd, ss.addDirs); err != nil {
+	if err := ix.Touch(ss.pkg, ss.set.cwd, ss.set.addDirs); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}
 	if e, ok, err := ix.Get(ss.pkg); err == nil && ok {
-		ss.cmu.Lock()
-		ss.title = e.Title
-		ss.cmu.Unlock()
+		ss.ctl.mu.Lock()
+		ss.ctl.title = e.Title
+		ss.ctl.mu.Unlock()
 	}
 }
 
@@ -476,10 +476,10 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	if ix == nil {
 		return
 	}
-	ss.cmu.Lock()
-	newCLISession := cliSession != "" && cliSession != ss.ranOn
-	ss.ranOn = cliSession
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	newCLISession := cliSession != "" && cliSession != ss.ctl.ranOn
+	ss.ctl.ranOn = cliSession
+	ss.ctl.mu.Unlock()
 	if newCLISession {
 		// The CLI keeps this session in its own list too: session/list
 		// shows it as this package, not twice.
@@ -487,15 +487,15 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		}
 	}
-	ss.cmu.Lock()
-	titled := ss.title != ""
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	titled := ss.ctl.title != ""
+	ss.ctl.mu.Unlock()
 	if titled {
 		ss.recorder.later(ss, text)
 		return
 	}
 	ss.recorder.wait()
-	if err := ix.Record(ss.pkg, ss.cwd, text); err != nil {
+	if err := ix.Record(ss.pkg, ss.set.cwd, text); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}
@@ -503,10 +503,10 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	if err != nil || !ok {
 		return
 	}
-	ss.cmu.Lock()
-	changed := e.Title != "" && e.Title != ss.title
-	ss.title = e.Title
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	changed := e.Title != "" && e.Title != ss.ctl.title
+	ss.ctl.title = e.Title
+	ss.ctl.mu.Unlock()
 	if changed {
 		ss.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
 			"updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)})
@@ -517,9 +517,9 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 // the next one.
 func (ss *acpSession) clearTitle() {
 	ss.recorder.wait() // a turn recorded later must not give the old title back
-	ss.cmu.Lock()
-	ss.title = ""
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	ss.ctl.title = ""
+	ss.ctl.mu.Unlock()
 	if ix := ss.srv.cfg.Index; ix != nil {
 		if err := ix.SetTitle(ss.pkg, ""); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
@@ -538,9 +538,9 @@ func (ss *acpSession) closeSession(j *job) (any, error) {
 		return nil, err
 	}
 	ss.cancelPrompts()
-	ss.qmu.Lock()
-	t := ss.turn
-	ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	t := ss.q.turn
+	ss.q.mu.Unlock()
 	if t != nil {
 		<-t.done
 	}

@@ -143,14 +143,14 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 	var out bytes.Buffer
 	srv := &Server{w: newWriter(&out)}
 	srv.terminal.Store(terminal)
-	ss := &acpSession{srv: srv, id: "S", cwd: "/work", conv: &session.Session{Pkg: &archive.Package{Conv: &archive.Conversation{}}}}
+	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: &session.Session{Pkg: &archive.Package{Conv: &archive.Conversation{}}}}
 	h := &acpHost{ss: ss, t: &turn{}}
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {
 			h.Change(c)
 		}
 		for _, a := range r.Approvals {
-			tc := permissionToolCall(a.ToolItemID, a, ss.cwd)
+			tc := permissionToolCall(a.ToolItemID, a, ss.set.cwd)
 			delete(tc, "rawInput")
 			srv.w.send(map[string]any{"permission": tc})
 			m.Answered(a.RequestID, allowed[a.RequestID])

@@ -23,42 +23,66 @@ import (
 )
 
 // acpSession is one ACP session: one package and its CLI, from the
-// session/new or session/load that opens it to its close.
+// session/new or session/load that opens it to its close. What it holds
+// is grouped by the lock that guards it:
 //
-// Two locks: qmu guards the message queue and the running turn (what the
-// reading goroutine touches, so a cancel never waits for a save); mu
-// guards the conversation and the session's state. mu is taken before qmu.
+//   - q (its own lock): the message queue and the running turn, what the
+//     reading goroutine touches, so a cancel never waits for a save;
+//   - mu: the open conversation and what the editor set at the open;
+//   - ctl (its own lock): what the backend's events tell, on the
+//     backend's goroutines, which never wait for mu.
+//
+// mu is taken before q's lock, and q's before ctl's.
 type acpSession struct {
 	srv *Server
 	id  string // the session's id: the package's path, or the CLI session's it was imported from
 	pkg string // the package's path (set once the open resolved it; mu)
 
-	qmu      sync.Mutex
-	qcond    *sync.Cond // signalled when a job is queued or the queue ends
-	jobs     []*job     // waiting, in arrival order
-	working  *job       // the job the worker runs
-	ended    bool       // the queue takes no more jobs
-	stopping bool       // the server shuts down or the session failed: no turn starts
-	failure  string     // why the session failed (a panic), "" when it did not
-	turn     *turn      // the running turn, or nil
+	q jobQueue
 
 	mu      sync.Mutex
 	opened  bool // conv is set
 	closed  bool
 	backend string
 	conv    *session.Session // owns pkg's conversation: read and change it through conv
-	model   string
-	cwd     string
-	mcp     []backend.MCPServer // the editor's MCP servers, for every backend of the session
-	addDirs []string            // the editor's additional folders, for every backend of the session
+	set     sessionSettings  // what the open set, for every backend of the session
 
 	// recorder records the turns of a titled session in the index.
 	recorder turnRecorder
 
-	// cmu guards what the backend's events change (they come on its
-	// goroutines, which never wait for mu): the modes and commands as last
-	// told, and the title as the sessions index has it.
-	cmu       sync.Mutex
+	ctl controls
+
+	prepareCancel context.CancelFunc // ends the CLI's early start
+	preparing     sync.WaitGroup     // the early start, waited for at close
+}
+
+// jobQueue is a session's messages, handled one at a time by its worker
+// in the order they came, and the turn that runs.
+type jobQueue struct {
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when a job is queued or the queue ends
+	jobs     []*job     // waiting, in arrival order
+	working  *job       // the job the worker runs
+	ended    bool       // the queue takes no more jobs
+	stopping bool       // the server shuts down or the session failed: no turn starts
+	failure  string     // why the session failed (a panic), "" when it did not
+	turn     *turn      // the running turn, or nil
+}
+
+// sessionSettings are what the editor set when it opened the session
+// (under mu).
+type sessionSettings struct {
+	model   string
+	cwd     string
+	mcp     []backend.MCPServer // the editor's MCP servers
+	addDirs []string            // the editor's additional folders
+}
+
+// controls are what the backend's events change (under mu, its own
+// lock): the modes and commands as last told, the models, the effort,
+// and the title as the sessions index has it.
+type controls struct {
+	mu        sync.Mutex
 	modes     []backend.Mode
 	mode      string
 	commands  []backend.Command
@@ -68,12 +92,8 @@ type acpSession struct {
 	title     string
 	ranOn     string // the CLI session the last turn ran on
 
-	prepareCancel context.CancelFunc // ends the CLI's early start
-	preparing     sync.WaitGroup     // the early start, waited for at close
-
 	// The backend's name and program, whose model list the models cache
-	// keeps (under cmu); modelsSeen is closed when the CLI first listed
-	// its models.
+	// keeps; modelsSeen is closed when the CLI first listed its models.
 	listedBy, program string
 	modelsSeen        chan struct{}
 	modelsOnce        sync.Once
@@ -101,7 +121,7 @@ type turn struct {
 	backend backend.Backend // the backend it runs on, for Interrupt
 	done    chan struct{}   // closed by finish when it ended
 	once    sync.Once
-	// ending is set (under mu and qmu) once the turn's end took no queued
+	// ending is set (under mu and q.mu) once the turn's end took no queued
 	// message: a prompt that comes now waits for done and starts its own.
 	ending bool
 }
@@ -344,8 +364,8 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.sid, pkg: op.id, modelsSeen: make(chan struct{})}
-	ss.qcond = sync.NewCond(&ss.qmu)
+	ss := &acpSession{srv: s, id: op.sid, pkg: op.id, ctl: controls{modelsSeen: make(chan struct{})}}
+	ss.q.cond = sync.NewCond(&ss.q.mu)
 	s.sessions[op.sid] = ss
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -417,7 +437,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	ss.mu.Lock()
 	ss.opened, ss.backend, ss.conv = true, op.backend, conv
-	ss.model, ss.cwd, ss.mcp, ss.addDirs = op.model, op.cwd, op.mcp, op.addDirs
+	ss.set.model, ss.set.cwd, ss.set.mcp, ss.set.addDirs = op.model, op.cwd, op.mcp, op.addDirs
 	ss.watchBetween(conv.Backend)
 	ss.mu.Unlock()
 	ss.touch()
@@ -437,16 +457,16 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 // enqueue adds a job to the session's queue; false when the session has
 // ended.
 func (ss *acpSession) enqueue(j *job) bool {
-	ss.qmu.Lock()
-	defer ss.qmu.Unlock()
-	if ss.ended {
+	ss.q.mu.Lock()
+	defer ss.q.mu.Unlock()
+	if ss.q.ended {
 		return false
 	}
-	if ss.stopping && j.cancel != nil {
+	if ss.q.stopping && j.cancel != nil {
 		j.cancel() // a prompt that comes during shutdown does not run
 	}
-	ss.jobs = append(ss.jobs, j)
-	ss.qcond.Signal()
+	ss.q.jobs = append(ss.q.jobs, j)
+	ss.q.cond.Signal()
 	return true
 }
 
@@ -455,22 +475,22 @@ func (ss *acpSession) enqueue(j *job) bool {
 func (ss *acpSession) work() {
 	defer ss.srv.wg.Done()
 	for {
-		ss.qmu.Lock()
-		for len(ss.jobs) == 0 && !ss.ended {
-			ss.qcond.Wait()
+		ss.q.mu.Lock()
+		for len(ss.q.jobs) == 0 && !ss.q.ended {
+			ss.q.cond.Wait()
 		}
-		if len(ss.jobs) == 0 {
-			ss.qmu.Unlock()
+		if len(ss.q.jobs) == 0 {
+			ss.q.mu.Unlock()
 			return
 		}
-		j := ss.jobs[0]
-		ss.jobs = ss.jobs[1:]
-		ss.working = j
-		ss.qmu.Unlock()
+		j := ss.q.jobs[0]
+		ss.q.jobs = ss.q.jobs[1:]
+		ss.q.working = j
+		ss.q.mu.Unlock()
 		ss.runJob(j)
-		ss.qmu.Lock()
-		ss.working = nil
-		ss.qmu.Unlock()
+		ss.q.mu.Lock()
+		ss.q.working = nil
+		ss.q.mu.Unlock()
 	}
 }
 
@@ -506,20 +526,20 @@ func (ss *acpSession) runJob(j *job) {
 // is interrupted, the ones not started yet will answer cancelled.
 func (ss *acpSession) cancelPrompts() {
 	queued := ss.queuedJobs()
-	ss.qmu.Lock()
-	defer ss.qmu.Unlock()
-	for _, j := range ss.jobs {
+	ss.q.mu.Lock()
+	defer ss.q.mu.Unlock()
+	for _, j := range ss.q.jobs {
 		if j.cancel != nil {
 			j.cancel()
 		}
 	}
-	if j := ss.working; j != nil && j.cancel != nil {
+	if j := ss.q.working; j != nil && j.cancel != nil {
 		j.cancel()
 	}
 	for _, j := range queued {
 		j.cancel()
 	}
-	if t := ss.turn; t != nil {
+	if t := ss.q.turn; t != nil {
 		ss.interrupt(t)
 	}
 }
@@ -531,15 +551,15 @@ func (ss *acpSession) cancelPrompts() {
 // handled yet, it answers cancelled when its turn would begin.
 func (ss *acpSession) cancelPrompt(j *job) {
 	queued := ss.queuedJobs()
-	ss.qmu.Lock()
-	defer ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	defer ss.q.mu.Unlock()
 	j.cancel()
 	if slices.Contains(queued, j) {
 		ss.srv.wg.Add(1)
 		go ss.dropQueued(j)
 		return
 	}
-	if t := ss.turn; t != nil && t.ctx.Err() != nil {
+	if t := ss.q.turn; t != nil && t.ctx.Err() != nil {
 		ss.interrupt(t)
 	}
 }
@@ -563,7 +583,7 @@ func (ss *acpSession) dropQueued(j *job) {
 }
 
 // queuedJobs are the prompts queued behind the running turn, in order.
-// Neither mu nor qmu is held.
+// Neither mu nor q.mu is held.
 func (ss *acpSession) queuedJobs() []*job {
 	ss.mu.Lock()
 	conv := ss.conv
@@ -580,7 +600,7 @@ func (ss *acpSession) queuedJobs() []*job {
 
 // interrupt cancels a running turn and asks its CLI to stop, on a
 // goroutine of its own so that a CLI slow to take it holds up nothing.
-// qmu is held.
+// q.mu is held.
 func (ss *acpSession) interrupt(t *turn) {
 	t.cancel()
 	ss.srv.wg.Add(1)
@@ -599,11 +619,11 @@ func (ss *acpSession) interrupt(t *turn) {
 // cancelled, the running turn is interrupted, no turn starts, and the
 // worker ends once it handled what is queued.
 func (ss *acpSession) stop() {
-	ss.qmu.Lock()
-	ss.stopping = true
-	ss.ended = true
-	ss.qcond.Broadcast()
-	ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	ss.q.stopping = true
+	ss.q.ended = true
+	ss.q.cond.Broadcast()
+	ss.q.mu.Unlock()
 	ss.cancelPrompts()
 	ss.recorder.hurry() // shutdown waits for the last record: no pause
 }
@@ -613,12 +633,12 @@ func (ss *acpSession) stop() {
 // endJobs.
 func (ss *acpSession) abandon() []*job {
 	ss.srv.forget(ss)
-	ss.qmu.Lock()
-	ss.ended, ss.stopping = true, true
-	jobs := ss.jobs
-	ss.jobs = nil
-	ss.qcond.Broadcast()
-	ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	ss.q.ended, ss.q.stopping = true, true
+	jobs := ss.q.jobs
+	ss.q.jobs = nil
+	ss.q.cond.Broadcast()
+	ss.q.mu.Unlock()
 	return jobs
 }
 
@@ -638,15 +658,15 @@ func (ss *acpSession) endJobs(jobs []*job, why string) {
 // on. It returns the jobs that were waiting, for endJobs.
 func (ss *acpSession) fail(why string) []*job {
 	jobs := ss.abandon()
-	ss.qmu.Lock()
-	if ss.failure == "" {
-		ss.failure = why
+	ss.q.mu.Lock()
+	if ss.q.failure == "" {
+		ss.q.failure = why
 	}
-	t := ss.turn
+	t := ss.q.turn
 	if t != nil {
 		ss.interrupt(t)
 	}
-	ss.qmu.Unlock()
+	ss.q.mu.Unlock()
 	if t == nil {
 		ss.endFailed()
 	}
@@ -656,9 +676,9 @@ func (ss *acpSession) fail(why string) []*job {
 
 // endFailed closes a failed session with a failure item that says why.
 func (ss *acpSession) endFailed() {
-	ss.qmu.Lock()
-	why := ss.failure
-	ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	why := ss.q.failure
+	ss.q.mu.Unlock()
 	ss.mu.Lock()
 	var f archive.Item
 	if ss.opened && !ss.closed {
@@ -702,9 +722,9 @@ const effortDefault = "default"
 // its name; the current model (id, "default" for the CLI's own) is added
 // when it is not among them.
 func (ss *acpSession) modelList(current string) []backend.Model {
-	ss.cmu.Lock()
-	list := slices.Clone(ss.models)
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	list := slices.Clone(ss.ctl.models)
+	ss.ctl.mu.Unlock()
 	if list == nil {
 		cli, _ := clis.Lookup(ss.backendName())
 		for _, v := range cli.Models {
@@ -733,10 +753,10 @@ func (ss *acpSession) backendName() string {
 func (ss *acpSession) currentModel() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.model == "" {
+	if ss.set.model == "" {
 		return "default"
 	}
-	return ss.model
+	return ss.set.model
 }
 
 // efforts are the reasoning efforts model takes, none when it takes none
@@ -764,9 +784,9 @@ func (ss *acpSession) configOptions() []any {
 	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
 		"currentValue": current, "options": opts}}
 	if levels := efforts(list, current); len(levels) > 0 {
-		ss.cmu.Lock()
-		effort := ss.effort
-		ss.cmu.Unlock()
+		ss.ctl.mu.Lock()
+		effort := ss.ctl.effort
+		ss.ctl.mu.Unlock()
 		if effort == "" || !slices.Contains(levels, effort) {
 			effort = effortDefault
 		}
@@ -786,9 +806,9 @@ func (ss *acpSession) configOptions() []any {
 // configChanged tells the client the config options changed, once it
 // knows the session.
 func (ss *acpSession) configChanged() {
-	ss.cmu.Lock()
-	announced := ss.announced
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	announced := ss.ctl.announced
+	ss.ctl.mu.Unlock()
 	if announced {
 		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
 	}
@@ -829,11 +849,11 @@ func (ss *acpSession) setModel(value string) error {
 	if err := ss.ready(); err != nil {
 		return err
 	}
-	ss.model = value
+	ss.set.model = value
 	if value == "default" {
-		ss.model = ""
+		ss.set.model = ""
 	}
-	model := ss.model
+	model := ss.set.model
 	be := ss.conv.CurrentBackend()
 	ss.mu.Unlock()
 	if ms, ok := be.(modelSetter); ok {
@@ -844,12 +864,12 @@ func (ss *acpSession) setModel(value string) error {
 		return nil
 	}
 	levels := efforts(ss.modelList(value), value)
-	ss.cmu.Lock()
-	reset := ss.effort != "" && !slices.Contains(levels, ss.effort)
+	ss.ctl.mu.Lock()
+	reset := ss.ctl.effort != "" && !slices.Contains(levels, ss.ctl.effort)
 	if reset {
-		ss.effort = ""
+		ss.ctl.effort = ""
 	}
-	ss.cmu.Unlock()
+	ss.ctl.mu.Unlock()
 	if reset {
 		c.SetEffort("")
 	}
@@ -871,9 +891,9 @@ func (ss *acpSession) setEffort(value string) error {
 	if value == effortDefault {
 		value = ""
 	}
-	ss.cmu.Lock()
-	ss.effort = value
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	ss.ctl.effort = value
+	ss.ctl.mu.Unlock()
 	c.SetEffort(value)
 	return nil
 }
@@ -1013,14 +1033,14 @@ func (ss *acpSession) enqueuePrompt(q queuedPrompt, toCancelled bool) (queued bo
 	if err := ss.ready(); err != nil {
 		return false, nil, err
 	}
-	ss.qmu.Lock()
-	t := ss.turn
+	ss.q.mu.Lock()
+	t := ss.q.turn
 	if t == nil || (t.ctx.Err() != nil && !toCancelled) || t.ending {
-		ss.qmu.Unlock()
+		ss.q.mu.Unlock()
 		ss.mu.Unlock()
 		return false, t, nil
 	}
-	ss.qmu.Unlock()
+	ss.q.mu.Unlock()
 	ss.conv.Queue(q.queued())
 	keep := ss.conv.Keep()
 	ss.mu.Unlock()
@@ -1052,12 +1072,12 @@ func stopResponse(end *itemmap.TurnEnd, cancelled bool) map[string]any {
 func (ss *acpSession) startTurn(j *job, q queuedPrompt) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.qmu.Lock()
-	defer ss.qmu.Unlock()
-	if ss.closed || ss.stopping {
+	ss.q.mu.Lock()
+	defer ss.q.mu.Unlock()
+	if ss.closed || ss.q.stopping {
 		return rpcErrorf(CodeNotFound, "session %q is closing", ss.id)
 	}
-	if ss.turn != nil {
+	if ss.q.turn != nil {
 		return &RPCError{Code: CodeBusy, Message: "a prompt is already running in this session; send this one with _spbridge/queue or wait"}
 	}
 	parent := context.Background()
@@ -1071,11 +1091,11 @@ func (ss *acpSession) startTurn(j *job, q queuedPrompt) error {
 }
 
 // beginTurn makes t the running turn and takes the conversation as it
-// stands for saves during it. mu and qmu are held.
+// stands for saves during it. mu and q.mu are held.
 func (ss *acpSession) beginTurn(parent context.Context) *turn {
 	ctx, cancel := context.WithCancel(parent)
 	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.CurrentBackend(), done: make(chan struct{})}
-	ss.turn = t
+	ss.q.turn = t
 	return t
 }
 
@@ -1121,11 +1141,11 @@ func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTur
 			why = ss.srv.recovered("the turn of session "+ss.id, r)
 		}
 		if why != "" {
-			ss.qmu.Lock()
-			if ss.failure == "" {
-				ss.failure = why
+			ss.q.mu.Lock()
+			if ss.q.failure == "" {
+				ss.q.failure = why
 			}
-			ss.qmu.Unlock()
+			ss.q.mu.Unlock()
 			answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
 			more = false
 		}
@@ -1189,12 +1209,12 @@ func (ss *acpSession) settleTurn(t *turn, m *message, answer any, answerErr erro
 	var jobs []*job // queued behind a failure
 	if !more {
 		ss.mu.Lock()
-		ss.qmu.Lock()
-		if ss.turn == t {
-			ss.turn = nil
+		ss.q.mu.Lock()
+		if ss.q.turn == t {
+			ss.q.turn = nil
 		}
-		failed = ss.failure != ""
-		ss.qmu.Unlock()
+		failed = ss.q.failure != ""
+		ss.q.mu.Unlock()
 		ss.mu.Unlock()
 		if failed {
 			// The session ends; its close saves.
@@ -1249,12 +1269,12 @@ func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (next
 func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify, saveEnd bool, handedBack []*job) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.qmu.Lock()
-	defer ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	defer ss.q.mu.Unlock()
 	turnSaved := ss.conv.TurnSaved()
 	changed := started || turnSaved
 	var next *nextTurn
-	if t.ctx.Err() != nil || ss.stopping || ss.closed || ss.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted) {
+	if t.ctx.Err() != nil || ss.q.stopping || ss.closed || ss.q.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted) {
 		// A cancelled turn hands its queue back to the composer.
 		for _, q := range ss.conv.HandBack() {
 			changed = true
@@ -1482,9 +1502,9 @@ func (ss *acpSession) saveRunning() {
 	ss.mu.Lock()
 	ok := ss.opened && !ss.closed
 	ss.mu.Unlock()
-	ss.qmu.Lock()
-	running := ss.turn != nil
-	ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	running := ss.q.turn != nil
+	ss.q.mu.Unlock()
 	if ok && running {
 		ss.saveNow()
 	}
@@ -1505,13 +1525,13 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	ss.qmu.Lock()
-	running := ss.turn != nil
-	ss.qmu.Unlock()
+	ss.q.mu.Lock()
+	running := ss.q.turn != nil
+	ss.q.mu.Unlock()
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
-	backendName, opts := ss.backend, BackendOptions{Cwd: ss.cwd, Model: ss.model, MCPServers: ss.mcp, AddDirs: ss.addDirs, Events: ss.events()}
+	backendName, opts := ss.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events()}
 	ss.mu.Unlock()
 	if running {
 		return nil, &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
@@ -1519,10 +1539,10 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	// The CLI's session belongs to the old conversation: a new CLI starts
 	// with the next prompt.
 	ss.conv.Close()
-	ss.cmu.Lock()
-	opts.Mode = ss.mode
-	effort := ss.effort
-	ss.cmu.Unlock()
+	ss.ctl.mu.Lock()
+	opts.Mode = ss.ctl.mode
+	effort := ss.ctl.effort
+	ss.ctl.mu.Unlock()
 	be, err := ss.srv.cfg.NewBackend(backendName, opts)
 	if err != nil {
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)

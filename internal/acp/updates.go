@@ -49,11 +49,11 @@ func (h *acpHost) recovered(where string, r any) {
 		h.panicked = why
 	}
 	h.mu.Unlock()
-	h.ss.qmu.Lock()
-	if h.t != nil && h.ss.turn == h.t {
+	h.ss.q.mu.Lock()
+	if h.t != nil && h.ss.q.turn == h.t {
 		h.ss.interrupt(h.t)
 	}
-	h.ss.qmu.Unlock()
+	h.ss.q.mu.Unlock()
 }
 
 // panic returns the text of a panic in a callback, or "".
@@ -123,7 +123,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 		switch {
 		case c.Tool != nil:
 			// The plan the agent proposes before it leaves planning.
-			h.sendTool(toolUpdateOf("tool_call", it, c.Tool, ss.cwd))
+			h.sendTool(toolUpdateOf("tool_call", it, c.Tool, ss.set.cwd))
 		case c.Plan == nil:
 			// A todo list without its plan: one entry a line.
 			h.plan(planEntries(it))
@@ -226,7 +226,7 @@ func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
 		return
 	}
 	st.capped = len(v.Output) > maxOutput
-	h.sendTool(toolUpdateOf("tool_call_update", it, v, ss.cwd))
+	h.sendTool(toolUpdateOf("tool_call_update", it, v, ss.set.cwd))
 }
 
 // tool sends a tool_call or tool_call_update for a tool or webSearch item
@@ -238,7 +238,7 @@ func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
 // (_meta.terminal_exit).
 func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	ss := h.ss
-	u := toolUpdateOf(update, it, v, ss.cwd)
+	u := toolUpdateOf(update, it, v, ss.set.cwd)
 	if v == nil || !v.Terminal || !ss.srv.terminal.Load() {
 		h.sendTool(u)
 		return
@@ -248,13 +248,13 @@ func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	st := h.outputOf(it.ID())
 	status := it.String("status")
 	if status == archive.StatusRunning || !st.opened {
-		u.termInfo, u.termCwd = !st.opened, ss.cwd
+		u.termInfo, u.termCwd = !st.opened, ss.set.cwd
 		st.opened = true
 		h.sendTool(u)
 		if status == archive.StatusRunning {
 			return
 		}
-		u = toolUpdateOf("tool_call_update", it, v, ss.cwd)
+		u = toolUpdateOf("tool_call_update", it, v, ss.set.cwd)
 		u.terminal, u.hasContent = true, false
 	}
 	if data := st.next(v.Output, ""); data != "" {
@@ -411,7 +411,7 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	grants := ss.conv.Grants()
 	allowed, rejected := grants.Decided(a)
 	ss.mu.Lock()
-	roots := append([]string{ss.cwd}, ss.addDirs...)
+	roots := append([]string{ss.set.cwd}, ss.set.addDirs...)
 	ss.mu.Unlock()
 	switch {
 	case rejected:
@@ -441,7 +441,7 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	}
 	params := map[string]any{
 		"sessionId": ss.id,
-		"toolCall":  permissionToolCall(id, a, ss.cwd),
+		"toolCall":  permissionToolCall(id, a, ss.set.cwd),
 		"options":   options,
 	}
 	m, err := ss.srv.request(ctx, "session/request_permission", params)
@@ -719,9 +719,9 @@ func (ss *acpSession) replay() {
 				ss.plan(entries)
 				break
 			}
-			ss.tool(toolUpdateOf("tool_call", it, nil, ss.cwd))
+			ss.tool(toolUpdateOf("tool_call", it, nil, ss.set.cwd))
 		case archive.TypeTool, archive.TypeWebSearch:
-			ss.tool(toolUpdateOf("tool_call", it, nil, ss.cwd))
+			ss.tool(toolUpdateOf("tool_call", it, nil, ss.set.cwd))
 		case archive.TypeFailure, archive.TypeQuestions:
 			ss.chunk(agentMessageChunk, plainText(it))
 		}
