@@ -227,24 +227,31 @@ func listPage(entries []listEntry, cursor string) ([]listEntry, string, error) {
 // with the history; usage and cost are the whole conversation's (a turn's
 // share is not known).
 func (s *Server) fork(op *openParams) error {
-	conv, err := s.forkSource(op)
+	from, err := s.forkSource(op)
 	if err != nil {
 		return err
 	}
-	if op.atItem != "" {
-		if err := cutAt(conv, op.atItem); err != nil {
-			return err
-		}
+	var conv archive.Conversation
+	from(func(c *archive.Conversation) { conv, err = c.Fork(op.atItem) })
+	if errors.Is(err, archive.ErrNoItem) {
+		return rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.atItem: no item %q in the conversation", op.atItem)
+	}
+	if err != nil {
+		return rpcErrorf(CodeInternalError, "fork: %v", err)
 	}
 	if err := os.MkdirAll(op.id, 0o700); err != nil {
 		return rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
 	}
-	op.imported = conv // the open saves it into the package
+	op.imported = &conv // the open saves it into the package
 	return nil
 }
 
-// forkSource is a copy of the conversation a fork starts from.
-func (s *Server) forkSource(op *openParams) (*archive.Conversation, error) {
+// forkSource gives the conversation a fork starts from to a function that
+// must not keep it (an open session's is read under its lock).
+func (s *Server) forkSource(op *openParams) (func(func(*archive.Conversation)), error) {
+	given := func(c *archive.Conversation) func(func(*archive.Conversation)) {
+		return func(f func(*archive.Conversation)) { f(c) }
+	}
 	src := op.forkFrom
 	if c := parseCLISession(src); c != nil && s.cfg.History != nil {
 		e, ok, err := s.indexSession(src)
@@ -262,7 +269,7 @@ func (s *Server) forkSource(op *openParams) (*archive.Conversation, error) {
 			if err != nil {
 				return nil, rpcErrorf(CodeInternalError, "import session %q: %v", src, err)
 			}
-			return conv, nil
+			return given(conv), nil
 		}
 		src = e.Package
 	}
@@ -274,9 +281,7 @@ func (s *Server) forkSource(op *openParams) (*archive.Conversation, error) {
 		conv := open.conv
 		open.mu.Unlock()
 		if conv != nil {
-			var c archive.Conversation
-			conv.View(func(cur *archive.Conversation) { c = copyConversation(cur) })
-			return &c, nil
+			return conv.View, nil
 		}
 	}
 	if !filepath.IsAbs(src) {
@@ -289,7 +294,7 @@ func (s *Server) forkSource(op *openParams) (*archive.Conversation, error) {
 	if pkg.Unreadable != "" {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the conversation of %s cannot be read: %s", src, pkg.Unreadable)
 	}
-	return pkg.Conv, nil
+	return given(pkg.Conv), nil
 }
 
 // indexSession is the index's entry for the session id sid.
@@ -302,58 +307,6 @@ func (s *Server) indexSession(sid string) (sessionindex.Entry, bool, error) {
 		return e, false, rpcErrorf(CodeInternalError, "sessions index: %v", err)
 	}
 	return e, ok && sessionindex.Present(e), nil
-}
-
-// copyConversation is a copy of conv that shares nothing its session may
-// change: the lists and maps copied, each item cloned (the history's
-// messages are never changed once there).
-func copyConversation(conv *archive.Conversation) archive.Conversation {
-	c := conv.Copy()
-	for i, it := range c.Items {
-		c.Items[i] = it.Clone()
-	}
-	c.Queued, c.Unsent = nil, nil // the composer's, not the conversation's
-	return c
-}
-
-// cutAt ends conv with the item id and its turn: the items after it go,
-// and the history keeps the turns of the user messages kept.
-func cutAt(conv *archive.Conversation, id string) error {
-	i := slices.IndexFunc(conv.Items, func(it archive.Item) bool { return it.ID() == id })
-	if i < 0 {
-		return rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.atItem: no item %q in the conversation", id)
-	}
-	conv.Items = conv.Items[:i+1]
-	users := 0
-	for _, it := range conv.Items {
-		if it.Type() == archive.TypeUser {
-			users++
-		}
-	}
-	// Each turn's history begins with its user message: keep those of the
-	// kept user items and what followed them, up to the next.
-	seen := 0
-	for k, m := range conv.History {
-		if m.Role == "user" && isUserMessage(m) {
-			seen++
-			if seen > users {
-				conv.History = conv.History[:k]
-				break
-			}
-		}
-	}
-	return nil
-}
-
-// isUserMessage reports whether a history message of role user is the
-// user's own (text or images), not a tool's result.
-func isUserMessage(m archive.Message) bool {
-	for _, b := range m.Content {
-		if b.Type() == archive.BlockToolResult {
-			return false
-		}
-	}
-	return true
 }
 
 // deleteSession handles session/delete: the session is forgotten. A

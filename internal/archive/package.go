@@ -41,6 +41,7 @@ const (
 var (
 	ErrNotFolder = errors.New("not a folder")
 	ErrImageType = errors.New("unsupported image type")
+	ErrNoItem    = errors.New("no such item in the conversation")
 )
 
 // Package is an open document package and its conversation. It is not safe
@@ -301,6 +302,62 @@ func (c *Conversation) Copy() Conversation {
 	d.SentFacts = slices.Clone(c.SentFacts)
 	d.Extra = maps.Clone(c.Extra)
 	return d
+}
+
+// Fork is the conversation a fork of c starts with: a copy that shares
+// nothing c's session may change (the lists and maps copied, each item
+// cloned; the history's messages are never changed once there), without
+// the composer's queued and unsent messages. With atItem it ends with that
+// item (ErrNoItem when c has none of that id) and its turn: the items after
+// it go, and the history keeps the turns of the user messages kept.
+func (c *Conversation) Fork(atItem string) (Conversation, error) {
+	end := len(c.Items)
+	if atItem != "" {
+		i := slices.IndexFunc(c.Items, func(it Item) bool { return it.ID() == atItem })
+		if i < 0 {
+			return Conversation{}, fmt.Errorf("%w: %q", ErrNoItem, atItem)
+		}
+		end = i + 1
+	}
+	d := c.Copy()
+	d.Items = d.Items[:end]
+	for i, it := range d.Items {
+		d.Items[i] = it.Clone()
+	}
+	d.Queued, d.Unsent = nil, nil // the composer's, not the conversation's
+	if end == len(c.Items) {
+		return d, nil
+	}
+	users := 0
+	for _, it := range d.Items {
+		if it.Type() == TypeUser {
+			users++
+		}
+	}
+	// Each turn's history begins with its user message: keep those of the
+	// kept user items and what followed them, up to the next.
+	seen := 0
+	for k, m := range d.History {
+		if m.Role == "user" && isUserMessage(m) {
+			seen++
+			if seen > users {
+				d.History = d.History[:k]
+				break
+			}
+		}
+	}
+	return d, nil
+}
+
+// isUserMessage reports whether a history message of role user is the
+// user's own (text or images), not a tool's result.
+func isUserMessage(m Message) bool {
+	for _, b := range m.Content {
+		if b.Type() == BlockToolResult {
+			return false
+		}
+	}
+	return true
 }
 
 // Write writes a snapshot into the package as Save does. It changes only
