@@ -4,6 +4,7 @@ package codex
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,8 +18,11 @@ import (
 // its input closes) is ended by Close without waiting for Opts.Grace,
 // here an hour: Close returns, and the process is gone.
 func TestE2EAppServerCloseAfterInterrupt(t *testing.T) {
+	// The command is told from every other test's by a word of its own:
+	// a "sleep 60" of a test running beside this one must not count.
+	command := "sleep 60; echo close-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	b, _ := realCodex(t, TransportAppServer,
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sleep 60")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall(command)}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
 	// No escalation while the interrupt is taken (on a busy machine codex
 	// may take longer than the default grace, and would be closed then):
@@ -27,7 +31,7 @@ func TestE2EAppServerCloseAfterInterrupt(t *testing.T) {
 	h := &approver{streaming: make(chan struct{})}
 	done := make(chan *itemmap.TurnEnd)
 	go func() { done <- b.Turn(context.Background(), backend.Message{Text: "wait"}, h) }()
-	for len(cmdlineProcs(t, "sleep 60")) == 0 {
+	for len(cmdlineProcs(t, command)) == 0 {
 		time.Sleep(10 * time.Millisecond) // waiting for the command to start, not timing it
 	}
 	b.Interrupt()
