@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeAskEnv) != "" {
 		os.Exit(fakeAskingClaude())
 	}
+	// Commands run in this process do not pace its collector: replay's
+	// pacing is tested here.
+	noGCPacing = true
 	// A race-enabled binary sleeps a second before it exits, by default;
 	// the fake CLIs and MCP servers that this binary plays are such
 	// binaries.

@@ -1058,10 +1058,12 @@ func cancelledResponse() map[string]any {
 // stopResponse maps how a turn ended to ACP: a failed turn has no stop
 // reason of its own, so it ends its turn with the exact state in _meta (the
 // failure item itself went out as _spbridge/item). A turn the client
-// cancelled that did not complete is cancelled, however the CLI ended it.
+// cancelled is cancelled, however the CLI ended it, as ACP asks of an
+// agent told session/cancel: also when the CLI finished the reply before
+// it heard the interrupt (what it said is kept; _meta says it completed).
 func stopResponse(end *itemmap.TurnEnd, cancelled bool) map[string]any {
 	reason := "end_turn"
-	if end.Status == itemmap.TurnInterrupted || (cancelled && end.Status != itemmap.TurnCompleted) {
+	if end.Status == itemmap.TurnInterrupted || cancelled {
 		reason = "cancelled"
 	}
 	return map[string]any{"stopReason": reason, "_meta": map[string]any{"spbridge": map[string]any{"status": end.Status}}}
