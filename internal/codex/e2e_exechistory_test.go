@@ -86,10 +86,17 @@ func TestE2EExecHistory(t *testing.T) {
 		return
 	}
 	work, home := b.Opts.Dir, b.codexHomeDir()
-	rewrite := func(data []byte) []byte {
+	keepExecRecording(t, stdout, home, "testdata/exec_history", func(data []byte) []byte {
 		data = bytes.ReplaceAll(data, []byte(home), []byte("/home/dev/capture/codex-home"))
 		return bytes.ReplaceAll(data, []byte(work), []byte(captureWork))
-	}
+	})
+}
+
+// keepExecRecording writes a recorded codex exec run as dst.stdout.jsonl
+// (its output, read from stdout) and dst.rollout.jsonl (the one log of its
+// thread under the codex home), each through rewrite.
+func keepExecRecording(t *testing.T, stdout, home, dst string, rewrite func([]byte) []byte) {
+	t.Helper()
 	out, err := os.ReadFile(stdout)
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +109,11 @@ func TestE2EExecHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile("testdata/exec_history.stdout.jsonl", rewrite(out), 0o644)
-	os.WriteFile("testdata/exec_history.rollout.jsonl", rewrite(rollout), 0o644)
+	for name, data := range map[string][]byte{dst + ".stdout.jsonl": out, dst + ".rollout.jsonl": rollout} {
+		if err := os.WriteFile(name, rewrite(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // checkExecHistory checks that history has the calls want, in that order,

@@ -145,23 +145,9 @@ func TestE2EExecRefused(t *testing.T) {
 	if !*record {
 		return
 	}
-	rewrite := func(data []byte) []byte {
+	keepExecRecording(t, stdout, home, "../../testdata/codex/exec/refused_commands", func(data []byte) []byte {
 		data = bytes.ReplaceAll(data, []byte(home), []byte("/home/dev/capture/codex-home"))
 		data = bytes.ReplaceAll(data, []byte(outside), []byte("/home/dev/capture/outside"))
 		return bytes.ReplaceAll(data, []byte(b.Opts.Dir), []byte(captureWork))
-	}
-	out, err := os.ReadFile(stdout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*.jsonl"))
-	if len(logs) != 1 {
-		t.Fatalf("session logs: %v", logs)
-	}
-	rollout, err := os.ReadFile(logs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile("../../testdata/codex/exec/refused_commands.stdout.jsonl", rewrite(out), 0o644)
-	os.WriteFile("../../testdata/codex/exec/refused_commands.rollout.jsonl", rewrite(rollout), 0o644)
+	})
 }
