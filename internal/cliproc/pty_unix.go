@@ -95,14 +95,23 @@ func RunPTY(ctx context.Context, cfg PTYConfig, in io.Reader, out io.Writer) (in
 	case <-ctx.Done():
 		werr = stopGroup(pgid, cfg.Grace, waitDone)
 	}
-	// Whatever the program left in its group goes too.
+	// Whatever the program left in its group goes too. What it wrote before
+	// it ended is still in the terminal: the relay passes it on and ends at
+	// EIO, at once unless a process that left the group holds the terminal,
+	// so it is waited for, up to drainWait (a busy machine may take a while
+	// to run the relay; its last words, such as why it ended, matter).
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	select {
 	case <-outDone:
-	case <-time.After(cfg.Grace):
+	case <-time.After(drainWait):
 	}
 	return exitStatus(cmd, werr)
 }
+
+// drainWait bounds the wait for the terminal's last output once the program
+// ended; only a process that left its group and still holds the terminal
+// makes it wait that long.
+const drainWait = 10 * time.Second
 
 // stopGroup hangs up a process group, then sends SIGTERM and SIGKILL, grace
 // apart, until the leader is reaped.
