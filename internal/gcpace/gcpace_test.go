@@ -26,32 +26,44 @@ func TestHeadroom(t *testing.T) {
 	observe.Store(&f)
 	defer observe.Store(nil)
 	Start(headroom)
-	keep = nil
-	runtime.GC()
 	defer debug.SetGCPercent(100)
 	defer debug.SetMemoryLimit(-1)
-	var peak uint64
+	// The pacer sets GOGC from a finalizer, which a loaded machine may run
+	// late, so the heap can overshoot once; without the pacer (GOGC 100)
+	// it overshoots every time, so a pass in any of three runs tells them
+	// apart.
+	var peak, live uint64
 	var ms runtime.MemStats
-	for i := range 400 {
-		b := make([]byte, 1<<20)
-		b[0] = 1
-		if i%10 == 0 {
-			keep = append(keep, b) // 40 MB kept
+	for range 3 {
+		keep = nil
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		gcs := ms.NumGC
+		peak = 0
+		for i := range 400 {
+			b := make([]byte, 1<<20)
+			b[0] = 1
+			if i%10 == 0 {
+				keep = append(keep, b) // 40 MB kept
+			}
+			if i%20 == 0 {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+			}
 		}
-		if i%20 == 0 {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapAlloc)
+		runtime.ReadMemStats(&ms)
+		live = uint64(len(keep)) << 20
+		if ms.NumGC-gcs < 10 {
+			t.Errorf("%d collections for 400 MB allocated", ms.NumGC-gcs)
+		}
+		// Objects allocated while a collection marks count as live for
+		// it: the bound allows for that.
+		if peak <= live+headroom+16<<20 {
+			break
 		}
 	}
-	runtime.ReadMemStats(&ms)
-	live := uint64(len(keep)) << 20
-	// Objects allocated while a collection marks count as live for it:
-	// the bounds allow for that.
 	if peak > live+headroom+16<<20 {
-		t.Errorf("the heap reached %d MB holding at most %d MB with %d MB headroom", peak>>20, live>>20, headroom>>20)
-	}
-	if ms.NumGC < 10 {
-		t.Errorf("%d collections for 400 MB allocated", ms.NumGC)
+		t.Errorf("the heap reached %d MB holding at most %d MB with %d MB headroom, in each of three runs", peak>>20, live>>20, headroom>>20)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
