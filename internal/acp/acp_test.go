@@ -20,6 +20,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/pkglock"
 )
 
 // fakeBackend plays a turn by the message it gets: "slow" streams until
@@ -962,6 +963,12 @@ func TestNewConversationKeepAndModel(t *testing.T) {
 	c.request("_spbridge/newConversation", map[string]any{"sessionId": sid})
 	if _, err := os.Stat(filepath.Join(pkg, "agent")); !os.IsNotExist(err) {
 		t.Errorf("agent/ after New Conversation: %v", err)
+	}
+	// The session still holds its package: ending the old CLI is not
+	// closing the session.
+	if l, err := pkglock.Acquire(pkg); err == nil {
+		l.Unlock()
+		t.Error("the package is not locked after New Conversation")
 	}
 	c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("fresh")}})
 	if n := len(c.backends); n != 2 || !c.backend(0).closed {

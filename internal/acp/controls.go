@@ -538,11 +538,9 @@ func (ss *acpSession) closeSession(j *job) (any, error) {
 		return nil, err
 	}
 	ss.cancelPrompts()
-	ss.q.mu.Lock()
-	t := ss.q.turn
-	ss.q.mu.Unlock()
-	if t != nil {
-		<-t.done
+	if conv := ss.openConv(); conv != nil {
+		conv.Stop()
+		conv.WaitTurns()
 	}
 	jobs := ss.abandon()
 	err := ss.close()

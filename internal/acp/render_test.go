@@ -144,7 +144,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 	srv := &Server{w: newWriter(&out)}
 	srv.terminal.Store(terminal)
 	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: &session.Session{Pkg: &archive.Package{Conv: &archive.Conversation{}}}}
-	h := &acpHost{ss: ss, t: &turn{}}
+	h := &acpHost{ss: ss, turn: true}
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {
 			h.Change(c)

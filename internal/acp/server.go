@@ -609,6 +609,13 @@ func (s *Server) shutdown() error {
 	for _, ss := range all {
 		ss.saveRunning()
 	}
+	// The turns end before the workers are waited for: a turn's end may
+	// start a record of its own (turnRecorder) under the server's count.
+	for _, ss := range all {
+		if conv := ss.openConv(); conv != nil {
+			conv.WaitTurns()
+		}
+	}
 	s.wg.Wait()
 	errs := make([]error, len(all))
 	var closing sync.WaitGroup

@@ -26,8 +26,9 @@ import (
 // session/new or session/load that opens it to its close. What it holds
 // is grouped by the lock that guards it:
 //
-//   - q (its own lock): the message queue and the running turn, what the
-//     reading goroutine touches, so a cancel never waits for a save;
+//   - q (its own lock): the message queue, what the reading goroutine
+//     touches, so a cancel never waits for a save (the running turn and
+//     the messages queued behind it are conv's: session.Prompt);
 //   - mu: the open conversation and what the editor set at the open;
 //   - ctl (its own lock): what the backend's events tell, on the
 //     backend's goroutines, which never wait for mu.
@@ -57,7 +58,7 @@ type acpSession struct {
 }
 
 // jobQueue is a session's messages, handled one at a time by its worker
-// in the order they came, and the turn that runs.
+// in the order they came.
 type jobQueue struct {
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when a job is queued or the queue ends
@@ -66,7 +67,7 @@ type jobQueue struct {
 	ended    bool       // the queue takes no more jobs
 	stopping bool       // the server shuts down or the session failed: no turn starts
 	failure  string     // why the session failed (a panic), "" when it did not
-	turn     *turn      // the running turn, or nil
+	failEnd  bool       // endFailed ran
 }
 
 // sessionSettings are what the editor set when it opened the session
@@ -113,43 +114,6 @@ type job struct {
 // answeredLater is a handler's result when the answer is written elsewhere
 // (a prompt's, when its turn ends).
 type answeredLater struct{}
-
-// turn is a running turn.
-type turn struct {
-	ctx     context.Context // cancelled by session/cancel or shutdown
-	cancel  context.CancelFunc
-	backend backend.Backend // the backend it runs on, for Interrupt
-	done    chan struct{}   // closed by finish when it ended
-	once    sync.Once
-	// ending is set (under mu and q.mu) once the turn's end took no queued
-	// message: a prompt that comes now waits for done and starts its own.
-	ending bool
-}
-
-// finish marks the turn ended.
-func (t *turn) finish() { t.once.Do(func() { close(t.done) }) }
-
-type queuedPrompt struct {
-	text   string
-	images []backend.Image
-	job    *job // the session/prompt it answers; nil for _spbridge/queue
-}
-
-// queued is q as the session queues it, tagged with its job.
-func (q queuedPrompt) queued() session.Queued {
-	sq := session.Queued{Text: q.text, Images: q.images}
-	if q.job != nil {
-		sq.Tag = q.job
-	}
-	return sq
-}
-
-// prompted is the queued message as the turn that takes it runs it.
-func prompted(sq session.Queued) queuedPrompt {
-	q := queuedPrompt{text: sq.Text, images: sq.Images}
-	q.job, _ = sq.Tag.(*job)
-	return q
-}
 
 // spbridgeMeta is spbridge's part of session/new and session/load _meta.
 type spbridgeMeta struct {
@@ -435,6 +399,16 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if hook := ss.srv.cfg.saveWrite; hook != nil {
 		conv.Writing = func() { hook(ss.id) }
 	}
+	conv.Panicked = func(where string, v any, stack []byte) {
+		ss.srv.cfg.Log.Printf("panic in %s of session %s: %v\n%s", where, ss.id, v, stack)
+	}
+	if before, after := ss.srv.cfg.turnEndSave, ss.srv.cfg.turnEndSaved; before != nil || after != nil {
+		conv.EndSaving = func(saved bool) {
+			if hook := map[bool]func(string){false: before, true: after}[saved]; hook != nil {
+				hook(ss.id)
+			}
+		}
+	}
 	ss.mu.Lock()
 	ss.opened, ss.backend, ss.conv = true, op.backend, conv
 	ss.set.model, ss.set.cwd, ss.set.mcp, ss.set.addDirs = op.model, op.cwd, op.mcp, op.addDirs
@@ -523,11 +497,10 @@ func (ss *acpSession) runJob(j *job) {
 }
 
 // cancelPrompts cancels every prompt that arrived so far: the running turn
-// is interrupted, the ones not started yet will answer cancelled.
+// is interrupted (and hands back what was queued behind it), the ones not
+// started yet will answer cancelled.
 func (ss *acpSession) cancelPrompts() {
-	queued := ss.queuedJobs()
 	ss.q.mu.Lock()
-	defer ss.q.mu.Unlock()
 	for _, j := range ss.q.jobs {
 		if j.cancel != nil {
 			j.cancel()
@@ -536,83 +509,23 @@ func (ss *acpSession) cancelPrompts() {
 	if j := ss.q.working; j != nil && j.cancel != nil {
 		j.cancel()
 	}
-	for _, j := range queued {
-		j.cancel()
-	}
-	if t := ss.q.turn; t != nil {
-		ss.interrupt(t)
+	ss.q.mu.Unlock()
+	if conv := ss.openConv(); conv != nil {
+		conv.Cancel()
 	}
 }
 
-// cancelPrompt cancels one prompt. Running, its turn is interrupted (a
-// turn runs under its prompt's context, so cancelling the prompt is what
-// ends that turn's context); queued behind another turn, it leaves the
-// queue for the composer (unsent) and answers cancelled at once; not
-// handled yet, it answers cancelled when its turn would begin.
-func (ss *acpSession) cancelPrompt(j *job) {
-	queued := ss.queuedJobs()
-	ss.q.mu.Lock()
-	defer ss.q.mu.Unlock()
-	j.cancel()
-	if slices.Contains(queued, j) {
-		ss.srv.wg.Add(1)
-		go ss.dropQueued(j)
-		return
-	}
-	if t := ss.q.turn; t != nil && t.ctx.Err() != nil {
-		ss.interrupt(t)
-	}
-}
+// cancelPrompt cancels one prompt: running, its turn is interrupted (a
+// turn runs under its prompt's context); queued behind another turn, it
+// leaves the queue for the composer (unsent) and answers cancelled at
+// once; not handled yet, it answers cancelled when its turn would begin.
+func (ss *acpSession) cancelPrompt(j *job) { j.cancel() }
 
-// dropQueued takes a cancelled prompt out of the queue behind the running
-// turn, hands its text back as unsent and answers it cancelled; when the
-// turn's end took it first, that turn answers it.
-func (ss *acpSession) dropQueued(j *job) {
-	defer ss.srv.wg.Done()
+// openConv is the session's conversation, nil until it is open.
+func (ss *acpSession) openConv() *session.Session {
 	ss.mu.Lock()
-	if !ss.opened || !ss.conv.Drop(j) {
-		ss.mu.Unlock()
-		return
-	}
-	keep := ss.conv.Keep()
-	ss.mu.Unlock()
-	if keep {
-		ss.edited()
-	}
-	ss.srv.reply(j.m, cancelledResponse(), nil)
-}
-
-// queuedJobs are the prompts queued behind the running turn, in order.
-// Neither mu nor q.mu is held.
-func (ss *acpSession) queuedJobs() []*job {
-	ss.mu.Lock()
-	conv := ss.conv
-	ss.mu.Unlock()
-	if conv == nil {
-		return nil
-	}
-	var jobs []*job
-	for _, tag := range conv.QueuedTags() {
-		jobs = append(jobs, tag.(*job))
-	}
-	return jobs
-}
-
-// interrupt cancels a running turn and asks its CLI to stop, on a
-// goroutine of its own so that a CLI slow to take it holds up nothing.
-// q.mu is held.
-func (ss *acpSession) interrupt(t *turn) {
-	t.cancel()
-	ss.srv.wg.Add(1)
-	go func() {
-		defer ss.srv.wg.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				ss.srv.recovered("interrupt of session "+ss.id, r)
-			}
-		}()
-		t.backend.Interrupt()
-	}()
+	defer ss.mu.Unlock()
+	return ss.conv
 }
 
 // stop is the server's shutdown for this session: prompts not started are
@@ -625,6 +538,9 @@ func (ss *acpSession) stop() {
 	ss.q.cond.Broadcast()
 	ss.q.mu.Unlock()
 	ss.cancelPrompts()
+	if conv := ss.openConv(); conv != nil {
+		conv.Stop()
+	}
 	ss.recorder.hurry() // shutdown waits for the last record: no pause
 }
 
@@ -662,23 +578,26 @@ func (ss *acpSession) fail(why string) []*job {
 	if ss.q.failure == "" {
 		ss.q.failure = why
 	}
-	t := ss.q.turn
-	if t != nil {
-		ss.interrupt(t)
-	}
 	ss.q.mu.Unlock()
-	if t == nil {
-		ss.endFailed()
+	conv := ss.openConv()
+	if conv != nil && conv.Running() {
+		// The turn's end ends the session (turns.Ended).
+		conv.Stop()
+		return jobs
 	}
-	// Otherwise the turn's goroutine ends the session when the turn ends.
+	ss.endFailed()
 	return jobs
 }
 
 // endFailed closes a failed session with a failure item that says why.
 func (ss *acpSession) endFailed() {
 	ss.q.mu.Lock()
-	why := ss.q.failure
+	why, again := ss.q.failure, ss.q.failEnd
+	ss.q.failEnd = true
 	ss.q.mu.Unlock()
+	if again {
+		return
+	}
 	ss.mu.Lock()
 	var f archive.Item
 	if ss.opened && !ss.closed {
@@ -1002,52 +921,39 @@ func (ss *acpSession) prompt(j *job) (any, error) {
 	if name := ownCommand(text); name != "" && len(images) == 0 {
 		return ss.runOwnCommand(j, name)
 	}
-	queued, running, err := ss.enqueuePrompt(queuedPrompt{text, images, j}, false)
-	if err != nil {
-		return nil, err
-	}
-	if queued {
-		return answeredLater{}, nil
-	}
-	if running != nil {
-		// The turn before was cancelled or is ending: this prompt is the
-		// next.
-		select {
-		case <-running.done:
-		case <-j.ctx.Done():
+	if _, err := ss.submit(session.Request{Text: text, Images: images, Ctx: j.ctx, Tag: j}, false); err != nil {
+		if errors.Is(err, session.ErrCancelled) {
 			return cancelledResponse(), nil
 		}
-	}
-	if err := ss.startTurn(j, queuedPrompt{text, images, j}); err != nil {
 		return nil, err
 	}
 	return answeredLater{}, nil
 }
 
-// enqueuePrompt queues q behind the running turn when one runs and goes
-// on (queued); otherwise it returns the turn that is ending, if any, for
-// the caller to wait for before it starts q's. A turn that was cancelled
-// takes q into the queue it hands back when toCancelled is set, and is
-// waited for otherwise.
-func (ss *acpSession) enqueuePrompt(q queuedPrompt, toCancelled bool) (queued bool, ending *turn, err error) {
+// submit hands a prompt (or, with queue, a message the user queued) to
+// the conversation: it starts a turn, or waits behind the running one
+// (queued). The session's worker calls it: what came after the prompt
+// waits until it is started or queued.
+func (ss *acpSession) submit(r session.Request, queue bool) (queued bool, err error) {
 	if err := ss.ready(); err != nil {
-		return false, nil, err
+		return false, err
 	}
-	ss.q.mu.Lock()
-	t := ss.q.turn
-	if t == nil || (t.ctx.Err() != nil && !toCancelled) || t.ending {
-		ss.q.mu.Unlock()
-		ss.mu.Unlock()
-		return false, t, nil
-	}
-	ss.q.mu.Unlock()
-	ss.conv.Queue(q.queued())
-	keep := ss.conv.Keep()
+	conv := ss.conv
 	ss.mu.Unlock()
-	if keep {
-		ss.edited()
+	ss.q.mu.Lock()
+	stopping := ss.q.stopping
+	ss.q.mu.Unlock()
+	if !stopping {
+		if queue {
+			queued, err = conv.Queue(turns{ss}, r)
+		} else {
+			queued, err = conv.Prompt(turns{ss}, r)
+		}
 	}
-	return true, nil, nil
+	if stopping || errors.Is(err, session.ErrClosed) {
+		return false, rpcErrorf(CodeNotFound, "session %q is closing", ss.id)
+	}
+	return queued, err
 }
 
 // cancelledResponse answers a prompt cancelled before its turn began.
@@ -1067,246 +973,6 @@ func stopResponse(end *itemmap.TurnEnd, cancelled bool) map[string]any {
 		reason = "cancelled"
 	}
 	return map[string]any{"stopReason": reason, "_meta": map[string]any{"spbridge": map[string]any{"status": end.Status}}}
-}
-
-// startTurn starts a turn on a goroutine of its own; j is the prompt it
-// answers (nil for a queued message that starts with nothing running).
-func (ss *acpSession) startTurn(j *job, q queuedPrompt) error {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.q.mu.Lock()
-	defer ss.q.mu.Unlock()
-	if ss.closed || ss.q.stopping {
-		return rpcErrorf(CodeNotFound, "session %q is closing", ss.id)
-	}
-	if ss.q.turn != nil {
-		return &RPCError{Code: CodeBusy, Message: "a prompt is already running in this session; send this one with _spbridge/queue or wait"}
-	}
-	parent := context.Background()
-	if j != nil {
-		parent = j.ctx
-	}
-	t := ss.beginTurn(parent)
-	ss.srv.wg.Add(1)
-	go ss.runTurns(t, j, q)
-	return nil
-}
-
-// beginTurn makes t the running turn and takes the conversation as it
-// stands for saves during it. mu and q.mu are held.
-func (ss *acpSession) beginTurn(parent context.Context) *turn {
-	ctx, cancel := context.WithCancel(parent)
-	t := &turn{ctx: ctx, cancel: cancel, backend: ss.conv.CurrentBackend(), done: make(chan struct{})}
-	ss.q.turn = t
-	return t
-}
-
-// runTurns runs a turn, answers its prompt, and goes on with the messages
-// queued meanwhile, one turn each, until none is left.
-func (ss *acpSession) runTurns(t *turn, j *job, q queuedPrompt) {
-	defer ss.srv.wg.Done()
-	for {
-		var m *message
-		if j != nil {
-			m = j.m
-		}
-		next, ok := ss.runTurn(t, m, q)
-		if !ok {
-			return
-		}
-		t, j, q = next.t, next.q.job, next.q
-	}
-}
-
-type nextTurn struct {
-	t *turn
-	q queuedPrompt
-}
-
-// runTurn runs one turn and what it leaves behind: the edited notice, a
-// save when the conversation was saved during the turn, the queue (handed
-// back as unsent when the turn was cancelled). It answers m, and returns
-// the next queued message's turn, already begun, when there is one. A panic
-// in the turn ends the session.
-func (ss *acpSession) runTurn(t *turn, m *message, q queuedPrompt) (next nextTurn, more bool) {
-	// What the CLI does between turns waits until the prompt is answered:
-	// nothing of it goes out among the turn's updates.
-	release := ss.conv.Hold()
-	defer release()
-	h := &acpHost{ss: ss, t: t}
-	var answer any
-	var answerErr error
-	var saveEnd bool
-	defer func() {
-		why := h.panic()
-		if r := recover(); r != nil {
-			why = ss.srv.recovered("the turn of session "+ss.id, r)
-		}
-		if why != "" {
-			ss.q.mu.Lock()
-			if ss.q.failure == "" {
-				ss.q.failure = why
-			}
-			ss.q.mu.Unlock()
-			answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
-			more = false
-		}
-		ss.settleTurn(t, m, answer, answerErr, more, saveEnd)
-	}()
-	if t.ctx.Err() != nil {
-		// Cancelled before it began: nothing was sent.
-		answer = cancelledResponse()
-		next, more, saveEnd = ss.endTurn(t, nil, false)
-		return next, more
-	}
-	res, err := ss.conv.Send(t.ctx, q.text, q.images, h)
-	notStarted := err != nil || res == nil || res.End == nil || res.End.NotStarted
-	var end *itemmap.TurnEnd
-	switch {
-	case t.ctx.Err() != nil && notStarted:
-		answer = cancelledResponse()
-	case notStarted:
-		var msg string
-		switch {
-		case errors.Is(err, session.ErrNotStarted):
-			msg = err.Error() // names the cause
-		case err != nil:
-			msg = fmt.Sprintf("%v: %v", session.ErrNotStarted, err)
-		case h.failureText() != "":
-			msg = fmt.Sprintf("%v: %s", session.ErrNotStarted, h.failureText())
-		default:
-			msg = fmt.Sprintf("%v: the CLI did not take the message", session.ErrNotStarted)
-		}
-		ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg)
-		answerErr = &RPCError{Code: CodeNotStarted, Message: msg}
-	default:
-		end = res.End
-		if res.AuditErr != nil {
-			ss.srv.cfg.Log.Printf("session %s: %v", ss.id, res.AuditErr)
-		}
-		ss.usage(end)
-		answer = stopResponse(end, t.ctx.Err() != nil)
-		if f := h.failureText(); end.Status == itemmap.TurnFailed && notLoggedIn(f) {
-			// The editor offers its log-in on this answer.
-			answer, answerErr = nil, authRequired(ss.backend, f)
-		}
-	}
-	next, more, saveEnd = ss.endTurn(t, end, !notStarted)
-	if !notStarted {
-		var cliSession string
-		if end != nil {
-			cliSession = end.SessionID
-		}
-		ss.recordTurn(q.text, cliSession)
-	}
-	return next, more
-}
-
-// settleTurn is what follows a turn (or a panic in it): the session is
-// free again unless a queued message's turn began (more), or ends after a
-// failure; the prompt m is answered; then the save at the turn's end, when
-// one ran during it; then the turn is over for whoever waits for it.
-func (ss *acpSession) settleTurn(t *turn, m *message, answer any, answerErr error, more, saveEnd bool) {
-	failed := false
-	var jobs []*job // queued behind a failure
-	if !more {
-		ss.mu.Lock()
-		ss.q.mu.Lock()
-		if ss.q.turn == t {
-			ss.q.turn = nil
-		}
-		failed = ss.q.failure != ""
-		ss.q.mu.Unlock()
-		ss.mu.Unlock()
-		if failed {
-			// The session ends; its close saves.
-			t.finish()
-			jobs = ss.abandon()
-			ss.endFailed()
-		}
-	}
-	if m != nil {
-		ss.srv.reply(m, answer, answerErr)
-	}
-	ss.srv.w.flush() // what the turn buffered, when nothing answered it
-	if saveEnd && !failed {
-		// A save during the turn wrote it as it stood: write how it
-		// ended, once the prompt is answered. No lock of the session is
-		// held: session/cancel, the reading goroutine and the next turn's
-		// updates do not wait for the disk. The turn is over for a close
-		// only once this save is (it waits for done).
-		if hook := ss.srv.cfg.turnEndSave; hook != nil {
-			hook(ss.id)
-		}
-		ss.saveNow()
-		if hook := ss.srv.cfg.turnEndSaved; hook != nil {
-			hook(ss.id)
-		}
-	}
-	if !more && !failed {
-		t.finish()
-	}
-	ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
-}
-
-// endTurn brings a turn's end into the session: end is nil when the turn
-// did not start (nothing changed but what a save during it wrote). It
-// begins the next queued message's turn when the turn completed, and
-// reports whether the turn's end is to be saved (runTurn saves it once the
-// prompt is answered).
-func (ss *acpSession) endTurn(t *turn, end *itemmap.TurnEnd, started bool) (next nextTurn, more, saveEnd bool) {
-	next, more, edited, saveEnd, handedBack := ss.endTurnLocked(t, end, started)
-	for _, j := range handedBack {
-		ss.srv.reply(j.m, cancelledResponse(), nil)
-	}
-	if edited {
-		ss.edited()
-	}
-	return next, more, saveEnd
-}
-
-// endTurnLocked is endTurn's work under the locks; it reports whether the
-// conversation changed and whether it is to be saved now, and returns the
-// queued prompts it handed back (to be answered cancelled).
-func (ss *acpSession) endTurnLocked(t *turn, end *itemmap.TurnEnd, started bool) (_ nextTurn, more, notify, saveEnd bool, handedBack []*job) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.q.mu.Lock()
-	defer ss.q.mu.Unlock()
-	turnSaved := ss.conv.TurnSaved()
-	changed := started || turnSaved
-	var next *nextTurn
-	if t.ctx.Err() != nil || ss.q.stopping || ss.closed || ss.q.failure != "" || (end != nil && end.Status == itemmap.TurnInterrupted) {
-		// A cancelled turn hands its queue back to the composer.
-		for _, q := range ss.conv.HandBack() {
-			changed = true
-			if j, ok := q.Tag.(*job); ok {
-				handedBack = append(handedBack, j)
-			}
-		}
-	} else if q, ok := ss.conv.Next(); ok {
-		next = &nextTurn{q: prompted(q)}
-		changed = true
-	}
-	saveEnd = turnSaved && !ss.closed
-	if changed && ss.conv.Keep() {
-		notify = true
-	}
-	var n nextTurn
-	if next == nil {
-		// No queued message follows: the session is free for the next
-		// prompt, which waits for this turn's goroutine to finish.
-		t.ending = true
-	} else {
-		t.finish()
-		parent := context.Background()
-		if next.q.job != nil {
-			parent = next.q.job.ctx
-		}
-		next.t = ss.beginTurn(parent)
-		n, more = *next, true
-	}
-	return n, more, notify, saveEnd, handedBack
 }
 
 // usage sends a usage_update after a turn that reported its usage: the
@@ -1462,20 +1128,14 @@ func (ss *acpSession) queueMessage(j *job) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	queued, ending, err := ss.enqueuePrompt(queuedPrompt{text: text, images: images}, true)
+	queued, err := ss.submit(session.Request{Text: text, Images: images}, true)
 	if err != nil {
 		return nil, err
 	}
 	if queued {
 		return map[string]any{"queued": true}, nil
 	}
-	if ending != nil {
-		<-ending.done
-	}
-	// Nothing runs: the message is the next turn now.
-	if err := ss.startTurn(nil, queuedPrompt{text: text, images: images}); err != nil {
-		return nil, err
-	}
+	// Nothing ran: the message is the next turn now.
 	return map[string]any{"queued": false}, nil
 }
 
@@ -1504,10 +1164,7 @@ func (ss *acpSession) saveRunning() {
 	ss.mu.Lock()
 	ok := ss.opened && !ss.closed
 	ss.mu.Unlock()
-	ss.q.mu.Lock()
-	running := ss.q.turn != nil
-	ss.q.mu.Unlock()
-	if ok && running {
+	if ok && ss.conv.Running() {
 		ss.saveNow()
 	}
 }
@@ -1519,6 +1176,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
+// errBusyNew answers a New Conversation asked for while a turn runs.
+var errBusyNew = &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
+
 func (ss *acpSession) newConversation(j *job) (any, error) {
 	var p struct{}
 	if err := decode(j.m.Params, &p); err != nil {
@@ -1527,20 +1187,14 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	ss.q.mu.Lock()
-	running := ss.q.turn != nil
-	ss.q.mu.Unlock()
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
 	backendName, opts := ss.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events()}
 	ss.mu.Unlock()
-	if running {
-		return nil, &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
+	if ss.conv.Running() {
+		return nil, errBusyNew
 	}
-	// The CLI's session belongs to the old conversation: a new CLI starts
-	// with the next prompt.
-	ss.conv.Close()
 	ss.ctl.mu.Lock()
 	opts.Mode = ss.ctl.mode
 	effort := ss.ctl.effort
@@ -1552,8 +1206,13 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	if c, ok := be.(backend.Controls); ok && effort != "" {
 		c.SetEffort(effort)
 	}
+	// The old CLI ends: its session belongs to the old conversation, and a
+	// new CLI starts with the next prompt.
 	if _, err := ss.conv.NewConversation(be); err != nil {
 		be.Close()
+		if errors.Is(err, session.ErrBusy) {
+			return nil, errBusyNew
+		}
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
 	}
 	ss.mu.Lock()

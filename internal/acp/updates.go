@@ -25,8 +25,8 @@ import (
 // (for a save during the turn), and a panic in it ends the session once
 // the turn ends.
 type acpHost struct {
-	ss *acpSession
-	t  *turn // nil for what happens between turns (betweenHost)
+	ss   *acpSession
+	turn bool // false for what happens between turns (betweenHost)
 
 	// batched is set once the backend called Idle: the turn's messages
 	// are then buffered until the next Idle (see send).
@@ -49,11 +49,9 @@ func (h *acpHost) recovered(where string, r any) {
 		h.panicked = why
 	}
 	h.mu.Unlock()
-	h.ss.q.mu.Lock()
-	if h.t != nil && h.ss.q.turn == h.t {
-		h.ss.interrupt(h.t)
+	if h.turn {
+		h.ss.conv.Cancel()
 	}
-	h.ss.q.mu.Unlock()
 }
 
 // panic returns the text of a panic in a callback, or "".

@@ -10,9 +10,9 @@ import (
 
 // TestQueue: the conversation's queued messages follow the queue — a
 // message queued when the conversation was last saved stays first and is
-// never taken for a turn; Next takes the first waiting message, Drop hands
-// one back by its tag, HandBack hands back the rest and clears the queued
-// list, and Forget leaves the saved list as it is.
+// never taken for a turn; next takes the first waiting message, drop hands
+// one back, handBack hands back the rest and clears the queued list, and
+// Forget leaves the saved list as it is.
 func TestQueue(t *testing.T) {
 	s := &Session{Pkg: &archive.Package{Conv: &archive.Conversation{Queued: []any{"saved earlier"}}}}
 	texts := func(v []any) []string {
@@ -29,35 +29,32 @@ func TestQueue(t *testing.T) {
 			t.Errorf("%s: queued %q, unsent %q; want %q, %q", when, conv.Queued, conv.Unsent, queued, unsent)
 		}
 	}
-	tagB := new(int)
-	s.Queue(Queued{Text: "a"})
-	s.Queue(Queued{Text: "b", Tag: tagB})
-	s.Queue(Queued{Text: "c"})
+	s.queueLocked(Request{Text: "a"})
+	s.queueLocked(Request{Text: "b"})
+	b := s.waiting[1]
+	s.queueLocked(Request{Text: "c"})
 	check("queued", []string{"saved earlier", "a", "b", "c"}, nil)
-	if tags := s.QueuedTags(); len(tags) != 1 || tags[0] != tagB {
-		t.Errorf("tags %v", tags)
-	}
-	if q, ok := s.Next(); !ok || q.Text != "a" {
+	if q, ok := s.nextLocked(); !ok || q.Text != "a" {
 		t.Fatalf("next: %v %v", q, ok)
 	}
 	check("after next", []string{"saved earlier", "b", "c"}, nil)
-	if !s.Drop(tagB) || s.Drop(tagB) {
+	if !s.dropLocked(b) || s.dropLocked(b) {
 		t.Error("drop: not exactly once")
 	}
 	check("after drop", []string{"saved earlier", "c"}, []string{"b"})
-	if qs := s.HandBack(); len(qs) != 1 || qs[0].Text != "c" {
+	if qs := s.handBackLocked(); len(qs) != 1 || qs[0].Text != "c" {
 		t.Errorf("hand back: %v", qs)
 	}
 	check("after hand back", nil, []string{"b", "c"})
-	if qs := s.HandBack(); qs != nil {
+	if qs := s.handBackLocked(); qs != nil {
 		t.Errorf("hand back of nothing: %v", qs)
 	}
-	s.Queue(Queued{Text: "d"})
+	s.queueLocked(Request{Text: "d"})
 	if qs := s.Forget(); len(qs) != 1 {
 		t.Errorf("forget: %v", qs)
 	}
 	check("after forget", []string{"d"}, []string{"b", "c"})
-	if _, ok := s.Next(); ok {
+	if _, ok := s.nextLocked(); ok {
 		t.Error("next after forget")
 	}
 }

@@ -62,6 +62,12 @@ type Session struct {
 	// before it is written, with no lock of the session held (a test holds
 	// a save there).
 	Writing func()
+	// Panicked, when set, is told a panic the session recovered from in
+	// its own goroutines (an interrupt's); a turn's is in its Outcome.
+	Panicked func(where string, v any, stack []byte)
+	// EndSaving, when set, is called before (false) and after (true) the
+	// save at a turn's end (see Prompt), with no lock of the session held.
+	EndSaving func(saved bool)
 
 	mu sync.Mutex // guards Pkg.Conv, Pkg's turn state and mine
 	// mine holds the ids of stored items no snapshot shares (a text that
@@ -71,8 +77,14 @@ type Session struct {
 	saveMu sync.Mutex
 	lock   *pkglock.Lock // the package's, when Open took it
 	grants Grants
-	// waiting are the messages queued behind the running turn (Queue).
-	waiting []Queued
+	// The turns (turns.go): the running one, the requests queued behind
+	// it, the front end that asked for them; stopping once no turn may
+	// start, closed once Close ran.
+	turn             *turn
+	waiting          []*waiting
+	front            Front
+	stopping, closed bool
+	chains, bg       sync.WaitGroup // the turns' goroutines (WaitTurns)
 	// keep is the document's "keep the agent conversation" switch, read
 	// by every save.
 	keep bool
@@ -435,10 +447,17 @@ func (s *Session) CurrentBackend() backend.Backend {
 }
 
 // NewConversation starts the package's conversation over
-// (archive.Package.NewConversation) and makes be the session's backend for
-// the next turn, with no restore. The caller ends the old backend; no turn
-// may run.
+// (archive.Package.NewConversation): the old backend's CLI ends (its
+// session belongs to the old conversation) and be becomes the session's
+// backend for the next turn, with no restore. It fails with ErrBusy while
+// a turn runs.
 func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, error) {
+	if s.Running() {
+		return nil, ErrBusy
+	}
+	if err := s.CurrentBackend().Close(); err != nil {
+		return nil, err
+	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	// The folder goes first, with no lock of the conversation held; only
@@ -451,10 +470,16 @@ func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, erro
 	defer s.mu.Unlock()
 	s.Pkg.ResetConversation()
 	clear(s.mine)
+	for _, w := range s.waiting {
+		w.unwatch()
+	}
 	s.Backend, s.Restore, s.waiting = be, nil, nil
 	s.saved = s.changes // the folder went with the conversation
 	return r, nil
 }
+
+// ErrBusy is the error of NewConversation while a turn runs.
+var ErrBusy = errors.New("a turn is running")
 
 // ApplyOwnTurn brings the end of a turn the CLI ran on its own between
 // turns (Claude Code passing on a background subagent's report) into the
@@ -612,8 +637,12 @@ func usageValue(u archive.Usage) any {
 func (s *Session) Interrupt() { s.Backend.Interrupt() }
 
 // Close ends the backend's CLI and releases the package's lock when Open
-// took it (it is called once). It does not save.
+// took it (it is called once). It does not save, and does not wait for a
+// running turn (Stop and WaitTurns do); no turn starts after it.
 func (s *Session) Close() (err error) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	if lock := s.lock; lock != nil {
 		s.lock = nil
 		// Released even when ending the CLI panics.
