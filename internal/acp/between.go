@@ -42,7 +42,7 @@ func (ss *acpSession) watchBetween(be backend.Backend) {
 // the session is open; ss.mu is held.
 func (b *betweenHost) current() bool {
 	ss := b.ss
-	return ss.opened && !ss.closed && ss.conv != nil && ss.conv.CurrentBackend() == b.be
+	return ss.conv != nil && !ss.closed && ss.conv.CurrentBackend() == b.be
 }
 
 // host returns the notifier, or nil once a panic ended the session.

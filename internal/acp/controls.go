@@ -342,17 +342,17 @@ func (ss *acpSession) openModels(name string, be backend.Backend, c backend.Cont
 // failed (nil when it was started before).
 func (ss *acpSession) prepare(c backend.Controls) <-chan struct{} {
 	ss.mu.Lock()
-	if ss.closed || ss.prepareCancel != nil {
+	if ss.closed || ss.bg.cancel != nil {
 		ss.mu.Unlock()
 		return nil
 	}
 	failed := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	ss.prepareCancel = cancel
-	ss.preparing.Add(1)
+	ss.bg.cancel = cancel
+	ss.bg.preparing.Add(1)
 	ss.mu.Unlock()
 	go func() {
-		defer ss.preparing.Done()
+		defer ss.bg.preparing.Done()
 		defer cancel()
 		defer func() {
 			if r := recover(); r != nil {
@@ -458,11 +458,11 @@ func (ss *acpSession) touch() {
 	if ix == nil {
 		return
 	}
-	if err := ix.Touch(ss.pkg, ss.set.cwd, ss.set.addDirs); err != nil {
+	if err := ix.Touch(ss.set.pkg, ss.set.cwd, ss.set.addDirs); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}
-	if e, ok, err := ix.Get(ss.pkg); err == nil && ok {
+	if e, ok, err := ix.Get(ss.set.pkg); err == nil && ok {
 		ss.ctl.mu.Lock()
 		ss.ctl.title = e.Title
 		ss.ctl.mu.Unlock()
@@ -483,7 +483,7 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	if newCLISession {
 		// The CLI keeps this session in its own list too: session/list
 		// shows it as this package, not twice.
-		if err := ix.Ran(ss.pkg, ss.backendName(), cliSession); err != nil {
+		if err := ix.Ran(ss.set.pkg, ss.backendName(), cliSession); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		}
 	}
@@ -491,15 +491,15 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	titled := ss.ctl.title != ""
 	ss.ctl.mu.Unlock()
 	if titled {
-		ss.recorder.later(ss, text)
+		ss.bg.recorder.later(ss, text)
 		return
 	}
-	ss.recorder.wait()
-	if err := ix.Record(ss.pkg, ss.set.cwd, text); err != nil {
+	ss.bg.recorder.wait()
+	if err := ix.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
 	}
-	e, ok, err := ix.Get(ss.pkg)
+	e, ok, err := ix.Get(ss.set.pkg)
 	if err != nil || !ok {
 		return
 	}
@@ -516,12 +516,12 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 // clearTitle forgets the title after New Conversation: the next turn gives
 // the next one.
 func (ss *acpSession) clearTitle() {
-	ss.recorder.wait() // a turn recorded later must not give the old title back
+	ss.bg.recorder.wait() // a turn recorded later must not give the old title back
 	ss.ctl.mu.Lock()
 	ss.ctl.title = ""
 	ss.ctl.mu.Unlock()
 	if ix := ss.srv.cfg.Index; ix != nil {
-		if err := ix.SetTitle(ss.pkg, ""); err != nil {
+		if err := ix.SetTitle(ss.set.pkg, ""); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		}
 	}

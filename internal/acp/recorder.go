@@ -46,7 +46,7 @@ func (r *turnRecorder) later(ss *acpSession, text string) {
 		for r.done < r.want {
 			text, want := r.text, r.want
 			r.mu.Unlock()
-			if err := ss.srv.cfg.Index.Record(ss.pkg, ss.set.cwd, text); err != nil {
+			if err := ss.srv.cfg.Index.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
 				ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 			}
 			r.mu.Lock()

@@ -29,7 +29,8 @@ import (
 //   - q (its own lock): the message queue, what the reading goroutine
 //     touches, so a cancel never waits for a save (the running turn and
 //     the messages queued behind it are conv's: session.Prompt);
-//   - mu: the open conversation and what the editor set at the open;
+//   - mu: the open conversation and what the editor set at the open
+//     (conv is set once, by the open, and read without mu after it);
 //   - ctl (its own lock): what the backend's events tell, on the
 //     backend's goroutines, which never wait for mu.
 //
@@ -37,24 +38,24 @@ import (
 type acpSession struct {
 	srv *Server
 	id  string // the session's id: the package's path, or the CLI session's it was imported from
-	pkg string // the package's path (set once the open resolved it; mu)
+	q   jobQueue
 
-	q jobQueue
-
-	mu      sync.Mutex
-	opened  bool // conv is set
-	closed  bool
-	backend string
-	conv    *session.Session // owns pkg's conversation: read and change it through conv
-	set     sessionSettings  // what the open set, for every backend of the session
-
-	// recorder records the turns of a titled session in the index.
-	recorder turnRecorder
+	mu     sync.Mutex
+	closed bool
+	conv   *session.Session // owns the package's conversation, nil until the open
+	set    sessionSettings  // what the open set, for every backend of the session
 
 	ctl controls
+	bg  background
+}
 
-	prepareCancel context.CancelFunc // ends the CLI's early start
-	preparing     sync.WaitGroup     // the early start, waited for at close
+// background is what a session runs beside its messages and turns: the
+// CLI's early start and the records of its turns in the sessions index.
+type background struct {
+	cancel    context.CancelFunc // ends the CLI's early start
+	preparing sync.WaitGroup     // the early start, waited for at close
+	// recorder records the turns of a titled session in the index.
+	recorder turnRecorder
 }
 
 // jobQueue is a session's messages, handled one at a time by its worker
@@ -73,6 +74,8 @@ type jobQueue struct {
 // sessionSettings are what the editor set when it opened the session
 // (under mu).
 type sessionSettings struct {
+	pkg     string // the package's path (set once the open resolved it)
+	backend string
 	model   string
 	cwd     string
 	mcp     []backend.MCPServer // the editor's MCP servers
@@ -328,7 +331,7 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.sid, pkg: op.id, ctl: controls{modelsSeen: make(chan struct{})}}
+	ss := &acpSession{srv: s, id: op.sid, set: sessionSettings{pkg: op.id}, ctl: controls{modelsSeen: make(chan struct{})}}
 	ss.q.cond = sync.NewCond(&ss.q.mu)
 	s.sessions[op.sid] = ss
 	s.wg.Add(1)
@@ -356,7 +359,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 			return nil, err
 		}
 		ss.mu.Lock()
-		ss.pkg = op.id
+		ss.set.pkg = op.id
 		ss.mu.Unlock()
 	}
 	if op.fresh {
@@ -410,7 +413,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		}
 	}
 	ss.mu.Lock()
-	ss.opened, ss.backend, ss.conv = true, op.backend, conv
+	ss.set.backend, ss.conv = op.backend, conv
 	ss.set.model, ss.set.cwd, ss.set.mcp, ss.set.addDirs = op.model, op.cwd, op.mcp, op.addDirs
 	ss.watchBetween(conv.Backend)
 	ss.mu.Unlock()
@@ -541,7 +544,7 @@ func (ss *acpSession) stop() {
 	if conv := ss.openConv(); conv != nil {
 		conv.Stop()
 	}
-	ss.recorder.hurry() // shutdown waits for the last record: no pause
+	ss.bg.recorder.hurry() // shutdown waits for the last record: no pause
 }
 
 // abandon ends a session's queue: the session is forgotten, takes nothing
@@ -600,7 +603,7 @@ func (ss *acpSession) endFailed() {
 	}
 	ss.mu.Lock()
 	var f archive.Item
-	if ss.opened && !ss.closed {
+	if ss.conv != nil && !ss.closed {
 		f = archive.NewItem(archive.TypeFailure)
 		f.Set("text", "spbridge hit an internal error and ended this session; open it again to go on.")
 		f.Set("detail", why)
@@ -665,7 +668,7 @@ func (ss *acpSession) modelList(current string) []backend.Model {
 func (ss *acpSession) backendName() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.backend
+	return ss.set.backend
 }
 
 // currentModel is the model of the next turns, "default" for the CLI's own.
@@ -1024,9 +1027,9 @@ func (ss *acpSession) edited() {
 // the session is held while it saves or ends the CLI: once closed is set,
 // no handler and no turn starts anything anew.
 func (ss *acpSession) close() error {
-	ss.recorder.wait() // the index has every turn before the session ends
+	ss.bg.recorder.wait() // the index has every turn before the session ends
 	ss.mu.Lock()
-	if !ss.opened || ss.closed {
+	if ss.conv == nil || ss.closed {
 		ss.mu.Unlock()
 		return nil
 	}
@@ -1038,12 +1041,12 @@ func (ss *acpSession) close() error {
 	}
 	// The CLI's early start ends first: what it tells on its way (its
 	// models, its commands) reads the session under mu.
-	cancel := ss.prepareCancel
+	cancel := ss.bg.cancel
 	ss.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	ss.preparing.Wait()
+	ss.bg.preparing.Wait()
 	var errs []error
 	if ss.conv.Unsaved() {
 		errs = append(errs, ss.safely("save", func() error {
@@ -1077,7 +1080,7 @@ func (ss *acpSession) safely(what string, f func() error) (err error) {
 // ready locks mu for a handler, or fails when the session has closed.
 func (ss *acpSession) ready() error {
 	ss.mu.Lock()
-	if ss.closed || !ss.opened {
+	if ss.closed || ss.conv == nil {
 		ss.mu.Unlock()
 		return rpcErrorf(CodeNotFound, "session %q has ended", ss.id)
 	}
@@ -1162,7 +1165,7 @@ func (ss *acpSession) save(j *job) (any, error) {
 // turn's end saves again).
 func (ss *acpSession) saveRunning() {
 	ss.mu.Lock()
-	ok := ss.opened && !ss.closed
+	ok := ss.conv != nil && !ss.closed
 	ss.mu.Unlock()
 	if ok && ss.conv.Running() {
 		ss.saveNow()
@@ -1190,7 +1193,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
-	backendName, opts := ss.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events()}
+	backendName, opts := ss.set.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events()}
 	ss.mu.Unlock()
 	if ss.conv.Running() {
 		return nil, errBusyNew
