@@ -393,8 +393,8 @@ const (
 // session's edits inside its folders, any other tool by its name): then
 // spbridge answers the CLI itself and the editor is not asked again. The
 // CLI is told a grant only where its own rule means exactly the same
-// (backend.Grant.ClaudeRule, CodexForSession); a request with nothing to
-// scope a grant by offers no "always".
+// (each backend decides, from Grant.WholeTool and Grant.ExactCommand); a
+// request with nothing to scope a grant by offers no "always".
 func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
 	defer func() {
 		if r := recover(); r != nil {

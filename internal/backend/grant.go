@@ -27,8 +27,8 @@ import (
 // session's working folder and additional folders, links resolved).
 //
 // spbridge answers each later request a grant covers itself; the CLI is
-// told a grant only where its own rule means exactly the same (ClaudeRule,
-// CodexForSession).
+// told a grant only where its own rule means exactly the same (WholeTool,
+// ExactCommand: each backend decides).
 type Grant struct {
 	Tool     string
 	Prefix   []string // the command's leading words
@@ -139,47 +139,23 @@ func (g Grant) String() string {
 	return "every " + g.Tool + " request"
 }
 
-// ClaudeRule is g as a Claude Code session rule ({"toolName": …}), for
-// the grants whose rule means exactly what g covers; false for the
-// others, which spbridge keeps to itself. Claude Code 2.1's rule content
-// widens what it names: a Bash rule's `*` is a wildcard and `:*` a prefix,
-// and a command is matched after Claude Code strips wrappers (timeout,
-// nice, nohup, …) and variable assignments from it; an Edit or Read rule
-// is a gitignore pattern that covers every edit tool (or every read
-// tool). So only a whole tool by its plain name is told: an MCP tool
-// (mcp__server__tool), WebFetch, and the like.
-func (g Grant) ClaudeRule() (map[string]any, bool) {
-	if g.AllEdits || g.File != "" || g.Files != nil || g.Exact != "" || g.Prefix != nil || !plainToolName(g.Tool) ||
+// WholeTool is the tool g covers whole, by its name: a grant with no
+// command, file or folder to it, of a tool that is neither a command, a
+// file nor a patch tool (an MCP tool, a web fetch and the like); false for
+// every other grant. A CLI may be told such a grant as a rule of its own
+// when its rule for a tool's name means exactly that tool.
+func (g Grant) WholeTool() (string, bool) {
+	if g.AllEdits || g.File != "" || g.Files != nil || g.Exact != "" || g.Prefix != nil || g.Tool == "" ||
 		slices.Contains(commandTools, g.Tool) || slices.Contains(fileTools, g.Tool) || g.Tool == patchTool {
-		return nil, false
+		return "", false
 	}
-	return map[string]any{"toolName": g.Tool}, true
+	return g.Tool, true
 }
 
-// CodexForSession reports whether Codex may be told g with
-// "acceptForSession": Codex then approves the exact same command in the
-// same folder for the session, which an exact grant covers. A prefix grant
-// is wider than Codex's, so Codex would only ask again (spbridge answers);
-// a file change's session approval is Codex's to widen, so it is not told.
-func (g Grant) CodexForSession() bool {
+// ExactCommand reports whether g covers one exact shell command (in its
+// folder) and nothing else.
+func (g Grant) ExactCommand() bool {
 	return g.Exact != "" && g.Tool == "shell"
-}
-
-// plainToolName reports whether name is a tool's plain name, which a
-// Claude Code rule without content takes as that one tool: letters,
-// digits, _ and -, and for an MCP tool its server and tool both named
-// (mcp__server alone is the whole server).
-func plainToolName(name string) bool {
-	if name == "" || strings.ContainsFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
-	}) {
-		return false
-	}
-	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
-		server, tool, ok := strings.Cut(rest, "__")
-		return ok && server != "" && strings.Trim(tool, "_") != ""
-	}
-	return true
 }
 
 // ApprovalCommand is the command a permission request is about, "" when

@@ -168,40 +168,37 @@ func TestEditsGrant(t *testing.T) {
 	}
 }
 
-// TestGrantToCLI: a grant is told to the CLI only where the CLI's own rule
-// means exactly the same.
+// TestGrantToCLI: what a CLI may be told of a grant: WholeTool only for a
+// whole tool that is no command, file or patch tool; ExactCommand only for
+// one exact shell command.
 func TestGrantToCLI(t *testing.T) {
 	for _, a := range []itemmap.Approval{
 		bashApproval("rm -f *"),
 		bashApproval("npm test"),
-		bashApproval("git status"),
 		fileApproval("Edit", "file_path", "/p/a.go"),
 		fileApproval("Read", "file_path", "/p/*.go"),
-		{ToolName: "mcp__s", Input: json.RawMessage(`{}`)},
-		{ToolName: "mcp__s__*", Input: json.RawMessage(`{}`)},
-		{ToolName: "Web(Fetch)", Input: json.RawMessage(`{}`)},
 	} {
 		if g, ok := GrantFor(a); ok {
-			if r, told := g.ClaudeRule(); told {
-				t.Errorf("GrantFor(%s %s) told to Claude Code as %v", a.ToolName, a.Input, r)
+			if tool, whole := g.WholeTool(); whole {
+				t.Errorf("GrantFor(%s %s) is the whole tool %s", a.ToolName, a.Input, tool)
 			}
 		}
 	}
-	if _, told := (Grant{AllEdits: true, Roots: []string{"/w"}}).ClaudeRule(); told {
-		t.Error("all edits told to Claude Code")
+	if _, whole := (Grant{AllEdits: true, Roots: []string{"/w"}}).WholeTool(); whole {
+		t.Error("all edits is a whole tool")
 	}
 	for _, name := range []string{"mcp__srv__write_file", "WebFetch"} {
 		g := mustGrant(t, itemmap.Approval{ToolName: name, Input: json.RawMessage(`{}`)})
-		if r, told := g.ClaudeRule(); !told || r["toolName"] != name || len(r) != 1 {
-			t.Errorf("GrantFor(%s).ClaudeRule() = %v, %v, want the whole tool", name, r, told)
+		if tool, whole := g.WholeTool(); !whole || tool != name {
+			t.Errorf("GrantFor(%s).WholeTool() = %q, %v", name, tool, whole)
 		}
 	}
 	shell := func(cmd string) itemmap.Approval {
 		in, _ := json.Marshal(map[string]any{"command": cmd})
 		return itemmap.Approval{ToolName: "shell", Input: in}
 	}
-	if !mustGrant(t, shell("rm -rf build")).CodexForSession() || mustGrant(t, shell("npm test")).CodexForSession() ||
-		mustGrant(t, bashApproval("rm -rf build")).CodexForSession() || (Grant{AllEdits: true}).CodexForSession() {
-		t.Error("CodexForSession: want exact shell commands only")
+	if !mustGrant(t, shell("rm -rf build")).ExactCommand() || mustGrant(t, shell("npm test")).ExactCommand() ||
+		mustGrant(t, bashApproval("rm -rf build")).ExactCommand() || (Grant{AllEdits: true}).ExactCommand() {
+		t.Error("ExactCommand: want exact shell commands only")
 	}
 }

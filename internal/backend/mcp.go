@@ -1,10 +1,5 @@
 package backend
 
-import (
-	"encoding/json"
-	"fmt"
-)
-
 // MCP server transports.
 const (
 	MCPStdio = "stdio"
@@ -32,34 +27,11 @@ type MCPServer struct {
 	Headers   []NameValue
 }
 
-// nameValues is a list of name/value pairs as a JSON object.
-func nameValues(list []NameValue) map[string]string {
+// NameValueMap is a list of name/value pairs as a JSON object.
+func NameValueMap(list []NameValue) map[string]string {
 	m := make(map[string]string, len(list))
 	for _, nv := range list {
 		m[nv.Name] = nv.Value
 	}
 	return m
-}
-
-// ClaudeMCPConfig is the file `claude --mcp-config` reads for servers:
-// {"mcpServers": {name: {"type": "stdio", command, args, env} | {"type":
-// "http"|"sse", url, headers}}}. A server of an unknown transport is an
-// error.
-func ClaudeMCPConfig(servers []MCPServer) ([]byte, error) {
-	all := make(map[string]any, len(servers))
-	for _, s := range servers {
-		switch s.Transport {
-		case MCPStdio:
-			args := s.Args
-			if args == nil {
-				args = []string{}
-			}
-			all[s.Name] = map[string]any{"type": "stdio", "command": s.Command, "args": args, "env": nameValues(s.Env)}
-		case MCPHTTP, MCPSSE:
-			all[s.Name] = map[string]any{"type": s.Transport, "url": s.URL, "headers": nameValues(s.Headers)}
-		default:
-			return nil, fmt.Errorf("mcp server %q: unknown transport %q", s.Name, s.Transport)
-		}
-	}
-	return json.Marshal(map[string]any{"mcpServers": all})
 }

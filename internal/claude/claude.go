@@ -401,7 +401,7 @@ func respond(p *cliproc.Proc, requestID string, d backend.Decision) {
 		// again this session". Every other grant spbridge keeps: Claude
 		// Code asks again, and spbridge answers.
 		if g := d.Always; g != nil {
-			if rule, ok := g.ClaudeRule(); ok {
+			if rule, ok := sessionRule(*g); ok {
 				resp["updatedPermissions"] = []any{map[string]any{"type": "addRules", "rules": []any{rule},
 					"behavior": "allow", "destination": "session"}}
 			}

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"spbridge/internal/backend"
@@ -16,7 +17,7 @@ import (
 // mcpConfigRead calls once claude has read it, and the process's end
 // otherwise.
 func (b *Backend) writeMCPConfig() (path string, remove func(), err error) {
-	data, err := backend.ClaudeMCPConfig(b.Opts.MCPServers)
+	data, err := mcpConfig(b.Opts.MCPServers)
 	if err != nil {
 		return "", nil, err
 	}
@@ -46,4 +47,27 @@ func (b *Backend) mcpConfigRead() {
 	if remove != nil {
 		remove()
 	}
+}
+
+// mcpConfig is the file `claude --mcp-config` reads for servers:
+// {"mcpServers": {name: {"type": "stdio", command, args, env} | {"type":
+// "http"|"sse", url, headers}}}. A server of an unknown transport is an
+// error.
+func mcpConfig(servers []backend.MCPServer) ([]byte, error) {
+	all := make(map[string]any, len(servers))
+	for _, s := range servers {
+		switch s.Transport {
+		case backend.MCPStdio:
+			args := s.Args
+			if args == nil {
+				args = []string{}
+			}
+			all[s.Name] = map[string]any{"type": "stdio", "command": s.Command, "args": args, "env": backend.NameValueMap(s.Env)}
+		case backend.MCPHTTP, backend.MCPSSE:
+			all[s.Name] = map[string]any{"type": s.Transport, "url": s.URL, "headers": backend.NameValueMap(s.Headers)}
+		default:
+			return nil, fmt.Errorf("mcp server %q: unknown transport %q", s.Name, s.Transport)
+		}
+	}
+	return json.Marshal(map[string]any{"mcpServers": all})
 }

@@ -369,7 +369,7 @@ func (c *appConn) Answer(id string, d backend.Decision, h backend.Host) {
 	}
 	decision := "decline"
 	switch {
-	case d.Allow && d.Always != nil && d.Always.CodexForSession():
+	case d.Allow && d.Always != nil && d.Always.ExactCommand():
 		decision = "acceptForSession" // codex asks no more about this exact command this session
 	case d.Allow:
 		decision = "accept"

@@ -344,9 +344,9 @@ func mcpConfig(servers []backend.MCPServer) (map[string]any, []string) {
 			if args == nil {
 				args = []string{}
 			}
-			all[mcpName(s.Name)] = map[string]any{"command": s.Command, "args": args, "env": nameValues(s.Env)}
+			all[mcpName(s.Name)] = map[string]any{"command": s.Command, "args": args, "env": backend.NameValueMap(s.Env)}
 		case backend.MCPHTTP:
-			all[mcpName(s.Name)] = map[string]any{"url": s.URL, "http_headers": nameValues(s.Headers)}
+			all[mcpName(s.Name)] = map[string]any{"url": s.URL, "http_headers": backend.NameValueMap(s.Headers)}
 		default:
 			skipped = append(skipped, s.Name)
 		}
@@ -355,14 +355,6 @@ func mcpConfig(servers []backend.MCPServer) (map[string]any, []string) {
 		return nil, skipped
 	}
 	return map[string]any{"mcp_servers": all}, skipped
-}
-
-func nameValues(list []backend.NameValue) map[string]string {
-	m := make(map[string]string, len(list))
-	for _, nv := range list {
-		m[nv.Name] = nv.Value
-	}
-	return m
 }
 
 // mcpExecArgs are the -c overrides that give codex exec the MCP servers,
