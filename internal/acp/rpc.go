@@ -1,7 +1,12 @@
 // Package acp serves spbridge as an Agent Client Protocol (version 1)
-// agent: JSON-RPC 2.0, one message per line, on a reader and a writer. Each
-// ACP session is one open document package and its CLI; what ACP has no
-// words for travels as `_spbridge/…` extension methods and notifications.
+// agent: JSON-RPC 2.0, one message per line, on a reader and a writer. It
+// translates: the read loop, each session's worker (its messages handled
+// in arrival order), one handler per method, a turn's updates and
+// permission requests (the session.Front of its turns), configuration
+// options and encoding. Each ACP session is one internal/session.Session,
+// which owns the open document package, its CLI and its turns; what ACP
+// has no words for travels as `_spbridge/…` extension methods and
+// notifications.
 package acp
 
 import (

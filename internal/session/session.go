@@ -1,8 +1,15 @@
-// Package session holds one open conversation: its package, the backend
-// that runs its turns, and the rules between them — the user's message
+// Package session owns one open conversation: its package and the
+// package's lock (Open), the backend that runs its turns, the running turn
+// and the requests queued behind it (Prompt, Queue, Cancel, Stop), the
+// session's "always" answers (Grants), the keep switch, and its saves (a
+// snapshot under the session's lock, written outside it). The rules
+// between them live here once, for every front end: the user's message
 // becomes an item and a history message, item changes reach the
-// conversation as they happen, and a turn's end brings its history, usage
-// and cost in.
+// conversation as they happen, a turn's end brings its history, usage and
+// cost in and gets an audit record, a cancelled turn hands its queue back
+// to the composer. A front end (the editor protocol, the shell) only
+// translates: it implements Front for the turns it asks for, or calls Send
+// and waits.
 package session
 
 import (
