@@ -491,10 +491,12 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	titled := ss.ctl.title != ""
 	ss.ctl.mu.Unlock()
 	if titled {
-		ss.bg.recorder.later(ss, text)
+		ss.bg.recorder.Later(ix, ss.set.pkg, ss.set.cwd, text, func(err error) {
+			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		})
 		return
 	}
-	ss.bg.recorder.wait()
+	ss.bg.recorder.Wait()
 	if err := ix.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
@@ -516,7 +518,7 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 // clearTitle forgets the title after New Conversation: the next turn gives
 // the next one.
 func (ss *acpSession) clearTitle() {
-	ss.bg.recorder.wait() // a turn recorded later must not give the old title back
+	ss.bg.recorder.Wait() // a turn recorded later must not give the old title back
 	ss.ctl.mu.Lock()
 	ss.ctl.title = ""
 	ss.ctl.mu.Unlock()

@@ -609,8 +609,8 @@ func (s *Server) shutdown() error {
 	for _, ss := range all {
 		ss.saveRunning()
 	}
-	// The turns end before the workers are waited for: a turn's end may
-	// start a record of its own (turnRecorder) under the server's count.
+	// The turns end before the workers are waited for: a worker may wait
+	// for a turn's end (a prompt behind a cancelled turn).
 	for _, ss := range all {
 		if conv := ss.openConv(); conv != nil {
 			conv.WaitTurns()

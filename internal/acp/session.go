@@ -20,6 +20,7 @@ import (
 	"spbridge/internal/money"
 	"spbridge/internal/prices"
 	"spbridge/internal/session"
+	"spbridge/internal/sessionindex"
 )
 
 // acpSession is one ACP session: one package and its CLI, from the
@@ -55,7 +56,7 @@ type background struct {
 	cancel    context.CancelFunc // ends the CLI's early start
 	preparing sync.WaitGroup     // the early start, waited for at close
 	// recorder records the turns of a titled session in the index.
-	recorder turnRecorder
+	recorder sessionindex.Recorder
 }
 
 // jobQueue is a session's messages, handled one at a time by its worker
@@ -544,7 +545,7 @@ func (ss *acpSession) stop() {
 	if conv := ss.openConv(); conv != nil {
 		conv.Stop()
 	}
-	ss.bg.recorder.hurry() // shutdown waits for the last record: no pause
+	ss.bg.recorder.Hurry() // shutdown waits for the last record: no pause
 }
 
 // abandon ends a session's queue: the session is forgotten, takes nothing
@@ -1027,7 +1028,7 @@ func (ss *acpSession) edited() {
 // the session is held while it saves or ends the CLI: once closed is set,
 // no handler and no turn starts anything anew.
 func (ss *acpSession) close() error {
-	ss.bg.recorder.wait() // the index has every turn before the session ends
+	ss.bg.recorder.Wait() // the index has every turn before the session ends
 	ss.mu.Lock()
 	if ss.conv == nil || ss.closed {
 		ss.mu.Unlock()

@@ -1,23 +1,23 @@
-package acp
+package sessionindex
 
 import (
 	"sync"
 	"time"
 )
 
-// recordEvery is the least time between two background records of a
+// RecordEvery is the least time between two background records of a
 // session's turns: a burst of turns moves the index's time once or twice
 // a second, not once a turn.
-const recordEvery = 500 * time.Millisecond
+const RecordEvery = 500 * time.Millisecond
 
-// turnRecorder records the turns of a session that already has its title
-// in the sessions index in the background: only the time of its last
+// Recorder records the turns of a session that already has its title in
+// the sessions index in the background (Record): only the time of its last
 // change moves, and the prompt's answer need not wait for the disk. The
 // records are written in order, the last message winning when several
-// wait; after a record, the next waits recordEvery, unless hurried. wait
+// wait; after a record, the next waits RecordEvery, unless hurried. Wait
 // lets a change that must follow them (a title cleared, a record that may
 // set the title, the session's end) have them written at once and wait.
-type turnRecorder struct {
+type Recorder struct {
 	mu         sync.Mutex
 	cond       sync.Cond
 	text       string // the message of the last turn to record
@@ -26,8 +26,10 @@ type turnRecorder struct {
 	hurried    chan struct{} // ends the pause between two records
 }
 
-// later records a turn of ss with this message in the background.
-func (r *turnRecorder) later(ss *acpSession, text string) {
+// Later records a turn of the package pkg (its folder cwd) with this
+// message in ix in the background; failed is told a record that could not
+// be written. The zero Recorder is ready for use.
+func (r *Recorder) Later(ix *Index, pkg, cwd, text string, failed func(error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.text = text
@@ -39,15 +41,13 @@ func (r *turnRecorder) later(ss *acpSession, text string) {
 	if r.hurried == nil {
 		r.hurried = make(chan struct{}, 1)
 	}
-	ss.srv.wg.Add(1) // under a turn's count: shutdown waits for it
 	go func() {
-		defer ss.srv.wg.Done()
 		r.mu.Lock()
 		for r.done < r.want {
 			text, want := r.text, r.want
 			r.mu.Unlock()
-			if err := ss.srv.cfg.Index.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
-				ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+			if err := ix.Record(pkg, cwd, text); err != nil && failed != nil {
+				failed(err)
 			}
 			r.mu.Lock()
 			r.done = want
@@ -55,7 +55,7 @@ func (r *turnRecorder) later(ss *acpSession, text string) {
 			if r.done < r.want {
 				// More came meanwhile: the latest is written after a pause.
 				r.mu.Unlock()
-				pause := time.NewTimer(recordEvery)
+				pause := time.NewTimer(RecordEvery)
 				select {
 				case <-pause.C:
 				case <-r.hurried:
@@ -70,8 +70,8 @@ func (r *turnRecorder) later(ss *acpSession, text string) {
 	}()
 }
 
-// hurry ends the pause before the next record, if one waits.
-func (r *turnRecorder) hurry() {
+// Hurry ends the pause before the next record, if one waits.
+func (r *Recorder) Hurry() {
 	r.mu.Lock()
 	ch := r.hurried
 	r.mu.Unlock()
@@ -83,9 +83,9 @@ func (r *turnRecorder) hurry() {
 	}
 }
 
-// wait returns once every record asked for is written, hurrying them.
-func (r *turnRecorder) wait() {
-	r.hurry()
+// Wait returns once every record asked for is written, hurrying them.
+func (r *Recorder) Wait() {
+	r.Hurry()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for r.running {
@@ -95,14 +95,14 @@ func (r *turnRecorder) wait() {
 		r.cond.Wait()
 		if r.running {
 			r.mu.Unlock()
-			r.hurry()
+			r.Hurry()
 			r.mu.Lock()
 		}
 	}
 }
 
 // broadcast wakes the waiters; mu is held.
-func (r *turnRecorder) broadcast() {
+func (r *Recorder) broadcast() {
 	if r.cond.L != nil {
 		r.cond.Broadcast()
 	}
