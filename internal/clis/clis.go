@@ -54,17 +54,13 @@ func (c CLI) LoginMethod() string { return c.Name + "-login" }
 var All = []CLI{
 	{
 		Name: "claude", Display: "Claude Code", Provider: claude.Provider,
-		New: func(s Settings) backend.Backend { return claude.New(s.Options) },
-		Program: func() (string, error) {
-			return claude.New(claude.Options{}).Program()
-		},
-		LoginArgs: claude.LoginArgs,
-		AuthStatus: func(ctx context.Context) (backend.AuthStatus, error) {
-			return claude.New(claude.Options{}).AuthStatus(ctx)
-		},
-		Logout: func(ctx context.Context) error { return claude.New(claude.Options{}).Logout(ctx) },
-		Mapper: func(newID itemmap.IDFunc, _ string) itemmap.Mapper { return itemmap.NewClaude(newID) },
-		Models: []string{"default", "sonnet", "opus", "haiku"},
+		New:        func(s Settings) backend.Backend { return claude.New(s.Options) },
+		Program:    func() (string, error) { return claude.Program("") },
+		LoginArgs:  claude.LoginArgs,
+		AuthStatus: func(ctx context.Context) (backend.AuthStatus, error) { return claude.AuthStatus(ctx, "", nil) },
+		Logout:     func(ctx context.Context) error { return claude.Logout(ctx, "", nil) },
+		Mapper:     func(newID itemmap.IDFunc, _ string) itemmap.Mapper { return itemmap.NewClaude(newID) },
+		Models:     []string{"default", "sonnet", "opus", "haiku"},
 	},
 	{
 		Name: "codex", Display: "the Codex CLI", Provider: codex.Provider,
@@ -73,7 +69,7 @@ var All = []CLI{
 		},
 		Program:    func() (string, error) { return codex.Program("") },
 		LoginArgs:  codex.LoginArgs,
-		AuthStatus: func(ctx context.Context) (backend.AuthStatus, error) { return codex.GetAuthStatus(ctx, "", nil) },
+		AuthStatus: func(ctx context.Context) (backend.AuthStatus, error) { return codex.AuthStatus(ctx, "", nil) },
 		Logout:     func(ctx context.Context) error { return codex.Logout(ctx, "", nil) },
 		Mapper: func(newID itemmap.IDFunc, transport string) itemmap.Mapper {
 			if transport == codex.TransportAppServer {

@@ -20,7 +20,7 @@ var LoginArgs = []string{"login"}
 // NotLoggedInText is the failure shown when codex is not logged in.
 const NotLoggedInText = itemmap.CodexNotLoggedIn
 
-// GetAuthStatus asks `codex login status` whether codex is logged in. Its
+// AuthStatus asks `codex login status` whether codex is logged in. Its
 // output (which may show part of a key) is read, never passed on. A codex
 // whose configuration chooses a model provider that takes its key from an
 // environment variable (env_key) runs turns without a log-in: with that
@@ -28,7 +28,7 @@ const NotLoggedInText = itemmap.CodexNotLoggedIn
 // counts as logged in, by "api_key" from that variable; with it unset, as
 // not logged in (Source names the variable): codex refuses its turns
 // whatever it stored.
-func GetAuthStatus(ctx context.Context, program string, env []string) (backend.AuthStatus, error) {
+func AuthStatus(ctx context.Context, program string, env []string) (backend.AuthStatus, error) {
 	if name := configProviderKey(env); name != "" {
 		return backend.AuthStatus{LoggedIn: lookupEnv(env, name) != "", Method: "api_key", Source: name}, nil
 	}

@@ -48,14 +48,14 @@ func TestAuthStatusProviderKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"CODEX_HOME=" + home, "FAKE_KEY=secret"}
-	st, err := GetAuthStatus(context.Background(), "/nonexistent/codex", env)
+	st, err := AuthStatus(context.Background(), "/nonexistent/codex", env)
 	if err != nil || !st.LoggedIn || st.Method != "api_key" || st.Source != "FAKE_KEY" {
-		t.Errorf("GetAuthStatus with FAKE_KEY set = %+v, %v; want logged in by api_key from FAKE_KEY", st, err)
+		t.Errorf("AuthStatus with FAKE_KEY set = %+v, %v; want logged in by api_key from FAKE_KEY", st, err)
 	}
 	if got := configModel(env); got != "m" {
 		t.Errorf("configModel = %q, want m", got)
 	}
-	if st, err := GetAuthStatus(context.Background(), "/nonexistent/codex", env[:1]); err != nil || st.LoggedIn || st.Source != "FAKE_KEY" {
-		t.Errorf("GetAuthStatus without FAKE_KEY = %+v, %v; want not logged in, naming FAKE_KEY", st, err)
+	if st, err := AuthStatus(context.Background(), "/nonexistent/codex", env[:1]); err != nil || st.LoggedIn || st.Source != "FAKE_KEY" {
+		t.Errorf("AuthStatus without FAKE_KEY = %+v, %v; want not logged in, naming FAKE_KEY", st, err)
 	}
 }
