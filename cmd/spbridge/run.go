@@ -46,7 +46,7 @@ func (e *turnError) Error() string {
 	return "the turn failed"
 }
 
-func runRun(ctx context.Context, st stdio, args []string) error {
+func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [--thinking] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
@@ -150,53 +150,62 @@ func runRun(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	return func() (err error) {
-		defer func() { err = errors.Join(err, s.Close()) }()
-		h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking,
-			width:    func() int { return terminalWidth(os.Stderr) },
-			outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
-			errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
-		if !fromStdin && isTerminal(os.Stdin) {
-			h.ask = bufio.NewReader(st.in)
+	defer func() { err = errors.Join(err, s.Close()) }()
+	h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking,
+		width:    func() int { return terminalWidth(os.Stderr) },
+		outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
+		errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
+	if !fromStdin && isTerminal(os.Stdin) {
+		h.ask = bufio.NewReader(st.in)
+	}
+	if err := sendAll(ctx, st, s, h, messages, atts); err != nil {
+		return err
+	}
+	if sk, ok := be.(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
+		fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backendName)
+	}
+	return nil
+}
+
+// sendAll sends the messages one turn each (the images with the first),
+// saving after each turn, and stops at the first turn that does not
+// complete (a turnError) or does not start (its error; the turns before it
+// are saved).
+func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, messages []string, atts []backend.Image) error {
+	for i, text := range messages {
+		if i > 0 {
+			atts = nil
 		}
-		for i, text := range messages {
+		if !h.json && isTerminal(os.Stderr) {
+			h.startStatus()
+		}
+		res, sendErr := s.Send(ctx, text, atts, h)
+		h.stopStatus()
+		if sendErr != nil {
+			// A turn that never started changed nothing; the turns
+			// before it are saved.
 			if i > 0 {
-				atts = nil
-			}
-			if !*asJSON && isTerminal(os.Stderr) {
-				h.startStatus()
-			}
-			res, sendErr := s.Send(ctx, text, atts, h)
-			h.stopStatus()
-			if sendErr != nil {
-				// A turn that never started changed nothing; the turns
-				// before it are saved.
-				if i > 0 {
-					if _, err := s.Save(); err != nil {
-						return errors.Join(sendErr, fmt.Errorf("save %s: %w", pkg, err))
-					}
+				if _, err := s.Save(); err != nil {
+					return errors.Join(sendErr, fmt.Errorf("save %s: %w", s.Pkg.Dir, err))
 				}
-				return sendErr
 			}
-			h.turnEnd(res.End)
-			if res.AuditErr != nil {
-				fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
-			}
-			if _, err := s.Save(); err != nil {
-				return fmt.Errorf("save %s: %w", pkg, err)
-			}
-			if res.End.Status != itemmap.TurnCompleted {
-				return &turnError{res.End.Status}
-			}
-			if ctx.Err() != nil {
-				return &turnError{itemmap.TurnInterrupted}
-			}
+			return sendErr
 		}
-		if sk, ok := be.(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
-			fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backendName)
+		h.turnEnd(res.End)
+		if res.AuditErr != nil {
+			fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 		}
-		return nil
-	}()
+		if _, err := s.Save(); err != nil {
+			return fmt.Errorf("save %s: %w", s.Pkg.Dir, err)
+		}
+		if res.End.Status != itemmap.TurnCompleted {
+			return &turnError{res.End.Status}
+		}
+		if ctx.Err() != nil {
+			return &turnError{itemmap.TurnInterrupted}
+		}
+	}
+	return nil
 }
 
 // documentFile is the file that makes a folder a document package (SPEC
