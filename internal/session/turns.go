@@ -258,7 +258,7 @@ func (s *Session) runOne(t *turn, r Request) (next *turn, nextReq Request) {
 		}
 	}()
 	if t.ctx.Err() == nil {
-		o.Result, o.Err, o.Panic, o.Stack = s.send(t.ctx, r, o.Host)
+		s.send(t.ctx, r, &o)
 	}
 	t.stop()
 	o.Cancelled = t.ctx.Err() != nil
@@ -325,13 +325,12 @@ func (s *Session) runOne(t *turn, r Request) (next *turn, nextReq Request) {
 	return next, nextReq
 }
 
-// send runs Send, turning a panic in it into the outcome's.
-func (s *Session) send(ctx context.Context, r Request, h backend.Host) (res *TurnResult, err error, p any, stack []byte) {
+// send runs Send for o's turn, turning a panic in it into the outcome's.
+func (s *Session) send(ctx context.Context, r Request, o *Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			res, err, p, stack = nil, nil, v, debug.Stack()
+			o.Result, o.Err, o.Panic, o.Stack = nil, nil, v, debug.Stack()
 		}
 	}()
-	res, err = s.Send(ctx, r.Text, r.Images, h)
-	return res, err, nil, nil
+	o.Result, o.Err = s.Send(ctx, r.Text, r.Images, o.Host)
 }
