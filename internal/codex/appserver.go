@@ -131,8 +131,16 @@ func (b *Backend) appRequest(method string, params any) (string, <-chan error) {
 }
 
 // appCallTimeout bounds the wait for the answer to a request of the
-// handshake: the idle timeout, at most a minute.
-func (b *Backend) appCallTimeout() time.Duration { return min(b.Opts.IdleTimeout, time.Minute) }
+// handshake: the idle timeout, at most a minute and at least
+// minCallTimeout (a program that just started, node on a busy machine,
+// may take seconds to answer its first request, whatever the idle timeout
+// asked of a turn).
+func (b *Backend) appCallTimeout() time.Duration {
+	return max(min(b.Opts.IdleTimeout, time.Minute), minCallTimeout)
+}
+
+// minCallTimeout is the least wait for the answer to a handshake request.
+const minCallTimeout = 10 * time.Second
 
 // response returns the JSON-RPC response to request id that line is, if it
 // is one. A line nested too deep to be read is none.
