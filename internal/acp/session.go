@@ -408,7 +408,11 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	if before, after := ss.srv.cfg.turnEndSave, ss.srv.cfg.turnEndSaved; before != nil || after != nil {
 		conv.EndSaving = func(saved bool) {
-			if hook := map[bool]func(string){false: before, true: after}[saved]; hook != nil {
+			hook := before
+			if saved {
+				hook = after
+			}
+			if hook != nil {
 				hook(ss.id)
 			}
 		}
