@@ -271,8 +271,12 @@ func VerifyAll(stateDir string, kept []Head) (*AllReport, error) {
 			}
 		}
 	}
+	// The kept heads by log, grouped once: a look-up per log, not a pass
+	// over them all, keeps the check linear in the number of logs.
+	keptOf := map[string][]Head{}
 	for _, h := range kept {
 		ids[h.ID] = true
+		keptOf[h.ID] = append(keptOf[h.ID], h)
 	}
 	a := &AllReport{IndexProblem: vs.indexProblem, Notes: vs.notes}
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
@@ -280,7 +284,7 @@ func VerifyAll(stateDir string, kept []Head) (*AllReport, error) {
 		if err != nil {
 			continue // not a log name: the index holds none such
 		}
-		r, err := vs.verify(path, headsOf(kept, id))
+		r, err := vs.verify(path, keptOf[id])
 		if errors.Is(err, ErrNoLog) {
 			continue // a kept head of no record, of a log never written
 		}
