@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"bufio"
 	"bytes"
 	"errors"
@@ -13,12 +14,21 @@ import (
 	"spbridge/internal/jsonline"
 )
 
-// Bounds of what listing reads of a file: its head (more, up to headMax,
-// while what it looks for is not found) and its tail.
+// Bounds of what listing reads of a file: its first lines, headMax bytes
+// of them (while what it looks for is not found), and its tail. A line
+// longer than longLine (a first message with images: several MB) is read
+// to its end, up to maxLine, but kept skimmed: each of its strings cut to
+// skimString bytes, at most skimMax bytes in all, so memory stays bounded
+// whatever the line's length; it counts as its skimmed size, and the head
+// ends after headScan bytes read in all.
 const (
-	headChunk = 64 << 10
-	headMax   = 1 << 20
-	tailSize  = 64 << 10
+	headChunk  = 64 << 10
+	headMax    = 1 << 20
+	tailSize   = 64 << 10
+	longLine   = 256 << 10
+	skimString = 16 << 10
+	skimMax    = 1 << 20
+	headScan   = 256 << 20
 )
 
 // maxLine bounds one line of a session file that Import reads; a longer
@@ -62,36 +72,158 @@ type NotSessionError struct {
 
 func (e *NotSessionError) Error() string { return e.Path + " is not a session file: " + e.Reason }
 
-// headLines calls fn with each complete line of the first bytes of f (size
-// bytes long), reading headChunk at a time up to headMax until fn returns
-// false. A line longer than what was read is passed cut (fn must cope).
+// headLines calls fn with each of the first lines of f (size bytes long),
+// in order, until fn returns false or headMax bytes of lines were passed
+// (headScan read). A line
+// longer than longLine is passed skimmed (see skimmer): its strings cut,
+// its structure whole, so that the fields a listing reads are there; one
+// longer than maxLine, or skimmed beyond skimMax, is passed cut (fn must
+// cope).
 func headLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
-	limit := min(size, headMax)
-	buf := make([]byte, 0, min(limit, headChunk))
-	var off int64
-	start := 0 // where the next line begins in buf
-	for off < limit {
-		n := min(int64(headChunk), limit-off)
-		buf = append(buf, make([]byte, n)...)
-		got, err := f.ReadAt(buf[len(buf)-int(n):], off)
-		buf = buf[:len(buf)-int(n)+got]
-		off += int64(got)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), headChunk)
+	var off int64 // where the next line begins
+	passed := 0   // bytes passed to fn
+	buf := make([]byte, 0, headChunk)
+	var sk *skimmer
+	for off < min(size, headScan) && passed < headMax {
+		buf = buf[:0]
+		skimmed := false
+		n := 0 // the line's length so far
+		var err error
 		for {
-			i := bytes.IndexByte(buf[start:], '\n')
-			if i < 0 {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			n += len(chunk)
+			switch {
+			case skimmed:
+				sk.write(chunk)
+			case len(buf)+len(chunk) > longLine:
+				if sk == nil {
+					sk = &skimmer{}
+				}
+				sk.reset()
+				sk.write(buf)
+				sk.write(chunk)
+				skimmed = true
+			default:
+				buf = append(buf, chunk...)
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
 				break
 			}
-			if !fn(buf[start : start+i]) {
-				return
+			if n > maxLine {
+				err = errLineTooLong // passed cut, and the head ends there
+				break
 			}
-			start += i + 1
 		}
-		if err != nil || got == 0 {
-			break
+		line := buf
+		if skimmed {
+			line = sk.out
+		}
+		off += int64(n)
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			line = line[:len(line)-1]
+		}
+		if n == 0 || (len(line) == 0 && err != nil) {
+			return
+		}
+		passed += len(line) + 1
+		if !fn(line) || err != nil {
+			return
 		}
 	}
-	if start < len(buf) && off >= size {
-		fn(buf[start:]) // the last line, without its newline
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// skimmer copies a JSON text with each string longer than skimString
+// bytes cut there (at a whole character or escape), to at most skimMax
+// bytes: what a listing needs of a line with megabytes of images — its
+// fields, the start of each text — kept in bounded memory. It checks
+// nothing: the copy is parsed as any line is.
+type skimmer struct {
+	out      []byte
+	inString bool
+	escape   int  // -1 after a backslash, then the hex digits left of a \uXXXX
+	strStart int  // where the string being copied begins in out
+	cut      bool // the string being copied was cut
+	limit    int  // the strings' bound: skimString when 0
+}
+
+func (s *skimmer) reset() { *s = skimmer{out: s.out[:0], limit: s.limit} }
+
+func (s *skimmer) emit(b byte) {
+	if len(s.out) < skimMax {
+		s.out = append(s.out, b)
+	}
+}
+
+func (s *skimmer) write(p []byte) {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		switch {
+		case !s.inString:
+			if b == '"' {
+				s.inString, s.cut, s.strStart = true, false, len(s.out)+1
+			}
+			s.emit(b)
+		case s.escape != 0:
+			if s.escape < 0 && b == 'u' {
+				s.escape = 4
+			} else if s.escape < 0 {
+				s.escape = 0
+			} else {
+				s.escape--
+			}
+			if !s.cut {
+				s.emit(b)
+			}
+		case b == '"':
+			if s.cut {
+				s.trimRune()
+			}
+			s.inString = false
+			s.emit(b)
+		case s.cut:
+			// Skip to the string's next quote or backslash.
+			j := i
+			for j < len(p) && p[j] != '"' && p[j] != '\\' {
+				j++
+			}
+			if j < len(p) && p[j] == '\\' {
+				s.escape = -1
+			}
+			i = j
+			if j < len(p) && p[j] == '"' {
+				i-- // the quote ends the string, above
+			}
+		case len(s.out)-s.strStart >= cmp.Or(s.limit, skimString):
+			s.cut = true
+			i-- // skip it, as the rest
+		default:
+			if b == '\\' {
+				s.escape = -1
+			}
+			s.emit(b)
+		}
+	}
+}
+
+// trimRune drops an incomplete UTF-8 sequence the cut left at the end of
+// the string.
+func (s *skimmer) trimRune() {
+	str := s.out[min(s.strStart, len(s.out)):]
+	for k := 1; k <= min(3, len(str)); k++ {
+		c := str[len(str)-k]
+		if c < 0x80 {
+			return
+		}
+		if c >= 0xC0 { // a sequence's first byte
+			if !utf8.FullRune(str[len(str)-k:]) {
+				s.out = s.out[:len(s.out)-k]
+			}
+			return
+		}
 	}
 }
 

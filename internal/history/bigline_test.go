@@ -1,0 +1,176 @@
+package history
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/archive"
+)
+
+// noisePNG is a PNG of noise of about n bytes: a photograph's size, which
+// no compression makes smaller.
+func noisePNG(t testing.TB, n int) []byte {
+	t.Helper()
+	side := 1
+	for side*side*3 < n {
+		side++
+	}
+	img := image.NewRGBA(image.Rect(0, 0, side, side))
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = byte(r.Uint32())
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// imagesIn counts the images of the conversation's history whose bytes
+// are want's.
+func imagesIn(t *testing.T, conv *archive.Conversation, want []byte) int {
+	t.Helper()
+	n := 0
+	for _, m := range conv.History {
+		for _, b := range m.Content {
+			if b.Type() == archive.BlockImage {
+				if !bytes.Equal(b.ImageData(), want) {
+					t.Errorf("an image of %d bytes, want the %d sent", len(b.ImageData()), len(want))
+				}
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestBigFirstLine: a session whose first message carries a picture of
+// about 1 MB (a JSON line of 1.4 MB, past what listing read of a file's
+// head) is listed with its folder and title, found by its id, and
+// imported with its picture: a Claude Code session file and a Codex
+// rollout, as the CLIs write them.
+func TestBigFirstLine(t *testing.T) {
+	pic := noisePNG(t, 1<<20)
+	b64 := base64.StdEncoding.EncodeToString(pic)
+	root := t.TempDir()
+	opts := Options{ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex")}
+
+	claudeID := "7d1c3a52-1b0e-4f7e-9a51-0c2b9e1d4f10"
+	claudeLines := []string{
+		`{"type":"queue-operation","operation":"enqueue","sessionId":"` + claudeID + `","content":"What is in this picture?"}`,
+		`{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"text","text":"What is in this picture?"},` +
+			`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + b64 + `"}}]},"uuid":"u1","sessionId":"` + claudeID + `","cwd":"/work/pictures"}`,
+		strings.ReplaceAll(claudeReply, `"s1"`, `"`+claudeID+`"`),
+	}
+	claudePath := filepath.Join(opts.ClaudeDir, "projects", "-work-pictures", claudeID+".jsonl")
+	setFile(t, claudePath, []byte(strings.Join(claudeLines, "\n")+"\n"), base.Add(2*time.Hour))
+
+	// The recorded codex exec -i turn, its picture made 1 MB.
+	data, err := os.ReadFile(codexPicture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := base64.StdEncoding.EncodeToString(bluePNG())
+	if !bytes.Contains(data, []byte(small)) {
+		t.Fatal("the recorded rollout does not hold its picture")
+	}
+	data = bytes.ReplaceAll(data, []byte(small), []byte(b64))
+	codexID := "01a23628-c9a8-74e0-8e3b-16baa728c919"
+	codexPath := filepath.Join(opts.CodexHome, "sessions", "2026", "12", "02", filepath.Base(codexPicture))
+	setFile(t, codexPath, data, base.Add(time.Hour))
+
+	got, err := List(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "claude " + claudeID + " /work/pictures What is in this picture? 12:00\n" +
+		"codex " + codexID + " /work/project What colour is this? 11:00"
+	if d := describe(got); d != want {
+		t.Errorf("list\n%s\nwant\n%s", d, want)
+	}
+	for _, tc := range []struct{ backend, id, path string }{{Claude, claudeID, claudePath}, {Codex, codexID, codexPath}} {
+		e, err := Find(Options{Backend: tc.backend, ClaudeDir: opts.ClaudeDir, CodexHome: opts.CodexHome}, tc.id)
+		if err != nil || e.Path != tc.path {
+			t.Errorf("%s: Find = %+v, %v", tc.backend, e, err)
+			continue
+		}
+		// By its content (as spbridge import FILE reads it), and as found.
+		for _, backend := range []string{"", tc.backend} {
+			conv, rep := importFixture(t, backend, tc.path)
+			if rep.Backend != tc.backend || rep.Skipped != 0 {
+				t.Errorf("%s: report %+v", tc.backend, rep)
+			}
+			if !conv.Items[0].Bool("hasImage") || imagesIn(t, conv, pic) != 1 {
+				t.Errorf("%s: the picture was not imported: items %q", tc.backend, kinds(conv))
+			}
+		}
+	}
+}
+
+// TestSkimmer: a line skimmed keeps its structure and every short string,
+// cuts the long ones at a whole character or escape, and stays valid
+// JSON and UTF-8, whatever the cut falls on.
+func TestSkimmer(t *testing.T) {
+	long := strings.Repeat("a", skimString)
+	for _, tail := range []string{"é", "😀", `\"`, `\\`, `\u00e9`, `\ud83d\ude00`, "ab"} {
+		for pad := range 4 {
+			s := long[:skimString-pad] + strings.Repeat(tail, 3) + "end"
+			line := `{"short":"x\"y","long":"` + s + `","list":[1,{"k":"` + s + `"}],"after":"é"}`
+			var sk skimmer
+			sk.write([]byte(line)[:len(line)/2])
+			sk.write([]byte(line)[len(line)/2:])
+			if !gjson.ValidBytes(sk.out) || !utf8.Valid(sk.out) {
+				t.Fatalf("tail %q pad %d: not valid: ...%s", tail, pad, sk.out[len(sk.out)-80:])
+			}
+			v := gjson.ParseBytes(sk.out)
+			if v.Get("short").String() != `x"y` || v.Get("after").String() != "é" || v.Get("list.0").Int() != 1 {
+				t.Errorf("tail %q pad %d: %s", tail, pad, sk.out[:40])
+			}
+			for _, k := range []string{"long", "list.1.k"} {
+				got := v.Get(k).String()
+				if len(got) < skimString-8 || len(got) > skimString+8 || !strings.HasPrefix(got, long[:skimString-pad]) {
+					t.Errorf("tail %q pad %d: %s is %d bytes", tail, pad, k, len(got))
+				}
+			}
+		}
+	}
+	// Beyond skimMax, the copy is cut: bounded, whatever the line.
+	var sk skimmer
+	sk.write([]byte("[" + strings.Repeat(`"x",`, skimMax)))
+	if len(sk.out) != skimMax {
+		t.Errorf("skimmed to %d bytes", len(sk.out))
+	}
+}
+
+// FuzzSkimmer: any valid JSON skims to valid JSON, whatever the strings'
+// bound.
+func FuzzSkimmer(f *testing.F) {
+	f.Add([]byte(`{"a":"b\u00e9\"","c":[1,2,{"d":null}]}`), 3)
+	f.Add([]byte(`"\ud83d\ude00😀"`), 1)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		if !gjson.ValidBytes(data) || !utf8.Valid(data) || len(data) > 1<<16 {
+			return
+		}
+		var sk skimmer
+		sk.limit = max(1, limit%64)
+		sk.write(data)
+		if !gjson.ValidBytes(sk.out) || !utf8.Valid(sk.out) {
+			t.Fatalf("%q skims to %q", data, sk.out)
+		}
+	})
+}
