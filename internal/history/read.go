@@ -1,9 +1,9 @@
 package history
 
 import (
-	"cmp"
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"os"
