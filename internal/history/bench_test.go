@@ -14,7 +14,7 @@ import (
 // and every hundredth a sparse file of 300 MB (its head and tail written,
 // the middle a hole), as a session with pasted files or long command
 // output may grow.
-func benchStore(b *testing.B, dir string, n int) Options {
+func benchStore(b testing.TB, dir string, n int) Options {
 	b.Helper()
 	claudeDir, codexHome := filepath.Join(dir, "claude"), filepath.Join(dir, "codex")
 	meta, err := os.ReadFile(codexFixture)
@@ -94,4 +94,44 @@ func BenchmarkList(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSessionListPage: what session/list reads for each page (every
+// session of both stores, to merge with the packages it lists), over 100
+// and 10,000 sessions, with the head cache warm (as from the second page
+// on) and without it (every file's head and tail read again). The time per
+// page grows with the files' count only by what it takes to list and stat
+// them.
+func BenchmarkSessionListPage(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		opts := benchStore(b, b.TempDir(), n)
+		cached := opts
+		cached.Cache = NewHeadCache(b.TempDir())
+		if _, err := List(cached); err != nil {
+			b.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			opts Options
+		}{{"cached", cached}, {"uncached", opts}} {
+			b.Run(fmt.Sprintf("%d/%s", n, tc.name), func(b *testing.B) {
+				for b.Loop() {
+					es, err := List(tc.opts)
+					if err != nil || len(es) != n {
+						b.Fatal(len(es), err)
+					}
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("%d/cached-one-folder", n), func(b *testing.B) {
+			o := cached
+			o.Cwd = "/work/project4"
+			for b.Loop() {
+				es, err := List(o)
+				if err != nil || len(es) != n/10 {
+					b.Fatal(len(es), err)
+				}
+			}
+		})
+	}
 }

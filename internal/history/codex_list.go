@@ -71,9 +71,11 @@ func codexThreadNames(home string) map[string]string {
 }
 
 // summarizeCodex reads the head and tail of a rollout: its thread id,
-// folder, title, and whether it is a session to list (a thread the user
-// began, with a user message; a subagent's thread is not).
-func summarizeCodex(c candidate, names map[string]string) (Entry, bool) {
+// folder, title (the last the rollout gives, else the first message; the
+// thread names of session_index.jsonl come before it, the caller's), and
+// whether it is a session to list (a thread the user began, with a user
+// message; a subagent's thread is not).
+func summarizeCodex(c candidate) (Entry, bool) {
 	f, size, err := openRegular(c.path)
 	if err != nil {
 		return Entry{}, false
@@ -104,17 +106,15 @@ func summarizeCodex(c candidate, names map[string]string) (Entry, bool) {
 	if first == "" || sub || e.ID == "" {
 		return Entry{}, false
 	}
-	title := names[e.ID]
-	if title == "" {
-		tailLines(f, size, func(line []byte) bool {
-			if bytes.Contains(line, []byte(`"thread_name_updated"`)) {
-				if v, ok := object(line); ok {
-					title = v.Get("payload.thread_name").String()
-				}
+	title := ""
+	tailLines(f, size, func(line []byte) bool {
+		if bytes.Contains(line, []byte(`"thread_name_updated"`)) {
+			if v, ok := object(line); ok {
+				title = v.Get("payload.thread_name").String()
 			}
-			return title == ""
-		})
-	}
+		}
+		return title == ""
+	})
 	if title == "" {
 		title = first
 	}

@@ -15,7 +15,9 @@
 //     names the working folder.
 //
 // Listing reads only the head and the tail of each file, so a store of
-// thousands of sessions, some of hundreds of megabytes, lists quickly.
+// thousands of sessions, some of hundreds of megabytes, lists quickly;
+// with a HeadCache, only those of the files that changed since the last
+// listing.
 // Import streams the file a line at a time through the same mappers live
 // turns use (internal/itemmap), so memory stays near the size of the
 // conversation it makes.
@@ -64,6 +66,9 @@ type Options struct {
 	// CodexHome is the Codex CLI's home; "" means $CODEX_HOME, else
 	// ~/.codex.
 	CodexHome string
+	// Cache, when set, keeps what was read of each file, so that a
+	// listing reads only the files that changed since the last.
+	Cache *HeadCache
 }
 
 // Page is one page of a listing.
@@ -151,23 +156,14 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 		cands = append(cands, codexCandidates(opts.codexHome())...)
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.compare(b) })
-	var titles map[string]string // Codex's thread names, read once when needed
 	var page Page
+	s := opts.summarizer()
+	defer s.done()
 	for _, c := range cands {
 		if after != nil && c.compare(*after) <= 0 {
 			continue
 		}
-		var e Entry
-		var ok bool
-		switch c.backend {
-		case Claude:
-			e, ok = summarizeClaude(c)
-		case Codex:
-			if titles == nil {
-				titles = codexThreadNames(opts.codexHome())
-			}
-			e, ok = summarizeCodex(c, titles)
-		}
+		e, ok := s.summarize(c)
 		if !ok || (opts.Cwd != "" && filepath.Clean(e.Cwd) != opts.Cwd) {
 			continue
 		}
@@ -189,6 +185,56 @@ type candidate struct {
 	path    string
 	mod     time.Time
 	size    int64
+	ino     uint64 // 0 where the system has none
+}
+
+// summarizer reads the candidates of one listing, through opts.Cache
+// when set.
+type summarizer struct {
+	opts   Options
+	titles map[string]string // Codex's thread names, read once when needed
+}
+
+func (o Options) summarizer() *summarizer { return &summarizer{opts: o} }
+
+// summarize is c's entry, false when it is not a session to list.
+func (s *summarizer) summarize(c candidate) (Entry, bool) {
+	hc := s.opts.Cache
+	e, ok, cached := Entry{}, false, false
+	if hc != nil {
+		e, ok, cached = hc.get(c)
+	}
+	if !cached {
+		switch c.backend {
+		case Claude:
+			e, ok = summarizeClaude(c)
+		case Codex:
+			e, ok = summarizeCodex(c)
+		}
+		if hc != nil {
+			hc.put(c, e, ok)
+		}
+	}
+	if ok && c.backend == Codex {
+		if s.titles == nil {
+			if hc != nil {
+				s.titles = hc.threadNames(s.opts.codexHome())
+			} else {
+				s.titles = codexThreadNames(s.opts.codexHome())
+			}
+		}
+		if t := s.titles[e.ID]; t != "" {
+			e.Title = cutTitle(t)
+		}
+	}
+	return e, ok
+}
+
+// done keeps what the listing read.
+func (s *summarizer) done() {
+	if s.opts.Cache != nil {
+		s.opts.Cache.save()
+	}
 }
 
 // compare orders candidates newest first, then by path.
@@ -238,7 +284,7 @@ func regularFiles(backend, dir string, keep func(name string) bool) []candidate 
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		out = append(out, candidate{backend: backend, path: filepath.Join(dir, de.Name()), mod: fi.ModTime(), size: fi.Size()})
+		out = append(out, candidate{backend: backend, path: filepath.Join(dir, de.Name()), mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)})
 	}
 	return out
 }
@@ -281,15 +327,10 @@ func Find(opts Options, id string) (Entry, error) {
 		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.compare(b) })
+	s := opts.summarizer()
+	defer s.done()
 	for _, c := range cands {
-		var e Entry
-		var ok bool
-		if c.backend == Claude {
-			e, ok = summarizeClaude(c)
-		} else {
-			e, ok = summarizeCodex(c, codexThreadNames(opts.codexHome()))
-		}
-		if ok {
+		if e, ok := s.summarize(c); ok {
 			return e, nil
 		}
 	}

@@ -1,0 +1,214 @@
+package history
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"spbridge/internal/statefile"
+)
+
+// HeadCacheFile is the name of the cache of the CLIs' session files'
+// heads in the state folder.
+const HeadCacheFile = "cli-sessions-cache.json"
+
+// Bounds of the cache: how long a file not listed is kept, and what is
+// read of the cache.
+const (
+	cacheUnused  = 30 * 24 * time.Hour
+	maxCacheFile = 64 << 20
+	// usedEvery is how stale a kept head's last use may be before it is
+	// written again: a listing that only reads the cache writes nothing.
+	usedEvery = 24 * time.Hour
+)
+
+// maxCachedHeads bounds how many files the cache keeps.
+var maxCachedHeads = 50000
+
+// headCacheVersion is the cache file's format; another is read as empty.
+const headCacheVersion = 1
+
+// HeadCache keeps, for each session file a listing read, what the listing
+// needs of it (its id, folder, title, and whether it is a session at
+// all), so that a listing reads only the files that changed since: a
+// file's entry holds while its size, modification time and inode (where
+// the system has one) are the same. It lives in one file in the state
+// folder, replaced atomically; a cache that cannot be read (missing,
+// corrupt, of another format) is built again. Several processes may share
+// it: the last to write wins, and a head it lost is read again. Safe for
+// concurrent use.
+type HeadCache struct {
+	path string
+
+	mu     sync.Mutex
+	loaded bool
+	heads  map[string]*cachedHead
+	dirty  bool
+	names  threadNames // Codex's thread names as last read
+	now    func() time.Time
+}
+
+// cachedHead is what the cache keeps of one file.
+type cachedHead struct {
+	Backend string `json:"backend"`
+	Size    int64  `json:"size"`
+	Mod     int64  `json:"mod"` // UnixNano
+	Ino     uint64 `json:"ino,omitempty"`
+	Used    int64  `json:"used"` // Unix seconds: when a listing last used it
+	Session bool   `json:"session,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	// Title is the CLI's title in the file, else its first message, cut
+	// (Codex's thread names, kept apart, come before it).
+	Title string `json:"title,omitempty"`
+}
+
+type headCacheFile struct {
+	Version int                    `json:"version"`
+	Heads   map[string]*cachedHead `json:"heads"`
+}
+
+// threadNames is Codex's session_index.jsonl as last read, and the
+// file's identity then.
+type threadNames struct {
+	path      string
+	size, mod int64
+	ino       uint64
+	m         map[string]string
+}
+
+// NewHeadCache is the cache kept in stateDir (HeadCacheFile); nothing is
+// read before the first listing.
+func NewHeadCache(stateDir string) *HeadCache {
+	return &HeadCache{path: filepath.Join(stateDir, HeadCacheFile), now: time.Now}
+}
+
+// load reads the cache file once; one that cannot be read is started
+// again (and written at the next save).
+func (hc *HeadCache) load() {
+	if hc.loaded {
+		return
+	}
+	hc.loaded = true
+	hc.heads = map[string]*cachedHead{}
+	f, err := os.Open(hc.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		hc.dirty = true
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCacheFile+1))
+	var file headCacheFile
+	if err != nil || len(data) > maxCacheFile || json.Unmarshal(data, &file) != nil || file.Version != headCacheVersion {
+		hc.dirty = true
+		return
+	}
+	for p, h := range file.Heads {
+		if h != nil && (h.Backend == Claude || h.Backend == Codex) {
+			hc.heads[p] = h
+		}
+	}
+}
+
+// get is the entry kept for c, false when none holds (none kept, or the
+// file changed since).
+func (hc *HeadCache) get(c candidate) (Entry, bool, bool) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.load()
+	h := hc.heads[c.path]
+	if h == nil || h.Backend != c.backend || h.Size != c.size || h.Mod != c.mod.UnixNano() || h.Ino != c.ino {
+		return Entry{}, false, false
+	}
+	if now := hc.now().Unix(); now-h.Used > int64(usedEvery/time.Second) {
+		h.Used, hc.dirty = now, true
+	}
+	return h.entry(c), h.Session, true
+}
+
+// put keeps what was read of c.
+func (hc *HeadCache) put(c candidate, e Entry, session bool) {
+	h := &cachedHead{Backend: c.backend, Size: c.size, Mod: c.mod.UnixNano(), Ino: c.ino, Session: session}
+	if session {
+		h.ID, h.Cwd, h.Title = e.ID, e.Cwd, e.Title
+	}
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.load()
+	h.Used = hc.now().Unix()
+	hc.heads[c.path] = h
+	hc.dirty = true
+}
+
+func (h *cachedHead) entry(c candidate) Entry {
+	return Entry{Backend: h.Backend, ID: h.ID, Cwd: h.Cwd, Title: h.Title, UpdatedAt: c.mod, Path: c.path, Size: h.Size}
+}
+
+// save writes the cache when it changed: the heads used in the last
+// cacheUnused, at most maxCachedHeads of them, the most recently used.
+// A cache that cannot be written is only a slower next listing.
+func (hc *HeadCache) save() error {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if !hc.dirty {
+		return nil
+	}
+	old := hc.now().Add(-cacheUnused).Unix()
+	for p, h := range hc.heads {
+		if h.Used < old {
+			delete(hc.heads, p)
+		}
+	}
+	if len(hc.heads) > maxCachedHeads {
+		paths := make([]string, 0, len(hc.heads))
+		for p := range hc.heads {
+			paths = append(paths, p)
+		}
+		slices.SortFunc(paths, func(a, b string) int { return cmp.Compare(hc.heads[b].Used, hc.heads[a].Used) })
+		for _, p := range paths[maxCachedHeads:] {
+			delete(hc.heads, p)
+		}
+	}
+	data, err := json.Marshal(headCacheFile{Version: headCacheVersion, Heads: hc.heads})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(hc.path), 0o700); err != nil {
+		return err
+	}
+	if err := statefile.WriteAtomic(hc.path, data); err != nil {
+		return err
+	}
+	hc.dirty = false
+	return nil
+}
+
+// threadNames is Codex's thread names (codexThreadNames), read again
+// only when the file changed.
+func (hc *HeadCache) threadNames(home string) map[string]string {
+	path := filepath.Join(home, "session_index.jsonl")
+	fi, err := os.Lstat(path)
+	hc.mu.Lock()
+	n := hc.names
+	hc.mu.Unlock()
+	if err == nil && n.m != nil && n.path == path && n.size == fi.Size() && n.mod == fi.ModTime().UnixNano() && n.ino == inode(fi) {
+		return n.m
+	}
+	m := codexThreadNames(home)
+	if err == nil {
+		hc.mu.Lock()
+		hc.names = threadNames{path: path, size: fi.Size(), mod: fi.ModTime().UnixNano(), ino: inode(fi), m: m}
+		hc.mu.Unlock()
+	}
+	return m
+}
