@@ -10,6 +10,7 @@ import (
 
 	"spbridge/internal/canonjson"
 	"spbridge/internal/history"
+	"spbridge/internal/statedir"
 )
 
 // runConversationListAll is "conversation list": with --cli the CLIs' own
@@ -47,7 +48,11 @@ func runConversationListCLI(_ context.Context, st stdio, args []string) error {
 	if *backend != "" && *backend != history.Claude && *backend != history.Codex {
 		return usagef(f.cmd, "--backend: %q is not claude or codex", *backend)
 	}
-	list, err := history.List(history.Options{Backend: *backend, Cwd: *cwd})
+	opts := history.Options{Backend: *backend, Cwd: *cwd}
+	if state, err := statedir.Dir(); err == nil {
+		opts.Cache = history.NewHeadCache(state) // what was read of each file, for the next listing
+	}
+	list, err := history.List(opts)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ func cliStores(t *testing.T) {
 	}
 	t.Setenv("CLAUDE_CONFIG_DIR", filepath.Join(root, "claude"))
 	t.Setenv("CODEX_HOME", filepath.Join(root, "codex"))
+	t.Setenv("SPBRIDGE_STATE_DIR", filepath.Join(root, "state")) // the listing's head cache
 }
 
 // call runs one command function as run does, giving its output and error.

@@ -72,7 +72,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		DefaultBackend: *backendName,
 		SessionsDir:    filepath.Join(state, "sessions"),
 		Index:          sessionindex.New(state),
-		History:        &history.Options{},
+		History:        &history.Options{Cache: history.NewHeadCache(state)},
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
 		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
 			cli, ok := clis.Lookup(name)

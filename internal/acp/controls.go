@@ -423,14 +423,29 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
-	all, err := s.listAll(p.Cwd)
-	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
-	}
-	page, next, err := listPage(all, p.Cursor)
+	cursor, err := parseListCursor(p.Cursor)
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
 	}
+	// A page after the first is cut from the listing the first page was,
+	// while it is kept; else (and for a first page) every session is
+	// listed anew.
+	var all []listEntry
+	var snapshot uint64
+	if cursor != nil && cursor.Snapshot != 0 {
+		if all = s.lists.get(cursor.Snapshot, p.Cwd); all != nil {
+			snapshot = cursor.Snapshot
+		}
+	}
+	if snapshot == 0 {
+		if all, err = s.listAll(p.Cwd); err != nil {
+			return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
+		}
+		if len(all) > listPageSize {
+			snapshot = s.lists.put(p.Cwd, all)
+		}
+	}
+	page, next := listPage(all, cursor, snapshot)
 	sessions := []any{}
 	for _, e := range page {
 		info := map[string]any{"sessionId": e.id, "cwd": e.cwd, "updatedAt": e.updated.UTC().Format(time.RFC3339)}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"spbridge/internal/archive"
@@ -99,10 +100,76 @@ type listEntry struct {
 	meta           map[string]any // _meta.spbridge
 }
 
-// listCursor names the last entry of a page of session/list.
+// listCursor names the last entry of a page of session/list, and the
+// listing it was taken from (a snapshot still kept, 0 for none).
 type listCursor struct {
 	UpdatedAt time.Time `json:"u"`
 	ID        string    `json:"i"`
+	Snapshot  uint64    `json:"s,omitempty"`
+}
+
+// parseListCursor reads a cursor listPage gave; nil for "".
+func parseListCursor(cursor string) (*listCursor, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	data, err := base64.RawURLEncoding.DecodeString(cursor)
+	var c listCursor
+	if err != nil || json.Unmarshal(data, &c) != nil || c.ID == "" {
+		return nil, sessionindex.ErrBadCursor
+	}
+	return &c, nil
+}
+
+// maxListSnapshots is how many listings session/list keeps for the pages
+// after their first.
+const maxListSnapshots = 4
+
+// listSnapshots keeps the last listings session/list made, so that the
+// pages after a first are cut from the listing the first page was (one
+// consistent list, whatever changed meanwhile) without listing every
+// session again: a page costs the same over 10,000 sessions as over 100.
+// A first page (no cursor) always lists anew; a session/delete drops them.
+type listSnapshots struct {
+	mu   sync.Mutex
+	last uint64
+	kept []*listSnapshot // oldest first
+}
+
+type listSnapshot struct {
+	id      uint64
+	cwd     string
+	entries []listEntry
+}
+
+// get is the listing id for cwd, nil when it is no longer kept.
+func (l *listSnapshots) get(id uint64, cwd string) []listEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.kept {
+		if s.id == id && s.cwd == cwd {
+			return s.entries
+		}
+	}
+	return nil
+}
+
+// put keeps a listing for cwd and returns its id.
+func (l *listSnapshots) put(cwd string, entries []listEntry) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last++
+	l.kept = append(l.kept, &listSnapshot{id: l.last, cwd: cwd, entries: entries})
+	if len(l.kept) > maxListSnapshots {
+		l.kept = slices.Delete(l.kept, 0, len(l.kept)-maxListSnapshots)
+	}
+	return l.last
+}
+
+func (l *listSnapshots) clear() {
+	l.mu.Lock()
+	l.kept = nil
+	l.mu.Unlock()
 }
 
 // listPageSize is how many sessions a page of session/list holds.
@@ -190,16 +257,12 @@ func continueCommand(backend, id string) string {
 	return ""
 }
 
-// listPage is the page of entries after cursor ("" for the first), and
-// the cursor of the next page ("" on the last).
-func listPage(entries []listEntry, cursor string) ([]listEntry, string, error) {
+// listPage is the page of entries after c (nil for the first), and the
+// cursor of the next page ("" on the last), which names the listing
+// snapshot (0: none).
+func listPage(entries []listEntry, c *listCursor, snapshot uint64) ([]listEntry, string) {
 	start := 0
-	if cursor != "" {
-		data, err := base64.RawURLEncoding.DecodeString(cursor)
-		var c listCursor
-		if err != nil || json.Unmarshal(data, &c) != nil || c.ID == "" {
-			return nil, "", sessionindex.ErrBadCursor
-		}
+	if c != nil {
 		start = len(entries)
 		for i, e := range entries {
 			if e.updated.Before(c.UpdatedAt) || (e.updated.Equal(c.UpdatedAt) && e.id > c.ID) {
@@ -213,10 +276,10 @@ func listPage(entries []listEntry, cursor string) ([]listEntry, string, error) {
 	next := ""
 	if end < len(entries) {
 		last := page[len(page)-1]
-		data, _ := json.Marshal(listCursor{last.updated, last.id})
+		data, _ := json.Marshal(listCursor{last.updated, last.id, snapshot})
 		next = base64.RawURLEncoding.EncodeToString(data)
 	}
-	return page, next, nil
+	return page, next
 }
 
 // fork puts a copy of the conversation of the session op forks into op's
@@ -374,6 +437,7 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
 		}
 	}
+	s.lists.clear()
 	meta := map[string]any{"removed": removed, "hidden": nonNil(hide)}
 	if pkg != "" {
 		meta["package"] = pkg

@@ -140,6 +140,9 @@ type Server struct {
 
 	wg sync.WaitGroup // handlers, session workers, turns and interrupts
 
+	// lists are the last listings session/list paged through.
+	lists listSnapshots
+
 	// allowPackage, when set, vets each package path a session would open
 	// (the fuzz test keeps sessions inside its own folder).
 	allowPackage func(path string) bool
