@@ -127,3 +127,57 @@ func TestConversationAtDepthBound(t *testing.T) {
 		t.Errorf("fsck: %v, %v", rep, err)
 	}
 }
+
+// TestDeepConversationSavesInProportion: a conversation of many values
+// nested near the bound (the report's: 1.5 MB nested 1,095 levels saved
+// as 556 MB, which spbridge then refused to read) saves at a size
+// proportional to what was read, not to its depth times it, reads back
+// the same, and saves again unchanged; a conversation of ordinary depth is
+// pretty-printed as before.
+func TestDeepConversationSavesInProportion(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"formatVersion":1,"items":[`)
+	for i := range 20 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"A%d","type":"skillProposal","skill":%s}`, i, nested(MaxConversationDepth-8))
+	}
+	b.WriteString(`]}`)
+	data := []byte(b.String())
+	pkg := newPackage(t)
+	writeAgentFile(t, pkg, "conversation.json", data)
+	p := mustOpen(t, pkg)
+	if p.Unreadable != "" || len(p.Conv.Items) != 20 {
+		t.Fatalf("opened as %q with %d items", p.Unreadable, len(p.Conv.Items))
+	}
+	mustSave(t, p)
+	saved, err := os.ReadFile(filepath.Join(pkg, "agent", "conversation.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes read saved as %d", len(data), len(saved))
+	if limit := 4*len(data) + 64<<10; len(saved) > limit {
+		t.Errorf("%d bytes read saved as %d, want at most %d", len(data), len(saved), limit)
+	}
+	p2 := mustOpen(t, pkg)
+	if p2.Unreadable != "" || !reflect.DeepEqual(p2.Conv.Items[19].Get("skill"), p.Conv.Items[19].Get("skill")) {
+		t.Fatalf("reopen: unreadable %q", p2.Unreadable)
+	}
+	if r := mustSave(t, p2); r.Changed() {
+		t.Errorf("save of the reopened conversation changed %+v", r)
+	}
+	// Ordinary depth: one member a line, indented, to the innermost.
+	shallow := hostFieldAt(12)
+	conv, err := Decode(shallow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := conv.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\n" + strings.Repeat("  ", 12) + `"s" : "x"`; !strings.Contains(string(enc), want) {
+		t.Errorf("a conversation 12 levels deep is not pretty-printed to its innermost value:\n%s", enc)
+	}
+}

@@ -383,3 +383,33 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// TestPrettyDepth: objects and arrays nested PrettyDepth levels or more
+// are written on one line, those above pretty-printed; the text reads back
+// the same value, and AppendAt at such a depth gives the same bytes.
+func TestPrettyDepth(t *testing.T) {
+	inner := map[string]any{"k": []any{"v", map[string]any{"a": json.Number("1")}}}
+	v := any(inner)
+	for range PrettyDepth - 1 {
+		v = []any{v}
+	}
+	enc, err := Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The innermost array of the chain is at depth PrettyDepth-2: pretty;
+	// inner is at PrettyDepth-1: pretty; its "k" array at PrettyDepth: one
+	// line.
+	want := "\n" + strings.Repeat("  ", PrettyDepth) + `"k" : ["v",{"a":1}]`
+	if !strings.Contains(string(enc), want) {
+		t.Errorf("encoding lacks %q:\n%s", want, enc)
+	}
+	back, err := Decode(enc)
+	if err != nil || !reflect.DeepEqual(back, v) {
+		t.Errorf("read back %v, %v", back, err)
+	}
+	deep, err := AppendAt(nil, inner["k"], PrettyDepth)
+	if err != nil || string(deep) != `["v",{"a":1}]` {
+		t.Errorf("AppendAt at PrettyDepth = %s, %v", deep, err)
+	}
+}

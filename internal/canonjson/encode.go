@@ -16,8 +16,9 @@ import (
 // point at every depth, two spaces a level, `"key" : value`, one member or
 // element a line, `{}` and `[]` for empty containers, UTF-8 without `\u`
 // escapes except for control characters, `/` and `<>&` unescaped, numbers as
-// their json.Number text, and no trailing newline. The same value always
-// gives the same bytes.
+// their json.Number text, and no trailing newline. An object or array
+// nested PrettyDepth levels deep or more is written on one line, as
+// EncodeCompact writes it. The same value always gives the same bytes.
 func Encode(v any) ([]byte, error) {
 	return Append(nil, v)
 }
@@ -73,6 +74,14 @@ func write(w io.Writer, v any, compact bool) error {
 func WriteCompact(w io.Writer, v any) error {
 	return write(w, v, true)
 }
+
+// PrettyDepth is the depth from which Encode writes objects and arrays on
+// one line: the top value is at depth 0, its members at 1. Above it each
+// level costs a line's indentation, two bytes more a level; below it, none,
+// so a structure nested far deeper (a host's field, a tool's input) is
+// written at a size proportional to its text, not to its depth times it.
+// Real conversations nest 3 to 13 levels.
+const PrettyDepth = 32
 
 // flushSize is how much Write gathers before it writes.
 const flushSize = 32 << 10
@@ -133,12 +142,17 @@ func (e *encoder) member() error {
 	return nil
 }
 
-func (e *encoder) newline(depth int) {
-	if e.compact {
+// flat reports whether a container at depth is written on one line.
+func (e *encoder) flat(depth int) bool { return e.compact || depth >= PrettyDepth }
+
+// newline begins a line indented indent levels in a container at depth
+// container, unless that container is written on one line.
+func (e *encoder) newline(container, indent int) {
+	if e.flat(container) {
 		return
 	}
 	e.buf = append(e.buf, '\n')
-	for range depth {
+	for range indent {
 		e.buf = append(e.buf, ' ', ' ')
 	}
 }
@@ -194,9 +208,9 @@ func (e *encoder) value(v any, depth int) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.newline(depth + 1)
+			e.newline(depth, depth+1)
 			e.buf = AppendString(e.buf, k)
-			if e.compact {
+			if e.flat(depth) {
 				e.buf = append(e.buf, ':')
 			} else {
 				e.buf = append(e.buf, " : "...)
@@ -208,7 +222,7 @@ func (e *encoder) value(v any, depth int) error {
 				return err
 			}
 		}
-		e.newline(depth)
+		e.newline(depth, depth)
 		e.buf = append(e.buf, '}')
 	case []any:
 		if len(v) == 0 {
@@ -220,7 +234,7 @@ func (e *encoder) value(v any, depth int) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.newline(depth + 1)
+			e.newline(depth, depth+1)
 			if err := e.value(x, depth+1); err != nil {
 				return err
 			}
@@ -228,7 +242,7 @@ func (e *encoder) value(v any, depth int) error {
 				return err
 			}
 		}
-		e.newline(depth)
+		e.newline(depth, depth)
 		e.buf = append(e.buf, ']')
 	case Array:
 		n := v.Len()
@@ -241,7 +255,7 @@ func (e *encoder) value(v any, depth int) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.newline(depth + 1)
+			e.newline(depth, depth+1)
 			if err := e.value(v.At(i), depth+1); err != nil {
 				return err
 			}
@@ -249,7 +263,7 @@ func (e *encoder) value(v any, depth int) error {
 				return err
 			}
 		}
-		e.newline(depth)
+		e.newline(depth, depth)
 		e.buf = append(e.buf, ']')
 	default:
 		return &UnsupportedError{Value: v}
