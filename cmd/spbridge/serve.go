@@ -71,6 +71,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Version:        versionString(),
 		DefaultBackend: *backendName,
 		SessionsDir:    filepath.Join(state, "sessions"),
+		RecoveryDir:    filepath.Join(state, "recovery"),
 		Index:          sessionindex.New(state),
 		History:        &history.Options{Cache: history.NewHeadCache(state)},
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),

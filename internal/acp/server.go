@@ -70,6 +70,9 @@ type Config struct {
 	// SessionsDir is where such an editor's sessions get a package of their
 	// own, one folder each; "" makes _meta.spbridge.package required.
 	SessionsDir string
+	// RecoveryDir is where the recovery copies of host-saved packages are
+	// kept (the state folder's recovery/); "" keeps none.
+	RecoveryDir string
 	// Log receives diagnostics (stderr); nil discards them.
 	Log *log.Logger
 	// AuthStatus says whether a backend's CLI is logged in, for
@@ -309,6 +312,7 @@ var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 	"_spbridge/save":                (*acpSession).save,
 	"_spbridge/newConversation":     (*acpSession).newConversation,
 	"_spbridge/setKeepConversation": (*acpSession).setKeep,
+	"_spbridge/recover":             (*acpSession).recoverCopy,
 }
 
 // dispatch routes a request or notification.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
@@ -371,8 +372,10 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	if op.cli == nil || op.cli.backend != op.backend {
 		op.resume = "" // another CLI: it is told the conversation so far
 	}
+	saving := ss.srv.savePolicy(op.id)
 	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Continues: op.resume != "",
 		Import: op.imported, Imported: op.onImported,
+		Saving: saving, RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
 		Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
 			if op.defaulted && (op.load || op.forkFrom != "") {
 				// A session reopened without naming its backend
@@ -433,7 +436,60 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	case openNew, openFork:
 		res["sessionId"] = ss.id
 	}
+	if r := conv.Recovery(); r != nil {
+		ss.offerRecovery(res, r)
+	}
 	return res, nil
+}
+
+// savePolicy is who saves the package at path: a client that opted in to
+// spbridge's extensions (initialize's clientCapabilities._meta.spbridge
+// .items, which brings _spbridge/edited) and named a package of its own
+// saves it, and spbridge keeps a recovery copy of each turn's end; every
+// other package (one spbridge keeps under SessionsDir, or any of a client
+// that did not opt in) spbridge saves itself.
+func (s *Server) savePolicy(path string) session.SavePolicy {
+	if !s.items.Load() || inFolder(s.cfg.SessionsDir, path) {
+		return session.SaveAuto
+	}
+	return session.SaveByHost
+}
+
+// inFolder reports whether path is inside dir ("" holds nothing).
+func inFolder(dir, path string) bool {
+	if dir == "" {
+		return false
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(abs, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// saveFailed reports a save the session made of its own that failed: the
+// conversation stays unsaved, and the next save or the close writes it.
+func (ss *acpSession) saveFailed(err error) {
+	ss.srv.cfg.Log.Printf("session %s: save: %v (the conversation stays unsaved; the next save or the close writes it)", ss.id, err)
+}
+
+// offerRecovery offers a recovery copy newer than the package in the
+// answer to the open (_meta.spbridge.recovery), as a notice to a client
+// that presents them, and in the log.
+func (ss *acpSession) offerRecovery(res map[string]any, r *session.Recovery) {
+	var saved int
+	ss.conv.View(func(conv *archive.Conversation) { saved = len(conv.Items) })
+	res["_meta"] = map[string]any{"spbridge": map[string]any{"recovery": map[string]any{
+		"items": r.Items, "savedItems": saved, "time": r.Time.Format(time.RFC3339Nano), "path": r.Dir,
+	}}}
+	text := fmt.Sprintf("A copy of this conversation from %s (%d items) holds turns the document's saved conversation (%d items) lacks: spbridge kept it when the document was not saved after them. _spbridge/recover takes it.",
+		r.Time.Local().Format("2006-01-02 15:04"), r.Items, saved)
+	ss.srv.cfg.Log.Printf("session %s: %s", ss.id, text)
+	if ss.srv.notices.Load() {
+		sid := ss.id
+		ss.srv.w.write(func(b []byte) []byte { return appendNotice(b, sid, text) })
+	}
 }
 
 // enqueue adds a job to the session's queue; false when the session has
@@ -1231,6 +1287,34 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		ss.edited()
 	}
 	return struct{}{}, nil
+}
+
+// recoverCopy takes the recovery copy the open offered: the conversation
+// becomes the copy's, replayed as session/load replays it, and edited
+// (the client saves it).
+func (ss *acpSession) recoverCopy(j *job) (any, error) {
+	var p struct{}
+	if err := decode(j.m.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
+	ss.mu.Unlock()
+	n, err := ss.conv.Recover()
+	switch {
+	case errors.Is(err, session.ErrNoRecovery):
+		return nil, rpcErrorf(CodeInvalidRequest, "no recovery copy is offered in session %s (a turn ran since it opened, or the copy was taken)", ss.id)
+	case errors.Is(err, session.ErrBusy):
+		return nil, errBusyNew
+	case err != nil:
+		return nil, rpcErrorf(CodeInternalError, "recover: %v", err)
+	}
+	ss.replay()
+	if ss.conv.Keep() {
+		ss.edited()
+	}
+	return map[string]any{"items": n}, nil
 }
 
 func (ss *acpSession) setKeep(j *job) (any, error) {

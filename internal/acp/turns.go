@@ -103,6 +103,9 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 	if res.AuditErr != nil {
 		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, res.AuditErr)
 	}
+	if res.SaveErr != nil {
+		ss.saveFailed(res.SaveErr)
+	}
 	ss.usage(end)
 	ss.recordTurn(r.Text, end.SessionID)
 	var failure string

@@ -3,6 +3,7 @@ package archive
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -149,6 +150,17 @@ func (p *Package) load() {
 func (p *Package) known(hash [sha256.Size]byte, size int64, conv *Conversation, f *fingerprint, st stamp) {
 	p.jsonHash, p.jsonSize, p.jsonPrint, p.jsonStamp, p.jsonKnown = hash, size, f, st, true
 	p.jsonItems, p.jsonMsgs = len(conv.Items), len(conv.History)
+}
+
+// SavedHash is the SHA-256 (hex) of the bytes conversation.json held when
+// the package last read or wrote it, or "" when it held none that was read
+// (none, or one that could not be read). Like Write, it must not run at
+// the same time as a Write.
+func (p *Package) SavedHash() string {
+	if !p.jsonKnown {
+		return ""
+	}
+	return hex.EncodeToString(p.jsonHash[:])
 }
 
 // forget records that conversation.json is gone.

@@ -45,6 +45,12 @@ type Options struct {
 	// from disk, without reading it back.
 	Import   *archive.Conversation
 	Imported func()
+	// Saving, RecoveryDir and SaveFailed are the Session's; with
+	// SaveByHost the open looks for a recovery copy newer than the
+	// package (Session.Recovery).
+	Saving      SavePolicy
+	RecoveryDir string
+	SaveFailed  func(error)
 	// Backend makes the backend once the saved conversation is read (its
 	// Provider says which CLI it last ran on) and names its provider.
 	Backend func(saved *archive.Conversation) (be backend.Backend, provider string, err error)
@@ -90,7 +96,8 @@ func Open(o Options) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep}
+	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep,
+		Saving: o.Saving, RecoveryDir: o.RecoveryDir, SaveFailed: o.SaveFailed}
 	switch {
 	case o.Continues:
 		s.Restore = &restore.State{}
@@ -98,6 +105,7 @@ func Open(o Options) (_ *Session, err error) {
 	case len(pkg.Conv.Items) > 0 && pkg.Unreadable == "":
 		s.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}
+	s.findOffer()
 	held = true
 	return s, nil
 }

@@ -43,6 +43,7 @@ func (s *Session) queueLocked(r Request) {
 	s.waiting = append(s.waiting, w)
 	s.Pkg.Conv.Queued = append(s.Pkg.Conv.Queued, r.Text)
 	s.changes++
+	s.autoSaveLocked()
 }
 
 // nextLocked takes the first queued request, for the turn that follows;
@@ -56,6 +57,7 @@ func (s *Session) nextLocked() (Request, bool) {
 	s.changes++
 	s.removeQueued(0)
 	s.waiting = s.waiting[1:]
+	s.autoSaveLocked()
 	return w.Request, true
 }
 
@@ -78,6 +80,7 @@ func (s *Session) handBackLocked() []Request {
 	}
 	conv.Queued = nil
 	s.waiting = nil
+	s.autoSaveLocked()
 	return rs
 }
 
@@ -93,6 +96,7 @@ func (s *Session) dropLocked(w *waiting) bool {
 	s.Pkg.Conv.Unsent = append(s.Pkg.Conv.Unsent, w.Text)
 	s.removeQueued(k)
 	s.waiting = slices.Delete(s.waiting, k, k+1)
+	s.autoSaveLocked()
 	return true
 }
 

@@ -75,6 +75,17 @@ type Session struct {
 	// EndSaving, when set, is called before (false) and after (true) the
 	// save at a turn's end (see Prompt), with no lock of the session held.
 	EndSaving func(saved bool)
+	// Saving says who writes the conversation into the package (see
+	// SavePolicy); RecoveryDir is where SaveByHost keeps its recovery
+	// copies (the state folder's recovery/; "" keeps none). Both are set
+	// by Open.
+	Saving      SavePolicy
+	RecoveryDir string
+	// SaveFailed, when set, is told a save the session made of its own
+	// that failed (SaveAuto's in the background, a recovery copy's); the
+	// conversation stays unsaved, and the next save or the close writes
+	// it.
+	SaveFailed func(error)
 
 	mu sync.Mutex // guards Pkg.Conv, Pkg's turn state and mine
 	// mine holds the ids of stored items no snapshot shares (a text that
@@ -102,6 +113,13 @@ type Session struct {
 	// running is set while Send runs; savedInTurn when a save ran
 	// meanwhile (TurnSaved).
 	running, savedInTurn bool
+	// autoRunning is set while SaveAuto's background save runs (autoWG).
+	autoRunning bool
+	autoWG      sync.WaitGroup
+	// rec is the recovery copy's package (SaveByHost), under saveMu; offer
+	// the copy the open found newer than the package (Recovery).
+	rec   *archive.Package
+	offer *Recovery
 }
 
 // TurnResult is how a turn ended.
@@ -110,6 +128,10 @@ type TurnResult struct {
 	UserItem archive.Item
 	// AuditErr is why the turn's audit record could not be written, or nil.
 	AuditErr error
+	// SaveErr is why the save at the turn's end (SaveAuto's, or the
+	// recovery copy of SaveByHost) failed, or nil; the conversation stays
+	// unsaved.
+	SaveErr error
 }
 
 // ErrNotStarted is matched by the error of a turn that never started: the
@@ -124,7 +146,8 @@ var ErrNotStarted = errors.New("the turn did not start")
 // Conversation so far" prefix before text; the items, the history and the
 // audit log only ever hold text itself. It returns when the turn ended
 // (completed, failed or interrupted), with its audit record written (or,
-// with an AuditQueue, queued). Saving is the caller's (Pkg.Save).
+// with an AuditQueue, queued), and with the turn's end saved as the
+// session's SavePolicy says (SaveByCaller leaves saving to the caller).
 //
 // A turn that never started (itemmap.TurnEnd.NotStarted, or a working
 // folder or program that cannot be used, found before the CLI is asked)
@@ -169,6 +192,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	conv.Items = append(conv.Items, user)
 	s.changes++
 	s.running, s.savedInTurn = true, false
+	s.offer = nil // a turn goes on from what the package holds
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -225,6 +249,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	if s.AuditDir != "" {
 		res.AuditErr = s.audit(identity, text, userMsg, turnItems, end, "")
 	}
+	res.SaveErr = s.endSave()
 	return res, nil
 }
 
@@ -258,6 +283,11 @@ func (s *Session) Watch(h backend.Between) bool {
 func (s *Session) ApplyChange(c itemmap.Change) {
 	s.mu.Lock()
 	s.applyLocked(c, 0)
+	if c.Delta == "" {
+		// A text that grows is saved once it stops, with its item's next
+		// change or the CLI's turn's end.
+		s.autoSaveLocked()
+	}
 	s.mu.Unlock()
 }
 
@@ -351,10 +381,24 @@ func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
 // with the document's switch as SetKeep last set it): the snapshot is
 // taken under the session's lock, and encoded and written without it, so
 // that a turn goes on streaming meanwhile. Saves run one at a time.
+//
+// With SaveByHost, a save that succeeds removes the recovery copy: the
+// package holds all it held.
 func (s *Session) Save() (*archive.SaveReport, error) {
+	return s.save(false)
+}
+
+// save is Save; own marks a save the session makes of its own
+// (SaveAuto's), which writes nothing once the session closed or with the
+// keep switch off.
+func (s *Session) save(own bool) (*archive.SaveReport, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.mu.Lock()
+	if own && (s.closed || !s.keep) {
+		s.mu.Unlock()
+		return &archive.SaveReport{}, nil
+	}
 	snap := s.Pkg.Snapshot(s.keep)
 	gen := s.changes
 	if s.running {
@@ -370,6 +414,11 @@ func (s *Session) Save() (*archive.SaveReport, error) {
 		s.mu.Lock()
 		s.saved = max(s.saved, gen)
 		s.mu.Unlock()
+		if !own && s.Saving == SaveByHost {
+			if rerr := s.removeRecoveryLocked(); rerr != nil {
+				s.saveFailed(rerr)
+			}
+		}
 	}
 	return r, err
 }
@@ -398,6 +447,7 @@ func (s *Session) SetKeep(keep bool) {
 	defer s.mu.Unlock()
 	s.keep = keep
 	s.changes++
+	s.autoSaveLocked()
 }
 
 // Keep is the document's "keep the agent conversation" switch.
@@ -416,6 +466,7 @@ func (s *Session) Update(f func(conv *archive.Conversation)) {
 	defer s.mu.Unlock()
 	s.changes++
 	f(s.Pkg.Conv)
+	s.autoSaveLocked()
 }
 
 // View runs f on the conversation under the session's lock, to read it. f
@@ -482,6 +533,10 @@ func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, erro
 	}
 	s.Backend, s.Restore, s.waiting = be, nil, nil
 	s.saved = s.changes // the folder went with the conversation
+	s.offer = nil
+	if err := s.removeRecoveryLocked(); err != nil {
+		s.saveFailed(err)
+	}
 	return r, nil
 }
 
@@ -504,6 +559,7 @@ func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error
 	s.changes++
 	Apply(s.Pkg.Conv, end, s.Provider)
 	identity := s.Pkg.Conv.Identity()
+	s.autoSaveLocked()
 	s.mu.Unlock()
 	if s.AuditDir == "" {
 		return nil
@@ -650,6 +706,7 @@ func (s *Session) Close() (err error) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.autoWG.Wait() // no save of its own writes once the lock is released
 	if lock := s.lock; lock != nil {
 		s.lock = nil
 		// Released even when ending the CLI panics.
