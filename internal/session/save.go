@@ -64,7 +64,11 @@ func (s *Session) autoLoop() {
 			return
 		}
 		s.mu.Unlock()
-		if err := s.saveSafely(); err != nil {
+		err := s.saveSafely()
+		if s.ownSaved != nil {
+			s.ownSaved(err)
+		}
+		if err != nil {
 			s.mu.Lock()
 			s.autoRunning = false
 			s.mu.Unlock()

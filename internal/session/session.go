@@ -116,6 +116,7 @@ type Session struct {
 	// autoRunning is set while SaveAuto's background save runs (autoWG).
 	autoRunning bool
 	autoWG      sync.WaitGroup
+	ownSaved    func(error) // tests: told each background save's end
 	// rec is the recovery copy's package (SaveByHost), under saveMu; offer
 	// the copy the open found newer than the package (Recovery).
 	rec   *archive.Package
