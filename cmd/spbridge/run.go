@@ -139,9 +139,15 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			return err
 		}
 	}
+	state, err := audit.StateDir()
+	if err != nil {
+		return err
+	}
 	var be backend.Backend
 	paceGC()
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
+		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"),
+		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
 		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
 			var provider string
 			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
@@ -151,6 +157,10 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
+	if r := s.Recovery(); r != nil {
+		fmt.Fprintf(st.err, "spbridge: a recovery copy of this conversation from %s holds %d items the package does not (see spbridge conversation recover %s); this run goes on from the package\n",
+			r.Time.Local().Format("2006-01-02 15:04"), r.Items, pkg)
+	}
 	h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking,
 		width:    func() int { return terminalWidth(os.Stderr) },
 		outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
@@ -168,7 +178,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 }
 
 // sendAll sends the messages one turn each (the images with the first),
-// saving after each turn, and stops at the first turn that does not
+// each saved at its end (session.SaveAuto), and stops at the first turn that does not
 // complete (a turnError) or does not start (its error; the turns before it
 // are saved).
 func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, messages []string, atts []backend.Image) error {
@@ -183,20 +193,15 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 		h.stopStatus()
 		if sendErr != nil {
 			// A turn that never started changed nothing; the turns
-			// before it are saved.
-			if i > 0 {
-				if _, err := s.Save(); err != nil {
-					return errors.Join(sendErr, fmt.Errorf("save %s: %w", s.Pkg.Dir, err))
-				}
-			}
+			// before it are saved (session.SaveAuto).
 			return sendErr
 		}
 		h.turnEnd(res.End)
 		if res.AuditErr != nil {
 			fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 		}
-		if _, err := s.Save(); err != nil {
-			return fmt.Errorf("save %s: %w", s.Pkg.Dir, err)
+		if res.SaveErr != nil { // the session saved the turn's end
+			return fmt.Errorf("save %s: %w", s.Pkg.Dir, res.SaveErr)
 		}
 		if res.End.Status != itemmap.TurnCompleted {
 			return &turnError{res.End.Status}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,8 +35,10 @@ func runStatePrune(_ context.Context, st stdio, args []string) error {
 			"index, so that audit verify reports them as pruned, not missing), and the\n"+
 			"packages under sessions/ of editor sessions that named no package of their\n"+
 			"own and have not changed for DURATION (a session open in a running spbridge\n"+
-			"is left alone). Prints each thing removed. DURATION is a Go duration (72h,\n"+
-			"90m) or a number of days (30d).")
+			"is left alone), and the recovery copies under recovery/ of documents an\n"+
+			"editor saves itself, written that long ago (one whose package is open in a\n"+
+			"running spbridge is left alone). Prints each thing removed. DURATION is a\n"+
+			"Go duration (72h, 90m) or a number of days (30d).")
 	older := f.String("older-than", "", "remove what has not changed for this `DURATION` (e.g. 30d, 720h)")
 	dryRun := f.Bool("dry-run", false, "print what would be removed, remove nothing")
 	if done, err := f.parse(args, st.out); done || err != nil {
@@ -76,7 +79,16 @@ func runStatePrune(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(logs)+len(sessions) == 0 {
+	copies, err := pruneRecovery(filepath.Join(state, "recovery"), cutoff, *dryRun, func(dir string, err error) {
+		fmt.Fprintf(st.err, "spbridge: kept %s: %v\n", relTo(state, dir), err)
+	})
+	for _, p := range copies {
+		fmt.Fprintf(st.out, "%s %s\n", verb, relTo(state, p))
+	}
+	if err != nil {
+		return err
+	}
+	if len(logs)+len(sessions)+len(copies) == 0 {
 		fmt.Fprintln(st.out, "nothing to remove")
 	}
 	return nil
@@ -143,6 +155,64 @@ func pruneSessions(dir string, cutoff time.Time, dryRun bool, kept func(string, 
 			continue
 		}
 		removed = append(removed, pkg)
+	}
+	return removed, nil
+}
+
+// pruneRecovery removes the recovery copies under dir written before
+// cutoff, unless a running spbridge holds the package a copy is of, and
+// returns them. kept is told of each one left because it could not be
+// taken.
+func pruneRecovery(dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, de := range entries {
+		if !de.IsDir() {
+			continue
+		}
+		copyDir := filepath.Join(dir, de.Name())
+		newest, err := newestChange(copyDir)
+		if err != nil {
+			kept(copyDir, err)
+			continue
+		}
+		if !newest.Before(cutoff) {
+			continue
+		}
+		remove := func() error {
+			if dryRun {
+				return nil
+			}
+			return os.RemoveAll(copyDir)
+		}
+		var rmErr error
+		var pkg string
+		if data, err := os.ReadFile(filepath.Join(copyDir, session.RecoveryFile)); err == nil {
+			var r session.Recovery
+			if json.Unmarshal(data, &r) == nil {
+				pkg = r.Package
+			}
+		}
+		if fi, err := os.Stat(pkg); pkg != "" && err == nil && fi.IsDir() {
+			// The package's lock: a session open on it writes the copy.
+			err = session.WithLock(pkg, func() error { rmErr = remove(); return nil })
+			if rmErr == nil && err != nil {
+				kept(copyDir, err)
+				continue
+			}
+		} else {
+			rmErr = remove()
+		}
+		if rmErr != nil {
+			return removed, fmt.Errorf("remove %s: %w", copyDir, rmErr)
+		}
+		removed = append(removed, copyDir)
 	}
 	return removed, nil
 }

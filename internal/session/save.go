@@ -233,6 +233,9 @@ func (s *Session) writeRecovery() error {
 		s.Writing()
 	}
 	abs, _ := filepath.Abs(s.Pkg.Dir)
+	if _, err := os.Lstat(filepath.Join(dir, RecoveryFile)); err != nil {
+		s.rec = nil // none written yet, or pruned: written anew
+	}
 	if s.rec == nil {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("write the recovery copy: %w", err)
@@ -272,12 +275,11 @@ func (s *Session) removeRecoveryLocked() error {
 	return nil
 }
 
-// findOffer looks, at the open of a host-saved package, for a recovery
-// copy newer than what the package holds; an error reading it is
-// reported and offers nothing.
+// findOffer looks, at the open, for a recovery copy newer than what the
+// package holds (one a host-saved session wrote, whatever the policy of
+// this one); an error reading it is reported and offers nothing.
 func (s *Session) findOffer() {
-	dir := s.recoveryPath()
-	if dir == "" || !s.keep || s.Pkg.Kind != archive.KindDocument {
+	if s.RecoveryDir == "" || !s.keep || s.Pkg.Kind != archive.KindDocument {
 		return
 	}
 	abs, _ := filepath.Abs(s.Pkg.Dir)
@@ -333,6 +335,7 @@ func (s *Session) Recover() (int, error) {
 	clear(s.mine)
 	s.Restore = restore.Restored(slices.Clone(conv.Items))
 	s.changes++
+	s.autoSaveLocked()
 	return len(conv.Items), nil
 }
 

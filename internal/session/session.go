@@ -77,8 +77,9 @@ type Session struct {
 	EndSaving func(saved bool)
 	// Saving says who writes the conversation into the package (see
 	// SavePolicy); RecoveryDir is where SaveByHost keeps its recovery
-	// copies (the state folder's recovery/; "" keeps none). Both are set
-	// by Open.
+	// copies (the state folder's recovery/; "" keeps none), and where the
+	// open looks for one to offer, whatever the policy. Both are set by
+	// Open.
 	Saving      SavePolicy
 	RecoveryDir string
 	// SaveFailed, when set, is told a save the session made of its own
