@@ -12,6 +12,7 @@ func conversationCommands() []command {
 		{"show", "print a package's conversation, or its last turn", runConversationShow},
 		{"list", "list the packages under a folder that hold a conversation", runConversationListAll},
 		{"new", "start a new conversation, removing the saved one", runConversationNew},
+		{"recover", "show or take the recovery copy of a package's conversation", runConversationRecover},
 	}
 }
 

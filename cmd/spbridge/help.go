@@ -86,6 +86,11 @@ $ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 Poster.silverpoint
 $ spbridge import --replace rollout.jsonl Poster.silverpoint`,
 	"conversation new": `
 $ spbridge conversation new --yes Poster.silverpoint`,
+	"conversation recover": `
+# What spbridge kept after an editor that saves the document crashed
+$ spbridge conversation recover Poster.silverpoint
+# Put it into the document
+$ spbridge conversation recover --take Poster.silverpoint`,
 	"transcript": `
 $ spbridge transcript Poster.silverpoint`,
 	"save": `
