@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/money"
+	"spbridge/internal/regfile"
 	"spbridge/internal/session"
 )
 
@@ -178,7 +178,7 @@ const keptAnchors = "a kept head vouches for its log's records up to it, also ag
 
 // readHeads reads the heads kept in the file at path.
 func readHeads(path string) ([]audit.Head, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("heads file: %w", err)
 	}

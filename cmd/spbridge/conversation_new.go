@@ -8,7 +8,7 @@ import (
 	"spbridge/internal/archive"
 )
 
-func runConversationNew(_ context.Context, st stdio, args []string) error {
+func runConversationNew(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("conversation new", "PKG --yes [--kind KIND]",
 		"Start a new conversation (New Conversation): remove the package's saved\n"+
 			"conversation, agent/ with its images, readable or not. Takes the package lock.")
@@ -36,7 +36,11 @@ func runConversationNew(_ context.Context, st stdio, args []string) error {
 		if err != nil {
 			return err
 		}
-		r, err := p.NewConversation()
+		var r *archive.SaveReport
+		err = writing(ctx, func() (err error) {
+			r, err = p.NewConversation()
+			return err
+		})
 		printReport(st.out, r)
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 	"spbridge/internal/history"
 )
 
-func runImport(_ context.Context, st stdio, args []string) error {
+func runImport(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("import", "[--backend claude|codex] [--replace] ID|FILE PKG",
 		"Import a session of Claude Code or the Codex CLI into the package PKG: its\n"+
 			"messages, thinking, tools with their results, images, usage, cost and model,\n"+
@@ -69,10 +69,14 @@ func runImport(_ context.Context, st stdio, args []string) error {
 		}
 		p.BeginTurn() // an unreadable conversation is replaced, not kept
 		p.Conv = conv
-		r, err := p.Save(true)
+		var r *archive.SaveReport
+		err = writing(ctx, func() (err error) {
+			r, err = p.SaveContext(ctx, true)
+			return err
+		})
 		printReport(st.out, r)
 		if err != nil {
-			return err
+			return leftAsItWas(err, pkg)
 		}
 		fmt.Fprintf(st.out, "imported %s session %s: %d %s, %d %s\n", cliName(rep.Backend), rep.ID,
 			rep.Turns, plural(rep.Turns, "message", "messages"), len(conv.Items), plural(len(conv.Items), "item", "items"))

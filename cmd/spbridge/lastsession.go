@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/audit"
 	"spbridge/internal/history"
+	"spbridge/internal/regfile"
 )
 
 // cliSessionOf is the CLI session a conversation's last turn ran on, as
@@ -39,7 +39,7 @@ func cliSessionOf(identity string) (backend, id, cwd string, ok bool) {
 // end (a record holds a turn's items: the line may be long, the file
 // longer).
 func lastLine(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -27,7 +25,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := catchInterrupts(os.Args[1:], os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -71,7 +69,7 @@ func topCommands() []command {
 // run runs spbridge with the command-line arguments args (without the
 // program name) and returns the exit code. Errors are reported on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := runTop(ctx, stdio{stdin, stdout, stderr}, args)
+	err := interruptError(ctx, runTop(ctx, stdio{stdin, stdout, stderr}, args))
 	if err == nil {
 		return exitOK
 	}
@@ -98,6 +96,7 @@ func exitCode(err error) int {
 	var uerr *usageError
 	var terr *turnError
 	var serr *exitStatusError
+	var sigErr *signalError
 	switch {
 	case err == nil:
 		return exitOK
@@ -107,6 +106,8 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.As(err, &serr):
 		return serr.code
+	case errors.As(err, &sigErr):
+		return sigErr.code()
 	default:
 		return exitFailure
 	}

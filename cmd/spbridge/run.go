@@ -25,6 +25,7 @@ import (
 	"spbridge/internal/clis"
 	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/regfile"
 	"spbridge/internal/session"
 )
 
@@ -315,7 +316,7 @@ func readMessages(f *flagSet, in io.Reader) ([]string, bool, error) {
 
 // readImage reads an image file and tells its type from its bytes.
 func readImage(path string) (backend.Image, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if err != nil {
 		return backend.Image{}, fmt.Errorf("read image: %w", err)
 	}

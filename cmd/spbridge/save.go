@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"spbridge/internal/session"
@@ -9,7 +10,7 @@ import (
 	"spbridge/internal/archive"
 )
 
-func runSave(_ context.Context, st stdio, args []string) error {
+func runSave(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("save", "PKG [--keep-conversation=false] [--kind KIND]",
 		"Save the package's conversation as the host's save of the document does:\n"+
 			"rewrite agent/ in canonical format 1 when it changed, store and prune\n"+
@@ -36,10 +37,14 @@ func runSave(_ context.Context, st stdio, args []string) error {
 		if err != nil {
 			return err
 		}
-		r, err := p.Save(*keep)
+		var r *archive.SaveReport
+		err = writing(ctx, func() (err error) {
+			r, err = p.SaveContext(ctx, *keep)
+			return err
+		})
 		printReport(st.out, r)
 		if err != nil {
-			return err
+			return leftAsItWas(err, pkg)
 		}
 		if !r.Changed() {
 			fmt.Fprintln(st.out, "unchanged")
@@ -49,6 +54,16 @@ func runSave(_ context.Context, st stdio, args []string) error {
 		}
 		return nil
 	})
+}
+
+// leftAsItWas adds to the error of a save given up on a signal that the
+// package is as it was.
+func leftAsItWas(err error, pkg string) error {
+	var se *signalError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%w; %s is as it was", err, pkg)
+	}
+	return err
 }
 
 // printReport prints what a save changed, one path a line. A save that

@@ -29,7 +29,7 @@ func runState(ctx context.Context, st stdio, args []string) error {
 			"the packages of editor sessions that name none.\n\n"+stateDirHelp, stateCommands())
 }
 
-func runStatePrune(_ context.Context, st stdio, args []string) error {
+func runStatePrune(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("state prune", "--older-than DURATION [--dry-run]",
 		"Remove the audit logs that have not changed for DURATION (marked in the\n"+
 			"index, so that audit verify reports them as pruned, not missing), and the\n"+
@@ -63,14 +63,18 @@ func runStatePrune(_ context.Context, st stdio, args []string) error {
 	if *dryRun {
 		verb = "would remove"
 	}
-	logs, err := audit.Prune(state, cutoff, *dryRun)
+	var logs []string
+	err = writing(ctx, func() (err error) {
+		logs, err = audit.Prune(state, cutoff, *dryRun)
+		return err
+	})
 	for _, p := range logs {
 		fmt.Fprintf(st.out, "%s %s\n", verb, relTo(state, p))
 	}
 	if err != nil {
 		return err
 	}
-	sessions, err := pruneSessions(filepath.Join(state, "sessions"), cutoff, *dryRun, func(dir string, err error) {
+	sessions, err := pruneSessions(ctx, filepath.Join(state, "sessions"), cutoff, *dryRun, func(dir string, err error) {
 		fmt.Fprintf(st.err, "spbridge: kept %s: %v\n", relTo(state, dir), err)
 	})
 	for _, p := range sessions {
@@ -118,7 +122,7 @@ func parseAge(s string) (time.Duration, error) {
 // pruneSessions removes the session packages under dir in which nothing
 // changed since cutoff and that no running spbridge holds, and returns
 // them. kept is told of each one left because it could not be taken.
-func pruneSessions(dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
+func pruneSessions(ctx context.Context, dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -141,12 +145,17 @@ func pruneSessions(dir string, cutoff time.Time, dryRun bool, kept func(string, 
 			continue
 		}
 		var rmErr error
-		err = session.WithLock(pkg, func() error {
-			if !dryRun {
-				rmErr = os.RemoveAll(pkg)
-			}
-			return nil
+		err = writing(ctx, func() error {
+			return session.WithLock(pkg, func() error {
+				if !dryRun {
+					rmErr = os.RemoveAll(pkg)
+				}
+				return nil
+			})
 		})
+		if err != nil && ctx.Err() != nil { // a signal: stop here
+			return removed, err
+		}
 		if rmErr != nil {
 			return removed, fmt.Errorf("remove %s: %w", pkg, rmErr)
 		}

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -273,6 +274,14 @@ func (p *Package) Save(keep bool) (*SaveReport, error) {
 	return p.Write(p.Snapshot(keep))
 }
 
+// SaveContext is Save, given up when ctx is done before the conversation
+// is in place: the images this save stored and the folders it made are
+// removed again, and the error is ctx's cause. The package is then as it
+// was. (Once the new conversation.json is in place the save completes.)
+func (p *Package) SaveContext(ctx context.Context, keep bool) (*SaveReport, error) {
+	return p.WriteContext(ctx, p.Snapshot(keep))
+}
+
 // Snapshot is a conversation as one save writes it. Package.Snapshot takes
 // it while whoever changes the conversation holds its lock, and
 // Package.Write writes it without: the conversation may change meanwhile.
@@ -377,6 +386,11 @@ func isUserMessage(m Message) bool {
 // may run while the conversation changes; two Writes, or a Write and
 // NewConversation, must not run at once (a session serializes its saves).
 func (p *Package) Write(s *Snapshot) (*SaveReport, error) {
+	return p.WriteContext(context.Background(), s)
+}
+
+// WriteContext is Write, given up as SaveContext says when ctx is done.
+func (p *Package) WriteContext(ctx context.Context, s *Snapshot) (*SaveReport, error) {
 	r := &SaveReport{}
 	if p.Kind != KindDocument {
 		return r, nil
@@ -409,10 +423,17 @@ func (p *Package) Write(s *Snapshot) (*SaveReport, error) {
 	if created {
 		r.Written = append(r.Written, AgentDir+"/")
 	}
-	if err := p.saveImages(t, keepImages, r); err != nil {
+	made := madeBySave{agent: created}
+	if err := p.saveImages(ctx, t, keepImages, r, &made); err != nil {
+		if ctx.Err() != nil {
+			p.undo(t, &made, r)
+		}
 		return r, err
 	}
-	if err := p.saveJSON(conv, t.agent, omit, fp, r); err != nil {
+	if err := p.saveJSON(ctx, conv, t.agent, omit, fp, r); err != nil {
+		if ctx.Err() != nil {
+			p.undo(t, &made, r)
+		}
 		return r, err
 	}
 	if err := p.removeStray(t, keepImages, r); err != nil {
@@ -484,13 +505,70 @@ func (p *Package) openTree() (_ *agentTree, err error) {
 	return t, nil
 }
 
-func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport) error {
+// madeBySave is what a save added to the package before its
+// conversation.json: what a save given up removes again.
+type madeBySave struct {
+	agent  bool     // the agent folder
+	images bool     // the images folder
+	files  []string // images that were not there
+}
+
+// undo removes what a save given up (its context done) made, so that the
+// package is as it was; the report then lists nothing written.
+func (p *Package) undo(t *agentTree, made *madeBySave, r *SaveReport) {
+	if t.images != nil {
+		for _, name := range made.files {
+			if t.images.root.Remove(name) == nil {
+				delete(p.images, name)
+			}
+		}
+		t.images.sync()
+	}
+	if made.images && t.agent != nil && t.agent.root.Remove(ImagesDir) == nil {
+		t.images.close()
+		t.images = nil
+	}
+	if made.agent && t.agent != nil {
+		t.agent.close()
+		if t.pkg.root.Remove(AgentDir) == nil {
+			t.agent = nil
+		}
+		t.pkg.sync()
+	} else if made.images && t.agent != nil {
+		t.agent.sync()
+	}
+	r.Written = nil
+}
+
+// cause is ctx's cause once it is done.
+func cause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
+// ctxWriter writes to w until ctx is done, then fails with ctx's cause.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(b []byte) (int, error) {
+	if err := cause(c.ctx); err != nil {
+		return 0, err
+	}
+	return c.w.Write(b)
+}
+
+func (p *Package) saveImages(ctx context.Context, t *agentTree, keep map[string]Block, r *SaveReport, made *madeBySave) error {
 	if len(keep) == 0 {
 		return nil
 	}
 	t.images.close()
 	images, created, err := t.agent.ensureSub(ImagesDir)
 	t.images = images
+	made.images = created
 	if err != nil {
 		return fmt.Errorf("save images: %w", err)
 	}
@@ -501,7 +579,12 @@ func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport)
 	slices.Sort(names)
 	wrote := created
 	for _, name := range names {
-		if fi, err := images.lstat(name); err == nil && fi.Mode().IsRegular() {
+		if err := cause(ctx); err != nil {
+			return fmt.Errorf("save images: %w", err)
+		}
+		fi, err := images.lstat(name)
+		fresh := errors.Is(err, fs.ErrNotExist)
+		if err == nil && fi.Mode().IsRegular() {
 			if fi.Mode().Perm() != fileMode {
 				if err := images.root.Chmod(name, fileMode); err != nil {
 					return fmt.Errorf("save image %s: %w", name, err)
@@ -518,6 +601,9 @@ func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport)
 		}
 		if err := images.writeFileAtomic(name, keep[name].data); err != nil {
 			return fmt.Errorf("save image %s: %w", name, err)
+		}
+		if fresh {
+			made.files = append(made.files, name)
 		}
 		r.Written = append(r.Written, AgentDir+"/"+ImagesDir+"/"+name)
 		if st, ok := images.lstamp(name); ok {
@@ -539,7 +625,7 @@ func (p *Package) saveImages(t *agentTree, keep map[string]Block, r *SaveReport)
 // saveJSON writes conversation.json when its bytes change. The encoding is
 // streamed, to a hash first when the file may already hold it, then to the
 // temporary file; no buffer holds it whole.
-func (p *Package) saveJSON(conv *Conversation, agent *dir, omit map[string]bool, fp *fingerprint, r *SaveReport) error {
+func (p *Package) saveJSON(ctx context.Context, conv *Conversation, agent *dir, omit map[string]bool, fp *fingerprint, r *SaveReport) error {
 	fi, err := agent.lstat(ConversationFile)
 	if err == nil && fi.Mode().IsRegular() {
 		st := stampOf(fi)
@@ -549,7 +635,7 @@ func (p *Package) saveJSON(conv *Conversation, agent *dir, omit map[string]bool,
 		// needed only when the counts agree, or the file is not ours.
 		if !same && (!ours || (len(conv.Items) == p.jsonItems && len(conv.History) == p.jsonMsgs)) {
 			h := sha256.New()
-			n, err := hashEncoding(conv, h, omit)
+			n, err := hashEncoding(conv, ctxWriter{ctx, h}, omit)
 			if err != nil {
 				return fmt.Errorf("encode conversation: %w", err)
 			}
@@ -579,7 +665,7 @@ func (p *Package) saveJSON(conv *Conversation, agent *dir, omit map[string]bool,
 	var n int64
 	err = agent.writeFileWith(ConversationFile, func(f io.Writer) error {
 		var err error
-		n, err = hashEncoding(conv, io.MultiWriter(f, h), omit)
+		n, err = hashEncoding(conv, ctxWriter{ctx, io.MultiWriter(f, h)}, omit)
 		return err
 	})
 	if err != nil {

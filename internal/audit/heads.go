@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"spbridge/internal/canonjson"
+	"spbridge/internal/regfile"
 )
 
 // The key, the index and the head beside each log catch whatever is done
@@ -78,7 +79,7 @@ func Heads(stateDir string) ([]Head, error) {
 // headOf is the head of the log at path.
 func headOf(path string) (Head, error) {
 	_, id := stateOf(path)
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return Head{}, err
 	}

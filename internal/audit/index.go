@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 
 	"spbridge/internal/canonjson"
+	"spbridge/internal/regfile"
 	"spbridge/internal/statefile"
 )
 
@@ -134,7 +134,7 @@ const maxIndex = 512 << 20
 
 // readLimited reads a file, refusing one larger than limit.
 func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

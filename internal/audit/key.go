@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"spbridge/internal/regfile"
 	"spbridge/internal/statefile"
 )
 
@@ -76,7 +77,7 @@ func loadKey(stateDir string, create bool) ([]byte, error) {
 }
 
 func readKey(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

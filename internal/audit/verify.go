@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"spbridge/internal/canonjson"
+	"spbridge/internal/regfile"
 )
 
 // Report is what Verify found.
@@ -148,7 +148,7 @@ func (vs *verifyState) verify(path string, kept []Head) (*Report, error) {
 	}
 	r.KeptHeads, r.KeptRecords = len(kept), keptMost
 
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		switch {
 		case e != nil && e.records == 0 && e.pruned != "":
@@ -287,7 +287,7 @@ type headInfo struct {
 }
 
 func readHead(path string) (headInfo, error) {
-	data, err := os.ReadFile(headPath(path))
+	data, err := regfile.ReadFile(headPath(path))
 	if err != nil {
 		return headInfo{}, err
 	}
@@ -311,7 +311,7 @@ func readHead(path string) (headInfo, error) {
 // Read returns the log's whole records in order (a torn last line is left
 // out).
 func Read(path string) ([]map[string]any, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNoLog, path)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/regfile"
 )
 
 // Claude Code's permission modes that spbridge offers.
@@ -445,7 +446,7 @@ func ProjectCommands(dir string) []backend.Command {
 		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".md") {
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		data, err := regfile.ReadFile(path)
 		if err != nil {
 			return nil
 		}

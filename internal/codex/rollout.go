@@ -11,6 +11,7 @@ import (
 
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
+	"spbridge/internal/regfile"
 )
 
 // rolloutTail is how much of the end of codex's session log is read for
@@ -112,7 +113,7 @@ func rolloutPath(codexHome, thread string) (string, os.FileInfo) {
 
 // readRollout reads the bytes from to end of the session log at path.
 func readRollout(path string, from, end int64) ([]byte, bool) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, false
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/regfile"
 )
 
 // viewedImagePath is the file a completed imageView item (a view_image
@@ -45,7 +45,7 @@ func readViewedImage(dir, path string) (itemmap.Image, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return itemmap.Image{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/jsonline"
+	"spbridge/internal/regfile"
 )
 
 // Bounds of what listing reads of a file: its first lines, headMax bytes
@@ -49,7 +50,7 @@ func openRegular(path string) (*os.File, int64, error) {
 		}
 		return nil, 0, &NotSessionError{Path: path, Reason: "it is not a regular file"}
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/regfile"
 	"spbridge/internal/statefile"
 )
 
@@ -59,7 +60,7 @@ func (c *Cache) Load(name, program string) []backend.Model {
 	if !ok {
 		return nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if err != nil {
 		return nil
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"spbridge/internal/regfile"
 	"spbridge/internal/statedir"
 	"spbridge/internal/statefile"
 )
@@ -195,7 +196,7 @@ func packageKey(dir string) (key, real string, err error) {
 }
 
 func readRecord(path string) (record, bool) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return record{}, false
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rivo/uniseg"
 
+	"spbridge/internal/regfile"
 	"spbridge/internal/statefile"
 )
 
@@ -397,7 +398,7 @@ type file struct {
 // (a field of the wrong type, no package) is left out, alone: the next
 // change writes the others back without it.
 func (ix *Index) read() ([]Entry, error) {
-	f, err := os.Open(filepath.Join(ix.dir, File))
+	f, err := regfile.Open(filepath.Join(ix.dir, File))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Exit codes of a command ended by a signal: 128 and the signal's number,
+// as a shell reports it.
+const (
+	exitSIGINT  = 130 // Ctrl-C
+	exitSIGTERM = 143
+)
+
+// signalError is why a command's context was cancelled: spbridge got
+// SIGINT or SIGTERM.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string {
+	if e.sig == syscall.SIGTERM {
+		return "terminated (SIGTERM)"
+	}
+	return "interrupted"
+}
+
+func (e *signalError) code() int {
+	if e.sig == syscall.SIGTERM {
+		return exitSIGTERM
+	}
+	return exitSIGINT
+}
+
+// interrupts is how spbridge ends on SIGINT and SIGTERM. The first signal
+// cancels the command's context, with a *signalError as its cause. A
+// command that reads (everything but serve, run, login and auth, which
+// end their CLIs and save on their own) then exits at once, unless it is
+// writing: what it writes (a package's conversation and images, the state
+// folder's files) is written in a write section (see writing), whose code
+// watches the context and leaves things whole or untouched; the command
+// then returns and exits as the signal says. A second signal during a
+// write section exits at once, as kill would.
+type interrupts struct {
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc
+	atOnce  bool // the command may be ended at once outside write sections
+	writing int  // write sections running
+	got     *signalError
+	stderr  io.Writer
+}
+
+type interruptsKey struct{}
+
+// ownInterrupts are the commands that end themselves on a signal: they
+// stop their CLIs and save what they hold.
+var ownInterrupts = map[string]bool{"serve": true, "run": true, "login": true, "auth": true}
+
+// catchInterrupts catches SIGINT and SIGTERM for the command that args
+// (spbridge's arguments) name, until stop is called.
+func catchInterrupts(args []string, stderr io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := &interrupts{cancel: cancel, atOnce: true, stderr: stderr}
+	for _, a := range args {
+		if a == "--" || !isFlag(a) {
+			in.atOnce = !ownInterrupts[a]
+			break
+		}
+	}
+	ctx = context.WithValue(ctx, interruptsKey{}, in)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-ch:
+				in.signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
+
+// signal takes one signal.
+func (in *interrupts) signal(s os.Signal) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.got == nil {
+		in.got = &signalError{s}
+		in.cancel(in.got)
+		if in.atOnce && in.writing == 0 {
+			in.exit()
+		}
+		return
+	}
+	if in.atOnce {
+		in.exit()
+	}
+}
+
+// exit ends the process for the signal it got, saying so.
+func (in *interrupts) exit() {
+	fmt.Fprintf(in.stderr, "spbridge: %v\n", in.got)
+	os.Exit(in.got.code())
+}
+
+// writing runs fn as a write section: a signal does not end the process
+// while fn runs (ctx is cancelled, and fn is to return soon after, having
+// left what it writes whole or untouched). A signal that came before
+// returns its error without running fn.
+func writing(ctx context.Context, fn func() error) error {
+	in, _ := ctx.Value(interruptsKey{}).(*interrupts)
+	if in == nil {
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		return fn()
+	}
+	in.mu.Lock()
+	if in.got != nil {
+		in.mu.Unlock()
+		return in.got
+	}
+	in.writing++
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		in.writing--
+		in.mu.Unlock()
+	}()
+	return fn()
+}
+
+// interruptError is err as the signal that cancelled ctx explains it: a
+// command that returns the context's plain error (context.Canceled) ends
+// with the signal's exit code too.
+func interruptError(ctx context.Context, err error) error {
+	var se *signalError
+	if err == nil || errors.As(err, &se) || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.As(context.Cause(ctx), &se) {
+		return fmt.Errorf("%w (%w)", err, se)
+	}
+	return err
+}
