@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"maps"
 
@@ -10,19 +11,51 @@ import (
 )
 
 // Encode returns the conversation's canonical format-1 bytes, with every
-// top-level field present. Image blocks are written as they are; Save applies
-// the image cap before encoding.
+// top-level field present: pretty-printed, or on one line when that would
+// pass MaxConversationSize (a *TooLargeError when that too would), as Save
+// writes them. Image blocks are written as they are; Save applies the
+// image cap before encoding.
 func (c *Conversation) Encode() ([]byte, error) {
-	return canonjson.Encode(c.stream(nil))
+	var b bytes.Buffer
+	_, err := fitEncoding(func(compact bool) (int64, error) {
+		b.Reset()
+		cw := &countingWriter{w: &b, limit: sizeLimit}
+		err := c.write(cw, nil, compact)
+		return cw.n, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// errOverLimit is the error of an encoding that passed sizeLimit.
+var errOverLimit = errors.New("over the size limit")
+
+// fitEncoding runs enc pretty-printed, and again on one line when that
+// passed sizeLimit; a *TooLargeError when that did too.
+func fitEncoding(enc func(compact bool) (int64, error)) (int64, error) {
+	n, err := enc(false)
+	if !errors.Is(err, errOverLimit) {
+		return n, err
+	}
+	n, err = enc(true)
+	if errors.Is(err, errOverLimit) {
+		return 0, &TooLargeError{Path: ConversationFile, Limit: sizeLimit}
+	}
+	return n, err
 }
 
 // Value returns the conversation as a JSON value tree (sharing the items'
 // and blocks' maps; the caller must not change it).
 func (c *Conversation) Value() map[string]any { return c.value(nil) }
 
-// write streams the canonical bytes to w; omit names the image hashes
-// written as imageOmitted.
-func (c *Conversation) write(w io.Writer, omit map[string]bool) error {
+// write streams the canonical bytes (on one line when compact) to w; omit
+// names the image hashes written as imageOmitted.
+func (c *Conversation) write(w io.Writer, omit map[string]bool, compact bool) error {
+	if compact {
+		return canonjson.WriteCompact(w, c.stream(omit))
+	}
 	return canonjson.Write(w, c.stream(omit))
 }
 

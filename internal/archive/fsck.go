@@ -84,7 +84,7 @@ func Inspect(dirPath string) (*CheckReport, error) {
 	addConv := func(format string, args ...any) { convProblems = append(convProblems, fmt.Sprintf(format, args...)) }
 	var conv *Conversation
 	if hasConv {
-		data, _, err := agent.readFile(ConversationFile, MaxConversationSize)
+		data, _, err := agent.readFile(ConversationFile, sizeLimit)
 		var tl *TooLargeError
 		switch {
 		case errors.As(err, &tl):
@@ -371,7 +371,7 @@ func summarize(path string) (Summary, bool) {
 		return Summary{}, false
 	}
 	s := Summary{Path: path, Modified: cfi.ModTime()}
-	data, _, err := agent.readFile(ConversationFile, MaxConversationSize)
+	data, _, err := agent.readFile(ConversationFile, sizeLimit)
 	if err == nil {
 		var conv *Conversation
 		if conv, err = Decode(data); err == nil {

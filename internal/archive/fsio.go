@@ -27,8 +27,15 @@ const tempPrefix = ".spbridge-tmp-"
 
 // MaxConversationSize is the largest conversation.json spbridge reads
 // (512 MiB); a larger one opens as unreadable and is kept byte-identical.
-// Images are read up to ImageCap each, the most a saved conversation keeps.
+// It is also the largest a save writes: a conversation whose encoding
+// would pass it is written on one line, and one that would pass it even
+// so is not written (a *TooLargeError). Images are read up to ImageCap
+// each, the most a saved conversation keeps.
 const MaxConversationSize = 512 << 20
+
+// sizeLimit is MaxConversationSize, for reading and writing alike (tests
+// lower it).
+var sizeLimit int64 = MaxConversationSize
 
 // LinkError reports a symbolic link where spbridge keeps a file or folder of
 // its own (agent, agent/conversation.json, agent/images or an entry inside
@@ -50,6 +57,9 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Size == 0 {
+		return fmt.Sprintf("%s would be more than the %d bytes spbridge reads, even on one line: not written", e.Path, e.Limit)
+	}
 	return fmt.Sprintf("%s is %d bytes, more than the %d spbridge reads", e.Path, e.Size, e.Limit)
 }
 

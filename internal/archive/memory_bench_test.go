@@ -41,7 +41,7 @@ func BenchmarkConversationHeap(b *testing.B) {
 			b.Fatal(err)
 		}
 		decoded = heapInUse() - base
-		if err := conv.write(io.Discard, nil); err != nil {
+		if err := conv.write(io.Discard, nil, false); err != nil {
 			b.Fatal(err)
 		}
 		encoded = heapInUse() - base

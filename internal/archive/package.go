@@ -121,7 +121,7 @@ func (p *Package) load() {
 		return
 	}
 	defer agent.close()
-	data, st, err := agent.readFile(ConversationFile, MaxConversationSize)
+	data, st, err := agent.readFile(ConversationFile, sizeLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return // a folder left without a conversation: empty, cleaned at the next save
 	}
@@ -635,7 +635,10 @@ func (p *Package) saveJSON(ctx context.Context, conv *Conversation, agent *dir, 
 		// needed only when the counts agree, or the file is not ours.
 		if !same && (!ours || (len(conv.Items) == p.jsonItems && len(conv.History) == p.jsonMsgs)) {
 			h := sha256.New()
-			n, err := hashEncoding(conv, ctxWriter{ctx, h}, omit)
+			n, err := fitEncoding(func(compact bool) (int64, error) {
+				h.Reset()
+				return hashEncoding(conv, ctxWriter{ctx, h}, omit, compact)
+			})
 			if err != nil {
 				return fmt.Errorf("encode conversation: %w", err)
 			}
@@ -662,12 +665,20 @@ func (p *Package) saveJSON(ctx context.Context, conv *Conversation, agent *dir, 
 		}
 	}
 	h := sha256.New()
-	var n int64
-	err = agent.writeFileWith(ConversationFile, func(f io.Writer) error {
-		var err error
-		n, err = hashEncoding(conv, ctxWriter{ctx, io.MultiWriter(f, h)}, omit)
-		return err
+	n, err := fitEncoding(func(compact bool) (int64, error) {
+		h.Reset()
+		var n int64
+		err := agent.writeFileWith(ConversationFile, func(f io.Writer) error {
+			var err error
+			n, err = hashEncoding(conv, ctxWriter{ctx, io.MultiWriter(f, h)}, omit, compact)
+			return err
+		})
+		return n, err
 	})
+	var tl *TooLargeError
+	if errors.As(err, &tl) {
+		tl.Path = agent.rel(ConversationFile)
+	}
 	if err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
@@ -682,12 +693,13 @@ func (p *Package) saveJSON(ctx context.Context, conv *Conversation, agent *dir, 
 	return nil
 }
 
-// hashEncoding streams the conversation's encoding to w through a buffer
-// and returns its length.
-func hashEncoding(conv *Conversation, w io.Writer, omit map[string]bool) (int64, error) {
-	cw := &countingWriter{w: w}
+// hashEncoding streams the conversation's encoding (on one line when
+// compact) to w through a buffer and returns its length; errOverLimit as
+// soon as it passes sizeLimit.
+func hashEncoding(conv *Conversation, w io.Writer, omit map[string]bool, compact bool) (int64, error) {
+	cw := &countingWriter{w: w, limit: sizeLimit}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	if err := conv.write(bw, omit); err != nil {
+	if err := conv.write(bw, omit, compact); err != nil {
 		return 0, err
 	}
 	if err := bw.Flush(); err != nil {
@@ -696,13 +708,18 @@ func hashEncoding(conv *Conversation, w io.Writer, omit map[string]bool) (int64,
 	return cw.n, nil
 }
 
-// countingWriter counts what it passes on.
+// countingWriter counts what it passes on, and refuses (errOverLimit)
+// what would take it past limit.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w     io.Writer
+	n     int64
+	limit int64
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.n+int64(len(b)) > c.limit {
+		return 0, errOverLimit
+	}
 	n, err := c.w.Write(b)
 	c.n += int64(n)
 	return n, err
