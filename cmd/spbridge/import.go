@@ -83,6 +83,9 @@ func runImport(ctx context.Context, st stdio, args []string) error {
 		if rep.Skipped > 0 {
 			fmt.Fprintf(st.err, "skipped %d lines of %s that were not understood\n", rep.Skipped, rep.Path)
 		}
+		if rep.Omitted != "" {
+			fmt.Fprintln(st.err, rep.Omitted)
+		}
 		return nil
 	})
 }

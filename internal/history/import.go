@@ -16,6 +16,10 @@ import (
 type ImportOptions struct {
 	// NewID names the items made (nil: random UUIDs, as live turns do).
 	NewID itemmap.IDFunc
+	// MaxSize bounds the conversation made (0: archive.MaxConversationSize,
+	// what a save writes and spbridge reads back); what does not fit is
+	// left out (see archive.Conversation.Fit) and a notice says so.
+	MaxSize int64
 }
 
 // Report says what an import read.
@@ -33,6 +37,9 @@ type Report struct {
 	Skipped int
 	TooLong int  // of those, lines longer than 64 MiB
 	Partial bool // the last line was cut short (the file was being written, or truncated)
+	// Omitted says what was left out for the conversation to fit in what
+	// spbridge keeps, as the notice that begins it says; "" when nothing.
+	Omitted string
 }
 
 // ErrUnknownFormat is matched by the error of a file that is neither a
@@ -106,6 +113,17 @@ func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *
 	if rep.Skipped > 0 {
 		it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice, "text": skippedText(rep)})
 		conv.Items = append(conv.Items, it)
+	}
+	// A conversation a save could not write, or spbridge not read back,
+	// keeps what fits: the newest.
+	omitted, err := conv.Fit(o.MaxSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if omitted != "" {
+		rep.Omitted = omitted
+		it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice, "text": omitted})
+		conv.Items = append([]archive.Item{it}, conv.Items...)
 	}
 	rep.Model = conv.Model
 	return conv, rep, nil
