@@ -468,10 +468,11 @@ func inFolder(dir, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// saveFailed reports a save the session made of its own that failed: the
-// conversation stays unsaved, and the next save or the close writes it.
+// saveFailed logs a save the session made of its own that failed (the
+// conversation's, or its recovery copy's), or a recovery copy that could
+// not be read.
 func (ss *acpSession) saveFailed(err error) {
-	ss.srv.cfg.Log.Printf("session %s: save: %v (the conversation stays unsaved; the next save or the close writes it)", ss.id, err)
+	ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)
 }
 
 // offerRecovery offers a recovery copy newer than the package in the

@@ -72,7 +72,7 @@ func (s *Session) autoLoop() {
 			s.mu.Lock()
 			s.autoRunning = false
 			s.mu.Unlock()
-			s.saveFailed(err)
+			s.saveFailed(stillUnsaved(err))
 			return
 		}
 	}
@@ -112,12 +112,19 @@ func (s *Session) endSave() error {
 	}
 	switch policy {
 	case SaveAuto:
-		_, err := s.save(true)
-		return err
+		if _, err := s.save(true); err != nil {
+			return stillUnsaved(err)
+		}
+		return nil
 	case SaveByHost:
 		return s.writeRecovery()
 	}
 	return nil
+}
+
+// stillUnsaved says of a save's error that nothing was lost.
+func stillUnsaved(err error) error {
+	return fmt.Errorf("%w (the conversation stays unsaved; a later save writes it)", err)
 }
 
 // Recovery is a copy of a host-saved package's conversation that spbridge
