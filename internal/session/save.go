@@ -96,6 +96,22 @@ func (s *Session) saveFailed(err error) {
 	}
 }
 
+// recoverLaterLocked writes the recovery copy in the background
+// (SaveByHost), for a turn's end that comes with a lock held (a turn the
+// CLI ran on its own). s.mu is held.
+func (s *Session) recoverLaterLocked() {
+	if s.Saving != SaveByHost || !s.keep || s.closed {
+		return
+	}
+	s.autoWG.Add(1)
+	go func() {
+		defer s.autoWG.Done()
+		if err := s.writeRecovery(); err != nil {
+			s.saveFailed(err)
+		}
+	}()
+}
+
 // endSave writes a turn's end as the policy says: the package (SaveAuto)
 // or the recovery copy (SaveByHost). Send calls it once the turn's end is
 // in, with no lock held; the error is the save's.

@@ -322,3 +322,25 @@ func BenchmarkTurnEndSave(b *testing.B) {
 		})
 	}
 }
+
+// TestHostSavedOwnTurn: the end of a turn the CLI ran on its own between
+// turns also writes the recovery copy of a host-saved package.
+func TestHostSavedOwnTurn(t *testing.T) {
+	pkg, state := newPackage(t)
+	s := openPolicy(t, pkg, state, SaveByHost, true, &fakeBackend{name: "claude"})
+	it := archive.NewItem(archive.TypeAssistant)
+	it.Set("text", "the subagent reports")
+	s.ApplyChange(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+	end := &itemmap.TurnEnd{Status: itemmap.TurnCompleted, History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("the subagent reports")}}}}
+	if err := s.ApplyOwnTurn(end, []archive.Item{it}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // waits for the copy
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(pkg)
+	r, err := ReadRecovery(filepath.Join(state, "recovery"), abs)
+	if err != nil || r == nil || r.Items != 1 {
+		t.Fatalf("recovery copy %+v, %v", r, err)
+	}
+}

@@ -562,6 +562,7 @@ func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error
 	Apply(s.Pkg.Conv, end, s.Provider)
 	identity := s.Pkg.Conv.Identity()
 	s.autoSaveLocked()
+	s.recoverLaterLocked()
 	s.mu.Unlock()
 	if s.AuditDir == "" {
 		return nil
