@@ -20,19 +20,7 @@ func TestConversationRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	state := filepath.Join(root, "state")
-	t.Setenv("SPBRIDGE_STATE_DIR", state)
-	pkg := newPackage(t)
-	p := startKillServe(t, append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, fakeTurnsEnv+"=1"))
-	p.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"_meta": map[string]any{"spbridge": map[string]any{"items": true}}}})
-	p.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}, "_meta": map[string]any{"spbridge": map[string]any{"package": pkg, "backend": "claude"}}})
-	texts := []string{"one", "two"}
-	for _, text := range texts {
-		p.prompt(pkg, text)
-	}
-	p.kill()
-
+	pkg, texts := killWithCopy(t, exe)
 	code, out, errOut := runCmd(t, "conversation", "recover", pkg)
 	if code != 0 || !strings.Contains(out, "4 items") || !strings.Contains(out, "the package holds 0") || !strings.Contains(out, "newer than the package") {
 		t.Fatalf("recover: %d %q %q", code, out, errOut)
@@ -45,6 +33,55 @@ func TestConversationRecover(t *testing.T) {
 	if code, out, _ := runCmd(t, "conversation", "recover", pkg); code != 0 || out != "no recovery copy\n" {
 		t.Fatalf("after --take: %d %q", code, out)
 	}
+}
+
+// killWithCopy runs two turns of an opted-in client's package in serve
+// (state folder $SPBRIDGE_STATE_DIR, set here) and kills it: the package
+// holds none of them, the recovery copy both.
+func killWithCopy(t *testing.T, exe string) (pkg string, texts []string) {
+	t.Helper()
+	root := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", filepath.Join(root, "state"))
+	pkg = newPackage(t)
+	p := startKillServe(t, append(os.Environ(), "SPBRIDGE_CLAUDE="+exe, fakeTurnsEnv+"=1"))
+	p.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"_meta": map[string]any{"spbridge": map[string]any{"items": true}}}})
+	p.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}, "_meta": map[string]any{"spbridge": map[string]any{"package": pkg, "backend": "claude"}}})
+	texts = []string{"one", "two"}
+	for _, text := range texts {
+		p.prompt(pkg, text)
+	}
+	p.kill()
+	return pkg, texts
+}
+
+// TestRunNamesRecovery: spbridge run on a package with a newer recovery
+// copy says so and goes on from the package; the copy is then older than
+// the package, and conversation recover takes it only with --force.
+func TestRunNamesRecovery(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, texts := killWithCopy(t, exe)
+	t.Setenv("SPBRIDGE_CLAUDE", exe)
+	t.Setenv(fakeTurnsEnv, "1")
+	code, _, errOut := runCmd(t, "run", pkg, "three")
+	if code != 0 || !strings.Contains(errOut, "a recovery copy of this conversation") || !strings.Contains(errOut, "holds 4 items") {
+		t.Fatalf("run: %d %q", code, errOut)
+	}
+	checkTurns(t, pkg, []string{"three"})
+	code, out, _ := runCmd(t, "conversation", "recover", pkg)
+	if code != 0 || !strings.Contains(out, "older than the package") {
+		t.Fatalf("recover: %d %q", code, out)
+	}
+	if code, _, errOut := runCmd(t, "conversation", "recover", "--take", pkg); code != 1 || !strings.Contains(errOut, "--force") {
+		t.Fatalf("recover --take of an older copy: %d %q", code, errOut)
+	}
+	checkTurns(t, pkg, []string{"three"})
+	if code, out, errOut := runCmd(t, "conversation", "recover", "--take", "--force", pkg); code != 0 {
+		t.Fatalf("recover --take --force: %d %q %q", code, out, errOut)
+	}
+	checkTurns(t, pkg, texts)
 }
 
 // TestStatePruneRecovery: state prune removes the recovery copies written
