@@ -11,7 +11,7 @@ import (
 	"spbridge/internal/session"
 )
 
-func runConversationRecover(_ context.Context, st stdio, args []string) error {
+func runConversationRecover(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("conversation recover", "PKG [--take [--force]]",
 		"Show the recovery copy spbridge kept of a package's conversation: at each\n"+
 			"turn's end of a document an editor saves itself, in the state folder's\n"+
@@ -74,11 +74,13 @@ func runConversationRecover(_ context.Context, st stdio, args []string) error {
 		}
 		p.ResetConversation()
 		p.Conv = conv
-		rep, err := p.Save(true)
-		printReport(st.out, rep)
-		if err != nil {
-			return err
-		}
-		return r.Remove()
+		return writing(ctx, func() error {
+			rep, err := p.SaveContext(ctx, true)
+			printReport(st.out, rep)
+			if err != nil {
+				return leftAsItWas(err, pkg)
+			}
+			return r.Remove()
+		})
 	})
 }

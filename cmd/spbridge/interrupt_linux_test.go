@@ -252,3 +252,56 @@ func writingTemp(dir string) bool {
 	}
 	return false
 }
+
+// TestInterruptSaveLeavesOldConversation: SIGINT or SIGTERM while save
+// rewrites a large conversation ends it with 130 or 143, and the
+// conversation is the one the package held, byte for byte, with no
+// temporary file left. (Before, save went on and wrote the new one.)
+func TestInterruptSaveLeavesOldConversation(t *testing.T) {
+	bin := spbridgeBin(t)
+	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
+	pkg := newPackage(t)
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("All work and no play. ", 1<<20/22)
+	for i := range 60 {
+		p.Conv.Items = append(p.Conv.Items, archive.ItemFromMap(map[string]any{"id": fmt.Sprintf("00000000-0000-4000-8000-%012d", i), "type": archive.TypeUser, "text": fmt.Sprint(i, text)}))
+		p.Conv.History = append(p.Conv.History, archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(fmt.Sprint(i, text))}})
+	}
+	if _, err := p.Save(true); err != nil {
+		t.Fatal(err)
+	}
+	p = nil
+	// A space after the JSON: the same conversation, not in canonical
+	// form, which save rewrites.
+	conv := filepath.Join(pkg, archive.AgentDir, archive.ConversationFile)
+	f, err := os.OpenFile(conv, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(" ")
+	f.Close()
+	for _, sc := range signalCases {
+		before := snapshotDir(t, pkg)
+		cmd := exec.Command(bin, "save", pkg)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		s := start(t, cmd)
+		// The event: the new conversation's temporary file appears.
+		agent := filepath.Join(pkg, archive.AgentDir)
+		for !writingTemp(agent) && !s.ended() {
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Signal(sc.sig)
+		code := waitExit(t, s, "save "+sc.sig.String())
+		if code != sc.code || !strings.Contains(stderr.String(), sc.line[len("spbridge: "):len(sc.line)-1]+"; "+pkg+" is as it was") {
+			t.Errorf("save %s: exit %d, stderr %q, stdout %q", sc.sig, code, stderr.String(), stdout.String())
+		}
+		after := snapshotDir(t, pkg)
+		if len(after) != len(before) || after[conv] != before[conv] {
+			t.Errorf("save %s: the package changed (%d files, was %d; conversation.json the same: %v)", sc.sig, len(after), len(before), after[conv] == before[conv])
+		}
+	}
+}

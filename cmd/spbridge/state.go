@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"spbridge/internal/audit"
+	"spbridge/internal/regfile"
 	"spbridge/internal/session"
 )
 
@@ -83,7 +84,7 @@ func runStatePrune(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	copies, err := pruneRecovery(filepath.Join(state, "recovery"), cutoff, *dryRun, func(dir string, err error) {
+	copies, err := pruneRecovery(ctx, filepath.Join(state, "recovery"), cutoff, *dryRun, func(dir string, err error) {
 		fmt.Fprintf(st.err, "spbridge: kept %s: %v\n", relTo(state, dir), err)
 	})
 	for _, p := range copies {
@@ -172,7 +173,7 @@ func pruneSessions(ctx context.Context, dir string, cutoff time.Time, dryRun boo
 // cutoff, unless a running spbridge holds the package a copy is of, and
 // returns them. kept is told of each one left because it could not be
 // taken.
-func pruneRecovery(dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
+func pruneRecovery(ctx context.Context, dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -198,11 +199,11 @@ func pruneRecovery(dir string, cutoff time.Time, dryRun bool, kept func(string, 
 			if dryRun {
 				return nil
 			}
-			return os.RemoveAll(copyDir)
+			return writing(ctx, func() error { return os.RemoveAll(copyDir) })
 		}
 		var rmErr error
 		var pkg string
-		if data, err := os.ReadFile(filepath.Join(copyDir, session.RecoveryFile)); err == nil {
+		if data, err := regfile.ReadFile(filepath.Join(copyDir, session.RecoveryFile)); err == nil {
 			var r session.Recovery
 			if json.Unmarshal(data, &r) == nil {
 				pkg = r.Package

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"spbridge/internal/regfile"
 )
 
 // configFile reads the string values of codex's configuration (config.toml
@@ -33,7 +35,7 @@ func configFile(env []string) map[string]map[string]string {
 		}
 		home = filepath.Join(userHome, ".codex")
 	}
-	f, err := os.Open(filepath.Join(home, "config.toml"))
+	f, err := regfile.Open(filepath.Join(home, "config.toml"))
 	if err != nil {
 		return nil
 	}

@@ -2,13 +2,13 @@ package codex
 
 import (
 	"bytes"
-	"os"
 	"slices"
 
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
+	"spbridge/internal/regfile"
 )
 
 // patchTail is how much of the end of codex's session log is read for the
@@ -52,7 +52,7 @@ func (b *Backend) execFileChange(m *itemmap.Codex, line []byte) {
 	if b.patchThread != thread || b.patchUsed == nil {
 		b.patchThread, b.patchUsed = thread, make(map[string]bool)
 	}
-	call, changes, applied := findPatch(data, paths, b.Opts.Dir, b.patchUsed, os.ReadFile)
+	call, changes, applied := findPatch(data, paths, b.Opts.Dir, b.patchUsed, regfile.ReadFile)
 	if call == "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"spbridge/internal/regfile"
 	"spbridge/internal/statefile"
 )
 
@@ -98,7 +99,7 @@ func (hc *HeadCache) load() {
 	}
 	hc.loaded = true
 	hc.heads = map[string]*cachedHead{}
-	f, err := os.Open(hc.path)
+	f, err := regfile.Open(hc.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}

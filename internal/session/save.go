@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/regfile"
 	"spbridge/internal/restore"
 	"spbridge/internal/statefile"
 )
@@ -179,7 +180,7 @@ func RecoveryPath(root, pkg string) string {
 // under root: nil and no error when there is none.
 func ReadRecovery(root, pkg string) (*Recovery, error) {
 	dir := RecoveryPath(root, pkg)
-	data, err := os.ReadFile(filepath.Join(dir, RecoveryFile))
+	data, err := regfile.ReadFile(filepath.Join(dir, RecoveryFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
