@@ -21,8 +21,9 @@ const fitSlack = 64 << 10
 var ErrTooLargeTurn = errors.New("its last turn alone is larger than spbridge keeps")
 
 // Fit makes the conversation fit in what a save writes and spbridge reads
-// back (MaxConversationSize; limit, when not 0, instead), leaving out
-// what does not fit, the oldest first: first the tools' outputs longer
+// back (MaxConversationSize; limit, when not 0, instead), with an eighth
+// of it to spare for the turns that follow, leaving out what does not
+// fit, the oldest first: first the tools' outputs longer
 // than FitCut (the tool items' fields, the history's tool results) are
 // cut to their first FitCut bytes, the oldest first, until it fits; then
 // the earliest turns go (the items before a user message, and the history
@@ -35,7 +36,9 @@ func (c *Conversation) Fit(limit int64) (string, error) {
 	if limit <= 0 {
 		limit = sizeLimit
 	}
-	target := max(limit-fitSlack, limit/2)
+	// An eighth is left for the turns that follow (an import is carried
+	// on), and room for the notice.
+	target := limit - max(limit/8, fitSlack)
 	shell, err := canonjson.EncodeCompact(c.shell())
 	if err != nil {
 		return "", err
