@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spbridge/internal/fakeapi"
+	"spbridge/internal/trust"
 )
 
 // fakeapi.MCPServerEnv turns the test binary into a minimal MCP server on
@@ -56,6 +57,11 @@ func TestE2EServeControls(t *testing.T) {
 	os.MkdirAll(filepath.Join(work, ".claude", "commands"), 0o755)
 	os.WriteFile(filepath.Join(work, ".claude", "commands", "greet.md"),
 		[]byte("---\ndescription: Greets someone\nargument-hint: NAME\n---\nSay hi to $ARGUMENTS.\n"), 0o644)
+	// The project's own command acts once the folder is trusted
+	// (spbridge trust add).
+	if err := trust.Set(stateOf(e.env), work, true); err != nil {
+		t.Fatal(err)
+	}
 	envMap := acpEnv(e.env)
 	exe, err := os.Executable()
 	if err != nil {

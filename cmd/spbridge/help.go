@@ -26,7 +26,7 @@ var commandGroups = []struct {
 	{"Editor commands", []string{"serve"}},
 	{"Conversation commands", []string{"run", "conversation", "import", "transcript", "save", "fsck", "replay"}},
 	{"Audit commands", []string{"audit"}},
-	{"State commands", []string{"state"}},
+	{"State commands", []string{"state", "trust"}},
 	{"Auth commands", []string{"login", "auth"}},
 	{"Other commands", []string{"version", "help", "completion"}},
 }
@@ -128,6 +128,18 @@ $ spbridge state prune --older-than 30d --dry-run`,
 # See what has not changed for 30 days, then remove it
 $ spbridge state prune --older-than 30d --dry-run
 $ spbridge state prune --older-than 30d`,
+	"trust": `
+$ spbridge trust list
+$ spbridge trust add ~/src/project`,
+	"trust list": `
+$ spbridge trust list`,
+	"trust add": `
+# Let the folder's hooks, settings and .mcp.json act from the next session
+$ spbridge trust add ~/src/project
+# Never trust a cloned repository, and never ask
+$ spbridge trust add --never ~/Downloads/repo`,
+	"trust revoke": `
+$ spbridge trust revoke ~/src/project`,
 	"login": `
 $ spbridge login --backend claude
 # From a program, without a terminal: the CLI gets 40 rows by 120 columns

@@ -58,6 +58,7 @@ func topCommands() []command {
 		{"replay", "map a recorded CLI event stream onto items", runReplay},
 		{"audit", "verify or show a conversation's audit log", runAudit},
 		{"state", "prune old audit logs and editor sessions from the state folder", runState},
+		{"trust", "list, add or revoke the folders whose own agent configuration may act", runTrust},
 		{"login", "log in to claude or codex through a pseudo-terminal", runLogin},
 		{"auth", "check whether claude and codex are logged in, or log out", runAuth},
 		{"version", "print the version", runVersion},

@@ -27,6 +27,7 @@ import (
 	"spbridge/internal/itemmap"
 	"spbridge/internal/regfile"
 	"spbridge/internal/session"
+	"spbridge/internal/trust"
 )
 
 // interruptedNotice is the notice the mappers add to an interrupted
@@ -48,7 +49,7 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) (err error) {
-	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [--thinking] [MESSAGE... | -]",
+	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [--thinking] [--trust-folder] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
 			"conversation at the end, also after a failure or an interrupt. Several\n"+
@@ -64,6 +65,11 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			"by its program and first argument, or exactly, when that is an option or it\n"+
 			"uses the shell's operators; another tool whole), n denies. Without a terminal\n"+
 			"they are denied unless --allow-tool names the tool.\n"+
+			"The folder's own Claude Code configuration (its hooks, settings, commands,\n"+
+			"CLAUDE.md and .mcp.json) acts only once you trust the folder: the first run\n"+
+			"there asks on the terminal (y trusts it from now on, see spbridge trust);\n"+
+			"--trust-folder trusts it for this run without asking; without either, claude\n"+
+			"runs with your own settings only and a notice says what was left out.\n"+
 			"PKG must be a document package: a folder holding document.json, or one that\n"+
 			"holds a conversation already (agent/conversation.json, as the packages serve\n"+
 			"keeps for editor threads do). Another folder is refused, and nothing is\n"+
@@ -85,6 +91,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
 	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
 	plain := f.Bool("plain-folder", false, "take PKG even when it is a plain folder, not a document package")
+	trustFolder := f.Bool("trust-folder", false, "let the working folder's own Claude Code configuration act in this run, without asking (see spbridge trust)")
 	kindf := addKindFlag(f)
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
@@ -133,6 +140,12 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		}
 		dir = filepath.Dir(abs)
 	}
+	folder := trust.Open(dir, nil)
+	if *trustFolder {
+		if err := folder.Answer(trust.TrustOnce); err != nil {
+			return err
+		}
+	}
 
 	auditDir := ""
 	if !*noAudit {
@@ -151,7 +164,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
 		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
 			var provider string
-			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport})
+			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport, folder: folder})
 			return be, provider, nil
 		}})
 	if err != nil {
@@ -266,6 +279,7 @@ func checkDir(dir string) error {
 type backendFlags struct {
 	dir, model, codexHome, transport string
 	idle                             time.Duration
+	folder                           *trust.Folder
 }
 
 // checkBackend refuses a backend or codex transport spbridge does not have.
@@ -282,7 +296,7 @@ func checkBackend(f *flagSet, backend, transport string) error {
 // newBackend makes a session's backend and its archive provider name.
 func newBackend(name string, o backendFlags) (backend.Backend, string) {
 	cli, _ := clis.Lookup(name) // checkBackend knows it
-	return cli.New(clis.Settings{Options: backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle}, CodexHome: o.codexHome, Transport: o.transport}), cli.Provider
+	return cli.New(clis.Settings{Options: backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, Folder: o.folder}, CodexHome: o.codexHome, Transport: o.transport}), cli.Provider
 }
 
 // readMessages returns the messages: the arguments after PKG, or one from

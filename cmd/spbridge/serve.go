@@ -80,7 +80,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			if !ok {
 				return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
 			}
-			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events, Resume: o.Resume}
+			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events, Resume: o.Resume, Folder: o.Folder}
 			return cli.New(clis.Settings{Options: opts, Transport: *transport}), nil
 		},
 	}

@@ -16,6 +16,7 @@ import (
 	"spbridge/internal/cliproc"
 	"spbridge/internal/history"
 	"spbridge/internal/sessionindex"
+	"spbridge/internal/trust"
 )
 
 // ProtocolVersion is the ACP version spbridge speaks.
@@ -38,6 +39,10 @@ type BackendOptions struct {
 	// Resume is the CLI's own session the first turn continues (a CLI
 	// session imported by this open): backend.Options.Resume.
 	Resume string
+	// Folder is the trust of Cwd, one for the session and every backend
+	// it makes (backend.Options.Folder): the user is asked once a
+	// session.
+	Folder *trust.Folder
 }
 
 // NewBackendFunc makes the backend of a session. It fails for a backend

@@ -22,6 +22,7 @@ import (
 	"spbridge/internal/prices"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
+	"spbridge/internal/trust"
 )
 
 // acpSession is one ACP session: one package and its CLI, from the
@@ -82,6 +83,7 @@ type sessionSettings struct {
 	cwd     string
 	mcp     []backend.MCPServer // the editor's MCP servers
 	addDirs []string            // the editor's additional folders
+	folder  *trust.Folder       // the trust of cwd (made once, at the open)
 }
 
 // controls are what the backend's events change (under mu, its own
@@ -387,7 +389,13 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 					}
 				}
 			}
-			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events(), Resume: op.resume})
+			ss.mu.Lock()
+			if ss.set.folder == nil {
+				ss.set.folder = trust.Open(op.cwd, nil)
+			}
+			folder := ss.set.folder
+			ss.mu.Unlock()
+			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events(), Resume: op.resume, Folder: folder})
 			if err != nil {
 				return nil, "", err
 			}
@@ -1255,7 +1263,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
-	backendName, opts := ss.set.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events()}
+	backendName, opts := ss.set.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events(), Folder: ss.set.folder}
 	ss.mu.Unlock()
 	if ss.conv.Running() {
 		return nil, errBusyNew

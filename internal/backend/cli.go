@@ -13,6 +13,7 @@ import (
 
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // Defaults for Options.
@@ -59,6 +60,10 @@ type Options struct {
 	// claude's --resume, codex's thread/resume or exec resume. "" starts a
 	// new session.
 	Resume string
+	// Folder is the trust of Dir (internal/trust): until it is trusted,
+	// a CLI that would read the folder's own configuration runs with the
+	// user's own only. nil: untrusted, and nobody is asked.
+	Folder *trust.Folder
 }
 
 // withDefaults returns o with the defaults in place of what it leaves zero.

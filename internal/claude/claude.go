@@ -59,6 +59,9 @@ type Backend struct {
 	effort   string            // the reasoning effort asked for, "" for the CLI's
 	mcpSaid  map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
 	mcpFile  func()            // removes the running process's --mcp-config file, until it has read it
+	// procTrusted: the running process was started with the folder's
+	// own configuration (Opts.Folder trusted then).
+	procTrusted bool
 }
 
 // Name is the backend's name as the command line and the audit log say it.
@@ -113,9 +116,20 @@ func (b *Backend) Started() bool { return b.SessionID() != "" }
 
 // args builds the command line. The message never goes on it: argv is
 // visible to every user of the machine.
-func (b *Backend) args() []string {
+func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted()) }
+
+// argsTrusted builds the command line of a claude that reads the folder's
+// own configuration (trusted) or not.
+func (b *Backend) argsTrusted(trusted bool) []string {
 	a := []string{"-p", "--output-format", "stream-json", "--input-format", "stream-json",
 		"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"}
+	if !trusted {
+		// The folder's own settings (hooks, env, permission mode) and
+		// MCP servers (.mcp.json) wait for its trust: only the user's
+		// own settings, and only the MCP servers of --mcp-config (the
+		// editor's and the user's own, carried over: mcpconfig.go).
+		a = append(a, "--setting-sources", "user", "--strict-mcp-config")
+	}
 	if model := b.Model(); model != "" {
 		a = append(a, "--model", model)
 	}
@@ -145,13 +159,18 @@ func (b *Backend) args() []string {
 func (b *Backend) start() (*cliproc.Proc, error) {
 	b.starting.Lock()
 	defer b.starting.Unlock()
-	args := b.args()
+	trusted := b.Opts.Folder.Trusted()
+	args := b.argsTrusted(trusted)
+	var own map[string]json.RawMessage
+	if !trusted {
+		own = userMCPServers(b.Opts.Dir, b.Env())
+	}
 	remove := func() {}
-	if len(b.Opts.MCPServers) > 0 {
+	if len(b.Opts.MCPServers) > 0 || len(own) > 0 {
 		// The servers' env and headers may be secrets: they go in a
 		// private file, never on argv, removed once claude read it
 		// (mcpconfig.go).
-		path, rm, err := b.writeMCPConfig()
+		path, rm, err := b.writeMCPConfig(own)
 		if err != nil {
 			return nil, err
 		}
@@ -160,6 +179,7 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	}
 	b.mu.Lock()
 	b.mcpFile = remove
+	b.procTrusted = trusted
 	b.mu.Unlock()
 	p, err := b.Start(args)
 	if err != nil {
@@ -266,6 +286,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if err != nil {
 		return failBeforeStart(b.Opts.NewID, h, "The message could not be encoded: "+err.Error(), "")
 	}
+	b.settleTrust(ctx, h)
 	data = append(data, '\n')
 	for attempt := 0; ; attempt++ {
 		p := b.Proc()
@@ -304,6 +325,26 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 			}
 			return failBeforeStart(b.Opts.NewID, h, text+".", detail)
 		}
+	}
+}
+
+// settleTrust asks, the first time in the session, whether to trust the
+// folder (backend.FolderTrust); a folder trusted now whose claude was
+// started without its configuration (early, as the session opened) gets
+// a claude that reads it: the running one is ended, and the turn starts
+// it again (resuming its session, when it has one).
+func (b *Backend) settleTrust(ctx context.Context, h backend.Host) {
+	f := b.Opts.Folder
+	backend.FolderTrust(ctx, f, h, b.Opts.NewID)
+	if !f.Trusted() {
+		return
+	}
+	b.mu.Lock()
+	stale := !b.procTrusted
+	b.mu.Unlock()
+	if p := b.Proc(); p != nil && stale {
+		p.CloseStdin()
+		b.Reap(p)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/statedir"
+	"spbridge/internal/trust"
 )
 
 // events records what Events hear.
@@ -64,6 +65,14 @@ func realClaude(t *testing.T, opts Options, replies ...fakeapi.Reply) (*Backend,
 	opts.Dir = dir
 	opts.Env = append(s.ClaudeEnv(home), "IS_SANDBOX=1") // bypassPermissions may be chosen as root
 	opts.NewID = itemmap.SequentialIDs()
+	if opts.Folder == nil {
+		// The test's own project, with its command: trusted for the
+		// session.
+		opts.Folder = trust.Open(dir, opts.Env)
+		if err := opts.Folder.Answer(trust.TrustOnce); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := New(opts)
 	t.Cleanup(func() { b.Close() })
 	return b, s, dir

@@ -7,6 +7,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/secretfile"
 	"spbridge/internal/statedir"
+	"spbridge/internal/trust"
 )
 
 // writeMCPConfig writes the file `claude --mcp-config` reads, with the
@@ -16,8 +17,8 @@ import (
 // It returns the file's path and the function that removes it, which
 // mcpConfigRead calls once claude has read it, and the process's end
 // otherwise.
-func (b *Backend) writeMCPConfig() (path string, remove func(), err error) {
-	data, err := mcpConfig(b.Opts.MCPServers)
+func (b *Backend) writeMCPConfig(own map[string]json.RawMessage) (path string, remove func(), err error) {
+	data, err := mcpConfig(own, b.Opts.MCPServers)
 	if err != nil {
 		return "", nil, err
 	}
@@ -49,12 +50,41 @@ func (b *Backend) mcpConfigRead() {
 	}
 }
 
-// mcpConfig is the file `claude --mcp-config` reads for servers:
-// {"mcpServers": {name: {"type": "stdio", command, args, env} | {"type":
-// "http"|"sse", url, headers}}}. A server of an unknown transport is an
-// error.
-func mcpConfig(servers []backend.MCPServer) ([]byte, error) {
-	all := make(map[string]any, len(servers))
+// userMCPServers are the MCP servers of the user's own Claude Code
+// configuration for a claude in dir: its user scope (mcpServers) and its
+// local scope for dir (projects[dir].mcpServers), both in the user's
+// global configuration (trust.ReadClaudeConfig), as Claude Code keeps them.
+// With --strict-mcp-config claude starts only the servers of
+// --mcp-config, so an untrusted folder's claude is given these there: the
+// folder's .mcp.json waits for its trust, the user's own servers do not.
+func userMCPServers(dir string, env []string) map[string]json.RawMessage {
+	c := trust.ReadClaudeConfig(env)
+	out := make(map[string]json.RawMessage, len(c.MCPServers))
+	for name, s := range c.MCPServers {
+		out[name] = s
+	}
+	keys := []string{dir}
+	if k, err := trust.Key(dir); err == nil && k != dir {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		for name, s := range c.Projects[k].MCPServers {
+			out[name] = s // the local scope comes before the user's, as in Claude Code
+		}
+	}
+	return out
+}
+
+// mcpConfig is the file `claude --mcp-config` reads for servers: the
+// user's own (own, as their configuration holds them), then the editor's,
+// which win a name both have: {"mcpServers": {name: {"type": "stdio",
+// command, args, env} | {"type": "http"|"sse", url, headers}}}. An editor
+// server of an unknown transport is an error.
+func mcpConfig(own map[string]json.RawMessage, servers []backend.MCPServer) ([]byte, error) {
+	all := make(map[string]any, len(own)+len(servers))
+	for name, s := range own {
+		all[name] = s
+	}
 	for _, s := range servers {
 		switch s.Transport {
 		case backend.MCPStdio:

@@ -1,0 +1,75 @@
+package acp
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"spbridge/internal/trust"
+)
+
+// Trust options: the optionIds of the trust question.
+const (
+	TrustAlways = "trust"      // allow_always: trusted, kept in the state folder
+	TrustOnce   = "trust_once" // allow_once: trusted for this session
+	TrustNotNow = "not_now"    // reject_once: untrusted; asked again next session
+	TrustNever  = "never"      // reject_always: untrusted, kept; never asked again
+)
+
+// AskTrust asks the editor, within the turn of the session's first
+// prompt, whether to trust the session's folder, whose own configuration
+// would act (backend.TrustAsker): a session/request_permission about a
+// tool call of its own ("Trust this folder?", kind other, its files in
+// its content), announced before and settled after. No answer (the
+// request cancelled, the turn cancelled, an option not offered) is "not
+// now".
+func (h *acpHost) AskTrust(ctx context.Context, dir string, files []string) trust.Answer {
+	ss := h.ss
+	names := make([]string, len(files))
+	for i, p := range files {
+		names[i] = p
+		if rel, err := filepath.Rel(dir, p); err == nil {
+			names[i] = rel
+		}
+	}
+	id := "spbridge-trust"
+	text := "This folder's own Claude Code configuration would act: " + strings.Join(names, ", ") +
+		" (hooks, MCP servers, environment, permission mode, instructions, commands). Until you trust the folder, Claude Code runs with your own settings only."
+	call := map[string]any{"toolCallId": id, "title": "Trust this folder? " + dir, "kind": "other", "status": "pending",
+		"content":   []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": text}}},
+		"locations": []any{map[string]any{"path": dir}},
+		"_meta":     map[string]any{"spbridge": map[string]any{"trust": map[string]any{"folder": dir, "files": files}}}}
+	announce := map[string]any{"sessionUpdate": "tool_call"}
+	for k, v := range call {
+		announce[k] = v
+	}
+	ss.srv.w.flush()
+	ss.update(announce)
+	params := map[string]any{
+		"sessionId": ss.id,
+		"toolCall":  call,
+		"options": []any{
+			map[string]any{"optionId": TrustAlways, "name": "Trust this folder", "kind": "allow_always"},
+			map[string]any{"optionId": TrustOnce, "name": "Trust it for this session", "kind": "allow_once"},
+			map[string]any{"optionId": TrustNotNow, "name": "Not now", "kind": "reject_once"},
+			map[string]any{"optionId": TrustNever, "name": "Never trust this folder", "kind": "reject_always"},
+		},
+	}
+	answer := trust.NotNow
+	if m, err := ss.srv.request(ctx, "session/request_permission", params); err == nil {
+		switch optionID, _ := selected(m); optionID {
+		case TrustAlways:
+			answer = trust.TrustAlways
+		case TrustOnce:
+			answer = trust.TrustOnce
+		case TrustNever:
+			answer = trust.Never
+		}
+	}
+	status := "failed"
+	if answer == trust.TrustAlways || answer == trust.TrustOnce {
+		status = "completed"
+	}
+	ss.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status})
+	return answer
+}

@@ -1,0 +1,430 @@
+// Package trust decides whether a folder's own agent configuration may act:
+// Claude Code's project and local settings (hooks, env, permission mode)
+// and the MCP servers its .mcp.json names. A folder is trusted when the
+// user said so to spbridge (kept per folder in the state folder's
+// trust.json), or when a CLI's own record trusts it (Claude Code's
+// projects[…].hasTrustDialogAccepted, Codex's trust_level = "trusted");
+// spbridge reads the CLIs' files and never writes them. A Folder carries
+// one session's view of its folder: whether it is trusted, what it holds
+// that would act, the user's answer when asked, and the notice, once, of
+// what was left out.
+package trust
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"spbridge/internal/statedir"
+	"spbridge/internal/statefile"
+)
+
+// File is the trust store's name in the state folder; lockFile is the
+// lock its writers take.
+const (
+	File     = "trust.json"
+	lockFile = "trust.lock"
+)
+
+// maxStore bounds the trust store as read: a folder a line, it never
+// comes near.
+const maxStore = 16 << 20
+
+// Record is the user's answer for one folder, as the store keeps it.
+type Record struct {
+	Trusted bool      `json:"trusted"` // false: the user said never
+	At      time.Time `json:"at"`
+}
+
+// store is trust.json.
+type store struct {
+	Version int               `json:"version"`
+	Folders map[string]Record `json:"folders"`
+}
+
+// Key is the name the store keeps dir under: its absolute, cleaned path,
+// with links followed when it exists.
+func Key(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return filepath.Clean(abs), nil
+}
+
+// Read returns the records of the store in the state folder state (none
+// when it has no store yet).
+func Read(state string) (map[string]Record, error) {
+	path := filepath.Join(state, File)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]Record{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxStore+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxStore {
+		return nil, fmt.Errorf("%s is over %d MiB: not a trust store spbridge wrote; move it away", path, maxStore>>20)
+	}
+	var s store
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s is not readable (%v); move it away to start again", path, err)
+	}
+	if s.Folders == nil {
+		s.Folders = map[string]Record{}
+	}
+	return s.Folders, nil
+}
+
+// update changes the store in state under its lock, written whole or not
+// at all (statefile.WriteAtomic).
+func update(state string, change func(map[string]Record) bool) error {
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
+	return statefile.WithLock(filepath.Join(state, lockFile), func() error {
+		folders, err := Read(state)
+		if err != nil {
+			return err
+		}
+		if !change(folders) {
+			return nil
+		}
+		data, err := json.MarshalIndent(store{Version: 1, Folders: folders}, "", "  ")
+		if err != nil {
+			return err
+		}
+		return statefile.WriteAtomic(filepath.Join(state, File), append(data, '\n'))
+	})
+}
+
+// Set keeps the user's answer for dir: trusted, or never.
+func Set(state, dir string, trusted bool) error {
+	key, err := Key(dir)
+	if err != nil {
+		return err
+	}
+	return update(state, func(f map[string]Record) bool {
+		f[key] = Record{Trusted: trusted, At: time.Now().UTC().Truncate(time.Second)}
+		return true
+	})
+}
+
+// Remove forgets the user's answer for dir; false when there was none.
+func Remove(state, dir string) (bool, error) {
+	key, err := Key(dir)
+	if err != nil {
+		return false, err
+	}
+	found := false
+	err = update(state, func(f map[string]Record) bool {
+		_, found = f[key]
+		delete(f, key)
+		return found
+	})
+	return found, err
+}
+
+// Status is whether a folder is trusted, and by whom.
+type Status struct {
+	Dir     string // the folder (Key)
+	Trusted bool
+	Refused bool   // the user told spbridge never to trust it
+	By      string // who trusts it, or refused it: BySpbridge, ByClaude, ByCodex
+	Record  string // the file that holds that answer
+}
+
+// Who trusts a folder.
+const (
+	BySpbridge = "spbridge"
+	ByClaude   = "Claude Code"
+	ByCodex    = "Codex"
+)
+
+// Check says whether dir is trusted: spbridge's own record first (a
+// "never" there stands whatever the CLIs say), then Claude Code's and
+// Codex's own records, each of which covers the folder it names and every
+// folder below it. env is the CLIs' environment (nil: spbridge's own),
+// which says where their configuration is. A store that cannot be read
+// counts as no answer.
+func Check(dir string, env []string) Status {
+	key, err := Key(dir)
+	if err != nil {
+		return Status{Dir: dir}
+	}
+	st := Status{Dir: key}
+	if state, err := statedir.Dir(); err == nil {
+		if folders, err := Read(state); err == nil {
+			if r, ok := folders[key]; ok {
+				st.By, st.Record = BySpbridge, filepath.Join(state, File)
+				st.Trusted, st.Refused = r.Trusted, !r.Trusted
+				return st
+			}
+		}
+	}
+	if file, ok := claudeTrusts(key, env); ok {
+		st.Trusted, st.By, st.Record = true, ByClaude, file
+		return st
+	}
+	if file, ok := codexTrusts(key, env); ok {
+		st.Trusted, st.By, st.Record = true, ByCodex, file
+		return st
+	}
+	return st
+}
+
+// Answer is the user's answer to "trust this folder?".
+type Answer int
+
+const (
+	NotNow      Answer = iota // untrusted for this session; asked again in the next
+	TrustOnce                 // trusted for this session only
+	TrustAlways               // trusted, kept in the store
+	Never                     // untrusted, kept in the store: never asked again
+)
+
+// Folder is one session's view of the trust of the folder its CLI runs
+// in. Its methods are safe for concurrent use.
+type Folder struct {
+	Dir   string   // the folder (Key)
+	Files []string // what it holds that would act, absolute paths
+
+	mu      sync.Mutex
+	status  Status
+	asked   bool // the user was asked in this session (or answered by flag)
+	noticed bool // the notice of what was left out was given
+	once    bool // trusted for this session only
+}
+
+// Open returns the view of dir for a session whose CLI runs with env (nil:
+// spbridge's own environment).
+func Open(dir string, env []string) *Folder {
+	st := Check(dir, env)
+	return &Folder{Dir: st.Dir, Files: ClaudeFiles(st.Dir, env), status: st}
+}
+
+// Trusted reports whether the folder's own configuration may act.
+func (f *Folder) Trusted() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status.Trusted || f.once
+}
+
+// Status is what Check said, with the answers of this session.
+func (f *Folder) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+// ShouldAsk reports whether the user is to be asked now: the folder is
+// not trusted, holds something that would act, was not refused for good,
+// and was not asked in this session. It is true once: a caller that gets
+// true asks, and gives Answer the answer (NotNow without one).
+func (f *Folder) ShouldAsk() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status.Trusted || f.once || f.status.Refused || f.asked || len(f.Files) == 0 {
+		return false
+	}
+	f.asked = true
+	return true
+}
+
+// Answer takes the user's answer: TrustAlways and Never are kept in the
+// store (an error there leaves the answer for this session only).
+func (f *Folder) Answer(a Answer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = true
+	switch a {
+	case TrustOnce:
+		f.once = true
+	case TrustAlways, Never:
+		trusted := a == TrustAlways
+		f.once = trusted
+		f.status.Refused = !trusted
+		state, err := statedir.Dir()
+		if err == nil {
+			err = Set(state, f.Dir, trusted)
+		}
+		if err != nil {
+			return fmt.Errorf("keep the answer for %s: %w", f.Dir, err)
+		}
+		f.status.Trusted, f.status.By, f.status.Record = trusted, BySpbridge, filepath.Join(state, File)
+	}
+	return nil
+}
+
+// Notice returns, once, what spbridge left out of an untrusted folder and
+// how to trust it; "" when the folder is trusted, holds nothing that
+// would act, or the notice was given.
+func (f *Folder) Notice() string {
+	if f == nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noticed || f.status.Trusted || f.once || len(f.Files) == 0 {
+		return ""
+	}
+	f.noticed = true
+	names := make([]string, len(f.Files))
+	for i, p := range f.Files {
+		names[i] = p
+		if rel, err := filepath.Rel(f.Dir, p); err == nil {
+			names[i] = rel
+		}
+	}
+	why := "which you have not trusted"
+	if f.status.Refused {
+		why = "which you chose never to trust"
+	}
+	return fmt.Sprintf("This folder's own Claude Code configuration was not applied (hooks, MCP servers, environment, permission mode, instructions, commands), %s: %s. Claude Code runs with your own settings only. To apply it, trust the folder: spbridge trust add %s",
+		why, strings.Join(names, ", "), shellQuote(f.Dir))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '-' || r == '_' || r == '~' || r == ':' || r == '+' || r == ',' || r == '@') {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	q := "'"
+	for _, r := range s {
+		if r == '\'' {
+			q += `'\''`
+		} else {
+			q += string(r)
+		}
+	}
+	return q + "'"
+}
+
+// ClaudeFiles returns what in dir would act, or steer the model, when
+// Claude Code 2.1.328 runs there with the folder's own configuration (its
+// project and local setting sources), as checked on it: in dir itself its
+// project and local settings (.claude/settings.json,
+// .claude/settings.local.json), its commands, skills, agents and output
+// styles (.claude/commands, skills, agents, output-styles); in dir and
+// every folder above it the instructions (CLAUDE.md, CLAUDE.local.md,
+// .claude/CLAUDE.md) and the MCP servers of a .mcp.json. What is the
+// user's own (under Claude Code's configuration folder, when dir is the
+// home folder or below it) is not the folder's.
+func ClaudeFiles(dir string, env []string) []string {
+	var out []string
+	user := claudeConfigDir(env)
+	add := func(p string, dirOK bool) {
+		if p == user || strings.HasPrefix(p, user+string(filepath.Separator)) {
+			return
+		}
+		if fi, err := os.Stat(p); err == nil && (dirOK || !fi.IsDir()) {
+			out = append(out, p)
+		}
+	}
+	for _, name := range []string{"settings.json", "settings.local.json"} {
+		add(filepath.Join(dir, ".claude", name), false)
+	}
+	for _, name := range []string{"commands", "skills", "agents", "output-styles"} {
+		add(filepath.Join(dir, ".claude", name), true)
+	}
+	for d := dir; ; {
+		for _, name := range []string{"CLAUDE.md", "CLAUDE.local.md", filepath.Join(".claude", "CLAUDE.md"), ".mcp.json"} {
+			add(filepath.Join(d, name), false)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	return out
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// List is every folder a record trusts or refuses: spbridge's own, then
+// the CLIs' (read only), sorted by folder within each.
+func List(env []string) ([]Status, error) {
+	var out []Status
+	state, err := statedir.Dir()
+	if err != nil {
+		return nil, err
+	}
+	folders, err := Read(state)
+	if err != nil {
+		return nil, err
+	}
+	for dir, r := range folders {
+		out = append(out, Status{Dir: dir, Trusted: r.Trusted, Refused: !r.Trusted, By: BySpbridge, Record: filepath.Join(state, File)})
+	}
+	sortByDir(out)
+	n := len(out)
+	for _, src := range []struct {
+		by   string
+		file string
+		dirs []string
+	}{{ByClaude, claudeConfigFile(env), claudeTrusted(env)}, {ByCodex, codexConfigFile(env), codexTrusted(env)}} {
+		for _, d := range src.dirs {
+			if _, mine := folders[d]; !mine {
+				out = append(out, Status{Dir: d, Trusted: true, By: src.by, Record: src.file})
+			}
+		}
+	}
+	sortByDir(out[n:])
+	return out, nil
+}
+
+func sortByDir(s []Status) {
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].By != s[j].By {
+			return s[i].By < s[j].By
+		}
+		return s[i].Dir < s[j].Dir
+	})
+}
+
+// covered reports whether one of dirs is dir or a folder above it.
+func covered(dir string, dirs []string) bool {
+	for d := dir; ; {
+		if slices.Contains(dirs, d) {
+			return true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return false
+		}
+		d = parent
+	}
+}
