@@ -283,3 +283,67 @@ func TestE2ETrustServe(t *testing.T) {
 		t.Errorf("a trusted folder was asked about again (%d)", n)
 	}
 }
+
+// TestE2ETrustCodexProjectConfig: with the real codex, a folder's own
+// .codex/config.toml (a model, an MCP server) does nothing until the
+// folder is trusted, over both transports, and codex writes no trust of
+// its own into the user's config.toml (codex 0.169.0's app-server marks
+// the folder of a thread it starts trusted there, and reads its
+// configuration, unless told it is untrusted); a notice says what was
+// left out. Trusted (spbridge trust add), the folder's configuration
+// acts.
+func TestE2ETrustCodexProjectConfig(t *testing.T) { transports(t, testTrustCodexProjectConfig) }
+
+func testTrustCodexProjectConfig(t *testing.T, transport string) {
+	e, srv := newCodexE2E(t, fakeapi.ResponsesReply{}, fakeapi.ResponsesReply{})
+	work := filepath.Dir(e.pkg)
+	marker := filepath.Join(t.TempDir(), "mcp-started")
+	quoted, _ := json.Marshal("touch '" + marker + "'; exec cat")
+	if err := os.MkdirAll(filepath.Join(work, ".codex"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(work, ".codex", "config.toml"), []byte("model = \"folder-model\"\n\n[mcp_servers.folder]\ncommand = \"sh\"\nargs = [\"-c\", "+string(quoted)+"]\n"), 0o644)
+	var codexHome string
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			codexHome = v
+		}
+	}
+	config, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	models := func() []string {
+		var out []string
+		for _, r := range srv.Requests() {
+			var body struct{ Model string }
+			if json.Unmarshal(r.Body, &body) == nil && body.Model != "" {
+				out = append(out, body.Model)
+			}
+		}
+		return out
+	}
+	e.run(nil, "--backend", "codex", "--codex-transport", transport, "hello")
+	if _, err := os.Stat(marker); err == nil || strings.Join(models(), " ") != fakeapi.CodexModel {
+		e.fail("untrusted, codex read the folder's config: models %q, MCP server started %v", models(), err == nil)
+	}
+	if after, _ := os.ReadFile(filepath.Join(codexHome, "config.toml")); string(after) != string(config) {
+		e.fail("codex's config.toml changed:\n%s", after)
+	}
+	notice := ""
+	for _, it := range e.conv().Items {
+		if it.Type() == archive.TypeNotice && strings.Contains(it.String("text"), "Codex configuration was not applied") {
+			notice = it.String("text")
+		}
+	}
+	if !strings.Contains(notice, ".codex") || !strings.Contains(notice, "spbridge trust add "+work) {
+		e.fail("the notice %q", notice)
+	}
+	if err := trust.Set(stateOf(e.env), work, true); err != nil {
+		t.Fatal(err)
+	}
+	e.run(nil, "--backend", "codex", "--codex-transport", transport, "again")
+	if got := models(); len(got) < 2 || got[len(got)-1] != "folder-model" {
+		e.fail("trusted, codex did not read the folder's config: models %q", got)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		e.fail("trusted, the folder's MCP server did not start")
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"spbridge/internal/trust"
@@ -14,7 +13,7 @@ import (
 // (kept in the state folder), anything else not now. Without a terminal
 // nothing is asked: the folder stays untrusted, and the turn's notice
 // says so.
-func (h *shellHost) AskTrust(ctx context.Context, dir string, files []string) trust.Answer {
+func (h *shellHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 	if h.ask == nil {
 		return trust.NotNow
 	}
@@ -32,7 +31,7 @@ func (h *shellHost) AskTrust(ctx context.Context, dir string, files []string) tr
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
-	fmt.Fprint(h.errw, formatTrustQuestion(dir, files, h.errStyle))
+	fmt.Fprint(h.errw, formatTrustQuestion(q, h.errStyle))
 	h.prompting = true
 	h.mu.Unlock()
 	defer func() {
@@ -57,18 +56,11 @@ func (h *shellHost) AskTrust(ctx context.Context, dir string, files []string) tr
 
 // formatTrustQuestion is the question of AskTrust: the folder, the files
 // that would act, what trusting means, and the choices.
-func formatTrustQuestion(dir string, files []string, st style) string {
-	names := make([]string, len(files))
-	for i, p := range files {
-		names[i] = p
-		if rel, err := filepath.Rel(dir, p); err == nil {
-			names[i] = rel
-		}
-	}
+func formatTrustQuestion(q trust.Question, st style) string {
 	var b strings.Builder
-	b.WriteString(st.paint(sgrBold, "Trust this folder?") + " " + oneLine(dir) + "\n")
-	b.WriteString("  Its own Claude Code configuration would act: " + oneLine(strings.Join(names, ", ")) + "\n")
-	b.WriteString(st.paint(sgrDim, "  (hooks, MCP servers, environment, permission mode, instructions, commands; until you trust it, Claude Code runs with your own settings only)") + "\n")
+	b.WriteString(st.paint(sgrBold, "Trust this folder?") + " " + oneLine(q.Dir) + "\n")
+	b.WriteString("  Its own " + q.Who + " configuration would act: " + oneLine(strings.Join(trust.RelNames(q.Dir, q.Files), ", ")) + "\n")
+	b.WriteString(st.paint(sgrDim, "  (until you trust it, "+q.Who+" runs with your own configuration only)") + "\n")
 	b.WriteString("  y: yes, from now on · n: not now [y/N] ")
 	return b.String()
 }

@@ -21,12 +21,13 @@ func trustCommands() []command {
 const trustAbout = "A folder's own Claude Code configuration (.claude/settings.json and\n" +
 	".claude/settings.local.json there: hooks, env, permission mode; its commands,\n" +
 	"skills and agents; the CLAUDE.md and .mcp.json there or above: instructions,\n" +
-	"MCP servers) acts only once you trust the folder: until then\n" +
-	"spbridge runs Claude Code with your own settings only, asks the first time a\n" +
-	"session opens there (the editor's permission request, run's question), and\n" +
-	"says once what it left out. A folder Claude Code or Codex already trusts (its\n" +
-	"own record) counts as trusted; spbridge never writes their files. Answers are\n" +
-	"kept in the state folder's trust.json."
+	"MCP servers), and its Codex configuration (a .codex folder), act only once\n" +
+	"you trust the folder: until then spbridge runs the CLI with your own\n" +
+	"configuration only, asks the first time a session opens there (the editor's\n" +
+	"permission request, run's question), and says once what it left out. A\n" +
+	"folder Claude Code or Codex already trusts (its own record) counts as\n" +
+	"trusted; spbridge never writes their files. Answers are kept in the state\n" +
+	"folder's trust.json."
 
 func runTrust(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "trust", "Show, give and take back the trust of folders.\n\n"+trustAbout, trustCommands())

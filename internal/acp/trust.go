@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 
 	"spbridge/internal/trust"
@@ -23,18 +22,12 @@ const (
 // its content), announced before and settled after. No answer (the
 // request cancelled, the turn cancelled, an option not offered) is "not
 // now".
-func (h *acpHost) AskTrust(ctx context.Context, dir string, files []string) trust.Answer {
+func (h *acpHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 	ss := h.ss
-	names := make([]string, len(files))
-	for i, p := range files {
-		names[i] = p
-		if rel, err := filepath.Rel(dir, p); err == nil {
-			names[i] = rel
-		}
-	}
+	dir, files := q.Dir, q.Files
 	id := "spbridge-trust"
-	text := "This folder's own Claude Code configuration would act: " + strings.Join(names, ", ") +
-		" (hooks, MCP servers, environment, permission mode, instructions, commands). Until you trust the folder, Claude Code runs with your own settings only."
+	text := "This folder's own " + q.Who + " configuration would act: " + strings.Join(trust.RelNames(dir, files), ", ") +
+		". Until you trust the folder, " + q.Who + " runs with your own configuration only."
 	call := map[string]any{"toolCallId": id, "title": "Trust this folder? " + dir, "kind": "other", "status": "pending",
 		"content":   []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": text}}},
 		"locations": []any{map[string]any{"path": dir}},

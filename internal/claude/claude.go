@@ -20,6 +20,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // Provider is the archive's provider name for turns run on Claude Code.
@@ -335,7 +336,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 // it again (resuming its session, when it has one).
 func (b *Backend) settleTrust(ctx context.Context, h backend.Host) {
 	f := b.Opts.Folder
-	backend.FolderTrust(ctx, f, h, b.Opts.NewID)
+	backend.FolderTrust(ctx, f, trust.Claude, h, b.Opts.NewID)
 	if !f.Trusted() {
 		return
 	}

@@ -10,13 +10,13 @@ import (
 // TestExecArgsAddDirs: codex exec gets one --add-dir a folder, after exec
 // and before resume (exec resume has no such flag).
 func TestExecArgsAddDirs(t *testing.T) {
-	b := New(Options{Transport: TransportExec, Options: backend.Options{AddDirs: []string{"/srv/assets", "/home/me/b"}}})
-	want := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "exec", "--add-dir", "/srv/assets", "--add-dir", "/home/me/b", "--json", "--skip-git-repo-check", "-"}
+	b := New(Options{Transport: TransportExec, Options: backend.Options{Dir: "/srv/work", AddDirs: []string{"/srv/assets", "/home/me/b"}}})
+	want := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "-c", untrustedSrvWork, "exec", "--add-dir", "/srv/assets", "--add-dir", "/home/me/b", "--json", "--skip-git-repo-check", "-"}
 	if got := b.args(nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("first turn: args = %q, want %q", got, want)
 	}
 	b.thread = "th-1"
-	want = []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "exec", "--add-dir", "/srv/assets", "--add-dir", "/home/me/b", "resume", "--json", "--skip-git-repo-check", "th-1", "-"}
+	want = []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "-c", untrustedSrvWork, "exec", "--add-dir", "/srv/assets", "--add-dir", "/home/me/b", "resume", "--json", "--skip-git-repo-check", "th-1", "-"}
 	if got := b.args(nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("later turn: args = %q, want %q", got, want)
 	}

@@ -32,6 +32,7 @@ const (
 type appState struct {
 	proc     *cliproc.Proc
 	threaded bool              // proc has the thread (started or resumed)
+	trusted  bool              // proc was started with the folder's own configuration
 	mapper   *itemmap.CodexApp // one for the thread, across processes
 	nextID   int64
 	turnID   string
@@ -55,7 +56,8 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 
 // appLaunch starts `codex app-server`, says hello and asks for its models.
 func (b *Backend) appLaunch(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
-	p, err := b.Start(slices.Concat([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool, []string{
+	trusted := b.Opts.Folder.Trusted()
+	p, err := b.Start(slices.Concat([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool, trustArgs(b.Opts.Dir, trusted), []string{
 		// The model may ask the user to choose (request_user_input, which
 		// codex otherwise offers only in its plan mode): the editor
 		// answers (item/tool/requestUserInput).
@@ -64,7 +66,7 @@ func (b *Backend) appLaunch(ctx context.Context, h backend.Host, interruptCh <-c
 	if err != nil {
 		return err
 	}
-	b.app.proc = p
+	b.app.proc, b.app.trusted = p, trusted
 	if _, err := b.appCall(ctx, h, interruptCh, "initialize", map[string]any{
 		"clientInfo": map[string]any{"name": "spbridge", "title": "spbridge", "version": "1"},
 		// The experimental API has thread/backgroundTerminals/clean, the

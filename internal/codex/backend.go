@@ -175,6 +175,7 @@ var planTool = []string{"-c", "tools.update_plan.enabled=true"}
 // is read from stdin ("-").
 func (b *Backend) args(images []string) []string {
 	a := append([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool...)
+	a = append(a, trustArgs(b.Opts.Dir, b.Opts.Folder.Trusted())...)
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
@@ -208,6 +209,7 @@ func (b *Backend) args(images []string) []string {
 // review, read from stdin ("-"), never on argv.
 func (b *Backend) reviewArgs(arg string) (argv []string, stdin string) {
 	a := append([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool...)
+	a = append(a, trustArgs(b.Opts.Dir, b.Opts.Folder.Trusted())...)
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
@@ -269,6 +271,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if _, err := b.Program(); err != nil {
 		return failBeforeStart(b.Opts.NewID, h, NotFoundText, err.Error())
 	}
+	b.settleTrust(ctx, h)
 	if b.transport == TransportAppServer {
 		return b.withModel(b.appTurn(ctx, msg, h, interruptCh))
 	}

@@ -12,17 +12,22 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
+// untrustedSrvWork is the override that keeps the project configuration
+// of /srv/work (and of the folders above it) inert (trustArgs).
+const untrustedSrvWork = `projects={"/srv/work"={trust_level="untrusted"},"/srv"={trust_level="untrusted"},"/"={trust_level="untrusted"}}`
+
 func TestExecArgs(t *testing.T) {
-	b := New(Options{Transport: TransportExec})
-	want := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "exec", "--json", "--skip-git-repo-check", "-"}
+	b := New(Options{Transport: TransportExec, Options: backend.Options{Dir: "/srv/work"}})
+	want := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "-c", untrustedSrvWork, "exec", "--json", "--skip-git-repo-check", "-"}
 	if got := b.args(nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("first turn: %q", got)
 	}
 	b.thread = "th-1"
 	b.SetModel("gpt-5")
-	want = []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "exec", "resume", "--json", "-m", "gpt-5", "-i", "/a.png", "--skip-git-repo-check", "th-1", "-"}
+	want = []string{"-c", `sandbox_mode="workspace-write"`, "-c", "tools.update_plan.enabled=true", "-c", untrustedSrvWork, "exec", "resume", "--json", "-m", "gpt-5", "-i", "/a.png", "--skip-git-repo-check", "th-1", "-"}
 	if got := b.args([]string{"/a.png"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("later turn: %q", got)
 	}
@@ -109,5 +114,25 @@ func TestAppServerTurns(t *testing.T) {
 	}
 	if b.Thread() != "thread-1" || !b.Started() {
 		t.Errorf("thread %q", b.Thread())
+	}
+}
+
+// TestTrustArgs: the folder and each one above it get the folder's trust,
+// their paths quoted as TOML strings (quotes, backslashes, dots and
+// spaces kept whole).
+func TestTrustArgs(t *testing.T) {
+	dir := `/srv/my "odd".dir\x`
+	got := trustArgs(dir, true)
+	want := []string{"-c", `projects={"/srv/my \"odd\".dir\\x"={trust_level="trusted"},"/srv"={trust_level="trusted"},"/"={trust_level="trusted"}}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("trustArgs = %q, want %q", got, want)
+	}
+	f := trust.Open(t.TempDir(), nil)
+	if err := f.Answer(trust.TrustOnce); err != nil {
+		t.Fatal(err)
+	}
+	b := New(Options{Transport: TransportExec, Options: backend.Options{Dir: "/srv/work", Folder: f}})
+	if a := strings.Join(b.args(nil), " "); !strings.Contains(a, `"/srv/work"={trust_level="trusted"}`) {
+		t.Errorf("a trusted folder's args: %s", a)
 	}
 }

@@ -10,9 +10,9 @@ import (
 // AskTrust passes the backend's question whether to trust its folder on
 // to the host (backend.TrustAsker); a host that cannot ask answers "not
 // now".
-func (a *applier) AskTrust(ctx context.Context, dir string, files []string) trust.Answer {
+func (a *applier) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 	if asker, ok := a.host.(backend.TrustAsker); ok {
-		return asker.AskTrust(ctx, dir, files)
+		return asker.AskTrust(ctx, q)
 	}
 	return trust.NotNow
 }

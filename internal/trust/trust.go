@@ -199,24 +199,50 @@ const (
 	Never                     // untrusted, kept in the store: never asked again
 )
 
-// Folder is one session's view of the trust of the folder its CLI runs
-// in. Its methods are safe for concurrent use.
-type Folder struct {
-	Dir   string   // the folder (Key)
-	Files []string // what it holds that would act, absolute paths
+// The CLIs whose configuration a Folder weighs, by their backend names.
+const (
+	Claude = "claude"
+	Codex  = "codex"
+)
 
+// Question is what the user is asked about a folder: the folder, what it
+// holds that would act (absolute paths), and the CLI that would apply it
+// ("Claude Code", "Codex").
+type Question struct {
+	Dir   string
+	Files []string
+	Who   string
+}
+
+// Folder is one session's view of the trust of the folder its CLI runs
+// in: trusted or not (one answer for every CLI), and what it holds that
+// each CLI would apply. Its methods are safe for concurrent use, and a nil
+// Folder is untrusted and holds nothing.
+type Folder struct {
+	Dir string // the folder (Key)
+
+	files   map[string][]string // by CLI: what the folder holds that would act, absolute paths
 	mu      sync.Mutex
 	status  Status
-	asked   bool // the user was asked in this session (or answered by flag)
-	noticed bool // the notice of what was left out was given
-	once    bool // trusted for this session only
+	asked   bool            // the user was asked in this session (or answered by flag)
+	noticed map[string]bool // by CLI: the notice of what was left out was given
+	once    bool            // trusted for this session only
 }
 
 // Open returns the view of dir for a session whose CLI runs with env (nil:
 // spbridge's own environment).
 func Open(dir string, env []string) *Folder {
 	st := Check(dir, env)
-	return &Folder{Dir: st.Dir, Files: ClaudeFiles(st.Dir, env), status: st}
+	return &Folder{Dir: st.Dir, status: st, noticed: map[string]bool{},
+		files: map[string][]string{Claude: ClaudeFiles(st.Dir, env), Codex: CodexFiles(st.Dir, env)}}
+}
+
+// Files is what the folder holds that cli would apply.
+func (f *Folder) Files(cli string) []string {
+	if f == nil {
+		return nil
+	}
+	return f.files[cli]
 }
 
 // Trusted reports whether the folder's own configuration may act.
@@ -236,21 +262,30 @@ func (f *Folder) Status() Status {
 	return f.status
 }
 
-// ShouldAsk reports whether the user is to be asked now: the folder is
-// not trusted, holds something that would act, was not refused for good,
-// and was not asked in this session. It is true once: a caller that gets
-// true asks, and gives Answer the answer (NotNow without one).
-func (f *Folder) ShouldAsk() bool {
+// Ask returns the question to ask the user now, for a session on cli:
+// the folder is not trusted, holds something cli would apply, was not
+// refused for good, and was not asked in this session. It is given once:
+// a caller that gets it asks, and gives Answer the answer (NotNow without
+// one).
+func (f *Folder) Ask(cli string) (Question, bool) {
 	if f == nil {
-		return false
+		return Question{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.status.Trusted || f.once || f.status.Refused || f.asked || len(f.Files) == 0 {
-		return false
+	if f.status.Trusted || f.once || f.status.Refused || f.asked || len(f.files[cli]) == 0 {
+		return Question{}, false
 	}
 	f.asked = true
-	return true
+	return Question{Dir: f.Dir, Files: f.files[cli], Who: who(cli)}, true
+}
+
+// who names cli as its users know it.
+func who(cli string) string {
+	if cli == Codex {
+		return ByCodex
+	}
+	return ByClaude
 }
 
 // Answer takes the user's answer: TrustAlways and Never are kept in the
@@ -278,32 +313,42 @@ func (f *Folder) Answer(a Answer) error {
 	return nil
 }
 
-// Notice returns, once, what spbridge left out of an untrusted folder and
-// how to trust it; "" when the folder is trusted, holds nothing that
-// would act, or the notice was given.
-func (f *Folder) Notice() string {
+// Notice returns, once a session for each CLI, what spbridge left out of
+// an untrusted folder for cli and how to trust it; "" when the folder is
+// trusted, holds nothing cli would apply, or the notice was given.
+func (f *Folder) Notice(cli string) string {
 	if f == nil {
 		return ""
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.noticed || f.status.Trusted || f.once || len(f.Files) == 0 {
+	files := f.files[cli]
+	if f.noticed[cli] || f.status.Trusted || f.once || len(files) == 0 {
 		return ""
 	}
-	f.noticed = true
-	names := make([]string, len(f.Files))
-	for i, p := range f.Files {
-		names[i] = p
-		if rel, err := filepath.Rel(f.Dir, p); err == nil {
-			names[i] = rel
-		}
-	}
+	f.noticed[cli] = true
 	why := "which you have not trusted"
 	if f.status.Refused {
 		why = "which you chose never to trust"
 	}
-	return fmt.Sprintf("This folder's own Claude Code configuration was not applied (hooks, MCP servers, environment, permission mode, instructions, commands), %s: %s. Claude Code runs with your own settings only. To apply it, trust the folder: spbridge trust add %s",
-		why, strings.Join(names, ", "), shellQuote(f.Dir))
+	what, runs := "hooks, MCP servers, environment, permission mode, instructions, commands", "Claude Code runs with your own settings only"
+	if cli == Codex {
+		what, runs = "config, hooks, MCP servers, exec policies", "Codex runs with your own configuration only"
+	}
+	return fmt.Sprintf("This folder's own %s configuration was not applied (%s), %s: %s. %s. To apply it, trust the folder: spbridge trust add %s",
+		who(cli), what, why, strings.Join(RelNames(f.Dir, files), ", "), runs, shellQuote(f.Dir))
+}
+
+// RelNames is each of files as a path relative to dir where it can be.
+func RelNames(dir string, files []string) []string {
+	names := make([]string, len(files))
+	for i, p := range files {
+		names[i] = p
+		if rel, err := filepath.Rel(dir, p); err == nil {
+			names[i] = rel
+		}
+	}
+	return names
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -346,7 +391,7 @@ func ClaudeFiles(dir string, env []string) []string {
 		if p == user || strings.HasPrefix(p, user+string(filepath.Separator)) {
 			return
 		}
-		if fi, err := os.Stat(p); err == nil && (dirOK || !fi.IsDir()) {
+		if fi, err := os.Stat(p); err == nil && (!fi.IsDir() || dirOK && nonEmptyDir(p)) {
 			out = append(out, p)
 		}
 	}
@@ -367,6 +412,51 @@ func ClaudeFiles(dir string, env []string) []string {
 		d = parent
 	}
 	return out
+}
+
+// CodexFiles returns what in dir would act when Codex 0.169.0 runs there
+// with its project configuration trusted: a .codex folder (config.toml,
+// hooks, exec policies) in dir or a folder above it up to the project's
+// root (the closest folder holding .git; dir itself without one), as
+// codex reads its project layers from that root down to its working
+// folder; the user's own (CODEX_HOME, ~/.codex) is not the folder's.
+func CodexFiles(dir string, env []string) []string {
+	root := dir
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			root = d
+			break
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	var out []string
+	user := filepath.Dir(codexConfigFile(env))
+	for d := dir; ; d = filepath.Dir(d) {
+		if p := filepath.Join(d, ".codex"); p != user && nonEmptyDir(p) {
+			out = append(out, p)
+		}
+		if d == root || filepath.Dir(d) == d {
+			break
+		}
+	}
+	return out
+}
+
+// nonEmptyDir reports whether p is a folder with something in it (codex's
+// sandbox leaves empty .git and .codex folders in the roots it makes
+// writable).
+func nonEmptyDir(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
 }
 
 func isFile(p string) bool {

@@ -197,7 +197,7 @@ func TestFolder(t *testing.T) {
 	_, env := setup(t)
 	state := os.Getenv("SPBRIDGE_STATE_DIR")
 	dir := t.TempDir()
-	if f := Open(dir, env); f.ShouldAsk() || f.Notice() != "" {
+	if f := Open(dir, env); ask(f, Claude) || f.Notice(Claude) != "" {
 		t.Error("a folder with nothing that would act was to be asked about")
 	}
 	write(t, filepath.Join(dir, ".mcp.json"), "{}")
@@ -208,8 +208,11 @@ func TestFolder(t *testing.T) {
 	}{{NotNow, false, ""}, {TrustOnce, true, ""}, {TrustAlways, true, "trusted"}, {Never, false, "never"}} {
 		os.Remove(filepath.Join(state, File))
 		f := Open(dir, env)
-		if !f.ShouldAsk() || f.ShouldAsk() {
-			t.Fatalf("%v: ShouldAsk is not true once", tc.answer)
+		if ask(f, Codex) {
+			t.Fatalf("%v: asked about a folder with nothing codex would apply", tc.answer)
+		}
+		if !ask(f, Claude) || ask(f, Claude) {
+			t.Fatalf("%v: Ask is not given once", tc.answer)
 		}
 		if err := f.Answer(tc.answer); err != nil {
 			t.Fatal(err)
@@ -217,9 +220,9 @@ func TestFolder(t *testing.T) {
 		if f.Trusted() != tc.trusted {
 			t.Errorf("%v: trusted %v", tc.answer, f.Trusted())
 		}
-		notice := f.Notice()
-		if (notice != "") == tc.trusted || f.Notice() != "" {
-			t.Errorf("%v: notice %q (then %q)", tc.answer, notice, f.Notice())
+		notice := f.Notice(Claude)
+		if (notice != "") == tc.trusted || f.Notice(Claude) != "" || f.Notice(Codex) != "" {
+			t.Errorf("%v: notice %q (then %q)", tc.answer, notice, f.Notice(Claude))
 		}
 		if notice != "" && (!strings.Contains(notice, ".mcp.json") || !strings.Contains(notice, "spbridge trust add "+f.Dir)) {
 			t.Errorf("%v: the notice %q", tc.answer, notice)
@@ -233,11 +236,48 @@ func TestFolder(t *testing.T) {
 		if kept != tc.kept {
 			t.Errorf("%v: kept %q, want %q", tc.answer, kept, tc.kept)
 		}
-		if next := Open(dir, env); next.ShouldAsk() != (tc.kept == "") {
-			t.Errorf("%v: the next session asks %v", tc.answer, !next.ShouldAsk())
+		if next := Open(dir, env); ask(next, Claude) != (tc.kept == "") {
+			t.Errorf("%v: the next session asks %v, want %v", tc.answer, !(tc.kept == ""), tc.kept == "")
 		}
 	}
 	if got := shellQuote("/a b/it's"); got != `'/a b/it'\''s'` {
 		t.Errorf("shellQuote = %s", got)
+	}
+}
+
+// ask reports whether f would ask now for a session on cli.
+func ask(f *Folder, cli string) bool {
+	_, ok := f.Ask(cli)
+	return ok
+}
+
+// TestCodexFiles: a .codex folder in the folder or above it up to its
+// git root is what codex would apply; the user's own CODEX_HOME is not,
+// nor one above the root.
+func TestCodexFiles(t *testing.T) {
+	home, env := setup(t)
+	dir := filepath.Join(home, "src", "repo", "sub")
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o755)
+	os.MkdirAll(dir, 0o755)
+	os.MkdirAll(filepath.Join(home, "src", "repo", ".git"), 0o755)
+	write(t, filepath.Join(home, "src", ".codex", "config.toml"), "") // above the root
+	if got := CodexFiles(dir, env); len(got) != 0 {
+		t.Errorf("with only the user's own ~/.codex: %q", got)
+	}
+	if got := CodexFiles(filepath.Join(home, "src"), env); len(got) != 1 {
+		t.Errorf("a folder's own .codex, no git: %q", got)
+	}
+	write(t, filepath.Join(home, "src", "repo", ".codex", "config.toml"), "")
+	if got := CodexFiles(dir, env); len(got) != 1 || got[0] != filepath.Join(home, "src", "repo", ".codex") {
+		t.Errorf("CodexFiles = %q", got)
+	}
+	f := Open(dir, env)
+	q, ok := f.Ask(Codex)
+	if !ok || q.Who != ByCodex || len(q.Files) != 1 {
+		t.Errorf("Ask(codex) = %+v, %v", q, ok)
+	}
+	f.Answer(NotNow)
+	if n := f.Notice(Codex); !strings.Contains(n, "own Codex configuration was not applied") || !strings.Contains(n, "../.codex") {
+		t.Errorf("the notice %q", n)
 	}
 }
