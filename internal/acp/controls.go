@@ -446,6 +446,9 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 		}
 	}
 	page, next := listPage(all, cursor, snapshot)
+	if next == "" && snapshot != 0 {
+		s.lists.drop(snapshot) // its last page: the editor has it all
+	}
 	sessions := []any{}
 	for _, e := range page {
 		info := map[string]any{"sessionId": e.id, "cwd": e.cwd, "updatedAt": e.updated.UTC().Format(time.RFC3339)}

@@ -129,7 +129,8 @@ const maxListSnapshots = 4
 // pages after a first are cut from the listing the first page was (one
 // consistent list, whatever changed meanwhile) without listing every
 // session again: a page costs the same over 10,000 sessions as over 100.
-// A first page (no cursor) always lists anew; a session/delete drops them.
+// A first page (no cursor) always lists anew; a listing's last page, and
+// a session/delete, drop it.
 type listSnapshots struct {
 	mu   sync.Mutex
 	last uint64
@@ -164,6 +165,13 @@ func (l *listSnapshots) put(cwd string, entries []listEntry) uint64 {
 		l.kept = slices.Delete(l.kept, 0, len(l.kept)-maxListSnapshots)
 	}
 	return l.last
+}
+
+// drop forgets the listing id.
+func (l *listSnapshots) drop(id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kept = slices.DeleteFunc(l.kept, func(s *listSnapshot) bool { return s.id == id })
 }
 
 func (l *listSnapshots) clear() {
