@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"spbridge/internal/holdexit"
 )
 
 // Exit codes of a command ended by a signal: 128 and the signal's number,
@@ -52,6 +54,7 @@ type interrupts struct {
 	writing int  // write sections running
 	got     *signalError
 	stderr  io.Writer
+	exitFn  func(code int) // os.Exit
 }
 
 type interruptsKey struct{}
@@ -63,15 +66,8 @@ var ownInterrupts = map[string]bool{"serve": true, "run": true, "login": true, "
 // catchInterrupts catches SIGINT and SIGTERM for the command that args
 // (spbridge's arguments) name, until stop is called.
 func catchInterrupts(args []string, stderr io.Writer) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	in := &interrupts{cancel: cancel, atOnce: true, stderr: stderr}
-	for _, a := range args {
-		if a == "--" || !isFlag(a) {
-			in.atOnce = !ownInterrupts[a]
-			break
-		}
-	}
-	ctx = context.WithValue(ctx, interruptsKey{}, in)
+	ctx, in := newInterrupts(args, stderr, os.Exit)
+	cancel := in.cancel
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -92,21 +88,38 @@ func catchInterrupts(args []string, stderr io.Writer) (ctx context.Context, stop
 	}
 }
 
+// newInterrupts returns the context of the command args name and what
+// takes its signals; exit ends the process.
+func newInterrupts(args []string, stderr io.Writer, exit func(int)) (context.Context, *interrupts) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := &interrupts{cancel: cancel, atOnce: true, stderr: stderr, exitFn: exit}
+	for _, a := range args {
+		if a == "--" || !isFlag(a) {
+			in.atOnce = !ownInterrupts[a]
+			break
+		}
+	}
+	return context.WithValue(ctx, interruptsKey{}, in), in
+}
+
 func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
 
 // signal takes one signal.
 func (in *interrupts) signal(s os.Signal) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.got == nil {
+	first := in.got == nil
+	if first {
 		in.got = &signalError{s}
 		in.cancel(in.got)
-		if in.atOnce && in.writing == 0 {
-			in.exit()
-		}
-		return
 	}
-	if in.atOnce {
+	// No write section starts once got is set.
+	exitNow := in.atOnce && (!first || in.writing == 0)
+	in.mu.Unlock()
+	switch {
+	case !exitNow:
+	case first:
+		holdexit.Exit(in.exit) // a state file being replaced is replaced first
+	default:
 		in.exit()
 	}
 }
@@ -114,7 +127,7 @@ func (in *interrupts) signal(s os.Signal) {
 // exit ends the process for the signal it got, saying so.
 func (in *interrupts) exit() {
 	fmt.Fprintf(in.stderr, "spbridge: %v\n", in.got)
-	os.Exit(in.got.code())
+	in.exitFn(in.got.code())
 }
 
 // writing runs fn as a write section: a signal does not end the process

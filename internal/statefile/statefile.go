@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"spbridge/internal/holdexit"
 )
 
 // WriteAtomic replaces path with data (mode 0600) through a synced
 // temporary file in the same folder, renamed over it, then syncs the
 // folder: a crash leaves the old file or the new one, whole.
 func WriteAtomic(path string, data []byte) error {
+	defer holdexit.Hold()() // a signal's exit waits for the rename
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err

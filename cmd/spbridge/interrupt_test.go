@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+)
+
+// TestInterruptsExitRules: a command that reads exits at once on the first
+// signal, saying so; inside a write section the first signal only cancels
+// the context (its cause says which signal) and a second one exits; serve
+// and run never exit on a signal (they end their turns and save), however
+// many come; a section asked for after a signal does not run.
+func TestInterruptsExitRules(t *testing.T) {
+	newIn := func(args ...string) (context.Context, *interrupts, *bytes.Buffer, *[]int) {
+		var stderr bytes.Buffer
+		var codes []int
+		ctx, in := newInterrupts(args, &stderr, func(code int) { codes = append(codes, code) })
+		return ctx, in, &stderr, &codes
+	}
+
+	ctx, in, stderr, codes := newIn("fsck", "PKG")
+	in.signal(syscall.SIGTERM)
+	if len(*codes) != 1 || (*codes)[0] != 143 || stderr.String() != "spbridge: terminated (SIGTERM)\n" || ctx.Err() == nil {
+		t.Errorf("fsck, SIGTERM: exits %v, stderr %q, ctx %v", *codes, stderr, ctx.Err())
+	}
+
+	ctx, in, _, codes = newIn("import", "ID", "PKG")
+	ran := false
+	err := writing(ctx, func() error {
+		ran = true
+		in.signal(syscall.SIGINT)
+		var se *signalError
+		if len(*codes) != 0 || !errors.As(context.Cause(ctx), &se) || se.code() != 130 {
+			t.Errorf("import, SIGINT in a write section: exits %v, cause %v", *codes, context.Cause(ctx))
+		}
+		in.signal(syscall.SIGINT)
+		if len(*codes) != 1 || (*codes)[0] != 130 {
+			t.Errorf("import, a second SIGINT in a write section: exits %v", *codes)
+		}
+		return context.Cause(ctx)
+	})
+	if !ran || exitCode(err) != 130 {
+		t.Errorf("write section: ran %v, %v (exit %d)", ran, err, exitCode(err))
+	}
+	if err := writing(ctx, func() error { t.Error("a write section ran after the signal"); return nil }); exitCode(err) != 130 {
+		t.Errorf("a write section after the signal: %v", err)
+	}
+
+	for _, cmd := range []string{"serve", "run"} {
+		ctx, in, _, codes := newIn(cmd)
+		in.signal(syscall.SIGINT)
+		in.signal(syscall.SIGTERM)
+		if len(*codes) != 0 || ctx.Err() == nil {
+			t.Errorf("%s: exits %v, ctx %v", cmd, *codes, ctx.Err())
+		}
+	}
+}
