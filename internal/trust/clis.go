@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"spbridge/internal/regfile"
 )
 
 // maxCLIConfig bounds what is read of a CLI's own configuration file.
@@ -76,7 +78,7 @@ type ClaudeConfig struct {
 // has none or it cannot be read).
 func ReadClaudeConfig(env []string) ClaudeConfig {
 	var c ClaudeConfig
-	f, err := os.Open(claudeConfigFile(env))
+	f, err := regfile.Open(claudeConfigFile(env))
 	if err != nil {
 		return c
 	}
@@ -118,7 +120,7 @@ func codexConfigFile(env []string) string {
 // codexTrusted is every folder Codex's config.toml trusts: a
 // [projects."<folder>"] table with trust_level = "trusted".
 func codexTrusted(env []string) []string {
-	f, err := os.Open(codexConfigFile(env))
+	f, err := regfile.Open(codexConfigFile(env))
 	if err != nil {
 		return nil
 	}

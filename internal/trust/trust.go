@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"spbridge/internal/regfile"
 	"spbridge/internal/statedir"
 	"spbridge/internal/statefile"
 )
@@ -67,7 +68,7 @@ func Key(dir string) (string, error) {
 // when it has no store yet).
 func Read(state string) (map[string]Record, error) {
 	path := filepath.Join(state, File)
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]Record{}, nil
 	}
@@ -450,6 +451,9 @@ func CodexFiles(dir string, env []string) []string {
 // sandbox leaves empty .git and .codex folders in the roots it makes
 // writable).
 func nonEmptyDir(p string) bool {
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return false // (and a FIFO is never opened)
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
