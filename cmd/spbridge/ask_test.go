@@ -18,7 +18,8 @@ func fakeAskingClaude() int {
 		if json.Unmarshal(in.Bytes(), &m) != nil || m["type"] != "user" {
 			continue
 		}
-		emit(map[string]any{"type": "system", "subtype": "init", "session_id": "ask-1", "model": "fake"})
+		cwd, _ := os.Getwd()
+		emit(map[string]any{"type": "system", "subtype": "init", "session_id": "ask-1", "model": "fake", "cwd": cwd})
 		emit(map[string]any{"type": "assistant", "message": map[string]any{"id": "m1", "role": "assistant", "model": "fake", "content": []any{
 			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "rm -rf build"}}}}})
 		emit(map[string]any{"type": "control_request", "request_id": "perm-1", "request": map[string]any{"subtype": "can_use_tool", "tool_name": "Bash",

@@ -406,9 +406,9 @@ const maxPromptInput = 1 << 10
 // formatApproval is the question for a, on one line: the command to run
 // (saying when it would run outside the sandbox), or the edit's title and
 // diffs, or the tool's input, and the reason the request gives; then the
-// choices, "a" saying what it would allow (no "a" when a has nothing to
-// scope it by: scoped false).
-func formatApproval(a itemmap.Approval, g backend.Grant, scoped bool, st style) string {
+// choices, "a" saying what it would allow, always (no "a" when a has
+// nothing to scope it by: always "").
+func formatApproval(a itemmap.Approval, always string, st style) string {
 	var b strings.Builder
 	b.WriteString(st.paint(sgrBold, "Allow "+a.ToolName+"?"))
 	reason := approvalReason(a)
@@ -445,11 +445,11 @@ func formatApproval(a itemmap.Approval, g backend.Grant, scoped bool, st style) 
 		}
 		b.WriteString(why + "\n")
 	}
-	if !scoped {
+	if always == "" {
 		b.WriteString("  y: once · n: no [y/N] ")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  y: once · a: always, %s in this run · n: no [y/a/N] ", g)
+	fmt.Fprintf(&b, "  y: once · a: always, %s in this run · n: no [y/a/N] ", always)
 	return b.String()
 }
 
@@ -537,11 +537,12 @@ func withoutReason(input json.RawMessage) json.RawMessage {
 // escalates reports whether a asks to run outside the sandbox. Codex
 // runs commands and patches in its sandbox without asking (its approval
 // policy is on-request in every mode that asks): it asks about a command
-// only when the model wants it run outside (sandbox_permissions
-// require_escalated, network access), and about a patch only when it
-// writes outside the sandbox's writable folders.
+// the model wants run outside (sandbox_permissions require_escalated,
+// network access) or that its policy finds dangerous (which then runs
+// inside: Approval.Escalated tells them apart), and about a patch only
+// when it writes outside the sandbox's writable folders.
 func escalates(a itemmap.Approval) bool {
-	return a.ToolName == codexShellName || a.ToolName == codexPatchName
+	return a.Escalated || a.ToolName == codexPatchName
 }
 
 // The tool names of a Codex command and patch in an approval.

@@ -90,8 +90,9 @@ var displayCases = []struct {
 	{"approval", func(h *shellHost) {
 		answer := answerOnPrompt(h, "y", "y", "n")
 		// Codex asks to run a command outside its sandbox, with the
-		// model's justification.
-		h.Approve(context.Background(), itemmap.Approval{ToolName: "shell",
+		// model's justification, in the folder run runs in.
+		h.dir = "/w"
+		h.Approve(context.Background(), itemmap.Approval{ToolName: "shell", Cwd: "/w", Escalated: true,
 			Input: json.RawMessage(`{"command":"echo outside > /tmp/out/out.txt","cwd":"/w","reason":"Write a file outside the workspace?"}`)})
 		// An edit: its diff in the question, not again once written.
 		old := "roses are red\n"
@@ -208,6 +209,7 @@ func feedCodexRecording(h *shellHost, path string) {
 	}
 	answered := answerOnPrompt(h, answers...)
 	defer func() { <-answered }()
+	h.dir = "/home/dev/capture/codex-work" // the recording's working folder
 	m := itemmap.NewCodexApp(itemmap.SequentialIDs())
 	for line := range bytes.Lines(data) {
 		var rec struct {

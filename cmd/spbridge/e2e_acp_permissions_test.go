@@ -57,7 +57,7 @@ func TestE2EServePermissionScope(t *testing.T) {
 			for _, o := range p.Options {
 				names = append(names, o.Kind+": "+o.Name)
 			}
-			if want := "allow_always: Always allow `npm test …` in this session"; !strings.Contains(strings.Join(names, "\n"), want) {
+			if want := "allow_always: Always allow `npm test …` in the working folder in this session"; !strings.Contains(strings.Join(names, "\n"), want) {
 				t.Errorf("options %q lack %q", names, want)
 			}
 		}

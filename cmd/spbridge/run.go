@@ -175,7 +175,8 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		fmt.Fprintf(st.err, "spbridge: a recovery copy of this conversation from %s holds %d items the package does not (see spbridge conversation recover %s); this run goes on from the package\n",
 			r.Time.Local().Format("2006-01-02 15:04"), r.Items, pkg)
 	}
-	h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking,
+	absDir, _ := filepath.Abs(dir)
+	h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking, dir: absDir,
 		width:    func() int { return terminalWidth(os.Stderr) },
 		outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
 		errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
@@ -380,6 +381,7 @@ type shellHost struct {
 
 	askMu      sync.Mutex      // one question at a time
 	grants     []backend.Grant // what "a" allowed
+	dir        string          // the folder the CLI runs in, absolute: a grant's folder is named relative to it
 	answerOnce sync.Once
 	answerCh   chan string
 }
@@ -693,7 +695,11 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
-	fmt.Fprint(h.errw, formatApproval(a, g, scoped, h.errStyle))
+	always := ""
+	if scoped {
+		always = g.Describe(h.dir) // a command with its folder
+	}
+	fmt.Fprint(h.errw, formatApproval(a, always, h.errStyle))
 	if backend.ApprovalCommand(a) == "" && a.Tool != nil && len(a.Tool.Diffs) > 0 {
 		// The diff is shown once: here, not again when the edit is done.
 		if h.asked == nil {

@@ -46,8 +46,8 @@ func TestRunAskYAN(t *testing.T) {
 	cmd, master := runInPTY(t, []string{fakeAsksEnv + "=" + strings.Join(cmds, "\n"), "NO_COLOR=1"}, "tidy up")
 	var out bytes.Buffer
 	for _, step := range []struct{ prompt, answer string }{
-		{"Allow Bash? Run `git status`\r\n  y: once · a: always, `git status …` in this run · n: no [y/a/N] ", "y"},
-		{"Allow Bash? Run `git status -s`\r\n  y: once · a: always, `git status …` in this run · n: no [y/a/N] ", "a"},
+		{"Allow Bash? Run `git status`\r\n  y: once · a: always, `git status …` in the working folder in this run · n: no [y/a/N] ", "y"},
+		{"Allow Bash? Run `git status -s`\r\n  y: once · a: always, `git status …` in the working folder in this run · n: no [y/a/N] ", "a"},
 		{"Allow Bash? Run `rm -rf build`", "n"},
 	} {
 		readUntil(t, master, &out, step.prompt)

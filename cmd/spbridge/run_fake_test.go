@@ -42,6 +42,13 @@ func (f *fakeStream) emit(v any) {
 	os.Stdout.Write(append(data, '\n'))
 }
 
+// init says the session began, in the folder the fake runs in, as the
+// real CLI does.
+func (f *fakeStream) init() {
+	cwd, _ := os.Getwd()
+	f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-1", "model": "claude-sonnet-4-5", "cwd": cwd})
+}
+
 // waitUser waits for the user's message.
 func (f *fakeStream) waitUser() bool {
 	for f.in.Scan() {
@@ -95,7 +102,7 @@ func fakeClaudeAsks() int {
 	if !f.waitUser() {
 		return 0
 	}
-	f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-1", "model": "claude-sonnet-4-5"})
+	f.init()
 	var answers []string
 	for i, cmd := range strings.Split(os.Getenv(fakeAsksEnv), "\n") {
 		id, req := "toolu_"+string(rune('a'+i)), "perm-"+string(rune('a'+i))
@@ -121,7 +128,7 @@ func fakeClaudeEdits() int {
 	if !f.waitUser() {
 		return 0
 	}
-	f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-1", "model": "claude-sonnet-4-5"})
+	f.init()
 	f.tool("m1", "toolu_e", "Edit", map[string]any{"file_path": "poem.txt", "old_string": "roses are red\n", "new_string": "roses are blue\n"})
 	f.result("toolu_e", "The file poem.txt has been updated.", false)
 	f.finish("edited")
@@ -136,7 +143,7 @@ func fakeClaudeSlow() int {
 	if !f.waitUser() {
 		return 0
 	}
-	f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-1", "model": "claude-sonnet-4-5"})
+	f.init()
 	f.emit(map[string]any{"type": "assistant", "message": map[string]any{"id": "m0", "role": "assistant", "model": "claude-sonnet-4-5", "content": []any{
 		map[string]any{"type": "thinking", "thinking": "The user wants the files checked.", "signature": "c2ln"}}}})
 	f.tool("m1", "toolu_s", "Bash", map[string]any{"command": slowCommand})

@@ -39,6 +39,7 @@ type fakeBackend struct {
 	feed    chan string   // the deltas of a "feed" turn's reply
 
 	panicInterrupt, panicClose bool
+	cwd                        string // the session's folder, where its commands run
 }
 
 func newFake() *fakeBackend {
@@ -191,11 +192,21 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 		a.Set("text", fmt.Sprintf("%v %s", d.Allow, gjson.GetBytes(d.UpdatedInput, "answers").Raw))
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
 	case strings.HasPrefix(text, "cmds "):
-		// "cmds A|B": one Bash permission request per command; the reply
+		// "cmds A|B": one Bash permission request per command, run in the
+		// session's folder; "A@DIR" runs A in DIR (relative to it, "@?"
+		// in a folder not known, "@!" outside the sandbox). The reply
 		// says how each was answered.
 		for i, cmd := range strings.Split(strings.TrimPrefix(text, "cmds "), "|") {
-			in, _ := json.Marshal(map[string]string{"command": cmd})
-			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("c", i), ToolName: "Bash", Input: in})
+			cmd, dir, _ := strings.Cut(cmd, "@")
+			ap := itemmap.Approval{RequestID: fmt.Sprint("c", i), ToolName: "Bash", Cwd: filepath.Join(f.cwd, dir)}
+			switch dir {
+			case "?":
+				ap.Cwd = ""
+			case "!":
+				ap.Cwd, ap.Escalated = f.cwd, true
+			}
+			ap.Input, _ = json.Marshal(map[string]string{"command": cmd})
+			d := h.Approve(ctx, ap)
 			a.Set("text", a.String("text")+fmt.Sprintf("%s=%v/%v ", cmd, d.Allow, d.Always != nil))
 		}
 		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: a})
@@ -226,7 +237,7 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 			ap.Set("name", "Bash")
 			ap.Set("summary", "rm -rf x")
 			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: ap})
-			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("r", i), ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf x"}`), ToolItemID: tool.ID(), ItemID: ap.ID()})
+			d := h.Approve(ctx, itemmap.Approval{RequestID: fmt.Sprint("r", i), ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf x"}`), ToolItemID: tool.ID(), ItemID: ap.ID(), Cwd: f.cwd})
 			a.Set("text", a.String("text")+fmt.Sprintf("allow=%v ", d.Allow))
 		}
 		tool.Set("status", archive.StatusSucceeded)
@@ -337,6 +348,7 @@ func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 			return nil, fmt.Errorf("no %s", name)
 		}
 		b := newFake()
+		b.cwd = o.Cwd
 		if hook != nil {
 			hook(b)
 		}
@@ -663,6 +675,64 @@ func TestPermissions(t *testing.T) {
 	}
 }
 
+// TestPermissionFolder: "always" on a command covers it in the folder it
+// ran in, which the option names, and outside the sandbox only when given
+// there; a command whose folder is not known offers no "always", and no
+// grant covers it.
+func TestPermissionFolder(t *testing.T) {
+	c := startServer(t)
+	pkg := newPackage(t)
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	prompt := func(text string, answers ...string) (string, [][]string) {
+		c.mu.Lock()
+		c.answers = answers
+		c.mu.Unlock()
+		_, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock(text)}})
+		texts := updates(seen, "agent_message_chunk")
+		if len(texts) == 0 {
+			t.Fatalf("prompt %q: no reply", text)
+		}
+		var options [][]string
+		for _, m := range seen {
+			if m["method"] == "session/request_permission" {
+				var names []string
+				for _, o := range m["params"].(map[string]any)["options"].([]any) {
+					names = append(names, o.(map[string]any)["name"].(string))
+				}
+				options = append(options, names)
+			}
+		}
+		return texts[0]["content"].(map[string]any)["text"].(string), options
+	}
+	reply, options := prompt("cmds rm -f *@work/build", "allow_always")
+	if reply != "rm -f *=true/true " || len(options) != 1 || options[0][1] != "Always allow `rm -f *` in work/build in this session" {
+		t.Fatalf("reply %q, options %q", reply, options)
+	}
+	// The same command in another folder, in the session's folder, in a
+	// folder not known, and outside the sandbox: each asked.
+	reply, options = prompt("cmds rm -f *@work/build|rm -f *@elsewhere|rm -f *|rm -f *@?|rm -f *@work/build/sub",
+		"reject_once", "reject_once", "reject_once", "reject_once")
+	if want := "rm -f *=true/false rm -f *=false/false rm -f *=false/false rm -f *=false/false rm -f *=false/false "; reply != want || len(options) != 4 {
+		t.Errorf("reply %q, want %q; %d requests, want 4", reply, want, len(options))
+	}
+	if len(options) == 4 && !slices.Equal(options[2], []string{"Allow once", "Reject"}) {
+		t.Errorf("a command in a folder not known offers %q, want no always", options[2])
+	}
+	if len(options) > 0 && options[0][1] != "Always allow `rm -f *` in elsewhere in this session" {
+		t.Errorf("options %q", options[0])
+	}
+	reply, _ = prompt("cmds rm -f *@!", "allow_always")
+	if reply != "rm -f *=true/true " {
+		t.Errorf("outside the sandbox: %q", reply)
+	}
+	reply, options = prompt("cmds git clean -fdx|git clean -fdx@!", "allow_always", "reject_once")
+	if want := "git clean -fdx=true/true git clean -fdx=false/false "; reply != want || len(options) != 2 ||
+		options[1][1] != "Always allow `git clean …` in the working folder, also outside the sandbox in this session" {
+		t.Errorf("reply %q, want %q; options %q", reply, want, options)
+	}
+}
+
 // TestPermissionScopes: "always" covers a command by its prefix, for
 // the session: allow_always on `npm test` lets `npm test -- --watch`
 // through but asks about `rm`; reject_always on `rm -rf x` rejects it from
@@ -695,8 +765,8 @@ func TestPermissionScopes(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"allow_once: Allow once", "allow_always: Always allow `npm test …` in this session", "reject_once: Reject", "reject_always: Always reject `npm test …` in this session",
-		"allow_once: Allow once", "allow_always: Always allow `rm -rf x` in this session", "reject_once: Reject", "reject_always: Always reject `rm -rf x` in this session"}
+	want := []string{"allow_once: Allow once", "allow_always: Always allow `npm test …` in the working folder in this session", "reject_once: Reject", "reject_always: Always reject `npm test …` in the working folder in this session",
+		"allow_once: Allow once", "allow_always: Always allow `rm -rf x` in the working folder in this session", "reject_once: Reject", "reject_always: Always reject `rm -rf x` in the working folder in this session"}
 	if !slices.Equal(names, want) {
 		t.Errorf("options\n%q\nwant\n%q", names, want)
 	}

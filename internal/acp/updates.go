@@ -389,7 +389,8 @@ const (
 
 // Approve asks the client about a permission request, unless an earlier
 // "always" answer of this session covers it (backend.Grant: a command by
-// its prefix or as exactly itself, an edit by its tool and file, the
+// its prefix or as exactly itself, in its folder, outside the sandbox only
+// when granted there; an edit by its tool and file, the
 // session's edits inside its folders, any other tool by its name): then
 // spbridge answers the CLI itself and the editor is not asked again. The
 // CLI is told a grant only where its own rule means exactly the same
@@ -425,9 +426,10 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	}
 	g, scoped := backend.GrantFor(a)
 	edits, editsOK := backend.EditsGrant(a, roots)
+	what := g.Describe(roots[0]) // a command with its folder
 	options := []any{map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}}
 	if scoped {
-		options = append(options, map[string]any{"optionId": "allow_always", "name": "Always allow " + g.String() + " in this session", "kind": "allow_always"})
+		options = append(options, map[string]any{"optionId": "allow_always", "name": "Always allow " + what + " in this session", "kind": "allow_always"})
 	}
 	if editsOK {
 		// An edit inside the session's folders: or every such edit.
@@ -435,7 +437,7 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	}
 	options = append(options, map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
 	if scoped {
-		options = append(options, map[string]any{"optionId": "reject_always", "name": "Always reject " + g.String() + " in this session", "kind": "reject_always"})
+		options = append(options, map[string]any{"optionId": "reject_always", "name": "Always reject " + what + " in this session", "kind": "reject_always"})
 	}
 	params := map[string]any{
 		"sessionId": ss.id,

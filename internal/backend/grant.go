@@ -16,7 +16,12 @@ import (
 // "always" on `npm test` covers `npm test -- --watch` but neither `npm
 // publish` nor `rm`; a command whose first argument is an option (`rm -rf
 // build`) or that uses the shell's operators, pipes, redirections, globs
-// or substitutions is covered only as exactly that command. An edit or a
+// or substitutions is covered only as exactly that command. A command is
+// covered only in the folder it was granted in (Dir: the request's
+// working folder, links resolved; not its subfolders nor its parent), and
+// outside the CLI's sandbox only when it was granted there (Escalated); a
+// request whose folder is not known gets no grant, and no grant covers
+// it. An edit or a
 // read of a file (Claude's Edit, MultiEdit, Write, NotebookEdit, Read) is
 // covered for that tool and that file; a Codex file change for the files
 // it changes. Any other tool (an MCP tool, say) is covered by its name.
@@ -37,6 +42,11 @@ type Grant struct {
 	Files    []string // the files of a Codex file change
 	AllEdits bool     // every edit inside Roots
 	Roots    []string // AllEdits: the session's folders
+	// Dir is a command's folder, absolute, clean and with its links
+	// resolved.
+	Dir string
+	// Escalated: a command's grant covers it outside the sandbox too.
+	Escalated bool
 }
 
 // shellSpecial are the characters that make a command more than a program
@@ -64,13 +74,14 @@ func GrantFor(a itemmap.Approval) (Grant, bool) {
 	case slices.Contains(commandTools, a.ToolName):
 		cmd := ApprovalCommand(a)
 		words := strings.Fields(cmd)
+		dir, ok := commandDir(a)
 		switch {
-		case len(words) == 0:
+		case len(words) == 0 || !ok:
 			return Grant{}, false
 		case strings.ContainsAny(cmd, shellSpecial) || len(words) < 2 || strings.HasPrefix(words[1], "-"):
-			return Grant{Tool: a.ToolName, Exact: strings.Join(words, " ")}, true
+			return Grant{Tool: a.ToolName, Exact: strings.Join(words, " "), Dir: dir, Escalated: a.Escalated}, true
 		}
-		return Grant{Tool: a.ToolName, Prefix: words[:2]}, true
+		return Grant{Tool: a.ToolName, Prefix: words[:2], Dir: dir, Escalated: a.Escalated}, true
 	case slices.Contains(fileTools, a.ToolName):
 		f := approvalFile(a)
 		return Grant{Tool: a.ToolName, File: f}, f != ""
@@ -94,6 +105,18 @@ func EditsGrant(a itemmap.Approval, roots []string) (Grant, bool) {
 
 // Allows reports whether g covers a.
 func (g Grant) Allows(a itemmap.Approval) bool {
+	return g.covers(a, true)
+}
+
+// Rejects reports whether g, an "always reject", covers a: as Allows, but
+// a command rejected inside the sandbox is rejected outside it too.
+func (g Grant) Rejects(a itemmap.Approval) bool {
+	return g.covers(a, false)
+}
+
+// covers reports whether g covers a; sandbox: a command that may run
+// outside the sandbox is covered only by a grant given for one.
+func (g Grant) covers(a itemmap.Approval, sandbox bool) bool {
 	if g.AllEdits {
 		if !slices.Contains(editTools, a.ToolName) || grantsRoot(a) {
 			return false
@@ -103,6 +126,12 @@ func (g Grant) Allows(a itemmap.Approval) bool {
 	}
 	if a.ToolName != g.Tool || a.ToolName == "" {
 		return false
+	}
+	if slices.Contains(commandTools, g.Tool) {
+		dir, ok := commandDir(a)
+		if !ok || g.Dir == "" || dir != g.Dir || (sandbox && a.Escalated && !g.Escalated) {
+			return false
+		}
 	}
 	switch {
 	case g.File != "":
@@ -139,6 +168,33 @@ func (g Grant) String() string {
 	return "every " + g.Tool + " request"
 }
 
+// Describe says what g covers, a command with its folder: relative to
+// root (the session's folder) when inside it, "the working folder" when
+// it is root, else absolute; and "outside the sandbox" when it covers
+// that: "`rm -f *` in work/build", "`make …` in the working folder,
+// also outside the sandbox".
+func (g Grant) Describe(root string) string {
+	s := g.String()
+	if g.Dir == "" {
+		return s
+	}
+	where := g.Dir
+	if r, ok := resolved(root); ok {
+		switch rel, err := filepath.Rel(r, g.Dir); {
+		case err != nil || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		case rel == ".":
+			where = "the working folder"
+		default:
+			where = filepath.ToSlash(rel)
+		}
+	}
+	s += " in " + where
+	if g.Escalated {
+		s += ", also outside the sandbox"
+	}
+	return s
+}
+
 // WholeTool is the tool g covers whole, by its name: a grant with no
 // command, file or folder to it, of a tool that is neither a command, a
 // file nor a patch tool (an MCP tool, a web fetch and the like); false for
@@ -153,7 +209,7 @@ func (g Grant) WholeTool() (string, bool) {
 }
 
 // ExactCommand reports whether g covers one exact shell command (in its
-// folder) and nothing else.
+// folder, and outside the sandbox only when Escalated) and nothing else.
 func (g Grant) ExactCommand() bool {
 	return g.Exact != "" && g.Tool == "shell"
 }
@@ -176,6 +232,16 @@ func ApprovalCommand(a itemmap.Approval) string {
 		return strings.TrimSpace(strings.Join(argv, " "))
 	}
 	return ""
+}
+
+// commandDir is the folder a command's request runs it in, absolute,
+// clean and with its links resolved; false when the request does not say
+// (Approval.Cwd), or the folder is not absolute or cannot be resolved.
+func commandDir(a itemmap.Approval) (string, bool) {
+	if a.Cwd == "" || !filepath.IsAbs(a.Cwd) {
+		return "", false
+	}
+	return resolved(a.Cwd)
 }
 
 // approvalFile is the file an edit's or read's request is about, "" when

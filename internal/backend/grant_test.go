@@ -9,9 +9,17 @@ import (
 	"spbridge/internal/itemmap"
 )
 
+// workDir is the folder the commands of the tests run in, unless they say.
+const workDir = "/p/work"
+
 func bashApproval(cmd string) itemmap.Approval {
+	return bashIn(workDir, cmd)
+}
+
+// bashIn is a Bash request to run cmd in dir.
+func bashIn(dir, cmd string) itemmap.Approval {
 	in, _ := json.Marshal(map[string]string{"command": cmd})
-	return itemmap.Approval{ToolName: "Bash", Input: in}
+	return itemmap.Approval{ToolName: "Bash", Input: in, Cwd: dir}
 }
 
 func fileApproval(tool, key, f string) itemmap.Approval {
@@ -62,7 +70,7 @@ func TestGrant(t *testing.T) {
 	if g := mustGrant(t, mcp); !g.Allows(itemmap.Approval{ToolName: "mcp__s__t"}) || g.Allows(itemmap.Approval{ToolName: "mcp__s__u"}) || g.String() != "every mcp__s__t request" {
 		t.Errorf("GrantFor(mcp) = %v", g)
 	}
-	codex := itemmap.Approval{ToolName: "shell", Input: json.RawMessage(`{"command":["git","status"]}`)}
+	codex := itemmap.Approval{ToolName: "shell", Input: json.RawMessage(`{"command":["git","status"]}`), Cwd: workDir}
 	if g := mustGrant(t, codex); g.String() != "`git status …`" || g.Allows(bashApproval("git status")) {
 		t.Errorf("GrantFor(%s) = %v", codex.Input, g)
 	}
@@ -99,6 +107,10 @@ func TestGrantUnscoped(t *testing.T) {
 		{ToolName: "apply_patch", Input: json.RawMessage(`{"grantRoot":"/"}`), Tool: &itemmap.ToolView{Diffs: []itemmap.Diff{{Path: "/w/a.go"}}}},
 		{ToolName: "", Input: json.RawMessage(`{}`)},
 		{ToolName: itemmap.QuestionsTool, Input: json.RawMessage(`{}`)},
+		// A command whose folder is not known, or not absolute.
+		bashIn("", "npm test"),
+		bashIn("work", "rm -f *"),
+		{ToolName: "shell", Input: json.RawMessage(`{"command":"rm -f *"}`)},
 	} {
 		if g, ok := GrantFor(a); ok {
 			t.Errorf("GrantFor(%q %s) = %v, want none", a.ToolName, a.Input, g)
@@ -195,10 +207,90 @@ func TestGrantToCLI(t *testing.T) {
 	}
 	shell := func(cmd string) itemmap.Approval {
 		in, _ := json.Marshal(map[string]any{"command": cmd})
-		return itemmap.Approval{ToolName: "shell", Input: in}
+		return itemmap.Approval{ToolName: "shell", Input: in, Cwd: workDir}
 	}
 	if !mustGrant(t, shell("rm -rf build")).ExactCommand() || mustGrant(t, shell("npm test")).ExactCommand() ||
 		mustGrant(t, bashApproval("rm -rf build")).ExactCommand() || (Grant{AllEdits: true}).ExactCommand() {
 		t.Error("ExactCommand: want exact shell commands only")
 	}
+}
+
+// TestGrantFolder: a command's grant covers it in the folder it was
+// granted in (links resolved, the path cleaned), not in another folder,
+// a subfolder or the parent, nor where the folder is not known; and
+// outside the sandbox only when it was granted there. A rejection inside
+// the sandbox rejects outside it too. The option names the folder.
+func TestGrantFolder(t *testing.T) {
+	w, other := t.TempDir(), t.TempDir()
+	build := filepath.Join(w, "work", "build")
+	os.MkdirAll(filepath.Join(build, "sub"), 0o700)
+	link := filepath.Join(other, "to-build")
+	os.Symlink(build, link)
+	escalated := func(a itemmap.Approval) itemmap.Approval { a.Escalated = true; return a }
+	codex := func(dir, cmd string) itemmap.Approval {
+		in, _ := json.Marshal(map[string]any{"command": cmd, "cwd": dir})
+		return itemmap.Approval{ToolName: "shell", Input: in, Cwd: dir}
+	}
+	for _, granted := range []itemmap.Approval{bashIn(build, "rm -f *"), codex(build, "rm -f *")} {
+		g := mustGrant(t, granted)
+		for _, tc := range []struct {
+			a    itemmap.Approval
+			want bool
+		}{
+			{bashIn(build, "rm -f *"), granted.ToolName == "Bash"},
+			{codex(build, "rm -f *"), granted.ToolName == "shell"},
+			{codex(build+"/", "rm -f *"), granted.ToolName == "shell"},
+			{codex(filepath.Join(build, "sub", ".."), "rm -f *"), granted.ToolName == "shell"},
+			{codex(link, "rm -f *"), granted.ToolName == "shell"},
+			{codex(filepath.Join(build, "sub"), "rm -f *"), false},
+			{codex(filepath.Join(w, "work"), "rm -f *"), false},
+			{codex(other, "rm -f *"), false},
+			{codex("", "rm -f *"), false},
+			{codex("work/build", "rm -f *"), false},
+			{escalated(codex(build, "rm -f *")), false},
+			{escalated(bashIn(build, "rm -f *")), false},
+		} {
+			if got := g.Allows(tc.a); got != tc.want {
+				t.Errorf("%s grant in %s: Allows(%s in %q, escalated %v) = %v, want %v", granted.ToolName, build, tc.a.ToolName, tc.a.Cwd, tc.a.Escalated, got, tc.want)
+			}
+		}
+	}
+	// A prefix grant, the same way.
+	npm := mustGrant(t, bashIn(build, "npm test"))
+	if !npm.Allows(bashIn(link, "npm test -- --watch")) || npm.Allows(bashIn(other, "npm test")) || npm.Allows(bashIn(w, "npm test")) {
+		t.Errorf("npm test in %s: %+v", build, npm)
+	}
+	// Outside the sandbox: granted there, it covers both.
+	out := mustGrant(t, escalated(codex(build, "git clean -fdx")))
+	if !out.Escalated || !out.Allows(escalated(codex(build, "git clean -fdx"))) || !out.Allows(codex(build, "git clean -fdx")) || out.Allows(escalated(codex(other, "git clean -fdx"))) {
+		t.Errorf("an escalated grant: %+v", out)
+	}
+	// A rejection in the sandbox rejects the same outside it, in its folder.
+	rej := mustGrant(t, codex(build, "git clean -fdx"))
+	if !rej.Rejects(escalated(codex(build, "git clean -fdx"))) || rej.Rejects(codex(other, "git clean -fdx")) {
+		t.Errorf("a rejection: %+v", rej)
+	}
+	for _, tc := range []struct {
+		g    Grant
+		want string
+	}{
+		{mustGrant(t, codex(build, "rm -f *")), "`rm -f *` in work/build"},
+		{mustGrant(t, codex(w, "npm test")), "`npm test …` in the working folder"},
+		{mustGrant(t, codex(other, "rm -f *")), "`rm -f *` in " + mustResolve(t, other)},
+		{mustGrant(t, escalated(codex(build, "git clean -fdx"))), "`git clean …` in work/build, also outside the sandbox"},
+		{mustGrant(t, fileApproval("Edit", "file_path", "/p/a.go")), "Edit of /p/a.go"},
+	} {
+		if got := tc.g.Describe(w); got != tc.want {
+			t.Errorf("Describe = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func mustResolve(t *testing.T, dir string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

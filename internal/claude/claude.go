@@ -79,6 +79,16 @@ func New(opts Options) *Backend {
 	return b
 }
 
+// sameFolderSettings make every Bash command of the session start in the
+// session's folder: a `cd` does not carry over to the next command, so
+// that spbridge knows where a command it is asked about runs (a grant
+// covers a command in its folder only). Claude Code 2.1.328 reads
+// CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR from its environment, and a
+// settings file's env overrides that environment (a folder's
+// .claude/settings.json could turn it off); the settings of --settings
+// override the user's, the project's and the local ones.
+const sameFolderSettings = `{"env":{"CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR":"1"}}`
+
 // todoToolsEnv switch on Claude Code's TodoWrite, whose list becomes the
 // editor's plan: in -p mode, Claude Code 2.1.328 offers it only with both
 // set (and then as a deferred tool, found through ToolSearch).
@@ -123,7 +133,8 @@ func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted()
 // own configuration (trusted) or not.
 func (b *Backend) argsTrusted(trusted bool) []string {
 	a := []string{"-p", "--output-format", "stream-json", "--input-format", "stream-json",
-		"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"}
+		"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio",
+		"--settings", sameFolderSettings}
 	if !trusted {
 		// The folder's own settings (hooks, env, permission mode) and
 		// MCP servers (.mcp.json) wait for its trust: only the user's
@@ -192,7 +203,11 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	}
 	b.OnEnd(p, remove)
 	b.mcpSaid = make(map[string]bool)
+	moved := b.mapper != nil && b.mapper.FolderMoved()
 	b.mapper = itemmap.NewClaude(b.Opts.NewID)
+	if moved {
+		b.mapper.ForgetFolder() // the session may go on in the other folder
+	}
 	// The SDKs open with initialize; the CLI answers with its capabilities.
 	post(p, map[string]any{"type": "control_request", "request_id": initRequestID,
 		"request": map[string]any{"subtype": "initialize"}})

@@ -36,6 +36,11 @@ type Claude struct {
 	scratch   []byte            // an unescaped delta
 	slab      []Change          // changes not yet handed out, one to a Result (update)
 	noFast    bool              // every line the general way (tests)
+
+	// folderMoved: the session may have moved to another folder (a
+	// claudeFolderTools call was seen), so a command's folder is not
+	// known from here on.
+	folderMoved bool
 }
 
 // NewClaude returns a mapper that names new items with newID (nil: random
@@ -681,6 +686,10 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 		raw = json.RawMessage("{}")
 	}
 	a := Approval{RequestID: id, ToolUseID: toolUseID, ToolName: name, Input: raw, ItemID: it.ID()}
+	if name == claudeBashTool {
+		a.Cwd = m.commandFolder(req)
+		a.Escalated = input.Get("dangerouslyDisableSandbox").Bool()
+	}
 	tool, known := t.tools[toolUseID]
 	if known && !tool.item.IsZero() {
 		a.ToolItemID = tool.item.ID()
@@ -695,6 +704,37 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 	}
 	r.Approvals = append(r.Approvals, a)
 }
+
+// claudeBashTool is Claude Code's command tool.
+const claudeBashTool = "Bash"
+
+// claudeFolderTools move Claude Code's session to another folder (a git
+// worktree), where its commands then start.
+var claudeFolderTools = []string{"EnterWorktree", "ExitWorktree"}
+
+// commandFolder is the folder the command of a Bash permission request
+// req runs in: the folder the process started in (its init's cwd), which
+// is where every Bash command of the main session starts when Claude Code
+// runs with CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR (the claude backend
+// sees to that: a `cd` does not carry over to the next command). "" when
+// it is not known: before the init, after a call that moved the session
+// to another folder (ForgetFolder), or for a subagent's command (agent_id:
+// a subagent may run in a folder of its own, its `cwd` or a worktree).
+func (m *Claude) commandFolder(req jsonline.Value) string {
+	if m.folderMoved || req.Get("agent_id").String() != "" {
+		return ""
+	}
+	return m.cwd
+}
+
+// FolderMoved reports whether the session may have moved to another
+// folder: its commands' folder is no longer known.
+func (m *Claude) FolderMoved() bool { return m.folderMoved }
+
+// ForgetFolder makes the folder of every later command unknown: the
+// session moved (FolderMoved of the mapper of an earlier process of the
+// same session).
+func (m *Claude) ForgetFolder() { m.folderMoved = true }
 
 func (m *Claude) result(ev *claudeEvent, r *Result) {
 	t := m.ensureTurn()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"regexp"
+	"slices"
 	"spbridge/internal/jsonline"
 	"strings"
 
@@ -29,6 +30,9 @@ func (m *Claude) startTool(id, name, parent string, r *Result) *claudeTool {
 		return tool
 	}
 	tool := &claudeTool{id: id, name: name, special: claudeSpecialTools[name], child: parent != ""}
+	if slices.Contains(claudeFolderTools, name) {
+		m.folderMoved = true // asked about or not, run or not
+	}
 	tool.view = &ToolView{Kind: claudeKind(name), Title: claudeDefaultTitle(name), ParentID: parent}
 	switch tool.special {
 	case archive.TypeWebSearch:

@@ -690,9 +690,51 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 	if ap.Tool == nil && name == codexShellTool {
 		ap.Tool = commandView(input["command"].(string), "")
 	}
+	if name == codexShellTool {
+		ap.Cwd = p.Get("cwd").String()
+		ap.Escalated = a.escalated(itemID, p)
+	}
 	a.approvals[id] = itemID
 	r.Approvals = append(r.Approvals, ap)
 	return r
+}
+
+// escalated reports whether the command of an approval request (its call
+// callID) may run outside the sandbox. The request does not say: codex
+// asks both about a command the model wants to run outside it and about
+// one its policy finds dangerous, which then runs inside. The model's own
+// call does (the raw response item, sent before the request on a thread
+// started with experimentalRawEvents): its sandbox_permissions (or the
+// older with_escalated_permissions, additional_permissions). A call not
+// seen (a resumed thread), or of a tool not known, may.
+func (a *CodexApp) escalated(callID string, p gjson.Result) bool {
+	if ap := p.Get("additionalPermissions"); ap.Exists() && ap.Type != gjson.Null {
+		return true
+	}
+	if k := p.Get("kind").String(); k != "" && k != "command" {
+		return true
+	}
+	t := a.m.turn
+	if t == nil {
+		return true
+	}
+	rc := t.raw[callID]
+	if rc == nil || !rc.hasCall {
+		return true
+	}
+	switch rc.name {
+	case "exec_command", "shell", "shell_command", "local_shell":
+	default:
+		return true
+	}
+	args := gjson.Parse(rc.args)
+	if !args.IsObject() {
+		return true
+	}
+	sp := args.Get("sandbox_permissions").String()
+	extra := args.Get("additional_permissions")
+	return (sp != "" && sp != "use_default") || args.Get("with_escalated_permissions").Bool() ||
+		(extra.Exists() && extra.Type != gjson.Null)
 }
 
 // askUser maps a requestUserInput request (the model's request_user_input

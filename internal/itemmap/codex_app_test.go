@@ -7,9 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -350,5 +352,45 @@ func TestRawOutputFailed(t *testing.T) {
 		if got := rawOutputFailed(c.out); got != c.want {
 			t.Errorf("rawOutputFailed(%q) = %v, want %v", c.out, got, c.want)
 		}
+	}
+}
+
+// TestCodexAppApprovalFolder: a command's approval carries the folder
+// codex runs it in, and whether it may run outside the sandbox: the
+// model's raw call says so (sandbox_permissions); a call not seen (a
+// resumed thread sends none) may, and so may a request for additional
+// permissions.
+func TestCodexAppApprovalFolder(t *testing.T) {
+	raw := func(id, args string) string {
+		b, _ := json.Marshal(map[string]any{"method": "rawResponseItem/completed", "params": map[string]any{"item": map[string]any{
+			"type": "function_call", "name": "exec_command", "arguments": args, "call_id": id}}})
+		return string(b)
+	}
+	ask := func(n int, id, cwd, extra string) string {
+		return fmt.Sprintf(`{"method":"item/commandExecution/requestApproval","id":%d,"params":{"kind":"command","threadId":"th","turnId":"t1","itemId":%q,"command":"/bin/bash -lc 'rm -f *'","cwd":%q%s}}`, n, id, cwd, extra)
+	}
+	started := func(id string) string {
+		return fmt.Sprintf(`{"method":"item/started","params":{"item":{"type":"commandExecution","id":%q,"command":"/bin/bash -lc 'rm -f *'","status":"inProgress"}}}`, id)
+	}
+	lines := []string{`{"method":"turn/started","params":{"turn":{"id":"t1"}}}`,
+		raw("call_in", `{"cmd":"rm -f *","workdir":"build"}`), started("call_in"), ask(0, "call_in", "/w/build", ""),
+		raw("call_out", `{"cmd":"rm -f *","sandbox_permissions":"require_escalated","justification":"clean"}`), started("call_out"), ask(1, "call_out", "/w", `,"reason":"clean"`),
+		raw("call_def", `{"cmd":"rm -f *","sandbox_permissions":"use_default"}`), started("call_def"), ask(2, "call_def", "/w", ""),
+		started("call_unseen"), ask(3, "call_unseen", "/w", ""),
+		raw("call_more", `{"cmd":"rm -f *"}`), started("call_more"), ask(4, "call_more", "/w", `,"additionalPermissions":{"network":{"enabled":true}}`),
+		`{"method":"execCommandApproval","id":5,"params":{"callId":"call_legacy","conversationId":"th","command":["/bin/bash","-lc","rm -f *"],"cwd":"/w/legacy","parsedCmd":[]}}`,
+	}
+	m := NewCodexApp(SequentialIDs())
+	var got []string
+	for _, line := range lines {
+		r := m.Line([]byte(line))
+		checkResult(t, r)
+		for _, a := range r.Approvals {
+			got = append(got, fmt.Sprintf("%s %s %v", a.ToolUseID, a.Cwd, a.Escalated))
+		}
+	}
+	want := []string{"call_in /w/build false", "call_out /w true", "call_def /w false", "call_unseen /w true", "call_more /w true", "call_legacy /w/legacy true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("approvals\n%q\nwant\n%q", got, want)
 	}
 }

@@ -211,6 +211,17 @@ type Approval struct {
 	// in the request (an edit's diffs: the user reviews the change before
 	// it is written); nil when the mapper has none.
 	Tool *ToolView
+	// Cwd is the folder a command asked about runs in: as Codex's request
+	// says it; for Claude Code, the folder the process started in, when
+	// every command of the session starts there (see Claude); "" when the
+	// request is not about a command or its folder is not known.
+	Cwd string
+	// Escalated reports that the command asks to run outside the CLI's
+	// sandbox, or may (the CLI does not say which): Codex's call asked for
+	// escalated or additional permissions, or its call is not known (a
+	// resumed thread sends no raw calls); Claude's Bash asked to disable
+	// its sandbox.
+	Escalated bool
 }
 
 // Turn statuses.

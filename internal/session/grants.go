@@ -18,13 +18,13 @@ type Grants struct {
 }
 
 // Decided reports whether a grant covers the request: allowed by an
-// "always allow", rejected by an "always reject" (a rejection wins).
+// "always allow", rejected by an "always reject" (a rejection wins, and a
+// command rejected inside the sandbox is rejected outside it too).
 func (g *Grants) Decided(a itemmap.Approval) (allowed, rejected bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	covers := func(gr backend.Grant) bool { return gr.Allows(a) }
-	rejected = slices.ContainsFunc(g.reject, covers)
-	return !rejected && slices.ContainsFunc(g.allow, covers), rejected
+	rejected = slices.ContainsFunc(g.reject, func(gr backend.Grant) bool { return gr.Rejects(a) })
+	return !rejected && slices.ContainsFunc(g.allow, func(gr backend.Grant) bool { return gr.Allows(a) }), rejected
 }
 
 // Allow adds an "always allow".
