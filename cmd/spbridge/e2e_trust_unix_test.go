@@ -132,6 +132,40 @@ func TestE2ETrustFolderRun(t *testing.T) {
 	}
 }
 
+// TestE2ETrustUserMCPServers: in an untrusted folder, the MCP servers of
+// the user's own Claude Code configuration (user scope, and local scope
+// for the folder, in its .claude.json) still start: spbridge carries them
+// into its --mcp-config, which --strict-mcp-config alone would leave out;
+// the folder's .mcp.json server does not.
+func TestE2ETrustUserMCPServers(t *testing.T) {
+	t.Parallel()
+	other := newOtherServer(t)
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello."}}})
+	work := filepath.Dir(e.pkg)
+	h := newHostileFolder(t, work, other)
+	markers := t.TempDir()
+	server := func(name string) map[string]any {
+		return map[string]any{"type": "stdio", "command": "sh", "args": []any{"-c", "touch '" + filepath.Join(markers, name) + "'; exec cat"}}
+	}
+	var configDir string
+	for _, kv := range e.env {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			configDir = v
+		}
+	}
+	writeJSON(t, filepath.Join(configDir, ".claude.json"), map[string]any{"mcpServers": map[string]any{"mine": server("mine")},
+		"projects": map[string]any{work: map[string]any{"mcpServers": map[string]any{"local": server("local")}}}})
+	e.run(nil, "hello")
+	for _, name := range []string{"mine", "local"} {
+		if _, err := os.Stat(filepath.Join(markers, name)); err != nil {
+			e.fail("the user's own MCP server %q did not start in an untrusted folder", name)
+		}
+	}
+	if got := h.acted(); got["mcp"] || got["hook"] {
+		e.fail("the folder's files acted: %v", got)
+	}
+}
+
 // TestE2ETrustClaudeRecord: a folder Claude Code's own record trusts
 // (projects[dir].hasTrustDialogAccepted in its .claude.json, here for a
 // folder above) is trusted without asking: its hook runs.

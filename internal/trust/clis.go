@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"spbridge/internal/regfile"
 )
 
@@ -65,28 +67,51 @@ func claudeConfigFile(env []string) string {
 }
 
 // ClaudeConfig is what spbridge reads of Claude Code's global
-// configuration.
+// configuration: the user's MCP servers (user scope), and by folder its
+// trust record and MCP servers (local scope).
 type ClaudeConfig struct {
-	MCPServers map[string]json.RawMessage `json:"mcpServers"`
-	Projects   map[string]struct {
-		HasTrustDialogAccepted bool                       `json:"hasTrustDialogAccepted"`
-		MCPServers             map[string]json.RawMessage `json:"mcpServers"`
-	} `json:"projects"`
+	MCPServers map[string]json.RawMessage
+	Projects   map[string]ClaudeProject
+}
+
+// ClaudeProject is Claude Code's record of one folder.
+type ClaudeProject struct {
+	HasTrustDialogAccepted bool
+	MCPServers             map[string]json.RawMessage
 }
 
 // ReadClaudeConfig reads Claude Code's global configuration (empty when it
-// has none or it cannot be read).
+// has none or it cannot be read). The file holds much else (each folder's
+// prompt history, say) and grows to megabytes: only these fields are
+// read out of it.
 func ReadClaudeConfig(env []string) ClaudeConfig {
-	var c ClaudeConfig
+	c := ClaudeConfig{MCPServers: map[string]json.RawMessage{}, Projects: map[string]ClaudeProject{}}
 	f, err := regfile.Open(claudeConfigFile(env))
 	if err != nil {
 		return c
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxCLIConfig))
-	if err == nil {
-		json.Unmarshal(data, &c)
+	if err != nil || !gjson.ValidBytes(data) {
+		return c
 	}
+	servers := func(v gjson.Result) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		v.ForEach(func(name, s gjson.Result) bool {
+			if s.IsObject() {
+				m[name.String()] = json.RawMessage(s.Raw)
+			}
+			return true
+		})
+		return m
+	}
+	root := gjson.ParseBytes(data)
+	c.MCPServers = servers(root.Get("mcpServers"))
+	root.Get("projects").ForEach(func(dir, p gjson.Result) bool {
+		c.Projects[dir.String()] = ClaudeProject{HasTrustDialogAccepted: p.Get("hasTrustDialogAccepted").Type == gjson.True,
+			MCPServers: servers(p.Get("mcpServers"))}
+		return true
+	})
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -279,5 +280,29 @@ func TestCodexFiles(t *testing.T) {
 	f.Answer(NotNow)
 	if n := f.Notice(Codex); !strings.Contains(n, "own Codex configuration was not applied") || !strings.Contains(n, "../.codex") {
 		t.Errorf("the notice %q", n)
+	}
+}
+
+// BenchmarkOpen: a session's trust check with a large Claude Code
+// configuration (5,000 folders of records, about 4 MB), as a busy user's
+// ~/.claude.json grows.
+func BenchmarkOpen(b *testing.B) {
+	b.Setenv("SPBRIDGE_STATE_DIR", b.TempDir())
+	home := b.TempDir()
+	projects := map[string]any{}
+	for i := range 5000 {
+		projects[filepath.Join(home, "src", "p"+strconv.Itoa(i))] = map[string]any{"hasTrustDialogAccepted": i%2 == 0,
+			"allowedTools": []string{}, "history": []any{map[string]any{"display": strings.Repeat("x", 600)}}}
+	}
+	data, _ := json.Marshal(map[string]any{"projects": projects})
+	os.WriteFile(filepath.Join(home, ".claude.json"), data, 0o600)
+	dir := filepath.Join(home, "src", "p1", "sub")
+	os.MkdirAll(dir, 0o755)
+	env := []string{"HOME=" + home}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if Open(dir, env).Trusted() {
+			b.Fatal("trusted")
+		}
 	}
 }
