@@ -26,8 +26,8 @@ const trustAbout = "A folder's own Claude Code configuration (.claude/settings.j
 	"configuration only, asks the first time a session opens there (the editor's\n" +
 	"permission request, run's question), and says once what it left out. A\n" +
 	"folder Claude Code or Codex already trusts (its own record) counts as\n" +
-	"trusted; spbridge never writes their files. Answers are kept in the state\n" +
-	"folder's trust.json."
+	"trusted for that CLI; spbridge never writes their files. Answers are kept in\n" +
+	"the state folder's trust.json and hold for both CLIs."
 
 func runTrust(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "trust", "Show, give and take back the trust of folders.\n\n"+trustAbout, trustCommands())

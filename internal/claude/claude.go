@@ -127,7 +127,7 @@ func (b *Backend) Started() bool { return b.SessionID() != "" }
 
 // args builds the command line. The message never goes on it: argv is
 // visible to every user of the machine.
-func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted()) }
+func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted(trust.Claude)) }
 
 // argsTrusted builds the command line of a claude that reads the folder's
 // own configuration (trusted) or not.
@@ -171,7 +171,7 @@ func (b *Backend) argsTrusted(trusted bool) []string {
 func (b *Backend) start() (*cliproc.Proc, error) {
 	b.starting.Lock()
 	defer b.starting.Unlock()
-	trusted := b.Opts.Folder.Trusted()
+	trusted := b.Opts.Folder.Trusted(trust.Claude)
 	args := b.argsTrusted(trusted)
 	var own map[string]json.RawMessage
 	if !trusted {
@@ -352,7 +352,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 func (b *Backend) settleTrust(ctx context.Context, h backend.Host) {
 	f := b.Opts.Folder
 	backend.FolderTrust(ctx, f, trust.Claude, h, b.Opts.NewID)
-	if !f.Trusted() {
+	if !f.Trusted(trust.Claude) {
 		return
 	}
 	b.mu.Lock()

@@ -78,7 +78,7 @@ func tomlQuote(s string) string {
 func (b *Backend) settleTrust(ctx context.Context, h backend.Host) {
 	f := b.Opts.Folder
 	backend.FolderTrust(ctx, f, trust.Codex, h, b.Opts.NewID)
-	if b.app.proc != nil && !b.app.threaded && b.app.trusted != f.Trusted() {
+	if b.app.proc != nil && !b.app.threaded && b.app.trusted != f.Trusted(trust.Codex) {
 		b.appReap()
 	}
 }

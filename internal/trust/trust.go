@@ -158,16 +158,28 @@ const (
 	ByCodex    = "Codex"
 )
 
-// Check says whether dir is trusted: spbridge's own record first (a
-// "never" there stands whatever the CLIs say), then Claude Code's and
-// Codex's own records, each of which covers the folder it names and every
-// folder below it. env is the CLIs' environment (nil: spbridge's own),
-// which says where their configuration is. A store that cannot be read
-// counts as no answer.
+// Check says whether dir is trusted, for any CLI: spbridge's own record
+// first (a "never" there stands whatever the CLIs say), then Claude
+// Code's and Codex's own records, each of which covers the folder it
+// names and every folder below it. env is the CLIs' environment (nil:
+// spbridge's own), which says where their configuration is. A store that
+// cannot be read counts as no answer.
 func Check(dir string, env []string) Status {
+	st := checkStore(dir)
+	if st.By != "" {
+		return st
+	}
+	if cst := checkCLI(st.Dir, Claude, env); cst.Trusted {
+		return cst
+	}
+	return checkCLI(st.Dir, Codex, env)
+}
+
+// checkStore is what spbridge's own record says of dir (By empty: none).
+func checkStore(dir string) Status {
 	key, err := Key(dir)
 	if err != nil {
-		return Status{Dir: dir}
+		key = dir
 	}
 	st := Status{Dir: key}
 	if state, err := statedir.Dir(); err == nil {
@@ -175,17 +187,24 @@ func Check(dir string, env []string) Status {
 			if r, ok := folders[key]; ok {
 				st.By, st.Record = BySpbridge, filepath.Join(state, File)
 				st.Trusted, st.Refused = r.Trusted, !r.Trusted
-				return st
 			}
 		}
 	}
-	if file, ok := claudeTrusts(key, env); ok {
-		st.Trusted, st.By, st.Record = true, ByClaude, file
-		return st
-	}
-	if file, ok := codexTrusts(key, env); ok {
-		st.Trusted, st.By, st.Record = true, ByCodex, file
-		return st
+	return st
+}
+
+// checkCLI is what cli's own record says of dir, a Key.
+func checkCLI(dir, cli string, env []string) Status {
+	st := Status{Dir: dir}
+	switch cli {
+	case Claude:
+		if file, ok := claudeTrusts(dir, env); ok {
+			st.Trusted, st.By, st.Record = true, ByClaude, file
+		}
+	case Codex:
+		if file, ok := codexTrusts(dir, env); ok {
+			st.Trusted, st.By, st.Record = true, ByCodex, file
+		}
 	}
 	return st
 }
@@ -216,7 +235,8 @@ type Question struct {
 }
 
 // Folder is one session's view of the trust of the folder its CLI runs
-// in: trusted or not (one answer for every CLI), and what it holds that
+// in: spbridge's own answer (one for every CLI), each CLI's own record
+// (which counts for that CLI's sessions), and what the folder holds that
 // each CLI would apply. Its methods are safe for concurrent use, and a nil
 // Folder is untrusted and holds nothing.
 type Folder struct {
@@ -224,17 +244,19 @@ type Folder struct {
 
 	files   map[string][]string // by CLI: what the folder holds that would act, absolute paths
 	mu      sync.Mutex
-	status  Status
-	asked   bool            // the user was asked in this session (or answered by flag)
-	noticed map[string]bool // by CLI: the notice of what was left out was given
-	once    bool            // trusted for this session only
+	status  Status            // spbridge's own record (By empty: none)
+	cli     map[string]Status // by CLI: its own record
+	asked   bool              // the user was asked in this session (or answered by flag)
+	noticed map[string]bool   // by CLI: the notice of what was left out was given
+	once    bool              // trusted for this session only
 }
 
 // Open returns the view of dir for a session whose CLI runs with env (nil:
 // spbridge's own environment).
 func Open(dir string, env []string) *Folder {
-	st := Check(dir, env)
+	st := checkStore(dir)
 	return &Folder{Dir: st.Dir, status: st, noticed: map[string]bool{},
+		cli:   map[string]Status{Claude: checkCLI(st.Dir, Claude, env), Codex: checkCLI(st.Dir, Codex, env)},
 		files: map[string][]string{Claude: ClaudeFiles(st.Dir, env), Codex: CodexFiles(st.Dir, env)}}
 }
 
@@ -246,38 +268,45 @@ func (f *Folder) Files(cli string) []string {
 	return f.files[cli]
 }
 
-// Trusted reports whether the folder's own configuration may act.
-func (f *Folder) Trusted() bool {
+// Trusted reports whether the folder's own configuration may act in a
+// session on cli: spbridge's answer says so (or, without one, cli's own
+// record does), or the user trusted it for this session.
+func (f *Folder) Trusted(cli string) bool {
 	if f == nil {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.status.Trusted || f.once
+	return f.trustedLocked(cli)
 }
 
-// Status is what Check said, with the answers of this session.
-func (f *Folder) Status() Status {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.status
+func (f *Folder) trustedLocked(cli string) bool {
+	if f.once || f.status.By != "" {
+		return f.once || f.status.Trusted
+	}
+	return f.cli[cli].Trusted
 }
 
 // Ask returns the question to ask the user now, for a session on cli:
 // the folder is not trusted, holds something cli would apply, was not
 // refused for good, and was not asked in this session. It is given once:
 // a caller that gets it asks, and gives Answer the answer (NotNow without
-// one).
+// one). An answer given since the session opened (another session's, or
+// spbridge trust) is taken instead of asking.
 func (f *Folder) Ask(cli string) (Question, bool) {
 	if f == nil {
 		return Question{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.status.Trusted || f.once || f.status.Refused || f.asked || len(f.files[cli]) == 0 {
+	if f.asked || f.trustedLocked(cli) || f.status.Refused || len(f.files[cli]) == 0 {
 		return Question{}, false
 	}
 	f.asked = true
+	if st := checkStore(f.Dir); st.By != "" {
+		f.status = st
+		return Question{}, false
+	}
 	return Question{Dir: f.Dir, Files: f.files[cli], Who: who(cli)}, true
 }
 
@@ -299,17 +328,19 @@ func (f *Folder) Answer(a Answer) error {
 	case TrustOnce:
 		f.once = true
 	case TrustAlways, Never:
+		// The answer holds for this session whatever happens to the
+		// store.
 		trusted := a == TrustAlways
 		f.once = trusted
-		f.status.Refused = !trusted
+		f.status = Status{Dir: f.Dir, Trusted: trusted, Refused: !trusted, By: BySpbridge}
 		state, err := statedir.Dir()
 		if err == nil {
+			f.status.Record = filepath.Join(state, File)
 			err = Set(state, f.Dir, trusted)
 		}
 		if err != nil {
 			return fmt.Errorf("keep the answer for %s: %w", f.Dir, err)
 		}
-		f.status.Trusted, f.status.By, f.status.Record = trusted, BySpbridge, filepath.Join(state, File)
 	}
 	return nil
 }
@@ -324,7 +355,7 @@ func (f *Folder) Notice(cli string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	files := f.files[cli]
-	if f.noticed[cli] || f.status.Trusted || f.once || len(files) == 0 {
+	if f.noticed[cli] || f.trustedLocked(cli) || len(files) == 0 {
 		return ""
 	}
 	f.noticed[cli] = true

@@ -218,8 +218,8 @@ func TestFolder(t *testing.T) {
 		if err := f.Answer(tc.answer); err != nil {
 			t.Fatal(err)
 		}
-		if f.Trusted() != tc.trusted {
-			t.Errorf("%v: trusted %v", tc.answer, f.Trusted())
+		if f.Trusted(Claude) != tc.trusted {
+			t.Errorf("%v: trusted %v", tc.answer, f.Trusted(Claude))
 		}
 		notice := f.Notice(Claude)
 		if (notice != "") == tc.trusted || f.Notice(Claude) != "" || f.Notice(Codex) != "" {
@@ -301,8 +301,37 @@ func BenchmarkOpen(b *testing.B) {
 	env := []string{"HOME=" + home}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if Open(dir, env).Trusted() {
+		if Open(dir, env).Trusted(Claude) {
 			b.Fatal("trusted")
 		}
+	}
+}
+
+// TestFolderPerCLI: a CLI's own record counts for that CLI's sessions
+// only (codex 0.169.0's app-server writes its record for every folder a
+// thread starts in), spbridge's answer for both; an answer given after
+// the session opened is taken at the question, not asked again.
+func TestFolderPerCLI(t *testing.T) {
+	home, env := setup(t)
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ".mcp.json"), "{}")
+	write(t, filepath.Join(dir, ".codex", "config.toml"), "")
+	quoted, _ := json.Marshal(dir)
+	write(t, filepath.Join(home, ".codex", "config.toml"), "[projects."+string(quoted)+"]\ntrust_level = \"trusted\"\n")
+	f := Open(dir, env)
+	if !f.Trusted(Codex) || f.Trusted(Claude) {
+		t.Errorf("codex's record: trusted for codex %v, for claude %v", f.Trusted(Codex), f.Trusted(Claude))
+	}
+	if f.Notice(Codex) != "" || f.Notice(Claude) == "" {
+		t.Error("the notices do not follow each CLI's trust")
+	}
+	if err := Set(os.Getenv("SPBRIDGE_STATE_DIR"), dir, false); err != nil {
+		t.Fatal(err)
+	}
+	if q, ok := f.Ask(Claude); ok {
+		t.Errorf("asked %+v after spbridge trust add --never", q)
+	}
+	if f.Trusted(Codex) || f.Trusted(Claude) {
+		t.Error("spbridge's never does not stand over codex's record")
 	}
 }
