@@ -40,9 +40,9 @@ func (e *signalError) code() int {
 
 // interrupts is how spbridge ends on SIGINT and SIGTERM. The first signal
 // cancels the command's context, with a *signalError as its cause. A
-// command that reads (everything but serve, run, login and auth, which
-// end their CLIs and save on their own) then exits at once, unless it is
-// writing: what it writes (a package's conversation and images, the state
+// command that reads (everything but serve, login and auth, which end
+// their CLIs on their own, and run once it holds its package: see
+// takeInterrupts) then exits at once, unless it is writing: what it writes (a package's conversation and images, the state
 // folder's files) is written in a write section (see writing), whose code
 // watches the context and leaves things whole or untouched; the command
 // then returns and exits as the signal says. A second signal during a
@@ -61,7 +61,7 @@ type interruptsKey struct{}
 
 // ownInterrupts are the commands that end themselves on a signal: they
 // stop their CLIs and save what they hold.
-var ownInterrupts = map[string]bool{"serve": true, "run": true, "login": true, "auth": true}
+var ownInterrupts = map[string]bool{"serve": true, "login": true, "auth": true}
 
 // catchInterrupts catches SIGINT and SIGTERM for the command that args
 // (spbridge's arguments) name, until stop is called.
@@ -155,6 +155,23 @@ func writing(ctx context.Context, fn func() error) error {
 		in.mu.Unlock()
 	}()
 	return fn()
+}
+
+// takeInterrupts makes the command end itself on a signal from now on (run,
+// once its session is open: it interrupts the turn and saves), instead of
+// being ended at once; a signal that came before returns its error.
+func takeInterrupts(ctx context.Context) error {
+	in, _ := ctx.Value(interruptsKey{}).(*interrupts)
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.got != nil {
+		return in.got
+	}
+	in.atOnce = false
+	return nil
 }
 
 // interruptError is err as the signal that cancelled ctx explains it: a

@@ -44,15 +44,52 @@ func fullPipe(t *testing.T) (r, w *os.File) {
 
 // blockedWriting reports whether a thread of process pid waits to write to
 // a pipe.
-func blockedWriting(pid int) bool {
+func blockedWriting(pid int) bool { return blockedIn(pid, "pipe_write") }
+
+// blockedIn reports whether a thread of process pid waits in the kernel
+// function named wchan (or one whose name holds it).
+func blockedIn(pid int, wchan string) bool {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, task := range tasks {
-		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, task.Name()))
-		if strings.Contains(string(wchan), "pipe_write") {
+		w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, task.Name()))
+		if strings.Contains(string(w), wchan) {
 			return true
 		}
 	}
 	return false
+}
+
+// TestInterruptRunReadingStdin: run reading its message from standard input
+// (run PKG -) ends at once on SIGINT or SIGTERM; before, it went on waiting
+// for the input's end.
+func TestInterruptRunReadingStdin(t *testing.T) {
+	bin := spbridgeBin(t)
+	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
+	pkg := newPackage(t)
+	for _, sc := range signalCases {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", pkg, "-")
+		var stderr bytes.Buffer
+		cmd.Stdin, cmd.Stderr = r, &stderr
+		s := start(t, cmd)
+		r.Close()
+		w.WriteString("Make the headline shorter") // and no end: the input stays open
+		// The event: run waits for more of its input.
+		for !blockedIn(cmd.Process.Pid, "pipe_read") && !s.ended() {
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Signal(sc.sig)
+		if code := waitExit(t, s, "run - "+sc.sig.String()); code != sc.code || stderr.String() != sc.line {
+			t.Errorf("run - %s: exit %d, stderr %q; want %d, %q", sc.sig, code, stderr.String(), sc.code, sc.line)
+		}
+		w.Close()
+		if _, err := os.Lstat(filepath.Join(pkg, archive.AgentDir)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("run - %s: the package changed: %v", sc.sig, err)
+		}
+	}
 }
 
 // started is a command started, and closed when it has ended.

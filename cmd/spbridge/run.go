@@ -171,6 +171,11 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
+	// Until here a signal ended run at once (reading standard input, say);
+	// from here it interrupts the turn, and the conversation is saved.
+	if err := takeInterrupts(ctx); err != nil {
+		return err
+	}
 	if r := s.Recovery(); r != nil {
 		fmt.Fprintf(st.err, "spbridge: a recovery copy of this conversation from %s holds %d items the package does not (see spbridge conversation recover %s); this run goes on from the package\n",
 			r.Time.Local().Format("2006-01-02 15:04"), r.Items, pkg)
