@@ -12,7 +12,8 @@ import (
 
 // A Grant is what an "always" answer to a permission request covers for
 // the rest of the session, and nothing more. A command (Claude's Bash,
-// Codex's shell) is covered by its program and first argument, so
+// Monitor and PowerShell, Codex's shell) is covered by its program and
+// first argument, so
 // "always" on `npm test` covers `npm test -- --watch` but neither `npm
 // publish` nor `rm`; a command whose first argument is an option (`rm -rf
 // build`) or that uses the shell's operators, pipes, redirections, globs
@@ -55,7 +56,7 @@ const shellSpecial = ";&|<>`$()\n\\*?{}[]~"
 
 // Tools whose requests are scoped by a field of their input.
 var (
-	commandTools = []string{"Bash", "shell"}                                      // by "command"
+	commandTools = []string{"Bash", "Monitor", "PowerShell", "shell"}             // by "command"
 	fileTools    = []string{"Edit", "MultiEdit", "Write", "NotebookEdit", "Read"} // by "file_path" or "notebook_path"
 	editTools    = []string{"Edit", "MultiEdit", "Write", "NotebookEdit", patchTool}
 )

@@ -255,6 +255,19 @@ func TestGrantFolder(t *testing.T) {
 			}
 		}
 	}
+	// Claude Code's other shell tools are commands too: never the whole
+	// tool, in their folder only.
+	for _, tool := range []string{"Monitor", "PowerShell"} {
+		in := json.RawMessage(`{"command":"tail -f build.log","description":"watch"}`)
+		g := mustGrant(t, itemmap.Approval{ToolName: tool, Input: in, Cwd: build})
+		if _, whole := g.WholeTool(); whole || g.Exact != "tail -f build.log" || g.Allows(itemmap.Approval{ToolName: tool, Input: in, Cwd: other}) ||
+			!g.Allows(itemmap.Approval{ToolName: tool, Input: in, Cwd: link}) || g.Allows(itemmap.Approval{ToolName: tool, Input: json.RawMessage(`{"command":"curl x"}`), Cwd: build}) {
+			t.Errorf("%s: %+v", tool, g)
+		}
+	}
+	if g, ok := GrantFor(itemmap.Approval{ToolName: "Monitor", Input: json.RawMessage(`{"ws":{"url":"ws://127.0.0.1:1"}}`), Cwd: build}); ok {
+		t.Errorf("a Monitor of no command: %+v", g)
+	}
 	// A prefix grant, the same way.
 	npm := mustGrant(t, bashIn(build, "npm test"))
 	if !npm.Allows(bashIn(link, "npm test -- --watch")) || npm.Allows(bashIn(other, "npm test")) || npm.Allows(bashIn(w, "npm test")) {

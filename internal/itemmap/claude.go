@@ -3,6 +3,7 @@ package itemmap
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"spbridge/internal/jsonline"
 	"strconv"
 	"strings"
@@ -686,7 +687,7 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 		raw = json.RawMessage("{}")
 	}
 	a := Approval{RequestID: id, ToolUseID: toolUseID, ToolName: name, Input: raw, ItemID: it.ID()}
-	if name == claudeBashTool {
+	if slices.Contains(claudeShellTools, name) {
 		a.Cwd = m.commandFolder(req)
 		a.Escalated = input.Get("dangerouslyDisableSandbox").Bool()
 	}
@@ -705,15 +706,16 @@ func (m *Claude) controlRequest(ev *claudeEvent, r *Result) {
 	r.Approvals = append(r.Approvals, a)
 }
 
-// claudeBashTool is Claude Code's command tool.
-const claudeBashTool = "Bash"
+// claudeShellTools run a command in Claude Code's shell: Bash, Monitor
+// (a command whose output lines come as events) and PowerShell.
+var claudeShellTools = []string{"Bash", "Monitor", "PowerShell"}
 
 // claudeFolderTools move Claude Code's session to another folder (a git
 // worktree), where its commands then start.
 var claudeFolderTools = []string{"EnterWorktree", "ExitWorktree"}
 
-// commandFolder is the folder the command of a Bash permission request
-// req runs in: the folder the process started in (its init's cwd), which
+// commandFolder is the folder the command of a shell tool's permission
+// request req runs in: the folder the process started in (its init's cwd), which
 // is where every Bash command of the main session starts when Claude Code
 // runs with CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR (the claude backend
 // sees to that: a `cd` does not carry over to the next command). "" when

@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// TestClaudeCommandFolder: a Bash permission request of the main session
-// carries the folder the process started in (its init's cwd: every command
-// starts there, the claude backend sees to that), and whether it asked to
-// run outside Claude Code's sandbox. A subagent's request (agent_id), any
+// TestClaudeCommandFolder: a shell tool's permission request (Bash,
+// Monitor, PowerShell) of the main session carries the folder the process
+// started in (its init's cwd: every command starts there, the claude
+// backend sees to that), and whether it asked to run outside Claude Code's
+// sandbox. A subagent's request (agent_id), any
 // request before the init, and every request after a call that moves the
 // session to another folder (EnterWorktree, asked about or not) carry no
 // folder: spbridge cannot know it. The mapper of the session's next process
@@ -30,6 +31,7 @@ func TestClaudeCommandFolder(t *testing.T) {
 		tool("cd", "Bash", `{"command":"cd .."}`),
 		tool("b", "Bash", rm), ask("b", rm, ""),
 		tool("out", "Bash", `{"command":"rm -f *","dangerouslyDisableSandbox":true}`), ask("out", `{"command":"rm -f *","dangerouslyDisableSandbox":true}`, ""),
+		strings.Replace(ask("mon", `{"command":"tail -f log"}`, ""), `"Bash"`, `"Monitor"`, 1),
 		ask("sub", rm, `,"agent_id":"agent_1"`),
 		tool("wt", "EnterWorktree", `{"name":"x"}`),
 		tool("c", "Bash", rm), ask("c", rm, ""),
@@ -43,7 +45,7 @@ func TestClaudeCommandFolder(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %q %v", a.ToolUseID, a.Cwd, a.Escalated))
 		}
 	}
-	want := []string{`early "" false`, `a "/w/project" false`, `b "/w/project" false`, `out "/w/project" true`, `sub "" false`, `c "" false`}
+	want := []string{`early "" false`, `a "/w/project" false`, `b "/w/project" false`, `out "/w/project" true`, `mon "/w/project" false`, `sub "" false`, `c "" false`}
 	if !slices.Equal(got, want) {
 		t.Errorf("approvals\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
