@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -496,6 +497,64 @@ func TestAppServerCommandApproval(t *testing.T) {
 			outs := inputOfType(bodies[2], "function_call_output")
 			t.Logf("output the model got for the command (%s): %q", decision, outs[len(outs)-1]["output"])
 		})
+	}
+}
+
+// TestAppServerCommandApprovalRaw records what a client with the raw
+// response items learns of a command it is asked about
+// (command_approval_raw.jsonl): codex asks about `rm -f *` inside the
+// sandbox (its policy finds it dangerous) as it asks about one the model
+// wants run outside, with the same fields; the model's own call, which
+// says which (sandbox_permissions), comes before the request, and the
+// request's cwd is the call's workdir. Both are declined.
+func TestAppServerCommandApprovalRaw(t *testing.T) {
+	t.Parallel()
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "exec_command", CallID: "call_inside",
+			Arguments: map[string]any{"cmd": "rm -f *", "workdir": "build"}}}},
+		ResponsesReply{Items: []OutputItem{{Type: "function_call", Name: "exec_command", CallID: "call_outside",
+			Arguments: map[string]any{"cmd": "rm -f *", "workdir": "build", "sandbox_permissions": "require_escalated", "justification": "Clean it outside the sandbox?"}}}},
+		ResponsesReply{Items: []OutputItem{MessageItem("Left as it was.")}},
+	)
+	a := startAppServer(t, srv, "", "")
+	build := filepath.Join(a.work, "build")
+	os.MkdirAll(build, 0o755)
+	os.WriteFile(filepath.Join(build, "a.o"), []byte("x"), 0o644)
+	a.initializeWith(map[string]any{"experimentalApi": true})
+	thread := a.startThreadWith(map[string]any{"experimentalRawEvents": true})
+	var asked []map[string]any
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("clean the build folder"), "sandboxPolicy": strictSandbox},
+		func(req map[string]any) any {
+			asked = append(asked, req)
+			return map[string]any{"decision": "decline"}
+		})
+	defer a.save("command_approval_raw")
+	if len(asked) != 2 {
+		t.Fatalf("%d requests, want 2: %v", len(asked), asked)
+	}
+	for i, id := range []string{"call_inside", "call_outside"} {
+		p := paramsOf(asked[i])
+		if asked[i]["method"] != "item/commandExecution/requestApproval" || p["itemId"] != id || p["cwd"] != build {
+			t.Errorf("request %d: %v", i, asked[i])
+		}
+	}
+	// The raw call came before the request about it.
+	var order []string
+	for _, m := range tr.msgs {
+		switch {
+		case m["method"] == "rawResponseItem/completed":
+			if it, _ := paramsOf(m)["item"].(map[string]any); it["type"] == "function_call" {
+				order = append(order, "raw "+fmt.Sprint(it["call_id"]))
+			}
+		case m["method"] == "item/commandExecution/requestApproval":
+			order = append(order, "ask "+fmt.Sprint(paramsOf(m)["itemId"]))
+		}
+	}
+	if want := []string{"raw call_inside", "ask call_inside", "raw call_outside", "ask call_outside"}; !slices.Equal(order, want) {
+		t.Errorf("order %q, want %q", order, want)
+	}
+	if _, err := os.Stat(filepath.Join(build, "a.o")); err != nil {
+		t.Errorf("build/a.o: %v (a declined command ran)", err)
 	}
 }
 

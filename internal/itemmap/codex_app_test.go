@@ -394,3 +394,28 @@ func TestCodexAppApprovalFolder(t *testing.T) {
 		t.Errorf("approvals\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestCodexAppApprovalFolderRecorded: on the real codex's streams, a
+// command asked about inside the sandbox (its policy found `rm -f *`
+// dangerous) and the same one the model wants run outside it, each in
+// the folder of its workdir (command_approval_raw); a thread without raw
+// calls (command_approval_accept) may run it outside.
+func TestCodexAppApprovalFolderRecorded(t *testing.T) {
+	const work = "/home/dev/capture/codex-work"
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"command_approval_raw", []string{"call_inside " + work + "/build false", "call_outside " + work + "/build true"}},
+		{"command_approval_accept", []string{"call_fake_0009 " + work + " true"}},
+	} {
+		_, approvals := appChanges(t, tc.name)
+		var got []string
+		for _, a := range approvals {
+			got = append(got, fmt.Sprintf("%s %s %v", a.ToolUseID, a.Cwd, a.Escalated))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: approvals %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
