@@ -122,6 +122,25 @@ func TestBigFirstLine(t *testing.T) {
 	}
 }
 
+// TestListLineLongerThanImportTakes: listing reads a first line longer
+// than Import takes whole (maxLine, lowered here below the picture's line):
+// the session is listed all the same.
+func TestListLineLongerThanImportTakes(t *testing.T) {
+	old := maxLine
+	maxLine = 1 << 20
+	defer func() { maxLine = old }()
+	b64 := base64.StdEncoding.EncodeToString(noisePNG(t, 2<<20))
+	root := t.TempDir()
+	opts := Options{ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex")}
+	user := `{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + b64 +
+		`"}},{"type":"text","text":"And this one?"}]},"sessionId":"s1","cwd":"/w"}`
+	setFile(t, filepath.Join(opts.ClaudeDir, "projects", "-w", "s1.jsonl"), []byte(user+"\n"+claudeReply+"\n"), base)
+	got, err := List(opts)
+	if d := describe(got); err != nil || d != "claude s1 /w And this one? 10:00" {
+		t.Errorf("list %q, %v", d, err)
+	}
+}
+
 // TestSkimmer: a line skimmed keeps its structure and every short string,
 // cuts the long ones at a whole character or escape, and stays valid
 // JSON and UTF-8, whatever the cut falls on.

@@ -17,11 +17,11 @@ import (
 
 // Bounds of what listing reads of a file: its first lines, headMax bytes
 // of them (while what it looks for is not found), and its tail. A line
-// longer than longLine (a first message with images: several MB) is read
-// to its end, up to maxLine, but kept skimmed: each of its strings cut to
-// skimString bytes, at most skimMax bytes in all, so memory stays bounded
-// whatever the line's length; it counts as its skimmed size, and the head
-// ends after headScan bytes read in all.
+// longer than longLine (a first message with images: several MB, or
+// more than Import takes whole) is read to its end but kept skimmed: each
+// of its strings cut to skimString bytes, at most skimMax bytes in all, so
+// memory stays bounded whatever the line's length; it counts as its
+// skimmed size, and the head ends after headScan bytes read in all.
 const (
 	headChunk  = 64 << 10
 	headMax    = 1 << 20
@@ -75,11 +75,10 @@ func (e *NotSessionError) Error() string { return e.Path + " is not a session fi
 
 // headLines calls fn with each of the first lines of f (size bytes long),
 // in order, until fn returns false or headMax bytes of lines were passed
-// (headScan read). A line
-// longer than longLine is passed skimmed (see skimmer): its strings cut,
-// its structure whole, so that the fields a listing reads are there; one
-// longer than maxLine, or skimmed beyond skimMax, is passed cut (fn must
-// cope).
+// (headScan read). A line longer than longLine is passed skimmed (see
+// skimmer): its strings cut, its structure whole, so that the fields a
+// listing reads are there; one that goes past headScan, or skimmed beyond
+// skimMax, is passed cut (fn must cope).
 func headLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), headChunk)
 	var off int64 // where the next line begins
@@ -112,7 +111,7 @@ func headLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
 			if !errors.Is(err, bufio.ErrBufferFull) {
 				break
 			}
-			if n > maxLine {
+			if off+int64(n) > headScan {
 				err = errLineTooLong // passed cut, and the head ends there
 				break
 			}
