@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -510,6 +511,37 @@ func TestRunLineDiff(t *testing.T) {
 		}
 		if b.String() != tc.want {
 			t.Errorf("lineDiff(%q, %q) = %q, want %q", tc.old, tc.new, b.String(), tc.want)
+		}
+	}
+}
+
+// TestRunGrantFolder: run's "a" on a command allows it again in its
+// folder only (not in another, nor outside the sandbox), and the question
+// says the folder, relative to the one run runs in.
+func TestRunGrantFolder(t *testing.T) {
+	buf := &termBuffer{asked: make(chan struct{}, 16)}
+	h := &shellHost{out: buf, errw: buf, dir: "/w"}
+	answered := answerOnPrompt(h, "a", "n", "n")
+	shell := func(dir string, escalated bool) itemmap.Approval {
+		in, _ := json.Marshal(map[string]string{"command": "rm -f *", "cwd": dir})
+		return itemmap.Approval{ToolName: "shell", Input: in, Cwd: dir, Escalated: escalated}
+	}
+	var got []bool
+	for _, a := range []itemmap.Approval{shell("/w/build", false), shell("/w/build", false), shell("/elsewhere", false), shell("/w/build", true)} {
+		got = append(got, h.Approve(context.Background(), a).Allow)
+	}
+	<-answered
+	out := buf.String()
+	if want := []bool{true, true, false, false}; !slices.Equal(got, want) {
+		t.Errorf("allowed %v, want %v", got, want)
+	}
+	if n := strings.Count(out, "[y/a/N]"); n != 3 {
+		t.Errorf("%d questions, want 3 (the second rm -f * in build allowed by a): %q", n, out)
+	}
+	for _, want := range []string{"a: always, `rm -f *` in build in this run", "a: always, `rm -f *` in /elsewhere in this run",
+		"a: always, `rm -f *` in build, also outside the sandbox in this run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in %q", want, out)
 		}
 	}
 }

@@ -1,7 +1,10 @@
 package itemmap
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -58,5 +61,23 @@ func TestClaudeCommandFolder(t *testing.T) {
 	r := next.Line([]byte(ask("d", rm, "")))
 	if len(r.Approvals) != 1 || r.Approvals[0].Cwd != "" {
 		t.Errorf("the next process's request after the session moved: %+v", r.Approvals)
+	}
+}
+
+// TestClaudeSubagentCommandFolder: on the real Claude Code's stream, a
+// background subagent's Bash request carries its agent_id, and so no
+// folder.
+func TestClaudeSubagentCommandFolder(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "tool_agent_background_permission.stdout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewClaude(SequentialIDs())
+	var got []Approval
+	for line := range bytes.Lines(data) {
+		got = append(got, m.Line(bytes.TrimSuffix(line, []byte("\n"))).Approvals...)
+	}
+	if len(got) != 1 || got[0].ToolName != "Bash" || got[0].Cwd != "" {
+		t.Errorf("approvals %+v, want the subagent's Bash with no folder", got)
 	}
 }
