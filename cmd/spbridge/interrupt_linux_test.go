@@ -203,7 +203,7 @@ func TestInterruptReadingCommands(t *testing.T) {
 
 // TestAuditVerifyHeadsFIFORefused: --heads naming a FIFO that nobody writes
 // to is refused at once as not a regular file (before, the open waited for
-// a writer forever), and so is a device.
+// a writer forever), and so is a device; and run's --image.
 func TestAuditVerifyHeadsFIFORefused(t *testing.T) {
 	bin := spbridgeBin(t)
 	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
@@ -218,6 +218,13 @@ func TestAuditVerifyHeadsFIFORefused(t *testing.T) {
 		if code := waitExit(t, start(t, cmd), "audit verify --heads "+heads); code != 1 || !strings.Contains(stderr.String(), "not a regular file") {
 			t.Errorf("--heads %s: exit %d, stderr %q", heads, code, stderr.String())
 		}
+	}
+	// So is an image for run: its read waited as well.
+	cmd := exec.Command(bin, "run", newPackage(t), "Describe it", "--image", fifo)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if code := waitExit(t, start(t, cmd), "run --image FIFO"); code != 1 || !strings.Contains(stderr.String(), "not a regular file (a FIFO)") {
+		t.Errorf("run --image FIFO: exit %d, stderr %q", code, stderr.String())
 	}
 }
 
