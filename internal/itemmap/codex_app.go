@@ -706,10 +706,14 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 // call does (the raw response item, sent before the request on a thread
 // started with experimentalRawEvents): its sandbox_permissions (or the
 // older with_escalated_permissions, additional_permissions). A call not
-// seen (a resumed thread), or of a tool not known, may.
+// seen (a resumed thread), or of a tool not known, may; so does a request
+// for more than the sandbox gives (additionalPermissions, or network
+// access: networkApprovalContext).
 func (a *CodexApp) escalated(callID string, p gjson.Result) bool {
-	if ap := p.Get("additionalPermissions"); ap.Exists() && ap.Type != gjson.Null {
-		return true
+	for _, more := range []string{"additionalPermissions", "networkApprovalContext"} {
+		if v := p.Get(more); v.Exists() && v.Type != gjson.Null {
+			return true // more than the sandbox gives: files, or the network
+		}
 	}
 	if k := p.Get("kind").String(); k != "" && k != "command" {
 		return true

@@ -378,6 +378,7 @@ func TestCodexAppApprovalFolder(t *testing.T) {
 		raw("call_def", `{"cmd":"rm -f *","sandbox_permissions":"use_default"}`), started("call_def"), ask(2, "call_def", "/w", ""),
 		started("call_unseen"), ask(3, "call_unseen", "/w", ""),
 		raw("call_more", `{"cmd":"rm -f *"}`), started("call_more"), ask(4, "call_more", "/w", `,"additionalPermissions":{"network":{"enabled":true}}`),
+		raw("call_net", `{"cmd":"rm -f *"}`), started("call_net"), ask(6, "call_net", "/w", `,"networkApprovalContext":{"host":"example.com","protocol":"https"}`),
 		`{"method":"execCommandApproval","id":5,"params":{"callId":"call_legacy","conversationId":"th","command":["/bin/bash","-lc","rm -f *"],"cwd":"/w/legacy","parsedCmd":[]}}`,
 	}
 	m := NewCodexApp(SequentialIDs())
@@ -389,7 +390,7 @@ func TestCodexAppApprovalFolder(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %s %v", a.ToolUseID, a.Cwd, a.Escalated))
 		}
 	}
-	want := []string{"call_in /w/build false", "call_out /w true", "call_def /w false", "call_unseen /w true", "call_more /w true", "call_legacy /w/legacy true"}
+	want := []string{"call_in /w/build false", "call_out /w true", "call_def /w false", "call_unseen /w true", "call_more /w true", "call_net /w true", "call_legacy /w/legacy true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("approvals\n%q\nwant\n%q", got, want)
 	}
