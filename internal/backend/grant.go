@@ -128,12 +128,6 @@ func (g Grant) covers(a itemmap.Approval, sandbox bool) bool {
 	if a.ToolName != g.Tool || a.ToolName == "" {
 		return false
 	}
-	if slices.Contains(commandTools, g.Tool) {
-		dir, ok := commandDir(a)
-		if !ok || g.Dir == "" || dir != g.Dir || (sandbox && a.Escalated && !g.Escalated) {
-			return false
-		}
-	}
 	switch {
 	case g.File != "":
 		return approvalFile(a) == g.File
@@ -141,14 +135,25 @@ func (g Grant) covers(a itemmap.Approval, sandbox bool) bool {
 		files := patchFiles(a)
 		return len(files) > 0 && !grantsRoot(a) && !slices.ContainsFunc(files, func(f string) bool { return !slices.Contains(g.Files, f) })
 	case g.Exact != "":
-		return strings.Join(strings.Fields(ApprovalCommand(a)), " ") == g.Exact
+		return strings.Join(strings.Fields(ApprovalCommand(a)), " ") == g.Exact && g.coversDir(a, sandbox)
 	case g.Prefix != nil:
 		cmd := ApprovalCommand(a)
 		words := strings.Fields(cmd)
-		return !strings.ContainsAny(cmd, shellSpecial) && len(words) >= len(g.Prefix) && slices.Equal(words[:len(g.Prefix)], g.Prefix)
+		return !strings.ContainsAny(cmd, shellSpecial) && len(words) >= len(g.Prefix) && slices.Equal(words[:len(g.Prefix)], g.Prefix) &&
+			g.coversDir(a, sandbox)
 	}
 	// The whole tool: never one of those scoped by their input.
 	return !slices.Contains(commandTools, g.Tool) && !slices.Contains(fileTools, g.Tool) && g.Tool != patchTool
+}
+
+// coversDir reports whether a command's grant g covers a's folder (the
+// same, links resolved; a grant or request with none is covered by
+// nothing) and a's sandbox (sandbox: a command that may run outside it
+// only by a grant given for one). Checked after the command, which is
+// cheaper.
+func (g Grant) coversDir(a itemmap.Approval, sandbox bool) bool {
+	dir, ok := commandDir(a)
+	return ok && g.Dir != "" && dir == g.Dir && (!sandbox || !a.Escalated || g.Escalated)
 }
 
 // String says what g covers: "`npm test …`", "`rm -rf x`", "Edit of
