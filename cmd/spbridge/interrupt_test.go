@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -60,5 +63,41 @@ func TestInterruptsExitRules(t *testing.T) {
 		if len(*codes) != 0 || ctx.Err() == nil {
 			t.Errorf("%s: exits %v, ctx %v", cmd, *codes, ctx.Err())
 		}
+	}
+}
+
+// TestWritersGiveUpAfterSignal: import and conversation new do not start
+// writing once a signal came (here
+// before they ran): the package is as it was, and the exit code and the
+// message say which signal. (Before, each went on and wrote.)
+func TestWritersGiveUpAfterSignal(t *testing.T) {
+	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
+	session := filepath.Join("..", "..", "internal", "history", "testdata", "claude", "projects", "-work-project", "ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&signalError{syscall.SIGTERM})
+	runIn := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(ctx, args, strings.NewReader(""), &out, &errb)
+		return code, errb.String()
+	}
+
+	pkg := newPackage(t)
+	before := snapshotDir(t, pkg)
+	if code, errOut := runIn("import", session, pkg); code != 143 || !strings.Contains(errOut, "terminated (SIGTERM); "+pkg+" is as it was") {
+		t.Errorf("import: exit %d, %q", code, errOut)
+	}
+	if after := snapshotDir(t, pkg); !maps.Equal(before, after) {
+		t.Errorf("import changed the package: %v", after)
+	}
+
+	if code, _, _ := runCmd(t, "import", session, pkg); code != 0 {
+		t.Fatalf("import without a signal: exit %d", code)
+	}
+	before = snapshotDir(t, pkg)
+	if code, errOut := runIn("conversation", "new", pkg, "--yes"); code != 143 || !strings.Contains(errOut, "terminated (SIGTERM)") {
+		t.Errorf("conversation new: exit %d, %q", code, errOut)
+	}
+	if after := snapshotDir(t, pkg); !maps.Equal(before, after) {
+		t.Errorf("conversation new changed the package")
 	}
 }
