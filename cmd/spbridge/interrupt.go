@@ -40,13 +40,13 @@ func (e *signalError) code() int {
 
 // interrupts is how spbridge ends on SIGINT and SIGTERM. The first signal
 // cancels the command's context, with a *signalError as its cause. A
-// command that reads (everything but serve, login and auth, which end
-// their CLIs on their own, and run once it holds its package: see
-// takeInterrupts) then exits at once, unless it is writing: what it writes (a package's conversation and images, the state
-// folder's files) is written in a write section (see writing), whose code
-// watches the context and leaves things whole or untouched; the command
-// then returns and exits as the signal says. A second signal during a
-// write section exits at once, as kill would.
+// command then exits at once (after any state file being replaced:
+// internal/holdexit), unless it ends itself (serve, login and auth stop
+// their CLIs; run once it holds its package, see takeInterrupts) or is
+// writing a package: that is done in a write section (see writing), whose
+// code watches the context and leaves the package whole or untouched; the
+// command then returns and exits as the signal says. A second signal
+// during a write section exits at once, as kill would.
 type interrupts struct {
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc
