@@ -18,7 +18,7 @@ func conversationCommands() []command {
 
 func runConversation(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "conversation",
-		"Show, list or start over the conversations saved in document packages.", conversationCommands())
+		"Show, list, start over or recover the conversations saved in document packages.", conversationCommands())
 }
 
 // kindFlag is the --kind flag of the commands that open a package.

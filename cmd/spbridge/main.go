@@ -50,7 +50,7 @@ func topCommands() []command {
 	return []command{
 		{"serve", "be an Agent Client Protocol agent on standard input and output", runServe},
 		{"run", "run one turn of a package's conversation from the shell", runRun},
-		{"conversation", "show, list or start over a package's conversation", runConversation},
+		{"conversation", "show, list, start over or recover a package's conversation", runConversation},
 		{"import", "import a Claude Code or Codex session into a package", runImport},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
 		{"save", "save a package's conversation in canonical format 1", runSave},
@@ -58,7 +58,7 @@ func topCommands() []command {
 		{"replay", "map a recorded CLI event stream onto items", runReplay},
 		{"audit", "verify or show a conversation's audit log", runAudit},
 		{"state", "prune old audit logs and editor sessions from the state folder", runState},
-		{"trust", "list, add or revoke the folders whose own agent configuration may act", runTrust},
+		{"trust", "list, add or revoke folders whose own agent settings may act", runTrust},
 		{"login", "log in to claude or codex through a pseudo-terminal", runLogin},
 		{"auth", "check whether claude and codex are logged in, or log out", runAuth},
 		{"version", "print the version", runVersion},
