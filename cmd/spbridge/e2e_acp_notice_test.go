@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"spbridge/internal/fakeapi"
 )
@@ -17,7 +16,11 @@ import (
 // as an ACP notice, valid by the SDK's schema.
 func TestE2EServeNotice(t *testing.T) {
 	t.Parallel()
-	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: strings.Repeat("slowly ", 200)}}, ChunkDelay: 20 * time.Millisecond})
+	// The reply stops after its first chunk until claude hangs up: the
+	// cancel always finds it streaming, however busy the machine.
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: strings.Repeat("slowly ", 200)}}, Hold: hold})
 	work := filepath.Dir(e.pkg)
 	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}

@@ -62,6 +62,11 @@ type Reply struct {
 	// to make a slow stream that a test can interrupt.
 	ChunkDelay time.Duration
 
+	// Hold, when not nil, pauses the stream after its first content delta
+	// until Hold is closed or the client goes away: a reply that is still
+	// streaming when a test interrupts it, however busy the machine.
+	Hold <-chan struct{}
+
 	// Usage is the token usage reported. The zero Usage reports 100 input
 	// tokens and about a token for every four bytes of output.
 	Usage Usage
@@ -461,6 +466,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, reply *Reply, m 
 				}
 				send("error", errorBody(typ, msg))
 				return
+			}
+			if reply.Hold != nil && i == 0 && j == 0 {
+				select {
+				case <-reply.Hold:
+				case <-r.Context().Done():
+					return
+				case <-s.done:
+					return
+				}
 			}
 		}
 		if !send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}) {

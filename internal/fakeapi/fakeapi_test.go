@@ -306,6 +306,37 @@ func TestMidStreamError(t *testing.T) {
 	}
 }
 
+// TestHold: a held reply stops after its first content delta until Hold
+// is closed, then streams the rest.
+func TestHold(t *testing.T) {
+	hold := make(chan struct{})
+	reply := Reply{Hold: hold, Blocks: []Block{{Text: "one two three four five six seven eight"}}}
+	srv := start(t, reply)
+	resp := post(t, srv, "/v1/messages", turn(true))
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "content_block_delta" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %v: %v", seen, err)
+		}
+		if name, ok := strings.CutPrefix(line, "event: "); ok {
+			seen = append(seen, strings.TrimSpace(name))
+		}
+	}
+	// The stream waits here: it goes on only once Hold is closed, and
+	// then to its end.
+	close(hold)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(rest, []byte("message_stop")) || bytes.Count(rest, []byte("event: content_block_delta")) != 3 {
+		t.Errorf("after the hold: %q", rest)
+	}
+}
+
 // textOf returns the text of a streamed reply.
 func textOf(t *testing.T, srv *Server, body any) string {
 	t.Helper()
