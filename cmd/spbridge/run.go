@@ -688,15 +688,7 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
 	}
 	g, scoped := backend.GrantFor(a)
-	answers := h.answers()
-	for drained := false; !drained; { // a line typed before the question is no answer to it
-		select {
-		case _, ok := <-answers:
-			drained = !ok
-		default:
-			drained = true
-		}
-	}
+	answers := h.freshAnswers()
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
@@ -764,6 +756,22 @@ func (h *shellHost) answers() <-chan string {
 		}()
 	})
 	return h.answerCh
+}
+
+// freshAnswers is answers with the lines typed before now dropped: a line
+// typed before a question is no answer to it.
+func (h *shellHost) freshAnswers() <-chan string {
+	answers := h.answers()
+	for {
+		select {
+		case _, ok := <-answers:
+			if !ok {
+				return answers
+			}
+		default:
+			return answers
+		}
+	}
 }
 
 // startStatus shows a status line on stderr while the agent works.

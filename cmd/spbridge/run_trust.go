@@ -19,15 +19,7 @@ func (h *shellHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer
 	}
 	h.askMu.Lock()
 	defer h.askMu.Unlock()
-	answers := h.answers()
-	for drained := false; !drained; { // a line typed before the question is no answer to it
-		select {
-		case _, ok := <-answers:
-			drained = !ok
-		default:
-			drained = true
-		}
-	}
+	answers := h.freshAnswers()
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
