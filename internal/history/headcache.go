@@ -48,12 +48,15 @@ const headCacheVersion = 1
 type HeadCache struct {
 	path string
 
-	mu     sync.Mutex
-	loaded bool
-	heads  map[string]*cachedHead
-	dirty  bool
-	names  threadNames // Codex's thread names as last read
-	now    func() time.Time
+	// writeMu serializes the cache's writes; mu guards what follows it
+	// and is never held across a write.
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	loaded  bool
+	heads   map[string]*cachedHead
+	dirty   bool
+	names   threadNames // Codex's thread names as last read
+	now     func() time.Time
 }
 
 // cachedHead is what the cache keeps of one file.
@@ -159,9 +162,11 @@ func (h *cachedHead) entry(c candidate) Entry {
 // cacheUnused, at most maxCachedHeads of them, the most recently used.
 // A cache that cannot be written is only a slower next listing.
 func (hc *HeadCache) save() error {
+	hc.writeMu.Lock()
+	defer hc.writeMu.Unlock()
 	hc.mu.Lock()
-	defer hc.mu.Unlock()
 	if !hc.dirty {
+		hc.mu.Unlock()
 		return nil
 	}
 	old := hc.now().Add(-cacheUnused).Unix()
@@ -181,17 +186,22 @@ func (hc *HeadCache) save() error {
 		}
 	}
 	data, err := json.Marshal(headCacheFile{Version: headCacheVersion, Heads: hc.heads})
+	// A change made while this writes marks the cache dirty again.
+	hc.dirty = err != nil
+	hc.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(hc.path), 0o700); err != nil {
-		return err
+	err = os.MkdirAll(filepath.Dir(hc.path), 0o700)
+	if err == nil {
+		err = statefile.WriteAtomic(hc.path, data)
 	}
-	if err := statefile.WriteAtomic(hc.path, data); err != nil {
-		return err
+	if err != nil {
+		hc.mu.Lock()
+		hc.dirty = true
+		hc.mu.Unlock()
 	}
-	hc.dirty = false
-	return nil
+	return err
 }
 
 // threadNames is Codex's thread names (codexThreadNames), read again

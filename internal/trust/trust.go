@@ -322,7 +322,6 @@ func who(cli string) string {
 // store (an error there leaves the answer for this session only).
 func (f *Folder) Answer(a Answer) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.asked = true
 	switch a {
 	case TrustOnce:
@@ -336,12 +335,17 @@ func (f *Folder) Answer(a Answer) error {
 		state, err := statedir.Dir()
 		if err == nil {
 			f.status.Record = filepath.Join(state, File)
+		}
+		f.mu.Unlock()
+		if err == nil { // the store is written with no lock of f held
 			err = Set(state, f.Dir, trusted)
 		}
 		if err != nil {
 			return fmt.Errorf("keep the answer for %s: %w", f.Dir, err)
 		}
+		return nil
 	}
+	f.mu.Unlock()
 	return nil
 }
 
