@@ -711,6 +711,27 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	}
 	h.prompting = true
 	h.mu.Unlock()
+	s, ok := h.answer(ctx, answers)
+	if !ok {
+		return backend.Decision{Message: "The turn was interrupted."}
+	}
+	switch s {
+	case "y", "yes":
+		return backend.Decision{Allow: true}
+	case "a", "always":
+		if !scoped {
+			break // no "always" was offered
+		}
+		h.grants = append(h.grants, g)
+		return backend.Decision{Allow: true}
+	}
+	return backend.Decision{Message: "The user denied this from the terminal."}
+}
+
+// answer waits for the line that answers the question just asked (set
+// prompting first), trimmed and lower case, and ends the prompting; false
+// when ctx ended first (an end of the input is the answer "").
+func (h *shellHost) answer(ctx context.Context, answers <-chan string) (string, bool) {
 	defer func() {
 		h.mu.Lock()
 		h.prompting = false
@@ -718,22 +739,12 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	}()
 	select {
 	case s := <-answers:
-		switch strings.TrimSpace(strings.ToLower(s)) {
-		case "y", "yes":
-			return backend.Decision{Allow: true}
-		case "a", "always":
-			if !scoped {
-				break // no "always" was offered
-			}
-			h.grants = append(h.grants, g)
-			return backend.Decision{Allow: true}
-		}
-		return backend.Decision{Message: "The user denied this from the terminal."}
+		return strings.TrimSpace(strings.ToLower(s)), true
 	case <-ctx.Done():
 		h.mu.Lock()
 		fmt.Fprintln(h.errw)
 		h.mu.Unlock()
-		return backend.Decision{Message: "The turn was interrupted."}
+		return "", false
 	}
 }
 

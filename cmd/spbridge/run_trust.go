@@ -26,24 +26,10 @@ func (h *shellHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer
 	fmt.Fprint(h.errw, formatTrustQuestion(q, h.errStyle))
 	h.prompting = true
 	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.prompting = false
-		h.mu.Unlock()
-	}()
-	select {
-	case s := <-answers:
-		switch strings.TrimSpace(strings.ToLower(s)) {
-		case "y", "yes":
-			return trust.TrustAlways
-		}
-		return trust.NotNow
-	case <-ctx.Done():
-		h.mu.Lock()
-		fmt.Fprintln(h.errw)
-		h.mu.Unlock()
-		return trust.NotNow
+	if s, _ := h.answer(ctx, answers); s == "y" || s == "yes" {
+		return trust.TrustAlways
 	}
+	return trust.NotNow
 }
 
 // formatTrustQuestion is the question of AskTrust: the folder, the files

@@ -124,29 +124,14 @@ func parseAge(s string) (time.Duration, error) {
 // changed since cutoff and that no running spbridge holds, and returns
 // them. kept is told of each one left because it could not be taken.
 func pruneSessions(ctx context.Context, dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	old, err := unchangedSince(dir, cutoff, kept)
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
-	for _, de := range entries {
-		if !de.IsDir() {
-			continue // a link or a file: not a session package spbridge made
-		}
-		pkg := filepath.Join(dir, de.Name())
-		newest, err := newestChange(pkg)
-		if err != nil {
-			kept(pkg, err)
-			continue
-		}
-		if !newest.Before(cutoff) {
-			continue
-		}
+	for _, pkg := range old {
 		var rmErr error
-		err = writing(ctx, func() error {
+		err := writing(ctx, func() error {
 			return session.WithLock(pkg, func() error {
 				if !dryRun {
 					rmErr = os.RemoveAll(pkg)
@@ -174,27 +159,12 @@ func pruneSessions(ctx context.Context, dir string, cutoff time.Time, dryRun boo
 // returns them. kept is told of each one left because it could not be
 // taken.
 func pruneRecovery(ctx context.Context, dir string, cutoff time.Time, dryRun bool, kept func(string, error)) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	old, err := unchangedSince(dir, cutoff, kept)
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
-	for _, de := range entries {
-		if !de.IsDir() {
-			continue
-		}
-		copyDir := filepath.Join(dir, de.Name())
-		newest, err := newestChange(copyDir)
-		if err != nil {
-			kept(copyDir, err)
-			continue
-		}
-		if !newest.Before(cutoff) {
-			continue
-		}
+	for _, copyDir := range old {
 		remove := func() error {
 			if dryRun {
 				return nil
@@ -225,6 +195,35 @@ func pruneRecovery(ctx context.Context, dir string, cutoff time.Time, dryRun boo
 		removed = append(removed, copyDir)
 	}
 	return removed, nil
+}
+
+// unchangedSince are the folders in dir (not links, not files) in which
+// nothing changed since cutoff; none when dir is missing. kept is told of
+// each one that could not be looked at.
+func unchangedSince(dir string, cutoff time.Time, kept func(string, error)) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var old []string
+	for _, de := range entries {
+		if !de.IsDir() {
+			continue // a link or a file: nothing spbridge made there
+		}
+		path := filepath.Join(dir, de.Name())
+		newest, err := newestChange(path)
+		if err != nil {
+			kept(path, err)
+			continue
+		}
+		if newest.Before(cutoff) {
+			old = append(old, path)
+		}
+	}
+	return old, nil
 }
 
 // newestChange is the latest modification time of dir and everything in it
