@@ -390,11 +390,19 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 				}
 			}
 			ss.mu.Lock()
-			if ss.set.folder == nil {
-				ss.set.folder = trust.Open(op.cwd, nil)
-			}
 			folder := ss.set.folder
 			ss.mu.Unlock()
+			if folder == nil {
+				// The folder's files and the CLIs' records are read with
+				// no lock of the session held.
+				opened := trust.Open(op.cwd, nil)
+				ss.mu.Lock()
+				if ss.set.folder == nil {
+					ss.set.folder = opened
+				}
+				folder = ss.set.folder
+				ss.mu.Unlock()
+			}
 			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events(), Resume: op.resume, Folder: folder})
 			if err != nil {
 				return nil, "", err
