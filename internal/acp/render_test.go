@@ -156,7 +156,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 			m.Answered(a.RequestID, allowed[a.RequestID])
 		}
 		if r.End != nil {
-			ss.conv.Update(func(conv *archive.Conversation) { session.Apply(conv, r.End, provider) })
+			ss.conv.Update(func(conv *archive.Conversation) { itemmap.Apply(conv, r.End, provider) })
 			ss.usage(r.End)
 		}
 	}

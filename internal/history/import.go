@@ -9,7 +9,6 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/session"
 )
 
 // ImportOptions tunes an import.
@@ -198,13 +197,13 @@ func endTurn(conv *archive.Conversation, t *turnState, end *itemmap.TurnEnd, pro
 	if t.user != nil {
 		conv.History = append(conv.History, *t.user)
 	}
-	session.Apply(conv, end, provider)
+	itemmap.Apply(conv, end, provider)
 	*t = turnState{first: len(conv.Items)}
 }
 
 // apply brings a mapper's result's item changes into conv.
 func apply(conv *archive.Conversation, r itemmap.Result) {
 	for _, c := range r.Changes {
-		session.ApplyChange(conv, c)
+		itemmap.ApplyChange(conv, c)
 	}
 }

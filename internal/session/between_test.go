@@ -75,7 +75,7 @@ type convWatcher struct {
 }
 
 func (w *convWatcher) Change(c itemmap.Change) {
-	ApplyChange(w.s.Pkg.Conv, c)
+	itemmap.ApplyChange(w.s.Pkg.Conv, c)
 	w.seen = append(w.seen, c)
 }
 func (w *convWatcher) Approve(context.Context, itemmap.Approval) backend.Decision {

@@ -29,7 +29,6 @@ import (
 	"spbridge/internal/itemmap"
 	"spbridge/internal/money"
 	"spbridge/internal/pkglock"
-	"spbridge/internal/prices"
 	"spbridge/internal/restore"
 )
 
@@ -243,7 +242,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	// history hold is held once.
 	archive.CompactTurn(turnItems, end.History)
 	conv.History = append(conv.History, userMsg)
-	Apply(conv, end, s.Provider)
+	itemmap.Apply(conv, end, s.Provider)
 	s.changes++
 	identity := conv.Identity()
 	s.mu.Unlock()
@@ -359,24 +358,6 @@ func grewBy(stored, item archive.Item, delta string) bool {
 	}
 	old, text := stored.String("text"), item.String("text")
 	return len(old)+len(delta) == len(text) && strings.HasSuffix(text, delta) && strings.HasPrefix(text, old[:min(len(old), 64)])
-}
-
-// ApplyChange brings an item change into conv's items as they are held
-// outside a session (a replay): an add appends the item, a removal takes
-// it out (looked for from the end), an update changed the item in place
-// already.
-func ApplyChange(conv *archive.Conversation, c itemmap.Change) {
-	items := conv.Items
-	switch c.Op {
-	case itemmap.OpAdd:
-		conv.Items = append(items, c.Item)
-	case itemmap.OpUpdate:
-		// The mapper changes the item in place; nothing to copy.
-	case itemmap.OpRemove:
-		if i := findItem(items, c.Item.ID(), len(items)); i >= 0 {
-			conv.Items = slices.Delete(items, i, i+1)
-		}
-	}
 }
 
 // Save writes the conversation into the package (archive.Package.Save,
@@ -559,7 +540,7 @@ func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error
 	archive.CompactHistory(end.History)
 	s.mu.Lock()
 	s.changes++
-	Apply(s.Pkg.Conv, end, s.Provider)
+	itemmap.Apply(s.Pkg.Conv, end, s.Provider)
 	identity := s.Pkg.Conv.Identity()
 	s.autoSaveLocked()
 	s.recoverLaterLocked()
@@ -783,64 +764,6 @@ func (a *applier) Idle() { backend.Idle(a.host) }
 
 func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) backend.Decision {
 	return a.host.Approve(ctx, ap)
-}
-
-// Apply brings a turn's end into the conversation: its history, its usage
-// into the total, the last request's usage, the cost, and the provider and
-// model it ran on. The cost is reported while every turn's cost came from
-// the CLI; estimated once a turn's had to come from the price table; unknown
-// once a turn had neither.
-func Apply(conv *archive.Conversation, end *itemmap.TurnEnd, provider string) {
-	if end == nil {
-		return
-	}
-	conv.History = append(conv.History, end.History...)
-	hadUsage := !usageZero(conv.Usage)
-	turnUsage := !usageZero(end.Usage)
-	if turnUsage {
-		conv.Usage = conv.Usage.Add(end.Usage)
-		conv.LastRoundUsage = end.LastRound
-	}
-	cost := &conv.EstimatedCost
-	if cost.Kind == "" {
-		cost.Kind = archive.CostUnknown
-	}
-	// A conversation with no usage yet has no cost to speak of: its first
-	// priced turn decides the kind.
-	fresh := !hadUsage && cost.Dollars == ""
-	switch est, estimated := prices.Estimate(end.Model, end.Usage); {
-	case end.CostUSD != "":
-		switch {
-		case fresh:
-			cost.Kind, cost.Dollars = archive.CostReported, end.CostUSD
-		case cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated:
-			cost.Dollars = archive.AddNumbers(cost.Dollars, end.CostUSD)
-		}
-	case turnUsage && estimated:
-		switch {
-		case fresh:
-			cost.Kind, cost.Dollars = archive.CostEstimated, est
-		case cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated:
-			cost.Kind, cost.Dollars = archive.CostEstimated, archive.AddNumbers(cost.Dollars, est)
-		}
-	case turnUsage:
-		cost.Kind, cost.Dollars = archive.CostUnknown, ""
-	}
-	if provider != "" && end.Status != "" {
-		conv.Provider = provider
-	}
-	if end.Model != "" {
-		conv.Model = end.Model
-	}
-}
-
-func usageZero(u archive.Usage) bool {
-	for _, n := range []string{string(u.Input), string(u.Output), string(u.CacheRead), string(u.CacheWrite)} {
-		if n != "" && n != "0" {
-			return false
-		}
-	}
-	return true
 }
 
 // Describe is a one-line account of how a turn ended, for logs.

@@ -149,31 +149,6 @@ func TestKeepOffStillAudits(t *testing.T) {
 	}
 }
 
-func TestApplyCost(t *testing.T) {
-	u := archive.Usage{Input: "1000000", Output: "100000"}
-	tests := []struct {
-		name  string
-		ends  []*itemmap.TurnEnd
-		kind  string
-		total string
-	}{
-		{"reported", []*itemmap.TurnEnd{{Status: "completed", Usage: u, CostUSD: "0.5"}, {Status: "completed", Usage: u, CostUSD: "0.25"}}, archive.CostReported, "0.75"},
-		{"estimated from the table", []*itemmap.TurnEnd{{Status: "completed", Usage: u, Model: "gpt-5"}}, archive.CostEstimated, "2.25"},
-		{"reported then estimated", []*itemmap.TurnEnd{{Status: "completed", Usage: u, CostUSD: "0.5"}, {Status: "completed", Usage: u, Model: "gpt-5"}}, archive.CostEstimated, "2.75"},
-		{"a model not in the table", []*itemmap.TurnEnd{{Status: "completed", Usage: u, Model: "gpt-5.5"}}, archive.CostUnknown, ""},
-		{"unknown stays unknown", []*itemmap.TurnEnd{{Status: "completed", Usage: u, Model: "gpt-5.5"}, {Status: "completed", Usage: u, CostUSD: "1"}}, archive.CostUnknown, ""},
-	}
-	for _, tt := range tests {
-		c := &archive.Conversation{}
-		for _, e := range tt.ends {
-			Apply(c, e, "codex")
-		}
-		if c.EstimatedCost.Kind != tt.kind || string(c.EstimatedCost.Dollars) != tt.total {
-			t.Errorf("%s: cost %+v, want %s %s", tt.name, c.EstimatedCost, tt.kind, tt.total)
-		}
-	}
-}
-
 // recHost records the changes it is told about.
 type recHost struct{ changes []itemmap.Change }
 
