@@ -302,8 +302,7 @@ func (s *Server) fork(op *openParams) error {
 	if err != nil {
 		return err
 	}
-	var conv archive.Conversation
-	from(func(c *archive.Conversation) { conv, err = c.Fork(op.atItem) })
+	conv, err := from(op.atItem)
 	if errors.Is(err, archive.ErrNoItem) {
 		return rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.atItem: no item %q in the conversation", op.atItem)
 	}
@@ -317,11 +316,11 @@ func (s *Server) fork(op *openParams) error {
 	return nil
 }
 
-// forkSource gives the conversation a fork starts from to a function that
-// must not keep it (an open session's is read under its lock).
-func (s *Server) forkSource(op *openParams) (func(func(*archive.Conversation)), error) {
-	given := func(c *archive.Conversation) func(func(*archive.Conversation)) {
-		return func(f func(*archive.Conversation)) { f(c) }
+// forkSource is what makes the copy a fork starts from, up to an item
+// ("" for all): an open session's is made under its lock.
+func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conversation, error), error) {
+	given := func(c *archive.Conversation) func(string) (archive.Conversation, error) {
+		return c.Fork
 	}
 	src := op.forkFrom
 	if c := parseCLISession(src); c != nil && s.cfg.History != nil {
@@ -352,7 +351,7 @@ func (s *Server) forkSource(op *openParams) (func(func(*archive.Conversation)), 
 		conv := open.conv
 		open.mu.Unlock()
 		if conv != nil {
-			return conv.View, nil
+			return conv.Fork, nil
 		}
 	}
 	if !filepath.IsAbs(src) {

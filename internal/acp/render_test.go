@@ -143,7 +143,8 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 	var out bytes.Buffer
 	srv := &Server{w: newWriter(&out)}
 	srv.terminal.Store(terminal)
-	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: &session.Session{Pkg: &archive.Package{Conv: &archive.Conversation{}}}}
+	conv := &archive.Conversation{}
+	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: &session.Session{Pkg: &archive.Package{Conv: conv}}}
 	h := &acpHost{ss: ss, turn: true}
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {
@@ -156,7 +157,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 			m.Answered(a.RequestID, allowed[a.RequestID])
 		}
 		if r.End != nil {
-			ss.conv.Update(func(conv *archive.Conversation) { itemmap.Apply(conv, r.End, provider) })
+			itemmap.Apply(conv, r.End, provider)
 			ss.usage(r.End)
 		}
 	}

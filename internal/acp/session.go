@@ -495,8 +495,7 @@ func (ss *acpSession) saveFailed(err error) {
 // answer to the open (_meta.spbridge.recovery), as a notice to a client
 // that presents them, and in the log.
 func (ss *acpSession) offerRecovery(res map[string]any, r *session.Recovery) {
-	var saved int
-	ss.conv.View(func(conv *archive.Conversation) { saved = len(conv.Items) })
+	saved := ss.conv.ItemCount()
 	res["_meta"] = map[string]any{"spbridge": map[string]any{"recovery": map[string]any{
 		"items": r.Items, "savedItems": saved, "time": r.Time.Format(time.RFC3339Nano), "path": r.Dir,
 	}}}
@@ -680,14 +679,15 @@ func (ss *acpSession) endFailed() {
 		return
 	}
 	ss.mu.Lock()
-	var f archive.Item
-	if ss.conv != nil && !ss.closed {
-		f = archive.NewItem(archive.TypeFailure)
-		f.Set("text", "spbridge hit an internal error and ended this session; open it again to go on.")
-		f.Set("detail", why)
-		ss.conv.Update(func(conv *archive.Conversation) { conv.Items = append(conv.Items, f) })
+	conv := ss.conv
+	if ss.closed {
+		conv = nil
 	}
 	ss.mu.Unlock()
+	var f archive.Item
+	if conv != nil {
+		f = conv.AddFailure("spbridge hit an internal error and ended this session; open it again to go on.", why)
+	}
 	if !f.IsZero() {
 		if ss.srv.items.Load() {
 			ss.item("add", f.Map(), nil)
@@ -1071,8 +1071,7 @@ func (ss *acpSession) usage(end *itemmap.TurnEnd) {
 		return
 	}
 	u := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
-	var cost archive.Cost
-	ss.conv.View(func(conv *archive.Conversation) { cost = conv.EstimatedCost })
+	cost := ss.conv.Cost()
 	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
 		if amount, err := strconv.ParseFloat(string(money.JSON(cost.Dollars)), 64); err == nil {
 			u["cost"] = map[string]any{"amount": amount, "currency": "USD"}
@@ -1180,19 +1179,10 @@ func (ss *acpSession) rate(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	reasons := p.Reasons
-	if reasons == nil {
-		reasons = []string{}
-	}
-	ss.conv.Update(func(conv *archive.Conversation) {
-		if conv.Feedback == nil {
-			conv.Feedback = make(map[string]archive.Feedback)
-		}
-		conv.Feedback[p.ItemID] = archive.Feedback{Rating: p.Rating, Reasons: reasons}
-	})
-	keep := ss.conv.Keep()
+	conv := ss.conv
 	ss.mu.Unlock()
-	if keep {
+	conv.Rate(p.ItemID, p.Rating, p.Reasons)
+	if conv.Keep() {
 		ss.edited()
 	}
 	return struct{}{}, nil

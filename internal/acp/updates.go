@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/transcript"
 )
 
 // acpHost turns a session's item changes into ACP session/update
@@ -545,16 +542,9 @@ func (ss *acpSession) card(itemID, state string) {
 		return
 	}
 	card := map[string]any{"state": state}
-	ss.conv.Update(func(conv *archive.Conversation) {
-		if conv.ApprovalCards == nil {
-			conv.ApprovalCards = make(map[string]any)
-		}
-		conv.ApprovalCards[itemID] = card
-	})
+	ss.conv.AnswerCard(itemID, card)
 	itemMap := ss.conv.ItemMap(itemID)
-	ss.mu.Lock()
 	keep := ss.conv.Keep()
-	ss.mu.Unlock()
 	if itemMap != nil && ss.srv.items.Load() {
 		ss.item("update", itemMap, card)
 	}
@@ -681,16 +671,8 @@ func plainText(it archive.Item) string {
 // notifications (and its items as _spbridge/item to a client that asked
 // for them), in order.
 func (ss *acpSession) replay() {
-	var list []archive.Item
-	var cards map[string]any
-	var sent map[int]archive.Message // the history message of each user item with images
-	ss.conv.View(func(conv *archive.Conversation) {
-		list = slices.Clone(conv.Items)
-		cards = maps.Clone(conv.ApprovalCards)
-		if slices.ContainsFunc(list, func(it archive.Item) bool { return it.Type() == archive.TypeUser && it.Bool("hasImage") }) {
-			sent = transcript.UserMessages(list, conv.History)
-		}
-	})
+	r := ss.conv.Replay()
+	list, cards, sent := r.Items, r.Cards, r.Sent
 	items := ss.srv.items.Load()
 	for i, it := range list {
 		if items {

@@ -125,13 +125,13 @@ func TestAutoSaveAfterChanges(t *testing.T) {
 		t.Fatalf("after two turns the package holds %d items, queued %v", len(conv.Items), conv.Queued)
 	}
 	var reply string
-	s.View(func(conv *archive.Conversation) { reply = conv.Items[1].ID() })
+	view(s, func(conv *archive.Conversation) { reply = conv.Items[1].ID() })
 	// A rating and a card, each saved in the background.
-	s.Update(func(conv *archive.Conversation) {
+	update(s, func(conv *archive.Conversation) {
 		conv.Feedback = map[string]archive.Feedback{reply: {Rating: "good", Reasons: []string{}}}
 	})
 	waitSaved(t, saved, pkg, func(conv *archive.Conversation) bool { return conv.Feedback[reply].Rating == "good" })
-	s.Update(func(conv *archive.Conversation) {
+	update(s, func(conv *archive.Conversation) {
 		conv.ApprovalCards = map[string]any{reply: map[string]any{"state": "allowed"}}
 	})
 	waitSaved(t, saved, pkg, func(conv *archive.Conversation) bool { return conv.ApprovalCards[reply] != nil })
@@ -176,7 +176,7 @@ func TestAutoSaveKeepOff(t *testing.T) {
 	if _, err := s.Send(context.Background(), "a", nil, nopHost{}); err != nil {
 		t.Fatal(err)
 	}
-	s.Update(func(conv *archive.Conversation) { conv.Unsent = append(conv.Unsent, "x") })
+	update(s, func(conv *archive.Conversation) { conv.Unsent = append(conv.Unsent, "x") })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -344,3 +344,13 @@ func TestHostSavedOwnTurn(t *testing.T) {
 		t.Fatalf("recovery copy %+v, %v", r, err)
 	}
 }
+
+// view runs f on the conversation under the session's lock.
+func view(s *Session, f func(conv *archive.Conversation)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s.Pkg.Conv)
+}
+
+// update runs f on the conversation under the session's lock, as a change.
+func update(s *Session, f func(conv *archive.Conversation)) { s.change(f) }

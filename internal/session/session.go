@@ -35,8 +35,9 @@ import (
 // Session is an open conversation. It owns the conversation (Pkg.Conv)
 // once it is in use: Send and the methods below change it under the
 // session's lock, and nothing else may. Send, ApplyChange and ApplyOwnTurn
-// are the turns' (one at a time); Save, Update, View, ItemMap, Interrupt
-// and NewConversation may be called from any goroutine meanwhile. The
+// are the turns' (one at a time); Save, the front ends' intents
+// (intents.go), ItemMap, Interrupt and NewConversation may be called from
+// any goroutine meanwhile. The
 // exported fields are set before the session is used, and changed only
 // between turns (Backend, Restore: see NewConversation).
 //
@@ -438,27 +439,6 @@ func (s *Session) Keep() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.keep
-}
-
-// Update runs f on the conversation under the session's lock, for changes
-// a front end makes between or during turns (ratings, cards, queued and
-// handed-back messages, an item of its own). f must not change a stored
-// item in place, and must not block.
-func (s *Session) Update(f func(conv *archive.Conversation)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.changes++
-	f(s.Pkg.Conv)
-	s.autoSaveLocked()
-}
-
-// View runs f on the conversation under the session's lock, to read it. f
-// must not keep what it reads past its return unless it is a stored item
-// (never changed in place once saved) and must not block.
-func (s *Session) View(f func(conv *archive.Conversation)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(s.Pkg.Conv)
 }
 
 // ItemMap is a copy of the stored item with this id as a map, or nil.

@@ -98,7 +98,7 @@ func gateSession(g *gateBackend) *Session {
 
 func userTexts(s *Session) []string {
 	var out []string
-	s.View(func(conv *archive.Conversation) {
+	view(s, func(conv *archive.Conversation) {
 		for _, it := range conv.Items {
 			if it.Type() == archive.TypeUser {
 				out = append(out, it.String("text"))
@@ -124,7 +124,7 @@ func TestPromptAndQueueInOrder(t *testing.T) {
 	if q, err := s.Prompt(f, Request{Text: "c", Ctx: context.Background()}); !q || err != nil {
 		t.Fatalf("prompt behind: queued %v, %v", q, err)
 	}
-	s.View(func(conv *archive.Conversation) {
+	view(s, func(conv *archive.Conversation) {
 		if fmt.Sprint(conv.Queued) != "[b c]" {
 			t.Errorf("queued %v", conv.Queued)
 		}
@@ -144,7 +144,7 @@ func TestPromptAndQueueInOrder(t *testing.T) {
 	if got := userTexts(s); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("user items %q", got)
 	}
-	s.View(func(conv *archive.Conversation) {
+	view(s, func(conv *archive.Conversation) {
 		if len(conv.Queued) != 0 || len(conv.History) != 6 {
 			t.Errorf("queued %v, %d history messages", conv.Queued, len(conv.History))
 		}
@@ -173,7 +173,7 @@ func TestCancelHandsBackTheQueue(t *testing.T) {
 	if got := f.log(); !slices.Equal(got, want) {
 		t.Errorf("front was told %q, want %q", got, want)
 	}
-	s.View(func(conv *archive.Conversation) {
+	view(s, func(conv *archive.Conversation) {
 		if fmt.Sprint(conv.Unsent) != "[b]" || len(conv.Queued) != 0 {
 			t.Errorf("unsent %v, queued %v", conv.Unsent, conv.Queued)
 		}
@@ -206,7 +206,7 @@ func TestCancelledWhileQueued(t *testing.T) {
 	if got := userTexts(s); !slices.Equal(got, []string{"a", "c"}) {
 		t.Errorf("user items %q", got)
 	}
-	s.View(func(conv *archive.Conversation) {
+	view(s, func(conv *archive.Conversation) {
 		if fmt.Sprint(conv.Unsent) != "[b]" || len(conv.Queued) != 0 {
 			t.Errorf("unsent %v, queued %v", conv.Unsent, conv.Queued)
 		}
