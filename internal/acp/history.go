@@ -451,3 +451,143 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 	}
 	return map[string]any{"_meta": map[string]any{"spbridge": meta}}, nil
 }
+
+// listSessions handles session/list: the packages opened through serve
+// (those that no longer exist left out) and the CLIs' own sessions not
+// imported into one, newest first (listAll).
+func (s *Server) listSessions(params json.RawMessage) (any, error) {
+	var p struct {
+		Cwd    string `json:"cwd"`
+		Cursor string `json:"cursor"`
+	}
+	if len(params) > 0 && string(params) != "null" {
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+	}
+	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
+	}
+	cursor, err := parseListCursor(p.Cursor)
+	if err != nil {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
+	}
+	// A page after the first is cut from the listing the first page was,
+	// while it is kept; else (and for a first page) every session is
+	// listed anew.
+	var all []listEntry
+	var snapshot uint64
+	if cursor != nil && cursor.Snapshot != 0 {
+		if all = s.lists.get(cursor.Snapshot, p.Cwd); all != nil {
+			snapshot = cursor.Snapshot
+		}
+	}
+	if snapshot == 0 {
+		if all, err = s.listAll(p.Cwd); err != nil {
+			return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
+		}
+		if len(all) > listPageSize {
+			snapshot = s.lists.put(p.Cwd, all)
+		}
+	}
+	page, next := listPage(all, cursor, snapshot)
+	if next == "" && snapshot != 0 {
+		s.lists.drop(snapshot) // its last page: the editor has it all
+	}
+	sessions := []any{}
+	for _, e := range page {
+		info := map[string]any{"sessionId": e.id, "cwd": e.cwd, "updatedAt": e.updated.UTC().Format(time.RFC3339)}
+		if e.title != "" {
+			info["title"] = e.title
+		}
+		if len(e.dirs) > 0 {
+			info["additionalDirectories"] = e.dirs
+		}
+		if e.meta != nil {
+			info["_meta"] = map[string]any{"spbridge": e.meta}
+		}
+		sessions = append(sessions, info)
+	}
+	res := map[string]any{"sessions": sessions}
+	if next != "" {
+		res["nextCursor"] = next
+	}
+	return res, nil
+}
+
+// touch records the session's open in the index, and reads its title.
+func (ss *acpSession) touch() {
+	ix := ss.srv.cfg.Index
+	if ix == nil {
+		return
+	}
+	if err := ix.Touch(ss.set.pkg, ss.set.cwd, ss.set.addDirs); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		return
+	}
+	if e, ok, err := ix.Get(ss.set.pkg); err == nil && ok {
+		ss.ctl.mu.Lock()
+		ss.ctl.title = e.Title
+		ss.ctl.mu.Unlock()
+	}
+}
+
+// recordTurn records a turn that ran in the index and, when it gave the
+// session its title, tells the client.
+func (ss *acpSession) recordTurn(text, cliSession string) {
+	ix := ss.srv.cfg.Index
+	if ix == nil {
+		return
+	}
+	ss.ctl.mu.Lock()
+	newCLISession := cliSession != "" && cliSession != ss.ctl.ranOn
+	ss.ctl.ranOn = cliSession
+	ss.ctl.mu.Unlock()
+	if newCLISession {
+		// The CLI keeps this session in its own list too: session/list
+		// shows it as this package, not twice.
+		if err := ix.Ran(ss.set.pkg, ss.backendName(), cliSession); err != nil {
+			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		}
+	}
+	ss.ctl.mu.Lock()
+	titled := ss.ctl.title != ""
+	ss.ctl.mu.Unlock()
+	if titled {
+		ss.bg.recorder.Later(ix, ss.set.pkg, ss.set.cwd, text, func(err error) {
+			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		})
+		return
+	}
+	ss.bg.recorder.Wait()
+	if err := ix.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		return
+	}
+	e, ok, err := ix.Get(ss.set.pkg)
+	if err != nil || !ok {
+		return
+	}
+	ss.ctl.mu.Lock()
+	changed := e.Title != "" && e.Title != ss.ctl.title
+	ss.ctl.title = e.Title
+	ss.ctl.mu.Unlock()
+	if changed {
+		ss.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
+			"updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)})
+	}
+}
+
+// clearTitle forgets the title after New Conversation: the next turn gives
+// the next one.
+func (ss *acpSession) clearTitle() {
+	ss.bg.recorder.Wait() // a turn recorded later must not give the old title back
+	ss.ctl.mu.Lock()
+	ss.ctl.title = ""
+	ss.ctl.mu.Unlock()
+	if ix := ss.srv.cfg.Index; ix != nil {
+		if err := ix.SetTitle(ss.set.pkg, ""); err != nil {
+			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		}
+	}
+}

@@ -640,30 +640,3 @@ func (s *Server) shutdown() error {
 	}
 	return errors.Join(errs...)
 }
-
-// authenticate checks that the CLI of the method the client used is logged
-// in: the log-in itself ran in the client's terminal.
-func (s *Server) authenticate(ctx context.Context, params json.RawMessage) (any, error) {
-	var p struct {
-		MethodID string `json:"methodId"`
-	}
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	cli, ok := authBackend(p.MethodID)
-	backend := cli.Name
-	if !ok {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
-	}
-	if s.cfg.AuthStatus == nil {
-		return struct{}{}, nil
-	}
-	in, err := s.cfg.AuthStatus(ctx, backend)
-	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "%s auth status: %v", backend, err)
-	}
-	if !in {
-		return nil, rpcErrorf(CodeAuthRequired, "authentication required: %s is not logged in; run spbridge login --backend %s", backend, backend)
-	}
-	return struct{}{}, nil
-}

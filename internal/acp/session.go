@@ -315,6 +315,55 @@ func checkAddDirs(dirs []string) error {
 	return nil
 }
 
+// parseMCPServers reads ACP's mcpServers (stdio, http, sse) into the
+// backends' neutral form. A missing or null list is none.
+func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []struct {
+		Type    string                         `json:"type"`
+		Name    string                         `json:"name"`
+		Command string                         `json:"command"`
+		Args    []string                       `json:"args"`
+		Env     []struct{ Name, Value string } `json:"env"`
+		URL     string                         `json:"url"`
+		Headers []struct{ Name, Value string } `json:"headers"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers: %v", err)
+	}
+	var out []backend.MCPServer
+	for i, s := range list {
+		if s.Name == "" {
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: name is required", i)
+		}
+		m := backend.MCPServer{Name: s.Name}
+		switch s.Type {
+		case "", backend.MCPStdio:
+			if s.Command == "" {
+				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: command is required", i)
+			}
+			m.Transport, m.Command, m.Args = backend.MCPStdio, s.Command, s.Args
+			for _, e := range s.Env {
+				m.Env = append(m.Env, backend.NameValue{Name: e.Name, Value: e.Value})
+			}
+		case backend.MCPHTTP, backend.MCPSSE:
+			if s.URL == "" {
+				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: url is required", i)
+			}
+			m.Transport, m.URL = s.Type, s.URL
+			for _, h := range s.Headers {
+				m.Headers = append(m.Headers, backend.NameValue{Name: h.Name, Value: h.Value})
+			}
+		default:
+			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: unknown type %q", i, s.Type)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // open handles session/new and session/load: the session is known by its
 // id at once, so what a client pipelines after it waits in its queue, and
 // its worker opens the package first.
@@ -699,205 +748,6 @@ func (ss *acpSession) endFailed() {
 	}
 }
 
-// modelSetter is a backend whose model can change between turns.
-type modelSetter interface{ SetModel(string) }
-
-// provider is the archive's provider name of backend.
-func provider(backend string) string {
-	cli, _ := clis.Lookup(backend)
-	return cli.Provider
-}
-
-// Config option ids.
-const (
-	optionModel  = "model"
-	optionMode   = "mode"
-	optionEffort = "reasoning_effort"
-)
-
-// effortDefault is the reasoning effort option's value for the CLI's own.
-const effortDefault = "default"
-
-// modelList is the models offered: the backend's, else the static list of
-// its name; the current model (id, "default" for the CLI's own) is added
-// when it is not among them.
-func (ss *acpSession) modelList(current string) []backend.Model {
-	ss.ctl.mu.Lock()
-	list := slices.Clone(ss.ctl.models)
-	ss.ctl.mu.Unlock()
-	if list == nil {
-		cli, _ := clis.Lookup(ss.backendName())
-		for _, v := range cli.Models {
-			list = append(list, backend.Model{ID: v, Name: v})
-		}
-	}
-	if !slices.ContainsFunc(list, func(m backend.Model) bool { return m.ID == current }) {
-		list = append(list, backend.Model{ID: current, Name: current})
-	}
-	for i := range list {
-		if list[i].ID == "default" && (list[i].Name == "" || list[i].Name == "default") {
-			list[i].Name = "Default (the CLI's own choice)"
-		}
-	}
-	return list
-}
-
-// backendName is the session's backend's name.
-func (ss *acpSession) backendName() string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.set.backend
-}
-
-// currentModel is the model of the next turns, "default" for the CLI's own.
-func (ss *acpSession) currentModel() string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.set.model == "" {
-		return "default"
-	}
-	return ss.set.model
-}
-
-// efforts are the reasoning efforts model takes, none when it takes none
-// or is not listed.
-func efforts(list []backend.Model, model string) []string {
-	if i := slices.IndexFunc(list, func(m backend.Model) bool { return m.ID == model }); i >= 0 {
-		return list[i].Efforts
-	}
-	return nil
-}
-
-// configOptions are the session's config options: the model, the
-// reasoning effort where the current model takes one, and the mode.
-func (ss *acpSession) configOptions() []any {
-	current := ss.currentModel()
-	list := ss.modelList(current)
-	var opts []any
-	for _, m := range list {
-		o := map[string]any{"value": m.ID, "name": m.Name}
-		if m.Description != "" {
-			o["description"] = m.Description
-		}
-		opts = append(opts, o)
-	}
-	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
-		"currentValue": current, "options": opts}}
-	if levels := efforts(list, current); len(levels) > 0 {
-		ss.ctl.mu.Lock()
-		effort := ss.ctl.effort
-		ss.ctl.mu.Unlock()
-		if effort == "" || !slices.Contains(levels, effort) {
-			effort = effortDefault
-		}
-		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
-		for _, l := range levels {
-			eopts = append(eopts, map[string]any{"value": l, "name": l})
-		}
-		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
-			"type": "select", "currentValue": effort, "options": eopts})
-	}
-	if mode := ss.modeOption(); mode != nil {
-		all = append(all, mode)
-	}
-	return all
-}
-
-// configChanged tells the client the config options changed, once it
-// knows the session.
-func (ss *acpSession) configChanged() {
-	ss.ctl.mu.Lock()
-	announced := ss.ctl.announced
-	ss.ctl.mu.Unlock()
-	if announced {
-		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
-	}
-}
-
-func (ss *acpSession) setConfigOption(j *job) (any, error) {
-	var p struct {
-		ConfigID string `json:"configId"`
-		Value    any    `json:"value"`
-	}
-	if err := decode(j.m.Params, &p); err != nil {
-		return nil, err
-	}
-	value, ok := p.Value.(string)
-	if (p.ConfigID != optionModel && p.ConfigID != optionMode && p.ConfigID != optionEffort) || !ok || value == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\" and \"mode\", each a string value")
-	}
-	switch p.ConfigID {
-	case optionMode:
-		if err := ss.switchMode(value); err != nil {
-			return nil, err
-		}
-	case optionEffort:
-		if err := ss.setEffort(value); err != nil {
-			return nil, err
-		}
-	default:
-		if err := ss.setModel(value); err != nil {
-			return nil, err
-		}
-	}
-	return map[string]any{"configOptions": ss.configOptions()}, nil
-}
-
-// setModel chooses the model of the next turns ("default": the CLI's own).
-// An effort the new model does not take goes back to the CLI's own.
-func (ss *acpSession) setModel(value string) error {
-	if err := ss.ready(); err != nil {
-		return err
-	}
-	ss.set.model = value
-	if value == "default" {
-		ss.set.model = ""
-	}
-	model := ss.set.model
-	be := ss.conv.CurrentBackend()
-	ss.mu.Unlock()
-	if ms, ok := be.(modelSetter); ok {
-		ms.SetModel(model)
-	}
-	c, _ := be.(backend.Controls)
-	if c == nil {
-		return nil
-	}
-	levels := efforts(ss.modelList(value), value)
-	ss.ctl.mu.Lock()
-	reset := ss.ctl.effort != "" && !slices.Contains(levels, ss.ctl.effort)
-	if reset {
-		ss.ctl.effort = ""
-	}
-	ss.ctl.mu.Unlock()
-	if reset {
-		c.SetEffort("")
-	}
-	return nil
-}
-
-// setEffort chooses the reasoning effort of the next turns: one the
-// current model takes, or "default" for the CLI's own.
-func (ss *acpSession) setEffort(value string) error {
-	c := ss.controls()
-	current := ss.currentModel()
-	levels := efforts(ss.modelList(current), current)
-	if c == nil || len(levels) == 0 {
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", current)
-	}
-	if value != effortDefault && !slices.Contains(levels, value) {
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", current, strings.Join(levels, ", "))
-	}
-	if value == effortDefault {
-		value = ""
-	}
-	ss.ctl.mu.Lock()
-	ss.ctl.effort = value
-	ss.ctl.mu.Unlock()
-	c.SetEffort(value)
-	return nil
-}
-
 // promptContent reads an ACP prompt: its text blocks, links and embedded
 // resources joined by newlines, and its images. A link is `[name](uri)`;
 // an embedded text resource (a file the editor attached, perhaps unsaved)
@@ -1099,6 +949,11 @@ func (ss *acpSession) edited() {
 	ss.srv.w.notify("_spbridge/edited", map[string]any{"sessionId": ss.id})
 }
 
+// update sends one session/update.
+func (ss *acpSession) update(u map[string]any) {
+	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
+}
+
 // close saves a changed conversation, ends the CLI and releases the lock.
 // A panic in any step is logged and the next steps still run. No lock of
 // the session is held while it saves or ends the CLI: once closed is set,
@@ -1135,6 +990,30 @@ func (ss *acpSession) close() error {
 	}
 	errs = append(errs, ss.safely("close the CLI and unlock", ss.conv.Close))
 	return errors.Join(errs...)
+}
+
+// closeSession handles session/close (a job of the session's own, so what
+// came before it is handled first): the prompts are cancelled, the running
+// turn ends, then the conversation is saved, the CLI ended, the lock
+// released and the session forgotten. What was queued behind it is
+// answered as for an unknown session.
+func (ss *acpSession) closeSession(j *job) (any, error) {
+	var p struct{}
+	if err := decode(j.m.Params, &p); err != nil {
+		return nil, err
+	}
+	ss.cancelPrompts()
+	if conv := ss.openConv(); conv != nil {
+		conv.Stop()
+		conv.WaitTurns()
+	}
+	jobs := ss.abandon()
+	err := ss.close()
+	ss.endJobs(jobs, fmt.Sprintf("session %q was closed", ss.id))
+	if err != nil {
+		return nil, rpcErrorf(CodeInternalError, "close: %v", err)
+	}
+	return struct{}{}, nil
 }
 
 // saveNow saves, logging a failure.

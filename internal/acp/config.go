@@ -5,19 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
-	"spbridge/internal/itemmap"
 )
 
-// This file holds what an editor controls of a session besides its
-// prompts: modes, slash commands, the editor's MCP servers, the session
-// history (list, resume, close) and the log-in methods.
+// This file holds the session's configuration as the editor sees it: its
+// modes, models and reasoning effort (ACP's modes and configOptions), and
+// the slash commands (spbridge's own and the CLI's).
 
 // Own commands: a prompt that is exactly "/new" or "/save" runs spbridge's
 // New Conversation or save instead of going to the CLI.
@@ -30,55 +28,6 @@ const (
 var ownCommands = []backend.Command{
 	{Name: commandNew, Description: "New Conversation: start over with a new CLI session (the document's conversation is cleared)"},
 	{Name: commandSave, Description: "Save the conversation into the document now"},
-}
-
-// parseMCPServers reads ACP's mcpServers (stdio, http, sse) into the
-// backends' neutral form. A missing or null list is none.
-func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var list []struct {
-		Type    string                         `json:"type"`
-		Name    string                         `json:"name"`
-		Command string                         `json:"command"`
-		Args    []string                       `json:"args"`
-		Env     []struct{ Name, Value string } `json:"env"`
-		URL     string                         `json:"url"`
-		Headers []struct{ Name, Value string } `json:"headers"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers: %v", err)
-	}
-	var out []backend.MCPServer
-	for i, s := range list {
-		if s.Name == "" {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: name is required", i)
-		}
-		m := backend.MCPServer{Name: s.Name}
-		switch s.Type {
-		case "", backend.MCPStdio:
-			if s.Command == "" {
-				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: command is required", i)
-			}
-			m.Transport, m.Command, m.Args = backend.MCPStdio, s.Command, s.Args
-			for _, e := range s.Env {
-				m.Env = append(m.Env, backend.NameValue{Name: e.Name, Value: e.Value})
-			}
-		case backend.MCPHTTP, backend.MCPSSE:
-			if s.URL == "" {
-				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: url is required", i)
-			}
-			m.Transport, m.URL = s.Type, s.URL
-			for _, h := range s.Headers {
-				m.Headers = append(m.Headers, backend.NameValue{Name: h.Name, Value: h.Value})
-			}
-		default:
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: unknown type %q", i, s.Type)
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // events are what the session's backend tells it besides items. They run
@@ -127,11 +76,6 @@ func (ss *acpSession) modeChanged() {
 	ss.ctl.mu.Unlock()
 	ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
 	ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
-}
-
-// update sends one session/update.
-func (ss *acpSession) update(u map[string]any) {
-	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
 }
 
 // modeState is session/new's modes: the backend's modes and the current
@@ -405,237 +349,201 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 	return map[string]any{"stopReason": "end_turn"}, nil
 }
 
-// ---------------------------------------------------------------- history
+// modelSetter is a backend whose model can change between turns.
+type modelSetter interface{ SetModel(string) }
 
-// listSessions handles session/list: the packages opened through serve
-// (those that no longer exist left out) and the CLIs' own sessions not
-// imported into one, newest first (listAll).
-func (s *Server) listSessions(params json.RawMessage) (any, error) {
-	var p struct {
-		Cwd    string `json:"cwd"`
-		Cursor string `json:"cursor"`
-	}
-	if len(params) > 0 && string(params) != "null" {
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-	}
-	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
-	}
-	cursor, err := parseListCursor(p.Cursor)
-	if err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
-	}
-	// A page after the first is cut from the listing the first page was,
-	// while it is kept; else (and for a first page) every session is
-	// listed anew.
-	var all []listEntry
-	var snapshot uint64
-	if cursor != nil && cursor.Snapshot != 0 {
-		if all = s.lists.get(cursor.Snapshot, p.Cwd); all != nil {
-			snapshot = cursor.Snapshot
-		}
-	}
-	if snapshot == 0 {
-		if all, err = s.listAll(p.Cwd); err != nil {
-			return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
-		}
-		if len(all) > listPageSize {
-			snapshot = s.lists.put(p.Cwd, all)
-		}
-	}
-	page, next := listPage(all, cursor, snapshot)
-	if next == "" && snapshot != 0 {
-		s.lists.drop(snapshot) // its last page: the editor has it all
-	}
-	sessions := []any{}
-	for _, e := range page {
-		info := map[string]any{"sessionId": e.id, "cwd": e.cwd, "updatedAt": e.updated.UTC().Format(time.RFC3339)}
-		if e.title != "" {
-			info["title"] = e.title
-		}
-		if len(e.dirs) > 0 {
-			info["additionalDirectories"] = e.dirs
-		}
-		if e.meta != nil {
-			info["_meta"] = map[string]any{"spbridge": e.meta}
-		}
-		sessions = append(sessions, info)
-	}
-	res := map[string]any{"sessions": sessions}
-	if next != "" {
-		res["nextCursor"] = next
-	}
-	return res, nil
+// provider is the archive's provider name of backend.
+func provider(backend string) string {
+	cli, _ := clis.Lookup(backend)
+	return cli.Provider
 }
 
-// touch records the session's open in the index, and reads its title.
-func (ss *acpSession) touch() {
-	ix := ss.srv.cfg.Index
-	if ix == nil {
-		return
+// Config option ids.
+const (
+	optionModel  = "model"
+	optionMode   = "mode"
+	optionEffort = "reasoning_effort"
+)
+
+// effortDefault is the reasoning effort option's value for the CLI's own.
+const effortDefault = "default"
+
+// modelList is the models offered: the backend's, else the static list of
+// its name; the current model (id, "default" for the CLI's own) is added
+// when it is not among them.
+func (ss *acpSession) modelList(current string) []backend.Model {
+	ss.ctl.mu.Lock()
+	list := slices.Clone(ss.ctl.models)
+	ss.ctl.mu.Unlock()
+	if list == nil {
+		cli, _ := clis.Lookup(ss.backendName())
+		for _, v := range cli.Models {
+			list = append(list, backend.Model{ID: v, Name: v})
+		}
 	}
-	if err := ix.Touch(ss.set.pkg, ss.set.cwd, ss.set.addDirs); err != nil {
-		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
-		return
+	if !slices.ContainsFunc(list, func(m backend.Model) bool { return m.ID == current }) {
+		list = append(list, backend.Model{ID: current, Name: current})
 	}
-	if e, ok, err := ix.Get(ss.set.pkg); err == nil && ok {
+	for i := range list {
+		if list[i].ID == "default" && (list[i].Name == "" || list[i].Name == "default") {
+			list[i].Name = "Default (the CLI's own choice)"
+		}
+	}
+	return list
+}
+
+// backendName is the session's backend's name.
+func (ss *acpSession) backendName() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.set.backend
+}
+
+// currentModel is the model of the next turns, "default" for the CLI's own.
+func (ss *acpSession) currentModel() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.set.model == "" {
+		return "default"
+	}
+	return ss.set.model
+}
+
+// efforts are the reasoning efforts model takes, none when it takes none
+// or is not listed.
+func efforts(list []backend.Model, model string) []string {
+	if i := slices.IndexFunc(list, func(m backend.Model) bool { return m.ID == model }); i >= 0 {
+		return list[i].Efforts
+	}
+	return nil
+}
+
+// configOptions are the session's config options: the model, the
+// reasoning effort where the current model takes one, and the mode.
+func (ss *acpSession) configOptions() []any {
+	current := ss.currentModel()
+	list := ss.modelList(current)
+	var opts []any
+	for _, m := range list {
+		o := map[string]any{"value": m.ID, "name": m.Name}
+		if m.Description != "" {
+			o["description"] = m.Description
+		}
+		opts = append(opts, o)
+	}
+	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
+		"currentValue": current, "options": opts}}
+	if levels := efforts(list, current); len(levels) > 0 {
 		ss.ctl.mu.Lock()
-		ss.ctl.title = e.Title
+		effort := ss.ctl.effort
 		ss.ctl.mu.Unlock()
-	}
-}
-
-// recordTurn records a turn that ran in the index and, when it gave the
-// session its title, tells the client.
-func (ss *acpSession) recordTurn(text, cliSession string) {
-	ix := ss.srv.cfg.Index
-	if ix == nil {
-		return
-	}
-	ss.ctl.mu.Lock()
-	newCLISession := cliSession != "" && cliSession != ss.ctl.ranOn
-	ss.ctl.ranOn = cliSession
-	ss.ctl.mu.Unlock()
-	if newCLISession {
-		// The CLI keeps this session in its own list too: session/list
-		// shows it as this package, not twice.
-		if err := ix.Ran(ss.set.pkg, ss.backendName(), cliSession); err != nil {
-			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		if effort == "" || !slices.Contains(levels, effort) {
+			effort = effortDefault
 		}
-	}
-	ss.ctl.mu.Lock()
-	titled := ss.ctl.title != ""
-	ss.ctl.mu.Unlock()
-	if titled {
-		ss.bg.recorder.Later(ix, ss.set.pkg, ss.set.cwd, text, func(err error) {
-			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
-		})
-		return
-	}
-	ss.bg.recorder.Wait()
-	if err := ix.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
-		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
-		return
-	}
-	e, ok, err := ix.Get(ss.set.pkg)
-	if err != nil || !ok {
-		return
-	}
-	ss.ctl.mu.Lock()
-	changed := e.Title != "" && e.Title != ss.ctl.title
-	ss.ctl.title = e.Title
-	ss.ctl.mu.Unlock()
-	if changed {
-		ss.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
-			"updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)})
-	}
-}
-
-// clearTitle forgets the title after New Conversation: the next turn gives
-// the next one.
-func (ss *acpSession) clearTitle() {
-	ss.bg.recorder.Wait() // a turn recorded later must not give the old title back
-	ss.ctl.mu.Lock()
-	ss.ctl.title = ""
-	ss.ctl.mu.Unlock()
-	if ix := ss.srv.cfg.Index; ix != nil {
-		if err := ix.SetTitle(ss.set.pkg, ""); err != nil {
-			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
+		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
+		for _, l := range levels {
+			eopts = append(eopts, map[string]any{"value": l, "name": l})
 		}
+		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
+			"type": "select", "currentValue": effort, "options": eopts})
+	}
+	if mode := ss.modeOption(); mode != nil {
+		all = append(all, mode)
+	}
+	return all
+}
+
+// configChanged tells the client the config options changed, once it
+// knows the session.
+func (ss *acpSession) configChanged() {
+	ss.ctl.mu.Lock()
+	announced := ss.ctl.announced
+	ss.ctl.mu.Unlock()
+	if announced {
+		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
 	}
 }
 
-// closeSession handles session/close (a job of the session's own, so what
-// came before it is handled first): the prompts are cancelled, the running
-// turn ends, then the conversation is saved, the CLI ended, the lock
-// released and the session forgotten. What was queued behind it is
-// answered as for an unknown session.
-func (ss *acpSession) closeSession(j *job) (any, error) {
-	var p struct{}
+func (ss *acpSession) setConfigOption(j *job) (any, error) {
+	var p struct {
+		ConfigID string `json:"configId"`
+		Value    any    `json:"value"`
+	}
 	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
-	ss.cancelPrompts()
-	if conv := ss.openConv(); conv != nil {
-		conv.Stop()
-		conv.WaitTurns()
+	value, ok := p.Value.(string)
+	if (p.ConfigID != optionModel && p.ConfigID != optionMode && p.ConfigID != optionEffort) || !ok || value == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\" and \"mode\", each a string value")
 	}
-	jobs := ss.abandon()
-	err := ss.close()
-	ss.endJobs(jobs, fmt.Sprintf("session %q was closed", ss.id))
-	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "close: %v", err)
-	}
-	return struct{}{}, nil
-}
-
-// ---------------------------------------------------------------- log-in
-
-// authBackend is the CLI whose log-in method is id, false when none.
-func authBackend(id string) (clis.CLI, bool) {
-	for _, c := range clis.All {
-		if c.LoginMethod() == id {
-			return c, true
+	switch p.ConfigID {
+	case optionMode:
+		if err := ss.switchMode(value); err != nil {
+			return nil, err
+		}
+	case optionEffort:
+		if err := ss.setEffort(value); err != nil {
+			return nil, err
+		}
+	default:
+		if err := ss.setModel(value); err != nil {
+			return nil, err
 		}
 	}
-	return clis.CLI{}, false
+	return map[string]any{"configOptions": ss.configOptions()}, nil
 }
 
-// authMethodIDs are the ids of the log-in methods, in the order offered.
-func authMethodIDs() []string {
-	var ids []string
-	for _, c := range clis.All {
-		ids = append(ids, c.LoginMethod())
+// setModel chooses the model of the next turns ("default": the CLI's own).
+// An effort the new model does not take goes back to the CLI's own.
+func (ss *acpSession) setModel(value string) error {
+	if err := ss.ready(); err != nil {
+		return err
 	}
-	return ids
-}
-
-// authMethods are the log-ins spbridge offers. To a client that runs
-// terminal log-ins (clientCapabilities.auth.terminal), each CLI's own,
-// run as the command the client started spbridge with plus `--login NAME`
-// (`spbridge serve --login claude`); to any other client, agent methods
-// whose description names the command to run.
-func authMethods(terminal bool) []any {
-	var out []any
-	for _, c := range clis.All {
-		m := map[string]any{"id": c.LoginMethod(), "name": "Log in to " + c.Display}
-		if terminal {
-			m["type"] = "terminal"
-			m["description"] = "Runs " + c.Display + "'s own log-in in a terminal."
-			m["args"] = []string{"--login", c.Name}
-		} else {
-			m["description"] = "Run `spbridge login --backend " + c.Name + "` in a terminal, then try again."
-		}
-		out = append(out, m)
+	ss.set.model = value
+	if value == "default" {
+		ss.set.model = ""
 	}
-	return out
-}
-
-// wantsTerminalAuth reports whether initialize's params say the client runs
-// terminal log-ins: clientCapabilities.auth.terminal is true.
-func wantsTerminalAuth(params json.RawMessage) bool {
-	var p struct {
-		ClientCapabilities struct {
-			Auth struct {
-				Terminal bool `json:"terminal"`
-			} `json:"auth"`
-		} `json:"clientCapabilities"`
+	model := ss.set.model
+	be := ss.conv.CurrentBackend()
+	ss.mu.Unlock()
+	if ms, ok := be.(modelSetter); ok {
+		ms.SetModel(model)
 	}
-	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Auth.Terminal
+	c, _ := be.(backend.Controls)
+	if c == nil {
+		return nil
+	}
+	levels := efforts(ss.modelList(value), value)
+	ss.ctl.mu.Lock()
+	reset := ss.ctl.effort != "" && !slices.Contains(levels, ss.ctl.effort)
+	if reset {
+		ss.ctl.effort = ""
+	}
+	ss.ctl.mu.Unlock()
+	if reset {
+		c.SetEffort("")
+	}
+	return nil
 }
 
-// notLoggedIn reports whether a turn's failure is its CLI's missing or
-// refused credentials: the failure the mappers give a 401, or Codex's
-// provider key variable unset (itemmap's ClaudeNotLoggedIn,
-// CodexLoginFailure).
-func notLoggedIn(failure string) bool {
-	return failure == itemmap.ClaudeNotLoggedIn || itemmap.CodexLoginFailure(failure)
-}
-
-// authRequired is the answer to a prompt whose CLI is not logged in.
-func authRequired(backendName, failure string) *RPCError {
-	return &RPCError{Code: CodeAuthRequired, Message: "authentication required: " + failure,
-		Data: map[string]any{"authMethods": authMethodIDs(), "backend": backendName}}
+// setEffort chooses the reasoning effort of the next turns: one the
+// current model takes, or "default" for the CLI's own.
+func (ss *acpSession) setEffort(value string) error {
+	c := ss.controls()
+	current := ss.currentModel()
+	levels := efforts(ss.modelList(current), current)
+	if c == nil || len(levels) == 0 {
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", current)
+	}
+	if value != effortDefault && !slices.Contains(levels, value) {
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", current, strings.Join(levels, ", "))
+	}
+	if value == effortDefault {
+		value = ""
+	}
+	ss.ctl.mu.Lock()
+	ss.ctl.effort = value
+	ss.ctl.mu.Unlock()
+	c.SetEffort(value)
+	return nil
 }

@@ -1,0 +1,106 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+
+	"spbridge/internal/clis"
+	"spbridge/internal/itemmap"
+)
+
+// This file holds the log-in: the methods offered, authenticate, and the
+// answer to a prompt whose CLI is not logged in.
+
+// authBackend is the CLI whose log-in method is id, false when none.
+func authBackend(id string) (clis.CLI, bool) {
+	for _, c := range clis.All {
+		if c.LoginMethod() == id {
+			return c, true
+		}
+	}
+	return clis.CLI{}, false
+}
+
+// authMethodIDs are the ids of the log-in methods, in the order offered.
+func authMethodIDs() []string {
+	var ids []string
+	for _, c := range clis.All {
+		ids = append(ids, c.LoginMethod())
+	}
+	return ids
+}
+
+// authMethods are the log-ins spbridge offers. To a client that runs
+// terminal log-ins (clientCapabilities.auth.terminal), each CLI's own,
+// run as the command the client started spbridge with plus `--login NAME`
+// (`spbridge serve --login claude`); to any other client, agent methods
+// whose description names the command to run.
+func authMethods(terminal bool) []any {
+	var out []any
+	for _, c := range clis.All {
+		m := map[string]any{"id": c.LoginMethod(), "name": "Log in to " + c.Display}
+		if terminal {
+			m["type"] = "terminal"
+			m["description"] = "Runs " + c.Display + "'s own log-in in a terminal."
+			m["args"] = []string{"--login", c.Name}
+		} else {
+			m["description"] = "Run `spbridge login --backend " + c.Name + "` in a terminal, then try again."
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// wantsTerminalAuth reports whether initialize's params say the client runs
+// terminal log-ins: clientCapabilities.auth.terminal is true.
+func wantsTerminalAuth(params json.RawMessage) bool {
+	var p struct {
+		ClientCapabilities struct {
+			Auth struct {
+				Terminal bool `json:"terminal"`
+			} `json:"auth"`
+		} `json:"clientCapabilities"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Auth.Terminal
+}
+
+// notLoggedIn reports whether a turn's failure is its CLI's missing or
+// refused credentials: the failure the mappers give a 401, or Codex's
+// provider key variable unset (itemmap's ClaudeNotLoggedIn,
+// CodexLoginFailure).
+func notLoggedIn(failure string) bool {
+	return failure == itemmap.ClaudeNotLoggedIn || itemmap.CodexLoginFailure(failure)
+}
+
+// authRequired is the answer to a prompt whose CLI is not logged in.
+func authRequired(backendName, failure string) *RPCError {
+	return &RPCError{Code: CodeAuthRequired, Message: "authentication required: " + failure,
+		Data: map[string]any{"authMethods": authMethodIDs(), "backend": backendName}}
+}
+
+// authenticate checks that the CLI of the method the client used is logged
+// in: the log-in itself ran in the client's terminal.
+func (s *Server) authenticate(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		MethodID string `json:"methodId"`
+	}
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	cli, ok := authBackend(p.MethodID)
+	backend := cli.Name
+	if !ok {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
+	}
+	if s.cfg.AuthStatus == nil {
+		return struct{}{}, nil
+	}
+	in, err := s.cfg.AuthStatus(ctx, backend)
+	if err != nil {
+		return nil, rpcErrorf(CodeInternalError, "%s auth status: %v", backend, err)
+	}
+	if !in {
+		return nil, rpcErrorf(CodeAuthRequired, "authentication required: %s is not logged in; run spbridge login --backend %s", backend, backend)
+	}
+	return struct{}{}, nil
+}
