@@ -49,7 +49,7 @@ func newFake() *fakeBackend {
 func (f *fakeBackend) Name() string { return "claude" }
 func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	f.mu.Lock()
-	f.sent = append(f.sent, msg.Text)
+	f.sent = append(f.sent, msg.CLIText())
 	f.started = true
 	f.mu.Unlock()
 	select { // an interrupt meant for an earlier turn
@@ -57,9 +57,6 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 	default:
 	}
 	text := msg.Text
-	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
-		text = text[i+2:]
-	}
 	select {
 	case f.began <- text:
 	default:

@@ -55,12 +55,20 @@ type Image struct {
 	Data     []byte
 }
 
-// Message is what the user sends in a turn. Text is exactly what the CLI
-// receives (the caller adds any prefix).
+// Message is what the user sends in a turn. Text is the user's words only;
+// Context is what the CLI is told before them (after a reopen, the "#
+// Conversation so far" prefix of internal/restore), never the user's words.
+// A backend writes Context and Text together to its CLI (CLIText) and reads
+// the user's words from Text alone; Context never goes into the items, the
+// history or a log.
 type Message struct {
-	Text   string
-	Images []Image
+	Context string
+	Text    string
+	Images  []Image
 }
+
+// CLIText is the text the CLI receives: Context, then Text.
+func (m Message) CLIText() string { return m.Context + m.Text }
 
 // Decision is the host's answer to a permission request.
 type Decision struct {

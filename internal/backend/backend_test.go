@@ -10,6 +10,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/restore"
 )
 
 // recHost keeps the items it is told about; Approve answers from its
@@ -83,7 +84,7 @@ func TestNewCLIDefaults(t *testing.T) {
 	if c.Model() != "m" {
 		t.Errorf("Model() = %q after SetModel", c.Model())
 	}
-	interrupt, end := c.BeginTurn(ConversationHeading + "User: the secret is 1234567890abcdef\n\nnow")
+	interrupt, end := c.BeginTurn(Message{Context: restore.Heading + "User: the secret is 1234567890abcdef\n\n", Text: "now"})
 	c.Interrupt()
 	c.Interrupt() // a second one does not block
 	<-interrupt

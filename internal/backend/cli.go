@@ -130,7 +130,7 @@ type CLI struct {
 	skipped     int    // stdout lines that were not events, over every turn
 	lastTail    string // stderr tail of the last process that ended
 	lastExit    string // how the last process that ended, ended
-	echoes      Echoes // prefixed messages sent, to cut out of stderr
+	echoes      Echoes // messages sent with a Context, to cut out of stderr
 	onEnd       map[*cliproc.Proc]func()
 }
 
@@ -245,14 +245,14 @@ func (c *CLI) Proc() *cliproc.Proc {
 	return c.proc
 }
 
-// BeginTurn starts a turn that sends text: it returns the channel
-// Interrupt signals until end is called. A text with the "# Conversation
-// so far" prefix is remembered, to be cut out of the stderr tail.
-func (c *CLI) BeginTurn(text string) (interrupt <-chan struct{}, end func()) {
+// BeginTurn starts a turn that sends msg: it returns the channel
+// Interrupt signals until end is called. A message with a Context is
+// remembered, to be cut out of the stderr tail (Echoes).
+func (c *CLI) BeginTurn(msg Message) (interrupt <-chan struct{}, end func()) {
 	ch := make(chan struct{}, 1)
 	c.mu.Lock()
 	c.interruptCh = ch
-	c.echoes.Add(text)
+	c.echoes.Add(msg)
 	c.mu.Unlock()
 	return ch, func() {
 		c.mu.Lock()

@@ -236,9 +236,10 @@ func (b *Backend) apply(p *cliproc.Proc, h backend.Host, r itemmap.Result) {
 // post queues v as a line for p's stdin (backend.Post).
 func post(p *cliproc.Proc, v any) <-chan error { return backend.Post(p, v) }
 
-// userMessage is the stream-json line that carries msg.
+// userMessage is the stream-json line that carries msg: its Context and
+// text as one text block, then its images.
 func userMessage(msg backend.Message) map[string]any {
-	content := []any{map[string]any{"type": "text", "text": msg.Text}}
+	content := []any{map[string]any{"type": "text", "text": msg.CLIText()}}
 	for _, img := range msg.Images {
 		content = append(content, map[string]any{"type": "image", "source": map[string]any{
 			"type": "base64", "media_type": img.MimeType, "data": base64.StdEncoding.EncodeToString(img.Data)}})
@@ -284,7 +285,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	defer b.lines.Unlock()
 	b.inTurn.Store(true)
 	defer b.inTurn.Store(false)
-	interruptCh, done := b.BeginTurn(msg.Text)
+	interruptCh, done := b.BeginTurn(msg)
 	defer done()
 	held, heldEnd := b.takeHeld()
 	for _, c := range held {

@@ -19,6 +19,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/restore"
 	"spbridge/internal/supervise"
 )
 
@@ -580,5 +581,17 @@ func TestBackgroundSubagentBetweenTurns(t *testing.T) {
 	}
 	if !slices.Contains(said, "echo: again") {
 		t.Errorf("turn 2 history = %q, want the reply to \"again\"", said)
+	}
+}
+
+// TestUserMessageContext: the line claude reads carries the message's
+// Context (the conversation so far, after a reopen), then the user's words,
+// as one text block, then its images.
+func TestUserMessageContext(t *testing.T) {
+	ctx := restore.Heading + "User: hi\n\nAssistant: hello\n\n"
+	m := userMessage(backend.Message{Context: ctx, Text: "next", Images: []backend.Image{{MimeType: "image/png", Data: []byte("png")}}})
+	content := m["message"].(map[string]any)["content"].([]any)
+	if len(content) != 2 || content[0].(map[string]any)["text"] != ctx+"next" || content[1].(map[string]any)["type"] != "image" {
+		t.Errorf("content = %v", content)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/proctest"
+	"spbridge/internal/restore"
 )
 
 // markedBackend is a fake backend whose processes carry a marker of their
@@ -133,8 +134,8 @@ func TestStderrPrivacy(t *testing.T) {
 	b := fakeBackend(t, "leak", Options{})
 	rec := &recorder{}
 	secret := "the secret launch code is 0000"
-	msg := backend.ConversationHeading + "User: " + secret + "\n\nAssistant: noted\n\nwhat now?"
-	end := b.Turn(context.Background(), backend.Message{Text: msg}, rec)
+	msg := backend.Message{Context: restore.Heading + "User: " + secret + "\n\nAssistant: noted\n\n", Text: "what now?"}
+	end := b.Turn(context.Background(), msg, rec)
 	if end == nil || end.Status != itemmap.TurnFailed {
 		t.Fatalf("end = %+v", end)
 	}

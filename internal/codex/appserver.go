@@ -212,10 +212,10 @@ func (b *Backend) appCall(ctx context.Context, h backend.Host, interruptCh <-cha
 	}
 }
 
-// input is a message as app-server input: its text, then its images as
-// data URLs.
+// input is a message as app-server input: its Context and text, then its
+// images as data URLs.
 func input(msg backend.Message) []any {
-	in := []any{map[string]any{"type": "text", "text": msg.Text, "text_elements": []any{}}}
+	in := []any{map[string]any{"type": "text", "text": msg.CLIText(), "text_elements": []any{}}}
 	for _, img := range msg.Images {
 		in = append(in, map[string]any{"type": "image", "url": "data:" + img.MimeType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)})
 	}

@@ -266,7 +266,7 @@ func writeImages(images []backend.Image) (string, []string, error) {
 func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	b.run.Lock()
 	defer b.run.Unlock()
-	interruptCh, done := b.BeginTurn(msg.Text)
+	interruptCh, done := b.BeginTurn(msg)
 	defer done()
 
 	if _, err := b.Program(); err != nil {
@@ -292,7 +292,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	if dir != "" {
 		defer os.RemoveAll(dir)
 	}
-	argv, stdin, m := b.args(images), msg.Text, b.mapper
+	argv, stdin, m := b.args(images), msg.CLIText(), b.mapper
 	if review {
 		// A review is a session of codex's own (codex exec review), which
 		// the thread does not resume: a mapper of its own.

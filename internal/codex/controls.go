@@ -13,7 +13,6 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/restore"
 )
 
 // Codex's modes, as codex-acp presents its approval presets.
@@ -233,15 +232,9 @@ func (b *Backend) Commands() []backend.Command {
 }
 
 // commandOf reads a prompt that runs one of Codex's commands: its name
-// and what follows it. After a restore the prompt opens with the
-// conversation so far (restore.Heading); the command is then the text after
-// it, the last paragraph.
+// and what follows it. text is the user's words (backend.Message.Text),
+// never the Context told before them.
 func commandOf(text string) (name, arg string, ok bool) {
-	if strings.HasPrefix(text, restore.Heading) {
-		if i := strings.LastIndex(text, "\n\n"); i >= 0 {
-			text = text[i+2:]
-		}
-	}
 	t := strings.TrimSpace(text)
 	if !strings.HasPrefix(t, "/") {
 		return "", "", false

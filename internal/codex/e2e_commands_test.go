@@ -14,6 +14,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/restore"
 )
 
 // reviewJSON is a review as the model answers codex's review prompt.
@@ -118,7 +119,7 @@ func TestCommandOf(t *testing.T) {
 		{"/compact now", "", "", false},
 		{"/reviewer", "", "", false},
 		{"review", "", "", false},
-		{"# Conversation so far\nUser: hi\n\nAssistant: hello\n\n/review --base main", "review", "--base main", true},
+		{"look at this\n\n/review --base main", "", "", false},
 	} {
 		name, arg, ok := commandOf(tc.text)
 		if name != tc.name || arg != tc.arg || ok != tc.ok {
@@ -397,5 +398,23 @@ func TestE2EExecMCP(t *testing.T) {
 				t.Errorf("%s: the MCP call %v", mode, call.Map())
 			}
 		})
+	}
+}
+
+// TestCommandAfterRestore: after a reopen the message's Context holds the
+// conversation so far and its Text the user's words: a command is read from
+// the words alone (/compact refused on exec, not sent as text), and a
+// prompt goes to the CLI as the Context, then the words.
+func TestCommandAfterRestore(t *testing.T) {
+	ctx := restore.Heading + "User: hi\n\nAssistant: hello\n\n"
+	b, _ := fakeCodexBackend(t, "silent", TransportExec, Options{})
+	h := &items{}
+	end := b.Turn(context.Background(), backend.Message{Context: ctx, Text: "/compact"}, h)
+	if end == nil || !end.NotStarted || len(h.list) != 1 || !strings.HasPrefix(h.list[0].String("text"), "/compact is not available with codex exec") {
+		t.Errorf("/compact after a restore: end %+v, items %q", end, texts(h))
+	}
+	in := input(backend.Message{Context: ctx, Text: "/compact now"})
+	if text := in[0].(map[string]any)["text"]; text != ctx+"/compact now" {
+		t.Errorf("app-server input text = %q", text)
 	}
 }

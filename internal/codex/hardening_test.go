@@ -15,6 +15,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/proctest"
+	"spbridge/internal/restore"
 )
 
 // fakeCodexEnv turns the test binary into a misbehaving codex; its value
@@ -223,8 +224,8 @@ func TestDeepLineAppServer(t *testing.T) {
 func TestStderrPrivacy(t *testing.T) {
 	b, _ := fakeCodexBackend(t, "leak", TransportExec, Options{})
 	h := &items{}
-	msg := backend.ConversationHeading + "User: the secret launch code is 0000\n\nAssistant: noted\n\nwhat now?"
-	end := b.Turn(context.Background(), backend.Message{Text: msg}, h)
+	msg := backend.Message{Context: restore.Heading + "User: the secret launch code is 0000\n\nAssistant: noted\n\n", Text: "what now?"}
+	end := b.Turn(context.Background(), msg, h)
 	if end == nil || end.Status != itemmap.TurnFailed || len(h.list) != 1 {
 		t.Fatalf("end = %+v, items %q", end, texts(h))
 	}

@@ -1,6 +1,8 @@
 // Package restore decides what a CLI is told when a conversation was
 // reopened: the CLI's own session cannot be resumed after a reopen, so the
-// first turn of a new session opens with the "# Conversation so far" prefix.
+// first turn of a new session opens with the "# Conversation so far" prefix,
+// which the session hands its backend as the message's Context
+// (backend.Message), apart from the user's words.
 package restore
 
 import (
@@ -38,26 +40,22 @@ func Restored(items []archive.Item) *State {
 	return &State{earlier: items, pending: len(items) > 0}
 }
 
-// Message returns what the CLI is sent for a turn on backend whose usual
-// message is usual, given the conversation's items and history before the
-// turn (the history tells which of the users' images were omitted). The
-// prefix is added while it is owed; switching to another backend than the
-// one a session was established with owes it again, told about every item
-// so far. The result goes to the CLI only: never into the items, the history
-// or a log.
-func (s *State) Message(backend string, items []archive.Item, history []archive.Message, usual string) string {
+// Context returns what the CLI is told before the user's words in a turn on
+// backend (backend.Message.Context), given the conversation's items and
+// history before the turn (the history tells which of the users' images were
+// omitted): the prefix while it is owed, else "". Switching to another
+// backend than the one a session was established with owes it again, told
+// about every item so far. The result goes to the CLI only: never into the
+// items, the history or a log.
+func (s *State) Context(backend string, items []archive.Item, history []archive.Message) string {
 	if s.established != "" && s.established != backend {
 		// Like a reopen: the new CLI knows nothing of this conversation.
 		s.earlier, s.pending, s.established = items, len(items) > 0, ""
 	}
 	if !s.pending {
-		return usual
+		return ""
 	}
-	prefix := Prefix(s.earlier, history)
-	if prefix == "" {
-		return usual
-	}
-	return prefix + usual
+	return Prefix(s.earlier, history)
 }
 
 // Established records that a turn on backend reached its CLI and the CLI

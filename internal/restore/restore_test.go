@@ -20,40 +20,40 @@ func TestRestoredTurns(t *testing.T) {
 	saved := items("user", "hi", "assistant", "hello")
 	s := Restored(saved)
 	want := "# Conversation so far\nUser: hi\n\nAssistant: hello\n\nnext please"
-	if got := s.Message("claude", saved, nil, "next please"); got != want {
+	if got := s.Context("claude", saved, nil) + "next please"; got != want {
 		t.Fatalf("first turn = %q, want %q", got, want)
 	}
 	// The turn failed before the CLI took it: the prefix is still owed.
 	now := append(saved, items("user", "next please", "failure", "claude not found")...)
-	if got := s.Message("claude", now, nil, "again"); !strings.HasPrefix(got, Heading+"User: hi\n\nAssistant: hello\n\n") || !strings.HasSuffix(got, "\n\nagain") {
+	if got := s.Context("claude", now, nil) + "again"; !strings.HasPrefix(got, Heading+"User: hi\n\nAssistant: hello\n\n") || !strings.HasSuffix(got, "\n\nagain") {
 		t.Errorf("after a failed start = %q", got)
 	}
 	s.Established("claude")
-	if got := s.Message("claude", now, nil, "third"); got != "third" {
+	if got := s.Context("claude", now, nil) + "third"; got != "third" {
 		t.Errorf("after the session = %q", got)
 	}
 	// Another backend is a reopen: told about everything so far.
-	got := s.Message("codex", now, nil, "fourth")
+	got := s.Context("codex", now, nil) + "fourth"
 	if !strings.HasPrefix(got, Heading) || !strings.Contains(got, "Failure: claude not found") || !strings.HasSuffix(got, "\n\nfourth") {
 		t.Errorf("after a switch = %q", got)
 	}
 	s.Established("codex")
-	if got := s.Message("codex", now, nil, "fifth"); got != "fifth" {
+	if got := s.Context("codex", now, nil) + "fifth"; got != "fifth" {
 		t.Errorf("after the codex session = %q", got)
 	}
 }
 
 func TestNoPrefix(t *testing.T) {
 	var s State // not restored
-	if got := s.Message("claude", items("user", "a"), nil, "b"); got != "b" {
+	if got := s.Context("claude", items("user", "a"), nil) + "b"; got != "b" {
 		t.Errorf("not restored = %q", got)
 	}
 	// Restored, but nothing in it has a transcript.
 	r := Restored(items("notice", "could not read", "thinking", "hmm"))
-	if got := r.Message("claude", nil, nil, "b"); got != "b" {
+	if got := r.Context("claude", nil, nil) + "b"; got != "b" {
 		t.Errorf("empty transcript = %q", got)
 	}
-	if got := Restored(nil).Message("claude", nil, nil, "b"); got != "b" {
+	if got := Restored(nil).Context("claude", nil, nil) + "b"; got != "b" {
 		t.Errorf("no items = %q", got)
 	}
 }
@@ -85,7 +85,7 @@ func TestOmittedImage(t *testing.T) {
 	history := []archive.Message{user("look", omitted), {Role: "assistant", Content: []archive.Block{archive.NewTextBlock("ok")}}, user("and this", img)}
 	s := Restored(saved)
 	want := Heading + "User: look " + archive.ImageOmittedText + "\n\nUser: and this [image]\n\nnext"
-	if got := s.Message("claude", saved, history, "next"); got != want {
-		t.Errorf("Message =\n%q\nwant\n%q", got, want)
+	if got := s.Context("claude", saved, history) + "next"; got != want {
+		t.Errorf("Context + text =\n%q\nwant\n%q", got, want)
 	}
 }

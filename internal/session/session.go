@@ -144,9 +144,9 @@ var ErrNotStarted = errors.New("the turn did not start")
 
 // Send runs one turn: text (and images) from the user. The user's item is
 // added first and reported to h like every other change; the conversation is
-// updated as the turn goes. After a restore the CLI receives the "#
-// Conversation so far" prefix before text; the items, the history and the
-// audit log only ever hold text itself. It returns when the turn ended
+// updated as the turn goes. After a restore the backend's message carries
+// the "# Conversation so far" prefix as its Context, apart from text; the
+// items, the history and the audit log only ever hold text itself. It returns when the turn ended
 // (completed, failed or interrupted), with its audit record written (or,
 // with an AuditQueue, queued), and with the turn's end saved as the
 // session's SavePolicy says (SaveByCaller leaves saving to the caller).
@@ -186,9 +186,9 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	}
 	s.mu.Lock()
 	conv := s.Pkg.Conv
-	cliText := text
+	msg := backend.Message{Text: text, Images: images}
 	if s.Restore != nil {
-		cliText = s.Restore.Message(s.Backend.Name(), conv.Items, conv.History, text)
+		msg.Context = s.Restore.Context(s.Backend.Name(), conv.Items, conv.History)
 	}
 	first := len(conv.Items)
 	conv.Items = append(conv.Items, user)
@@ -204,7 +204,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
 	ap := &applier{s: s, host: h, first: first, latest: make(map[string]archive.Item)}
-	end := s.Backend.Turn(ctx, backend.Message{Text: cliText, Images: images}, ap)
+	end := s.Backend.Turn(ctx, msg, ap)
 	if end != nil && end.NotStarted {
 		s.mu.Lock()
 		conv := s.Pkg.Conv

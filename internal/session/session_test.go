@@ -22,15 +22,16 @@ import (
 // "establishes" a session unless it fails before the CLI takes the turn.
 type fakeBackend struct {
 	name     string
-	sent     []string
-	failOnce bool // the next turn fails before the CLI takes it
-	noEnd    bool // turns end without a TurnEnd
+	sent     []string // what the CLI got (Context and text)
+	texts    []string // the messages' Text: the user's words
+	failOnce bool     // the next turn fails before the CLI takes it
+	noEnd    bool     // turns end without a TurnEnd
 	started  bool
 }
 
 func (f *fakeBackend) Name() string { return f.name }
 func (f *fakeBackend) Turn(_ context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
-	f.sent = append(f.sent, msg.Text)
+	f.sent, f.texts = append(f.sent, msg.CLIText()), append(f.texts, msg.Text)
 	if f.failOnce {
 		f.failOnce = false
 		return backend.FailBeforeStart(nil, h, "not installed", "")
@@ -104,6 +105,11 @@ func TestRestoredSession(t *testing.T) {
 	if !strings.HasPrefix(codex.sent[0], "# Conversation so far\n") || !strings.Contains(codex.sent[0], "User: fourth") || !strings.HasSuffix(codex.sent[0], "\n\nfifth") {
 		t.Errorf("after the switch: %q", codex.sent[0])
 	}
+	// The prefix travels apart from the user's words: a backend never
+	// finds it in the message's text.
+	if texts := append(be.texts, codex.texts...); !slices.Equal(texts, []string{"second", "third", "fourth", "fifth"}) {
+		t.Errorf("the messages' texts = %q, want the user's words alone", texts)
+	}
 
 	// The prefix is nowhere but in what the CLI got.
 	p.Save(true)
@@ -161,7 +167,7 @@ func (h *recHost) Approve(context.Context, itemmap.Approval) backend.Decision {
 type detailBackend struct{ fakeBackend }
 
 func (f *detailBackend) Turn(_ context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
-	f.sent = append(f.sent, msg.Text)
+	f.sent, f.texts = append(f.sent, msg.CLIText()), append(f.texts, msg.Text)
 	return backend.FailBeforeStart(nil, h, "Claude Code exited before the turn ended.", "line 1\nerror: unknown option --bogus")
 }
 
