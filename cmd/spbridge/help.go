@@ -175,11 +175,12 @@ PS> spbridge completion powershell | Out-String | Invoke-Expression`,
 // flagChoices are the values a flag takes, by flag name, for the usage
 // line and completion. Every command's flag of that name takes them.
 func flagChoices(name string) []string {
+	if values, ok := flagValues(name); ok {
+		return values
+	}
 	switch name {
 	case "backend", "login":
 		return clis.Names()
-	case "codex-transport":
-		return []string{"app-server", "exec"}
 	case "color":
 		return []string{"auto", "always", "never"}
 	case "kind":

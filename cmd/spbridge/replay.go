@@ -27,14 +27,14 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 			"whenever the stream could be read: a failed or interrupted turn shows in the\n"+
 			"items. Item ids are sequential, so the output is the same at every run.")
 	backend := f.String("backend", "", "the CLI that wrote the stream: claude or codex")
-	transport := f.String("codex-transport", "exec", "the codex stream's transport: exec (codex exec --json) or app-server (what codex app-server wrote; a recorded session's {\"dir\",\"msg\"} lines are unwrapped)")
+	own := addCLIFlags(f, false, true)
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
 	if *backend == "" {
 		return usagef(f.cmd, "replay needs --backend claude or --backend codex")
 	}
-	if err := checkBackend(f, *backend, *transport); err != nil {
+	if err := checkBackend(f, *backend, own); err != nil {
 		return err
 	}
 	if f.NArg() > 1 {
@@ -52,7 +52,7 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 	out := bufio.NewWriterSize(st.out, 64<<10)
 	gc := newReplayGC()
 	defer gc.restore()
-	if err := replayStream(in, *backend, *transport, out, gc.pace); err != nil {
+	if err := replayStream(in, *backend, own.own(*backend), out, gc.pace); err != nil {
 		return err
 	}
 	return out.Flush()
@@ -69,13 +69,13 @@ func runReplay(_ context.Context, st stdio, args []string) error {
 //
 // pace, when not nil, is called after each turn written and each batch of
 // lines mapped (replayGC.pace).
-func replayStream(in io.Reader, backend, transport string, out *bufio.Writer, pace func()) error {
+func replayStream(in io.Reader, backend string, own map[string]string, out *bufio.Writer, pace func()) error {
 	newID := itemmap.SequentialIDs()
 	cli, ok := clis.Lookup(backend)
 	if !ok {
 		return fmt.Errorf("unknown backend %q (want %s)", backend, clis.Choices())
 	}
-	m := cli.Mapper(newID, transport)
+	m := cli.Mapper(newID, own)
 	_, app := m.(*itemmap.CodexApp)
 	var (
 		items   []archive.Item // not written yet

@@ -23,7 +23,6 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/clis"
-	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/regfile"
 	"spbridge/internal/session"
@@ -77,9 +76,8 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			"that folder's agent/ folder.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage (a folder that is not\n"+
 			"a package included), 130 interrupted.")
-	backendName := f.String("backend", "claude", "the agent CLI: claude or codex")
-	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
-	codexHome := f.String("codex-home", "", "the `DIR` codex runs with as CODEX_HOME (default: your own)")
+	backendName := f.String("backend", clis.Default(), "the agent CLI: "+clis.Choices())
+	own := addCLIFlags(f, false, false)
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
 	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
 	allowTools := f.StringArray("allow-tool", nil, "allow permission requests of tool `NAME` without asking; repeatable")
@@ -100,7 +98,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		return usagef(f.cmd, "run needs a package folder and a message (or - to read it from standard input)")
 	}
 	pkg := f.Arg(0)
-	if err := checkBackend(f, *backendName, *transport); err != nil {
+	if err := checkBackend(f, *backendName, own); err != nil {
 		return err
 	}
 	kind, err := kindf.kind()
@@ -164,7 +162,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
 		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
 			var provider string
-			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, codexHome: *codexHome, transport: *transport, folder: folder})
+			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, own: own.own(*backendName), folder: folder})
 			return be, provider, nil
 		}})
 	if err != nil {
@@ -283,26 +281,25 @@ func checkDir(dir string) error {
 
 // backendFlags are the command-line settings a backend is made with.
 type backendFlags struct {
-	dir, model, codexHome, transport string
-	idle                             time.Duration
-	folder                           *trust.Folder
+	dir, model string
+	own        map[string]string // the CLI's own settings
+	idle       time.Duration
+	folder     *trust.Folder
 }
 
-// checkBackend refuses a backend or codex transport spbridge does not have.
-func checkBackend(f *flagSet, backend, transport string) error {
+// checkBackend refuses a backend spbridge does not have, or a value of a
+// CLI's own setting it does not take.
+func checkBackend(f *flagSet, backend string, own cliFlags) error {
 	if _, ok := clis.Lookup(backend); !ok {
 		return usagef(f.cmd, "unknown backend %q (want %s)", backend, clis.Choices())
 	}
-	if transport != codex.TransportExec && transport != codex.TransportAppServer {
-		return usagef(f.cmd, "unknown codex transport %q (want app-server or exec)", transport)
-	}
-	return nil
+	return own.check(f)
 }
 
 // newBackend makes a session's backend and its archive provider name.
 func newBackend(name string, o backendFlags) (backend.Backend, string) {
 	cli, _ := clis.Lookup(name) // checkBackend knows it
-	return cli.New(clis.Settings{Options: backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, Folder: o.folder}, CodexHome: o.codexHome, Transport: o.transport}), cli.Provider
+	return cli.New(backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, Folder: o.folder}, o.own), cli.Provider
 }
 
 // readMessages returns the messages: the arguments after PKG, or one from

@@ -35,8 +35,8 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"instead (as `spbridge login --backend NAME` does): an editor's terminal\n"+
 			"log-in appends it to the command it starts spbridge with.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
-	backendName := f.String("backend", "claude", "the backend of sessions that name none: claude or codex")
-	transport := f.String("codex-transport", "app-server", "how codex is driven: app-server or exec")
+	backendName := f.String("backend", clis.Default(), "the backend of sessions that name none: "+clis.Choices())
+	own := addCLIFlags(f, true, false)
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
 	login := f.String("login", "", "run this CLI's log-in (claude or codex) instead of serving")
 	if done, err := f.parse(args, st.out); done || err != nil {
@@ -48,7 +48,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if *login != "" {
 		return runLogin(ctx, st, []string{"--backend", *login})
 	}
-	if err := checkBackend(f, *backendName, *transport); err != nil {
+	if err := checkBackend(f, *backendName, own); err != nil {
 		return err
 	}
 	// From here on a client that went away ends serve cleanly, whatever
@@ -81,7 +81,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 				return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
 			}
 			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events, Resume: o.Resume, Folder: o.Folder}
-			return cli.New(clis.Settings{Options: opts, Transport: *transport}), nil
+			return cli.New(opts, own.own(name)), nil
 		},
 	}
 	// The files with secrets (the MCP servers given to claude) that a

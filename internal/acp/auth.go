@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 )
@@ -12,13 +13,13 @@ import (
 // answer to a prompt whose CLI is not logged in.
 
 // authBackend is the CLI whose log-in method is id, false when none.
-func authBackend(id string) (clis.CLI, bool) {
+func authBackend(id string) (backend.Plugin, bool) {
 	for _, c := range clis.All {
 		if c.LoginMethod() == id {
 			return c, true
 		}
 	}
-	return clis.CLI{}, false
+	return backend.Plugin{}, false
 }
 
 // authMethodIDs are the ids of the log-in methods, in the order offered.

@@ -22,7 +22,11 @@ func TestTable(t *testing.T) {
 		if got, ok := Lookup(c.Name); !ok || got.Name != c.Name {
 			t.Errorf("Lookup(%q) = %q, %v", c.Name, got.Name, ok)
 		}
-		if be := c.New(Settings{Options: backend.Options{Dir: t.TempDir()}, Transport: codex.TransportExec}); be.Name() != c.Name {
+		own, err := c.Own(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if be := c.New(backend.Options{Dir: t.TempDir()}, own); be.Name() != c.Name {
 			t.Errorf("%s's backend is named %q", c.Name, be.Name())
 		}
 	}
@@ -31,13 +35,13 @@ func TestTable(t *testing.T) {
 	}
 	claude, _ := Lookup("claude")
 	cx, _ := Lookup("codex")
-	if _, ok := claude.Mapper(itemmap.SequentialIDs(), codex.TransportAppServer).(*itemmap.Claude); !ok {
+	if _, ok := claude.Mapper(itemmap.SequentialIDs(), map[string]string{codex.SettingTransport: codex.TransportAppServer}).(*itemmap.Claude); !ok {
 		t.Error("claude's mapper")
 	}
-	if _, ok := cx.Mapper(itemmap.SequentialIDs(), codex.TransportAppServer).(*itemmap.CodexApp); !ok {
+	if _, ok := cx.Mapper(itemmap.SequentialIDs(), map[string]string{codex.SettingTransport: codex.TransportAppServer}).(*itemmap.CodexApp); !ok {
 		t.Error("codex app-server's mapper")
 	}
-	if _, ok := cx.Mapper(itemmap.SequentialIDs(), codex.TransportExec).(*itemmap.Codex); !ok {
+	if _, ok := cx.Mapper(itemmap.SequentialIDs(), map[string]string{codex.SettingTransport: codex.TransportExec}).(*itemmap.Codex); !ok {
 		t.Error("codex exec's mapper")
 	}
 	if claude.LoginMethod() != "claude-login" || claude.Provider != "claude-code" || cx.Provider != "codex" {

@@ -1,0 +1,24 @@
+package claude
+
+import (
+	"context"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+)
+
+// Name is Claude Code's name as --backend, a session's _meta and the
+// audit log say it.
+const Name = "claude"
+
+// Plugin is Claude Code's row in spbridge's table of CLIs.
+var Plugin = backend.Plugin{
+	Name: Name, Display: "Claude Code", Provider: Provider,
+	New:        func(opts backend.Options, _ map[string]string) backend.Backend { return New(opts) },
+	Program:    func() (string, error) { return Program("") },
+	LoginArgs:  LoginArgs,
+	AuthStatus: func(ctx context.Context) (backend.AuthStatus, error) { return AuthStatus(ctx, "", nil) },
+	Logout:     func(ctx context.Context) error { return Logout(ctx, "", nil) },
+	Mapper:     func(newID itemmap.IDFunc, _ map[string]string) itemmap.Mapper { return itemmap.NewClaude(newID) },
+	Models:     []string{"default", "sonnet", "opus", "haiku"},
+}

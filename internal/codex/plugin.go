@@ -1,0 +1,46 @@
+package codex
+
+import (
+	"context"
+
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+)
+
+// Name is the Codex CLI's name as --backend, a session's _meta and the
+// audit log say it.
+const Name = "codex"
+
+// The Codex CLI's own settings (backend.Setting).
+const (
+	SettingTransport = "transport" // TransportAppServer or TransportExec
+	SettingHome      = "home"      // its CODEX_HOME, "" for the user's own
+)
+
+// Plugin is the Codex CLI's row in spbridge's table of CLIs.
+var Plugin = backend.Plugin{
+	Name: Name, Display: "the Codex CLI", Provider: Provider,
+	Settings: []backend.Setting{
+		{Name: SettingTransport, Usage: "how codex is driven: app-server or exec", Values: []string{TransportAppServer, TransportExec},
+			Default: TransportAppServer, Serve: true},
+		{Name: SettingHome, Usage: "the `DIR` codex runs with as CODEX_HOME (default: your own)"},
+	},
+	New: func(opts backend.Options, own map[string]string) backend.Backend {
+		return New(Options{Options: opts, CodexHome: own[SettingHome], Transport: own[SettingTransport]})
+	},
+	Program:    func() (string, error) { return Program("") },
+	LoginArgs:  LoginArgs,
+	AuthStatus: func(ctx context.Context) (backend.AuthStatus, error) { return AuthStatus(ctx, "", nil) },
+	Logout:     func(ctx context.Context) error { return Logout(ctx, "", nil) },
+	StreamSettings: []backend.Setting{
+		{Name: SettingTransport, Usage: "the codex stream's transport: exec (codex exec --json) or app-server (what codex app-server wrote; a recorded session's {\"dir\",\"msg\"} lines are unwrapped)",
+			Values: []string{TransportAppServer, TransportExec}, Default: TransportExec},
+	},
+	Mapper: func(newID itemmap.IDFunc, own map[string]string) itemmap.Mapper {
+		if own[SettingTransport] == TransportAppServer {
+			return itemmap.NewCodexApp(newID)
+		}
+		return itemmap.NewCodex(newID)
+	},
+	Models: []string{"default"},
+}
