@@ -196,10 +196,14 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 }
 
 // sendAll sends the messages one turn each (the images with the first),
-// each saved at its end (session.SaveAuto), and stops at the first turn that does not
+// each saved at its end (session.SaveAuto), shows what the CLI does
+// between them (session.Between), and stops at the first turn that does not
 // complete (a turnError) or does not start (its error; the turns before it
 // are saved).
 func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, messages []string, atts []backend.Image) error {
+	// What the CLI does between the turns (a background subagent) is shown
+	// and kept as it comes, as serve does.
+	s.Watch(h)
 	for i, text := range messages {
 		if i > 0 {
 			atts = nil
@@ -207,14 +211,18 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 		if !h.json && isTerminal(os.Stderr) {
 			h.startStatus()
 		}
+		// What the CLI does between turns shows after the turn's end.
+		release := s.Hold()
 		res, sendErr := s.Send(ctx, text, atts, h)
 		h.stopStatus()
 		if sendErr != nil {
+			release()
 			// A turn that never started changed nothing; the turns
 			// before it are saved (session.SaveAuto).
 			return sendErr
 		}
 		h.turnEnd(res.End)
+		release()
 		if res.AuditErr != nil {
 			fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 		}
@@ -655,6 +663,42 @@ func (h *shellHost) turnEnd(end *itemmap.TurnEnd) {
 	h.clearStatus()
 	h.endLine()
 	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle))
+}
+
+// ItemChanged shows a change the CLI made between turns.
+func (h *shellHost) ItemChanged(c itemmap.Change) { h.Change(c) }
+
+// OwnTurnEnded shows how a turn the CLI ran on its own between turns
+// ended, as a turn's end (its --json record says "origin": "cli").
+func (h *shellHost) OwnTurnEnded(end *itemmap.TurnEnd, auditErr error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if auditErr != nil {
+		h.clearStatus()
+		h.endLine()
+		fmt.Fprintf(h.errw, "spbridge: %v\n", auditErr)
+	}
+	if h.json {
+		rec := turnEndJSON(end)
+		rec["origin"] = session.OriginCLI
+		if line, err := canonjson.EncodeCompact(rec); err == nil {
+			fmt.Fprintf(h.out, "%s\n", line)
+		}
+		return
+	}
+	h.clearStatus()
+	h.endLine()
+	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle))
+}
+
+// BetweenFailed says that what the CLI did between turns could not be
+// handled; the session hears no more of it.
+func (h *shellHost) BetweenFailed(why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clearStatus()
+	h.endLine()
+	fmt.Fprintf(h.errw, "spbridge: what the agent did between turns could not be shown: %s\n", why)
 }
 
 // Approve answers a permission request: allowed by --allow-tool or by an

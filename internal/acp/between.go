@@ -5,100 +5,63 @@ import (
 	"fmt"
 	"sync"
 
-	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
-// betweenHost hears what a session's CLI does between turns (a background
-// subagent's calls, the turn Claude Code runs to pass on its report): each
-// change is brought into the conversation and sent to the client at once,
-// as session/update (and _spbridge/item) like a turn's; a permission
-// request is asked like a turn's; the end of a turn the CLI ran on its own
-// brings its history, usage and cost in and sends a usage_update. The
-// backend never tells it while a turn of the session runs (runTurn holds
-// the backend from before the turn to after its prompt is answered), so
-// nothing of it lands inside a turn's updates. It is the host of one
-// backend: once the session moved to another (a new conversation) or
-// closed, what the old one tells is dropped. A panic in it ends the
+// betweenFront is a session's side of what its CLI does between turns (a
+// background subagent's calls, the turn Claude Code runs to pass on its
+// report; session.Between): the session brings each change into the
+// conversation, and it is sent to the client at once, as session/update
+// (and _spbridge/item) like a turn's; a permission request is asked like
+// a turn's; the end of a turn the CLI ran on its own sends a
+// usage_update. The session never tells it while a turn runs (session.Hold),
+// so nothing of it lands inside a turn's updates. A panic in it ends the
 // session, as a panic in a turn does, and never the server.
-type betweenHost struct {
+type betweenFront struct {
 	ss *acpSession
-	be backend.Backend
 
-	mu    sync.Mutex
-	h     *acpHost       // the notifications; no turn
-	dead  bool           // a panic ended the session
-	items []archive.Item // added since the last turn the CLI ran on its own, for its audit record
+	mu   sync.Mutex
+	h    *acpHost // the notifications; no turn
+	dead bool     // a panic ended the session
 }
 
-// watchBetween attaches a between-turn host for the session's backend, be;
-// ss.conv is set.
-func (ss *acpSession) watchBetween(be backend.Backend) {
-	ss.conv.Watch(&betweenHost{ss: ss, be: be, h: &acpHost{ss: ss}})
+// watchBetween makes the session's conversation tell the client what its
+// CLI does between turns; ss.conv is set.
+func (ss *acpSession) watchBetween() {
+	ss.conv.Watch(&betweenFront{ss: ss, h: &acpHost{ss: ss}})
 }
 
-// current reports whether the host's backend is still the session's and
-// the session is open; ss.mu is held.
-func (b *betweenHost) current() bool {
-	ss := b.ss
-	return ss.conv != nil && !ss.closed && ss.conv.CurrentBackend() == b.be
-}
-
-// host returns the notifier, or nil once a panic ended the session.
-func (b *betweenHost) host() *acpHost {
+// host returns the notifier, or nil once a panic ended the session or the
+// session closed.
+func (b *betweenFront) host() *acpHost {
+	b.ss.mu.Lock()
+	closed := b.ss.closed
+	b.ss.mu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.dead {
+	if b.dead || closed {
 		return nil
 	}
 	return b.h
 }
 
-// Change tells the client of a change and brings it into the
-// conversation; a change the client could not be told of (a panic) ends
-// the session and stays out of the conversation it saves.
-func (b *betweenHost) Change(c itemmap.Change) {
+// ItemChanged tells the client of a change; one the client could not be
+// told of (a panic) ends the session.
+func (b *betweenFront) ItemChanged(c itemmap.Change) {
 	defer b.recover("a change between turns")
-	h := b.host()
-	if h == nil || !b.open() {
-		return
+	if h := b.host(); h != nil {
+		h.Change(c)
+		b.check(h)
 	}
-	h.Change(c) // the notifications, and the copy a save during a turn writes
-	if why := h.panic(); why != "" {
-		b.fail(why)
-		return
-	}
-	ss := b.ss
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if b.current() && (c.Op != itemmap.OpUpdate || c.OutputDelta == "") {
-		ss.conv.ApplyChange(c)
-		if c.Op == itemmap.OpAdd {
-			b.mu.Lock()
-			b.items = append(b.items, c.Item)
-			b.mu.Unlock()
-		}
-	}
-}
-
-// open reports whether the host's backend is still the session's and the
-// session is open.
-func (b *betweenHost) open() bool {
-	b.ss.mu.Lock()
-	defer b.ss.mu.Unlock()
-	return b.current()
 }
 
 // Approve asks the client, as in a turn (the session's "always" answers
 // apply).
-func (b *betweenHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
+func (b *betweenFront) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
 	defer b.recover("a permission request between turns")
 	h := b.host()
 	if h == nil {
-		return backend.Decision{Message: "The session ended."}
-	}
-	if !b.open() {
 		return backend.Decision{Message: "The session ended."}
 	}
 	d = h.Approve(ctx, a)
@@ -106,30 +69,18 @@ func (b *betweenHost) Approve(ctx context.Context, a itemmap.Approval) (d backen
 	return d
 }
 
-// End brings in a turn the CLI ran on its own and sends the usage.
-func (b *betweenHost) End(end *itemmap.TurnEnd) {
+// OwnTurnEnded sends the usage of a turn the CLI ran on its own.
+func (b *betweenFront) OwnTurnEnded(end *itemmap.TurnEnd, auditErr error) {
 	defer b.recover("the end of a turn between turns")
-	h := b.host()
-	if h == nil || end == nil {
-		return
-	}
 	ss := b.ss
-	ss.mu.Lock()
-	if !b.current() {
-		ss.mu.Unlock()
+	if auditErr != nil {
+		ss.srv.cfg.Log.Printf("session %s: audit: %v", ss.id, auditErr)
+	}
+	if b.host() == nil {
 		return
 	}
-	b.mu.Lock()
-	items := b.items
-	b.items = nil
-	b.mu.Unlock()
-	if err := ss.conv.ApplyOwnTurn(end, items); err != nil {
-		ss.srv.cfg.Log.Printf("session %s: audit: %v", ss.id, err)
-	}
-	keep := ss.conv.Keep()
-	ss.mu.Unlock()
 	ss.usage(end)
-	if keep {
+	if ss.conv.Keep() {
 		ss.edited()
 	}
 	// The next changes between turns are news again.
@@ -138,23 +89,27 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 	b.mu.Unlock()
 }
 
+// BetweenFailed ends the session after the session's own handling of what
+// happened between turns failed.
+func (b *betweenFront) BetweenFailed(why string) { b.fail(why) }
+
 // recover ends the session after a panic in what happened between turns.
-func (b *betweenHost) recover(where string) {
+func (b *betweenFront) recover(where string) {
 	if r := recover(); r != nil {
 		b.fail(b.ss.srv.recovered(where+" of session "+b.ss.id, r))
 	}
 }
 
 // check ends the session when a callback of h recovered from a panic.
-func (b *betweenHost) check(h *acpHost) {
+func (b *betweenFront) check(h *acpHost) {
 	if why := h.panic(); why != "" {
 		b.fail(why)
 	}
 }
 
 // fail ends the session once, on a goroutine of its own: the backend's
-// goroutine, which calls the host, is not held up by the close.
-func (b *betweenHost) fail(why string) {
+// goroutine, which calls the front end, is not held up by the close.
+func (b *betweenFront) fail(why string) {
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()

@@ -2,9 +2,11 @@
 // agent: JSON-RPC 2.0, one message per line, on a reader and a writer. It
 // translates: the read loop, each session's worker (its messages handled
 // in arrival order), one handler per method, a turn's updates and
-// permission requests (the session.Front of its turns), configuration
-// options and encoding. Each ACP session is one internal/session.Session,
-// which owns the open document package, its CLI and its turns; what ACP
+// permission requests (the session.Front of its turns), what the CLI does
+// between turns (the session.Between the session tells once it brought it
+// in), configuration options and encoding. Each ACP session is one
+// internal/session.Session, which owns the open document package, its CLI,
+// its turns and what happens between them; what ACP
 // has no words for travels as `_spbridge/…` extension methods and
 // notifications.
 package acp

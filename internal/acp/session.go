@@ -488,8 +488,8 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	ss.mu.Lock()
 	ss.set.backend, ss.conv = op.backend, conv
 	ss.set.model, ss.set.cwd, ss.set.mcp, ss.set.addDirs = op.model, op.cwd, op.mcp, op.addDirs
-	ss.watchBetween(conv.Backend)
 	ss.mu.Unlock()
+	ss.watchBetween()
 	ss.touch()
 	res := map[string]any{"configOptions": ss.configOptions()}
 	if modes := ss.modeState(); modes != nil {
@@ -1165,9 +1165,6 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		}
 		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
 	}
-	ss.mu.Lock()
-	ss.watchBetween(be)
-	ss.mu.Unlock()
 	ss.clearTitle()
 	if ss.conv.Keep() {
 		ss.edited()

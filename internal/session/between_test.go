@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,37 +67,27 @@ func (f *bgBackend) between() {
 		History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("the report")}}}})
 }
 
-// convWatcher brings what it hears into a session's conversation, as a
-// host of the between-turn events does.
+// convWatcher is a front end that hears what the CLI does between turns.
 type convWatcher struct {
-	s    *Session
 	seen []itemmap.Change
 	ends int
+	errs []error
 }
 
-func (w *convWatcher) Change(c itemmap.Change) {
-	itemmap.ApplyChange(w.s.Pkg.Conv, c)
-	w.seen = append(w.seen, c)
-}
+func (w *convWatcher) ItemChanged(c itemmap.Change) { w.seen = append(w.seen, c) }
 func (w *convWatcher) Approve(context.Context, itemmap.Approval) backend.Decision {
 	return backend.Decision{}
 }
-func (w *convWatcher) End(end *itemmap.TurnEnd) {
-	var items []archive.Item
-	for _, c := range w.seen {
-		if c.Op == itemmap.OpAdd {
-			items = append(items, c.Item)
-		}
-	}
-	if err := w.s.ApplyOwnTurn(end, items); err != nil {
-		panic(err)
+func (w *convWatcher) OwnTurnEnded(end *itemmap.TurnEnd, auditErr error) {
+	if auditErr != nil {
+		w.errs = append(w.errs, auditErr)
 	}
 	w.ends++
 }
+func (w *convWatcher) BetweenFailed(why string) { w.errs = append(w.errs, errors.New(why)) }
 
 // TestBetweenTurnsSaved: what a backend tells between turns is not told
-// while Send runs, and once brought in with ApplyChange and ApplyOwnTurn it
-// is saved with the conversation: the items after the turn's, the report
+// while Send runs, and the session (Watch) brings it in: it is saved with the conversation: the items after the turn's, the report
 // in the history after the turn's, its usage and cost in the totals.
 func TestBetweenTurnsSaved(t *testing.T) {
 	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
@@ -110,7 +101,7 @@ func TestBetweenTurnsSaved(t *testing.T) {
 	be := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
 	auditDir := t.TempDir()
 	s := &Session{Pkg: p, Backend: be, Provider: "claude-code", AuditDir: auditDir}
-	w := &convWatcher{s: s}
+	w := &convWatcher{}
 	if !s.Watch(w) {
 		t.Fatal("Watch = false for a backend.Background")
 	}
@@ -120,8 +111,8 @@ func TestBetweenTurnsSaved(t *testing.T) {
 	if !slices.Equal(be.heldIn, []int{1}) {
 		t.Errorf("holds during Turn = %v, want [1]: Send holds the backend", be.heldIn)
 	}
-	if w.ends != 1 || len(w.seen) != 2 {
-		t.Fatalf("watcher heard %d changes and %d ends", len(w.seen), w.ends)
+	if w.ends != 1 || len(w.seen) != 2 || w.errs != nil {
+		t.Fatalf("watcher heard %d changes and %d ends, %v", len(w.seen), w.ends, w.errs)
 	}
 	if _, err := p.Save(true); err != nil {
 		t.Fatal(err)
@@ -161,5 +152,62 @@ func TestBetweenTurnsSaved(t *testing.T) {
 	own := records[1]
 	if fmt.Sprint(own["origin"]) != OriginCLI || fmt.Sprint(own["user"]) != "" || len(own["items"].([]any)) != 2 || fmt.Sprint(own["costUSD"]) != "0.25" || records[0]["origin"] != nil {
 		t.Errorf("audit records: %v\n%v", records[0], own)
+	}
+}
+
+// TestBetweenTurnsNewBackend: once New Conversation gave the session
+// another backend, what the old one tells between turns is dropped, and
+// the new one is heard by the same front end.
+func TestBetweenTurnsNewBackend(t *testing.T) {
+	pkg, state := newPackage(t)
+	old := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
+	s := openPolicy(t, pkg, state, SaveByCaller, true, old)
+	defer s.Close()
+	w := &convWatcher{}
+	s.Watch(w)
+	oldHost := old.watcher
+	fresh := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
+	if _, err := s.NewConversation(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.watcher == nil {
+		t.Fatal("the new backend is not watched")
+	}
+	old.watcher = oldHost
+	old.sent = []string{"x"}
+	old.between()
+	if len(w.seen) != 0 || w.ends != 0 || s.ItemCount() != 0 {
+		t.Errorf("the old backend's work was taken: %d changes, %d ends, %d items", len(w.seen), w.ends, s.ItemCount())
+	}
+	fresh.sent = []string{"x"}
+	fresh.between()
+	if len(w.seen) != 2 || w.ends != 1 || s.ItemCount() != 2 {
+		t.Errorf("the new backend's work: %d changes, %d ends, %d items", len(w.seen), w.ends, s.ItemCount())
+	}
+}
+
+// TestBetweenTurnsPanic: a change the session cannot bring in (a zero
+// item) fails the between-turn host: the front end is told once, nothing
+// more is taken, and the session's lock is free.
+func TestBetweenTurnsPanic(t *testing.T) {
+	pkg, state := newPackage(t)
+	be := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
+	s := openPolicy(t, pkg, state, SaveByCaller, true, be)
+	defer s.Close()
+	var panicked []string
+	s.Panicked = func(where string, v any, stack []byte) { panicked = append(panicked, where) }
+	w := &convWatcher{}
+	s.Watch(w)
+	be.watcher.Change(itemmap.Change{Op: itemmap.OpAdd, Item: archive.Item{}})
+	if len(w.errs) != 1 || len(panicked) != 1 {
+		t.Fatalf("front end told %v, Panicked %v", w.errs, panicked)
+	}
+	be.sent = []string{"x"}
+	be.between()
+	if len(w.seen) != 0 || w.ends != 0 || len(w.errs) != 1 {
+		t.Errorf("after the failure: %d changes, %d ends, %v", len(w.seen), w.ends, w.errs)
+	}
+	if n := s.ItemCount(); n != 0 { // the lock is free
+		t.Errorf("%d items", n)
 	}
 }

@@ -330,10 +330,14 @@ func TestHostSavedOwnTurn(t *testing.T) {
 	s := openPolicy(t, pkg, state, SaveByHost, true, &fakeBackend{name: "claude"})
 	it := archive.NewItem(archive.TypeAssistant)
 	it.Set("text", "the subagent reports")
-	s.ApplyChange(itemmap.Change{Op: itemmap.OpAdd, Item: it})
+	w := &convWatcher{}
+	s.Watch(w)
+	b := &betweenHost{s: s, be: s.Backend}
+	b.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
 	end := &itemmap.TurnEnd{Status: itemmap.TurnCompleted, History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("the subagent reports")}}}}
-	if err := s.ApplyOwnTurn(end, []archive.Item{it}); err != nil {
-		t.Fatal(err)
+	b.End(end)
+	if w.ends != 1 || w.errs != nil {
+		t.Fatalf("%d ends told, %v", w.ends, w.errs)
 	}
 	if err := s.Close(); err != nil { // waits for the copy
 		t.Fatal(err)

@@ -7,9 +7,12 @@
 // becomes an item and a history message, item changes reach the
 // conversation as they happen, a turn's end brings its history, usage and
 // cost in and gets an audit record, a cancelled turn hands its queue back
-// to the composer. A front end (the editor protocol, the shell) only
-// translates: it implements Front for the turns it asks for, or calls Send
-// and waits.
+// to the composer, and what the CLI does between turns (Watch) is brought
+// in the same way before the front end is told (Between). A front end (the
+// editor protocol, the shell) only translates: it implements Front for the
+// turns it asks for, or calls Send and waits, and changes the conversation
+// only through the session's intents (Rate, AnswerCard, AddFailure, ...),
+// never by reaching into its items.
 package session
 
 import (
@@ -34,10 +37,10 @@ import (
 
 // Session is an open conversation. It owns the conversation (Pkg.Conv)
 // once it is in use: Send and the methods below change it under the
-// session's lock, and nothing else may. Send, ApplyChange and ApplyOwnTurn
-// are the turns' (one at a time); Save, the front ends' intents
-// (intents.go), ItemMap, Interrupt and NewConversation may be called from
-// any goroutine meanwhile. The
+// session's lock, and nothing else may. Send is the turns' (one at a
+// time; what the CLI does between turns waits meanwhile: between.go);
+// Save, the front ends' intents (intents.go), ItemMap, Interrupt and
+// NewConversation may be called from any goroutine meanwhile. The
 // exported fields are set before the session is used, and changed only
 // between turns (Backend, Restore: see NewConversation).
 //
@@ -96,6 +99,9 @@ type Session struct {
 	saveMu sync.Mutex
 	lock   *pkglock.Lock // the package's, when Open took it
 	grants Grants
+	// between is the front end told what the CLI does between turns
+	// (Watch), nil when none watches.
+	between Between
 	// The turns (turns.go): the running one, the requests queued behind
 	// it, the front end that asked for them; stopping once no turn may
 	// start, closed once Close ran.
@@ -253,44 +259,6 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	}
 	res.SaveErr = s.endSave()
 	return res, nil
-}
-
-// Hold keeps the backend from telling what its CLI does between turns
-// until release is called, where the backend tells it at all
-// (backend.Background); Send holds it for its turn. A caller that does
-// more around a turn (answers its prompt, saves) may hold it for longer.
-func (s *Session) Hold() (release func()) {
-	if bg, ok := s.Backend.(backend.Background); ok {
-		return bg.Hold()
-	}
-	return func() {}
-}
-
-// Watch attaches h to hear what the backend's CLI does between turns, and
-// reports whether the backend tells that (backend.Background). h is called
-// on the backend's goroutine, never while Send runs (see Hold); it brings
-// each change into the conversation with ApplyChange and each end with
-// ApplyOwnTurn, under whatever guards the conversation. Without a host the
-// backend keeps what happens between turns for the next turn.
-func (s *Session) Watch(h backend.Between) bool {
-	bg, ok := s.Backend.(backend.Background)
-	if ok {
-		bg.Watch(h)
-	}
-	return ok
-}
-
-// ApplyChange brings a change the CLI made between turns into the
-// conversation, as a turn's changes are brought in (see Watch).
-func (s *Session) ApplyChange(c itemmap.Change) {
-	s.mu.Lock()
-	s.applyLocked(c, 0)
-	if c.Delta == "" {
-		// A text that grows is saved once it stops, with its item's next
-		// change or the CLI's turn's end.
-		s.autoSaveLocked()
-	}
-	s.mu.Unlock()
 }
 
 // applyLocked brings an item change into the conversation's items: an add
@@ -488,7 +456,6 @@ func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, erro
 		return r, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.Pkg.ResetConversation()
 	clear(s.mine)
 	for _, w := range s.waiting {
@@ -500,40 +467,15 @@ func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, erro
 	if err := s.removeRecoveryLocked(); err != nil {
 		s.saveFailed(err)
 	}
+	s.mu.Unlock()
+	// What the old backend's CLI tells between turns is dropped; the new
+	// one's is heard as the old one's was.
+	s.watchBackend(be)
 	return r, nil
 }
 
 // ErrBusy is the error of NewConversation while a turn runs.
 var ErrBusy = errors.New("a turn is running")
-
-// ApplyOwnTurn brings the end of a turn the CLI ran on its own between
-// turns (Claude Code passing on a background subagent's report) into the
-// conversation like a turn's: its history after what is there, its usage
-// and cost into the totals (Apply). There is no user message: the CLI
-// wrote its own. Like every turn it gets an audit record, with items (what
-// the CLI showed between turns), an empty user line and origin "cli"; the
-// error is that record's.
-func (s *Session) ApplyOwnTurn(end *itemmap.TurnEnd, items []archive.Item) error {
-	if end == nil {
-		return nil
-	}
-	archive.CompactHistory(end.History)
-	s.mu.Lock()
-	s.changes++
-	itemmap.Apply(s.Pkg.Conv, end, s.Provider)
-	identity := s.Pkg.Conv.Identity()
-	s.autoSaveLocked()
-	s.recoverLaterLocked()
-	s.mu.Unlock()
-	if s.AuditDir == "" {
-		return nil
-	}
-	return s.audit(identity, "", archive.Message{}, items, end, OriginCLI)
-}
-
-// OriginCLI is the audit record's origin of a turn the CLI ran on its own
-// (a record without an origin is a turn the user's message began).
-const OriginCLI = "cli"
 
 // preflight refuses a turn that cannot start, before anything changes: a
 // working folder that is not there, or a program named by the backend's
