@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -403,12 +404,13 @@ func usageJSON(u archive.Usage) map[string]any {
 // maxPromptInput caps a tool's input as the prompt shows it.
 const maxPromptInput = 1 << 10
 
-// formatApproval is the question for a, on one line: the command to run
-// (saying when it would run outside the sandbox), or the edit's title and
-// diffs, or the tool's input, and the reason the request gives; then the
-// choices, "a" saying what it would allow, always (no "a" when a has
-// nothing to scope it by: always "").
-func formatApproval(a itemmap.Approval, always string, st style) string {
+// formatApproval is the question for a, a request of a CLI whose tool
+// vocabulary is tools, on one line: the command to run (saying when it
+// would run outside the sandbox), or the edit's title and diffs, or the
+// tool's input, and the reason the request gives; then the choices, "a"
+// saying what it would allow, always (no "a" when a has nothing to scope
+// it by: always "").
+func formatApproval(a itemmap.Approval, tools backend.Tools, always string, st style) string {
 	var b strings.Builder
 	b.WriteString(st.paint(sgrBold, "Allow "+a.ToolName+"?"))
 	reason := approvalReason(a)
@@ -419,13 +421,13 @@ func formatApproval(a itemmap.Approval, always string, st style) string {
 	switch cmd := backend.ApprovalCommand(a); {
 	case cmd != "":
 		b.WriteString(" Run " + st.paint(sgrCyan, "`"+cmd+"`"))
-		if escalates(a) {
+		if escalates(a, tools) {
 			b.WriteString(" " + st.paint(sgrYellow, "outside the sandbox"))
 		}
 		b.WriteString(why + "\n")
 	case a.Tool != nil && len(a.Tool.Diffs) > 0:
 		b.WriteString(" " + a.Tool.Title)
-		if escalates(a) {
+		if escalates(a, tools) {
 			b.WriteString(" " + st.paint(sgrYellow, "outside the sandbox"))
 		}
 		b.WriteString(why + "\n")
@@ -534,19 +536,10 @@ func withoutReason(input json.RawMessage) json.RawMessage {
 	return out
 }
 
-// escalates reports whether a asks to run outside the sandbox. Codex
-// runs commands and patches in its sandbox without asking (its approval
-// policy is on-request in every mode that asks): it asks about a command
-// the model wants run outside (sandbox_permissions require_escalated,
-// network access) or that its policy finds dangerous (which then runs
-// inside: Approval.Escalated tells them apart), and about a patch only
-// when it writes outside the sandbox's writable folders.
-func escalates(a itemmap.Approval) bool {
-	return a.Escalated || a.ToolName == codexPatchName
+// escalates reports whether a asks to run outside the sandbox: it says so
+// (Approval.Escalated), or its tool is one the CLI asks about only then
+// (Tools.AskedOutside: Codex's file change, asked about only when it
+// writes outside the sandbox's writable folders).
+func escalates(a itemmap.Approval, tools backend.Tools) bool {
+	return a.Escalated || slices.Contains(tools.AskedOutside, a.ToolName)
 }
-
-// The tool names of a Codex command and patch in an approval.
-const (
-	codexShellName = "shell"
-	codexPatchName = "apply_patch"
-)

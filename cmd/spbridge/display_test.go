@@ -17,6 +17,9 @@ import (
 	"github.com/rivo/uniseg"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/clis"
+	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
 )
 
@@ -303,6 +306,20 @@ func toolItem(name, summary string) archive.Item {
 	return it
 }
 
+// everyTool is the tool vocabulary of every CLI: the display cases ask
+// about the tools of more than one.
+func everyTool() backend.Tools {
+	var all backend.Tools
+	for _, c := range clis.All {
+		all.Commands = append(all.Commands, c.Tools.Commands...)
+		all.Edits = append(all.Edits, c.Tools.Edits...)
+		all.Reads = append(all.Reads, c.Tools.Reads...)
+		all.Patches = append(all.Patches, c.Tools.Patches...)
+		all.AskedOutside = append(all.AskedOutside, c.Tools.AskedOutside...)
+	}
+	return all
+}
+
 // TestRunDisplay: the terminal display of diffs, command output, the
 // plan, permission questions, thinking, the status line and the turn's
 // end line, against testdata/display (go test -update rewrites them): as
@@ -320,7 +337,7 @@ func TestRunDisplay(t *testing.T) {
 				toolN = 0
 				buf := &termBuffer{asked: make(chan struct{}, 16)}
 				color := variant == "color"
-				h := &shellHost{out: buf, errw: buf, outStyle: style(color), errStyle: style(color)}
+				h := &shellHost{out: buf, errw: buf, outStyle: style(color), errStyle: style(color), vocab: everyTool()}
 				width, _ := strconv.Atoi(variant)
 				if !color {
 					h.width = func() int { return width }
@@ -520,7 +537,7 @@ func TestRunLineDiff(t *testing.T) {
 // says the folder, relative to the one run runs in.
 func TestRunGrantFolder(t *testing.T) {
 	buf := &termBuffer{asked: make(chan struct{}, 16)}
-	h := &shellHost{out: buf, errw: buf, dir: "/w"}
+	h := &shellHost{out: buf, errw: buf, dir: "/w", vocab: codex.Plugin.Tools}
 	answered := answerOnPrompt(h, "a", "n", "n")
 	shell := func(dir string, escalated bool) itemmap.Approval {
 		in, _ := json.Marshal(map[string]string{"command": "rm -f *", "cwd": dir})

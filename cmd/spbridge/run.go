@@ -179,7 +179,8 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			r.Time.Local().Format("2006-01-02 15:04"), r.Items, pkg)
 	}
 	absDir, _ := filepath.Abs(dir)
-	h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking, dir: absDir,
+	cli, _ := clis.Lookup(*backendName) // checkBackend knows it
+	h := &shellHost{out: st.out, errw: st.err, json: *asJSON, allow: *allowTools, thinking: *thinking, dir: absDir, vocab: cli.Tools,
 		width:    func() int { return terminalWidth(os.Stderr) },
 		outStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stdout))),
 		errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
@@ -391,6 +392,7 @@ type shellHost struct {
 
 	askMu      sync.Mutex      // one question at a time
 	grants     []backend.Grant // what "a" allowed
+	vocab      backend.Tools   // the CLI's tool vocabulary, which scopes a grant
 	dir        string          // the folder the CLI runs in, absolute: a grant's folder is named relative to it
 	answerOnce sync.Once
 	answerCh   chan string
@@ -728,7 +730,7 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 		h.mu.Unlock()
 		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
 	}
-	g, scoped := backend.GrantFor(a)
+	g, scoped := backend.GrantFor(a, h.vocab)
 	answers := h.freshAnswers()
 	h.mu.Lock()
 	h.clearStatus()
@@ -737,7 +739,7 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	if scoped {
 		always = g.Describe(h.dir) // a command with its folder
 	}
-	fmt.Fprint(h.errw, formatApproval(a, always, h.errStyle))
+	fmt.Fprint(h.errw, formatApproval(a, h.vocab, always, h.errStyle))
 	if backend.ApprovalCommand(a) == "" && a.Tool != nil && len(a.Tool.Diffs) > 0 {
 		// The diff is shown once: here, not again when the edit is done.
 		if h.asked == nil {

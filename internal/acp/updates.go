@@ -12,6 +12,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 )
 
@@ -408,7 +409,9 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	allowed, rejected := grants.Decided(a)
 	ss.mu.Lock()
 	roots := append([]string{ss.set.cwd}, ss.set.addDirs...)
+	name := ss.set.backend
 	ss.mu.Unlock()
+	cli, _ := clis.Lookup(name)
 	switch {
 	case rejected:
 		ss.card(a.ItemID, CardRejected)
@@ -421,8 +424,8 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	if id == "" {
 		id = a.ItemID
 	}
-	g, scoped := backend.GrantFor(a)
-	edits, editsOK := backend.EditsGrant(a, roots)
+	g, scoped := backend.GrantFor(a, cli.Tools)
+	edits, editsOK := backend.EditsGrant(a, roots, cli.Tools)
 	what := g.Describe(roots[0]) // a command with its folder
 	options := []any{map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}}
 	if scoped {
@@ -570,24 +573,9 @@ func summaryOf(input json.RawMessage) string {
 	return ""
 }
 
-// toolKind is the ACP kind of a tool, by name.
-func toolKind(name string) string {
-	switch name {
-	case "Bash", "exec_command", "shell", "command_execution":
-		return "execute"
-	case "Read", "NotebookRead", "view_image":
-		return "read"
-	case "Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "file_change":
-		return "edit"
-	case "Grep", "Glob", "LS":
-		return "search"
-	case "WebFetch", "WebSearch", "web_search":
-		return "fetch"
-	case "Task", "Agent", "TodoWrite":
-		return "think"
-	}
-	return "other"
-}
+// toolKind is the ACP kind of a tool, by name, as the CLIs' vocabularies
+// say it (a conversation may hold the tools of more than one CLI).
+func toolKind(name string) string { return clis.ToolKind(name) }
 
 // toolStatus is the nearest ACP status; the exact one (denied, cancelled)
 // travels in _spbridge/item.

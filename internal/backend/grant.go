@@ -11,9 +11,10 @@ import (
 )
 
 // A Grant is what an "always" answer to a permission request covers for
-// the rest of the session, and nothing more. A command (Claude's Bash,
-// Monitor and PowerShell, Codex's shell) is covered by its program and
-// first argument, so
+// the rest of the session, and nothing more. Which of a CLI's tools are
+// commands, edits, reads and file changes is its vocabulary (Tools, in its
+// row). A command (Claude's Bash, Monitor and PowerShell, Codex's shell)
+// is covered by its program and first argument, so
 // "always" on `npm test` covers `npm test -- --watch` but neither `npm
 // publish` nor `rm`; a command whose first argument is an option (`rm -rf
 // build`) or that uses the shell's operators, pipes, redirections, globs
@@ -48,31 +49,46 @@ type Grant struct {
 	Dir string
 	// Escalated: a command's grant covers it outside the sandbox too.
 	Escalated bool
+
+	whole bool  // covers the tool whole, by its name
+	tools Tools // AllEdits: which tools are edits and file changes
+}
+
+// Tools is a CLI's tool vocabulary: which of its tool names are commands,
+// edits and reads of one file, and file changes (what an "always" answer
+// is scoped by), and the kind an editor shows each call as.
+type Tools struct {
+	Commands []string // run a command: scoped by their input's "command"
+	Edits    []string // edit a file: scoped by their input's "file_path" or "notebook_path"
+	Reads    []string // read a file: scoped likewise
+	Patches  []string // change files: scoped by the files their view names
+	// AskedOutside are the tools the CLI asks about only when they would
+	// act outside its sandbox (a question about one says so).
+	AskedOutside []string
+	// Kinds are the tools' kinds as an editor shows them (itemmap's
+	// Kind constants); a tool not here is itemmap.KindOther.
+	Kinds map[string]string
+}
+
+// scoped reports whether tools scope the tool called name by its input.
+func (t Tools) scoped(name string) bool {
+	return slices.Contains(t.Commands, name) || slices.Contains(t.Edits, name) || slices.Contains(t.Reads, name) ||
+		slices.Contains(t.Patches, name)
 }
 
 // shellSpecial are the characters that make a command more than a program
 // and its arguments.
 const shellSpecial = ";&|<>`$()\n\\*?{}[]~"
 
-// Tools whose requests are scoped by a field of their input.
-var (
-	commandTools = []string{"Bash", "Monitor", "PowerShell", "shell"}             // by "command"
-	fileTools    = []string{"Edit", "MultiEdit", "Write", "NotebookEdit", "Read"} // by "file_path" or "notebook_path"
-	editTools    = []string{"Edit", "MultiEdit", "Write", "NotebookEdit", patchTool}
-)
-
-// patchTool is Codex's file change, scoped by the files it changes.
-const patchTool = "apply_patch"
-
-// GrantFor is the grant an "always" answer to a gives; false when a has
-// nothing to scope one by (a blank command, an edit that names no file, a
-// file change that asks for a whole folder), so that no "always" is
-// offered.
-func GrantFor(a itemmap.Approval) (Grant, bool) {
+// GrantFor is the grant an "always" answer to a gives, a request of a CLI
+// whose vocabulary is tools; false when a has nothing to scope one by (a
+// blank command, an edit that names no file, a file change that asks for
+// a whole folder), so that no "always" is offered.
+func GrantFor(a itemmap.Approval, tools Tools) (Grant, bool) {
 	switch {
 	case a.ToolName == "" || a.ToolName == itemmap.QuestionsTool:
 		return Grant{}, false
-	case slices.Contains(commandTools, a.ToolName):
+	case slices.Contains(tools.Commands, a.ToolName):
 		cmd := ApprovalCommand(a)
 		words := strings.Fields(cmd)
 		dir, ok := commandDir(a)
@@ -83,24 +99,25 @@ func GrantFor(a itemmap.Approval) (Grant, bool) {
 			return Grant{Tool: a.ToolName, Exact: strings.Join(words, " "), Dir: dir, Escalated: a.Escalated}, true
 		}
 		return Grant{Tool: a.ToolName, Prefix: words[:2], Dir: dir, Escalated: a.Escalated}, true
-	case slices.Contains(fileTools, a.ToolName):
+	case slices.Contains(tools.Edits, a.ToolName) || slices.Contains(tools.Reads, a.ToolName):
 		f := approvalFile(a)
 		return Grant{Tool: a.ToolName, File: f}, f != ""
-	case a.ToolName == patchTool:
+	case slices.Contains(tools.Patches, a.ToolName):
 		files := patchFiles(a)
 		if len(files) == 0 || grantsRoot(a) {
 			return Grant{}, false
 		}
 		return Grant{Tool: a.ToolName, Files: files}, true
 	}
-	return Grant{Tool: a.ToolName}, true
+	return Grant{Tool: a.ToolName, whole: true}, true
 }
 
 // EditsGrant is the "allow all edits" grant for a session whose folders
-// are roots, offered on a's request; false when a is not an edit, or not
-// one inside those folders (the grant would not cover a itself).
-func EditsGrant(a itemmap.Approval, roots []string) (Grant, bool) {
-	g := Grant{AllEdits: true, Roots: slices.DeleteFunc(slices.Clone(roots), func(r string) bool { return r == "" })}
+// are roots, on a CLI whose vocabulary is tools, offered on a's request;
+// false when a is not an edit, or not one inside those folders (the grant
+// would not cover a itself).
+func EditsGrant(a itemmap.Approval, roots []string, tools Tools) (Grant, bool) {
+	g := Grant{AllEdits: true, Roots: slices.DeleteFunc(slices.Clone(roots), func(r string) bool { return r == "" }), tools: tools}
 	return g, len(g.Roots) > 0 && g.Allows(a)
 }
 
@@ -119,10 +136,10 @@ func (g Grant) Rejects(a itemmap.Approval) bool {
 // outside the sandbox is covered only by a grant given for one.
 func (g Grant) covers(a itemmap.Approval, sandbox bool) bool {
 	if g.AllEdits {
-		if !slices.Contains(editTools, a.ToolName) || grantsRoot(a) {
+		if !slices.Contains(g.tools.Edits, a.ToolName) && !slices.Contains(g.tools.Patches, a.ToolName) || grantsRoot(a) {
 			return false
 		}
-		files := editFiles(a)
+		files := editFiles(a, g.tools)
 		return len(files) > 0 && !slices.ContainsFunc(files, func(f string) bool { return !insideAny(f, g.Roots) })
 	}
 	if a.ToolName != g.Tool || a.ToolName == "" {
@@ -143,7 +160,7 @@ func (g Grant) covers(a itemmap.Approval, sandbox bool) bool {
 			g.coversDir(a, sandbox)
 	}
 	// The whole tool: never one of those scoped by their input.
-	return !slices.Contains(commandTools, g.Tool) && !slices.Contains(fileTools, g.Tool) && g.Tool != patchTool
+	return g.whole
 }
 
 // coversDir reports whether a command's grant g covers a's folder (the
@@ -203,21 +220,15 @@ func (g Grant) Describe(root string) string {
 
 // WholeTool is the tool g covers whole, by its name: a grant with no
 // command, file or folder to it, of a tool that is neither a command, a
-// file nor a patch tool (an MCP tool, a web fetch and the like); false for
-// every other grant. A CLI may be told such a grant as a rule of its own
-// when its rule for a tool's name means exactly that tool.
+// file nor a patch tool in its CLI's vocabulary (an MCP tool, a web fetch
+// and the like); false for every other grant. A CLI may be told such a
+// grant as a rule of its own when its rule for a tool's name means
+// exactly that tool.
 func (g Grant) WholeTool() (string, bool) {
-	if g.AllEdits || g.File != "" || g.Files != nil || g.Exact != "" || g.Prefix != nil || g.Tool == "" ||
-		slices.Contains(commandTools, g.Tool) || slices.Contains(fileTools, g.Tool) || g.Tool == patchTool {
+	if !g.whole || g.AllEdits || g.File != "" || g.Files != nil || g.Exact != "" || g.Prefix != nil || g.Tool == "" {
 		return "", false
 	}
 	return g.Tool, true
-}
-
-// ExactCommand reports whether g covers one exact shell command (in its
-// folder, and outside the sandbox only when Escalated) and nothing else.
-func (g Grant) ExactCommand() bool {
-	return g.Exact != "" && g.Tool == "shell"
 }
 
 // ApprovalCommand is the command a permission request is about, "" when
@@ -292,8 +303,8 @@ func patchFiles(a itemmap.Approval) []string {
 
 // editFiles are the files an edit's request changes, as the request
 // names them.
-func editFiles(a itemmap.Approval) []string {
-	if a.ToolName == patchTool {
+func editFiles(a itemmap.Approval, tools Tools) []string {
+	if slices.Contains(tools.Patches, a.ToolName) {
 		return patchFiles(a)
 	}
 	var in struct {

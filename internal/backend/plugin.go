@@ -40,6 +40,9 @@ type Plugin struct {
 	Mapper func(newID itemmap.IDFunc, own map[string]string) itemmap.Mapper
 	// Models are the model choices offered before the CLI gave its own.
 	Models []string
+	// Tools is its tool vocabulary: which of its tools' names are
+	// commands, edits, reads and file changes, and their kinds.
+	Tools Tools
 }
 
 // A Setting is one of a CLI's own settings.

@@ -21,4 +21,17 @@ var Plugin = backend.Plugin{
 	Logout:     func(ctx context.Context) error { return Logout(ctx, "", nil) },
 	Mapper:     func(newID itemmap.IDFunc, _ map[string]string) itemmap.Mapper { return itemmap.NewClaude(newID) },
 	Models:     []string{"default", "sonnet", "opus", "haiku"},
+	Tools: backend.Tools{
+		Commands: []string{"Bash", "Monitor", "PowerShell"},
+		Edits:    []string{"Edit", "MultiEdit", "Write", "NotebookEdit"},
+		Reads:    []string{"Read"},
+		Kinds: map[string]string{
+			"Bash": itemmap.KindExecute,
+			"Read": itemmap.KindRead, "NotebookRead": itemmap.KindRead,
+			"Write": itemmap.KindEdit, "Edit": itemmap.KindEdit, "MultiEdit": itemmap.KindEdit, "NotebookEdit": itemmap.KindEdit,
+			"Grep": itemmap.KindSearch, "Glob": itemmap.KindSearch, "LS": itemmap.KindSearch,
+			"WebFetch": itemmap.KindFetch, "WebSearch": itemmap.KindFetch,
+			"Task": itemmap.KindThink, "Agent": itemmap.KindThink, "TodoWrite": itemmap.KindThink,
+		},
+	},
 }

@@ -25,7 +25,7 @@ func TestSessionRule(t *testing.T) {
 		approval("mcp__s__*", map[string]string{}),
 		approval("Web(Fetch)", map[string]string{}),
 	} {
-		if g, ok := backend.GrantFor(a); ok {
+		if g, ok := backend.GrantFor(a, Plugin.Tools); ok {
 			if r, told := sessionRule(g); told {
 				t.Errorf("GrantFor(%s %s) told to Claude Code as %v", a.ToolName, a.Input, r)
 			}
@@ -35,7 +35,7 @@ func TestSessionRule(t *testing.T) {
 		t.Error("all edits told to Claude Code")
 	}
 	for _, name := range []string{"mcp__srv__write_file", "WebFetch"} {
-		g, ok := backend.GrantFor(approval(name, map[string]string{}))
+		g, ok := backend.GrantFor(approval(name, map[string]string{}), Plugin.Tools)
 		if !ok {
 			t.Fatalf("no grant for %s", name)
 		}

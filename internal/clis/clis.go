@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
+	"spbridge/internal/itemmap"
 )
 
 // All are the CLIs, in the order they are offered.
@@ -42,3 +43,16 @@ func Names() []string {
 // Choices says the names as a usage message wants them: "claude or
 // codex".
 func Choices() string { return backend.Choices(Names()) }
+
+// ToolKind is the kind of the tool called name as the CLIs' vocabularies
+// say it (itemmap's Kind constants), itemmap.KindOther when none does. A
+// conversation may hold the tools of more than one CLI; no two CLIs give
+// one name different kinds.
+func ToolKind(name string) string {
+	for _, c := range All {
+		if k, ok := c.Tools.Kinds[name]; ok {
+			return k
+		}
+	}
+	return itemmap.KindOther
+}

@@ -44,7 +44,8 @@ func TestGrantVocabulary(t *testing.T) {
 		in, _ := json.Marshal(map[string]string{"command": "npm test", "file_path": dir + "/a.go"})
 		a := itemmap.Approval{ToolName: tc.name, Input: in, Cwd: dir,
 			Tool: &itemmap.ToolView{Locations: []itemmap.Location{{Path: dir + "/b.go"}}}}
-		g, ok := backend.GrantFor(a)
+		cli, _ := Lookup(tc.cli)
+		g, ok := backend.GrantFor(a, cli.Tools)
 		if !ok {
 			t.Errorf("%s %s: no grant", tc.cli, tc.name)
 			continue
@@ -68,7 +69,7 @@ func TestGrantVocabulary(t *testing.T) {
 		if !g.Allows(a) {
 			t.Errorf("%s %s: its grant does not cover it", tc.cli, tc.name)
 		}
-		edits, ok := backend.EditsGrant(a, []string{dir})
+		edits, ok := backend.EditsGrant(a, []string{dir}, cli.Tools)
 		if ok != tc.edit || ok && !edits.Allows(a) {
 			t.Errorf("%s %s: all edits offered %v, want %v", tc.cli, tc.name, ok, tc.edit)
 		}

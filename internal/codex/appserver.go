@@ -380,7 +380,7 @@ func (c *appConn) Answer(id string, d backend.Decision, h backend.Host) {
 	}
 	decision := "decline"
 	switch {
-	case d.Allow && d.Always != nil && d.Always.ExactCommand():
+	case d.Allow && d.Always != nil && exactCommand(*d.Always):
 		decision = "acceptForSession" // codex asks no more about this exact command this session
 	case d.Allow:
 		decision = "accept"

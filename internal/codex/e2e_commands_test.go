@@ -267,7 +267,7 @@ func (a *always) Approve(_ context.Context, ap itemmap.Approval) backend.Decisio
 	a.mu.Lock()
 	a.asked = append(a.asked, ap)
 	a.mu.Unlock()
-	g, ok := backend.GrantFor(ap)
+	g, ok := backend.GrantFor(ap, Plugin.Tools)
 	if !ok {
 		return backend.Decision{Allow: true}
 	}

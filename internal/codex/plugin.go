@@ -43,4 +43,31 @@ var Plugin = backend.Plugin{
 		return itemmap.NewCodex(newID)
 	},
 	Models: []string{"default"},
+	Tools: backend.Tools{
+		Commands: []string{itemmap.CodexShellTool},
+		Patches:  []string{itemmap.CodexPatchTool},
+		// Codex runs commands and patches in its sandbox without asking
+		// (its approval policy is on-request in every mode that asks):
+		// it asks about a command the model wants run outside
+		// (sandbox_permissions require_escalated, network access) or
+		// that its policy finds dangerous (which then runs inside:
+		// Approval.Escalated tells them apart), and about a patch only
+		// when it writes outside the sandbox's writable folders.
+		AskedOutside: []string{itemmap.CodexPatchTool},
+		Kinds: map[string]string{
+			// The model's own names (the history on app-server), the
+			// panel's, and exec's item types.
+			"exec_command": itemmap.KindExecute, itemmap.CodexShellTool: itemmap.KindExecute, "command_execution": itemmap.KindExecute,
+			"view_image":           itemmap.KindRead,
+			itemmap.CodexPatchTool: itemmap.KindEdit, "file_change": itemmap.KindEdit,
+			"web_search": itemmap.KindFetch,
+		},
+	},
+}
+
+// exactCommand reports whether g covers one exact shell command (in its
+// folder, and outside the sandbox only when Escalated) and nothing else:
+// what codex's acceptForSession means.
+func exactCommand(g backend.Grant) bool {
+	return g.Exact != "" && g.Tool == itemmap.CodexShellTool
 }

@@ -21,6 +21,13 @@ const (
 	codexImageTool = "view_image"
 )
 
+// CodexShellTool and CodexPatchTool are codex's command and file change
+// as the panel, the history and an approval name them.
+const (
+	CodexShellTool = codexShellTool
+	CodexPatchTool = codexPatchTool
+)
+
 // codexStatus reads a codex item's status: whether it ended, and how.
 // A completed event ends the item whatever its status says.
 func codexStatus(status string, completed bool) (ended bool, result string) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/claude"
+	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
 )
 
@@ -20,7 +22,7 @@ func TestGrants(t *testing.T) {
 	if a, r := g.Decided(bash("make test")); a || r {
 		t.Fatalf("no grants: allowed %v, rejected %v", a, r)
 	}
-	gr, ok := backend.GrantFor(bash("make test"))
+	gr, ok := backend.GrantFor(bash("make test"), claude.Plugin.Tools)
 	if !ok {
 		t.Fatal("make test has no grant")
 	}
@@ -47,7 +49,7 @@ func TestGrantsFolder(t *testing.T) {
 	}
 	var s Session
 	g := s.Grants()
-	gr, ok := backend.GrantFor(shell("/p/work/build", "rm -f *", false))
+	gr, ok := backend.GrantFor(shell("/p/work/build", "rm -f *", false), codex.Plugin.Tools)
 	if !ok {
 		t.Fatal("rm -f * has no grant")
 	}
@@ -66,7 +68,7 @@ func TestGrantsFolder(t *testing.T) {
 			t.Errorf("%s in %q (escalated %v): allowed %v, rejected %v; want allowed %v", tc.a.Input, tc.a.Cwd, tc.a.Escalated, a, r, tc.allowed)
 		}
 	}
-	rej, _ := backend.GrantFor(shell("/p/other", "git clean -fdx", false))
+	rej, _ := backend.GrantFor(shell("/p/other", "git clean -fdx", false), codex.Plugin.Tools)
 	g.Reject(rej)
 	if a, r := g.Decided(shell("/p/other", "git clean -fdx", true)); a || !r {
 		t.Errorf("rejected in the sandbox, asked outside it: allowed %v, rejected %v", a, r)
