@@ -70,12 +70,6 @@ type Tools struct {
 	Kinds map[string]string
 }
 
-// scoped reports whether tools scope the tool called name by its input.
-func (t Tools) scoped(name string) bool {
-	return slices.Contains(t.Commands, name) || slices.Contains(t.Edits, name) || slices.Contains(t.Reads, name) ||
-		slices.Contains(t.Patches, name)
-}
-
 // shellSpecial are the characters that make a command more than a program
 // and its arguments.
 const shellSpecial = ";&|<>`$()\n\\*?{}[]~"
