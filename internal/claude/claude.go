@@ -63,6 +63,10 @@ type Backend struct {
 	// procTrusted: the running process was started with the folder's
 	// own configuration (Opts.Folder trusted then).
 	procTrusted bool
+
+	// projectCommands reads a folder's .claude/commands (ProjectCommands),
+	// with no lock held.
+	projectCommands func(dir string) []backend.Command
 }
 
 // Name is the backend's name as the command line and the audit log say it.
@@ -74,7 +78,8 @@ func New(opts Options) *Backend {
 	if mode == "" {
 		mode = ModeDefault
 	}
-	b := &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode, session: opts.Resume}
+	b := &Backend{CLI: backend.NewCLI("claude", opts, ErrNotFound), mode: mode, cliMode: mode, toldMode: mode, session: opts.Resume,
+		projectCommands: ProjectCommands}
 	b.Environ = func() []string { return withTodoTools(b.Opts.Env) }
 	return b
 }

@@ -130,7 +130,7 @@ func (b *Backend) Commands() []backend.Command {
 	if cmds != nil {
 		return slices.Clone(cmds)
 	}
-	return ProjectCommands(b.Opts.Dir)
+	return b.projectCommands(b.Opts.Dir)
 }
 
 // ListsModels reports that claude lists its models as it starts (in its
@@ -401,16 +401,27 @@ func parseCommands(list gjson.Result) []backend.Command {
 }
 
 // setCommands records the CLI's commands: full, from the initialize answer,
-// replaces them; names only (the init line) are added to what is known.
+// replaces them; names only (the init line) are added to what is known,
+// with the descriptions of the project's own commands, read from disk with
+// no lock held and published under b.mu (unless the full list came
+// meanwhile).
 func (b *Backend) setCommands(cmds []backend.Command, full bool) {
+	var project []backend.Command
+	if !full {
+		b.mu.Lock()
+		known := b.commands != nil
+		b.mu.Unlock()
+		if known {
+			return
+		}
+		project = b.projectCommands(b.Opts.Dir)
+	}
 	b.mu.Lock()
 	var next []backend.Command
 	switch {
 	case full:
 		next = cmds
 	case b.commands == nil:
-		// Names only: the descriptions of the project's own commands.
-		project := ProjectCommands(b.Opts.Dir)
 		for _, c := range cmds {
 			if hidden[c.Name] {
 				continue
