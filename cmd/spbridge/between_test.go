@@ -12,6 +12,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/claude"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/session"
 )
@@ -106,7 +107,8 @@ func openBgShell(t *testing.T, be *bgShellBackend) (*session.Session, *shellHost
 		t.Fatal(err)
 	}
 	s, err := session.Open(session.Options{Dir: pkg, Kind: archive.KindDocument, Keep: true, Saving: session.SaveAuto,
-		Backend: func(*archive.Conversation) (backend.Backend, string, error) { return be, "claude-code", nil }})
+		Settings: session.Settings{CLI: claude.Name}, CLIs: []backend.Plugin{{Name: claude.Name, Provider: claude.Provider,
+			New: func(backend.Options, map[string]string) backend.Backend { return be }}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,19 @@ func (cf cliFlags) own(name string) map[string]string {
 	return own
 }
 
+// all are the settings of every CLI as their flags give them, by the
+// CLI's name.
+func (cf cliFlags) all() map[string]map[string]string {
+	all := map[string]map[string]string{}
+	for _, fl := range cf {
+		if all[fl.cli] == nil {
+			all[fl.cli] = map[string]string{}
+		}
+		all[fl.cli][fl.setting.Name] = *fl.value
+	}
+	return all
+}
+
 // check refuses a value a setting does not take, whichever CLI is used.
 func (cf cliFlags) check(f *flagSet) error {
 	for _, fl := range cf {

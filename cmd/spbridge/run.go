@@ -76,7 +76,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			"that folder's agent/ folder.\n"+
 			"Exit codes: 0 the turn completed, 1 it failed, 2 usage (a folder that is not\n"+
 			"a package included), 130 interrupted.")
-	backendName := f.String("backend", clis.Default(), "the agent CLI: "+clis.Choices())
+	backendName := f.String("backend", clis.Default(), "the agent CLI: "+clis.Choices()+" (without it, a conversation goes on with the one it last ran on)")
 	own := addCLIFlags(f, false, false)
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
 	images := f.StringArray("image", nil, "attach an image `FILE` (png, jpeg, gif, webp); repeatable")
@@ -155,16 +155,18 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	var be backend.Backend
+	named := ""
+	if f.Changed("backend") {
+		named = *backendName
+	}
 	paceGC()
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
 		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"),
 		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
-		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
-			var provider string
-			be, provider = newBackend(*backendName, backendFlags{dir: dir, model: *model, idle: *idle, own: own.own(*backendName), folder: folder})
-			return be, provider, nil
-		}})
+		// Without --backend the conversation goes on with the CLI it last
+		// ran on (the reopen rule), else the default.
+		Settings: session.Settings{CLI: named, DefaultCLI: *backendName, Model: *model,
+			Backend: backend.Options{IdleTimeout: *idle, Folder: folder}, Own: own.all()}})
 	if err != nil {
 		return err
 	}
@@ -190,8 +192,8 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	if err := sendAll(ctx, st, s, h, messages, atts); err != nil {
 		return err
 	}
-	if sk, ok := be.(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
-		fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), *backendName)
+	if sk, ok := s.CurrentBackend().(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
+		fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), s.CLI())
 	}
 	return nil
 }
@@ -288,14 +290,6 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// backendFlags are the command-line settings a backend is made with.
-type backendFlags struct {
-	dir, model string
-	own        map[string]string // the CLI's own settings
-	idle       time.Duration
-	folder     *trust.Folder
-}
-
 // checkBackend refuses a backend spbridge does not have, or a value of a
 // CLI's own setting it does not take.
 func checkBackend(f *flagSet, backend string, own cliFlags) error {
@@ -303,12 +297,6 @@ func checkBackend(f *flagSet, backend string, own cliFlags) error {
 		return usagef(f.cmd, "unknown backend %q (want %s)", backend, clis.Choices())
 	}
 	return own.check(f)
-}
-
-// newBackend makes a session's backend and its archive provider name.
-func newBackend(name string, o backendFlags) (backend.Backend, string) {
-	cli, _ := clis.Lookup(name) // checkBackend knows it
-	return cli.New(backend.Options{Dir: o.dir, Model: o.model, IdleTimeout: o.idle, Folder: o.folder}, o.own), cli.Provider
 }
 
 // readMessages returns the messages: the arguments after PKG, or one from

@@ -75,14 +75,8 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Index:          sessionindex.New(state),
 		History:        &history.Options{Cache: history.NewHeadCache(state)},
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
-		NewBackend: func(name string, o acp.BackendOptions) (backend.Backend, error) {
-			cli, ok := clis.Lookup(name)
-			if !ok {
-				return nil, fmt.Errorf("the %s backend is not available in this spbridge", name)
-			}
-			opts := backend.Options{Dir: o.Cwd, Model: o.Model, IdleTimeout: *idle, MCPServers: o.MCPServers, AddDirs: o.AddDirs, Mode: o.Mode, Events: o.Events, Resume: o.Resume, Folder: o.Folder}
-			return cli.New(opts, own.own(name)), nil
-		},
+		Backend:        backend.Options{IdleTimeout: *idle},
+		Own:            own.all(),
 	}
 	// The files with secrets (the MCP servers given to claude) that a
 	// spbridge killed before its CLI read them left behind.

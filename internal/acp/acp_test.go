@@ -19,6 +19,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/pkglock"
 )
@@ -336,23 +337,21 @@ func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, doneCh: make(chan struct{})}
 	cfg.AuditDir, cfg.Version = t.TempDir(), "test"
-	newBackend := cfg.NewBackend // a test's own, else fakes
-	cfg.NewBackend = func(name string, o BackendOptions) (backend.Backend, error) {
-		if newBackend != nil {
-			return newBackend(name, o)
-		}
-		if name != "claude" {
-			return nil, fmt.Errorf("no %s", name)
-		}
-		b := newFake()
-		b.cwd = o.Cwd
-		if hook != nil {
-			hook(b)
-		}
-		c.mu.Lock()
-		c.backends = append(c.backends, b)
-		c.mu.Unlock()
-		return b, nil
+	if cfg.CLIs == nil { // a test's own, else fakes
+		cfg.CLIs = rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
+			if name != "claude" {
+				return nil, fmt.Errorf("no %s", name)
+			}
+			b := newFake()
+			b.cwd = o.Dir
+			if hook != nil {
+				hook(b)
+			}
+			c.mu.Lock()
+			c.backends = append(c.backends, b)
+			c.mu.Unlock()
+			return b, nil
+		})
 	}
 	srv := NewServer(outW, cfg)
 	go func() {
@@ -1180,4 +1179,21 @@ func TestTerminalOutputNext(t *testing.T) {
 	if got := st.next(big+"y", "y"); got != "" {
 		t.Errorf("next after the cap = %q, want nothing", got)
 	}
+}
+
+// rowsOf are the CLIs' rows with their backends made by newBackend; one it
+// fails to make is a CLI this spbridge does not have.
+func rowsOf(newBackend func(name string, o backend.Options) (backend.Backend, error)) []backend.Plugin {
+	rows := slices.Clone(clis.All)
+	for i := range rows {
+		name := rows[i].Name
+		rows[i].New = func(o backend.Options, _ map[string]string) backend.Backend {
+			be, err := newBackend(name, o)
+			if err != nil {
+				return nil
+			}
+			return be
+		}
+	}
+	return rows
 }

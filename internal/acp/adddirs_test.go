@@ -23,7 +23,7 @@ import (
 func TestAdditionalDirectories(t *testing.T) {
 	var mu sync.Mutex
 	var got [][]string // each backend's AddDirs, in the order made
-	cfg := Config{Index: sessionindex.New(t.TempDir()), DefaultBackend: "claude", NewBackend: func(name string, o BackendOptions) (backend.Backend, error) {
+	cfg := Config{Index: sessionindex.New(t.TempDir()), DefaultBackend: "claude", CLIs: rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
 		if name != "claude" {
 			return nil, fmt.Errorf("no %s", name)
 		}
@@ -31,7 +31,7 @@ func TestAdditionalDirectories(t *testing.T) {
 		got = append(got, o.AddDirs)
 		mu.Unlock()
 		return newFake(), nil
-	}}
+	})}
 	made := func() [][]string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
 	c := startServerWith(t, cfg)
 

@@ -88,9 +88,9 @@ func BenchmarkCLILineToSessionUpdate(b *testing.B) {
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	srv := NewServer(outW, Config{NewBackend: func(string, BackendOptions) (backend.Backend, error) {
+	srv := NewServer(outW, Config{CLIs: rowsOf(func(_ string, _ backend.Options) (backend.Backend, error) {
 		return claude.New(claude.Options{Program: exe, Env: append(os.Environ(), fakeClaudeEnv+"=1", "GORACE=atexit_sleep_ms=0")}), nil
-	}})
+	})})
 	done := make(chan struct{})
 	go func() { srv.Serve(context.Background(), inR); outW.Close(); close(done) }()
 	defer func() { inW.Close(); <-done }()

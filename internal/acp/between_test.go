@@ -86,11 +86,11 @@ func (f *bgFake) between(parent string, bad bool) {
 // on the channel as they are made.
 func startBg(t *testing.T) (*client, chan *bgFake) {
 	made := make(chan *bgFake, 10)
-	c := startServerWith(t, Config{NewBackend: func(name string, o BackendOptions) (backend.Backend, error) {
+	c := startServerWith(t, Config{CLIs: rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
 		f := newBgFake()
 		made <- f
 		return f, nil
-	}})
+	})})
 	return c, made
 }
 

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"spbridge/internal/backend"
-	"spbridge/internal/clis"
+	"spbridge/internal/session"
 )
 
 // This file holds the session's configuration as the editor sees it: its
 // modes, models and reasoning effort (ACP's modes and configOptions), and
-// the slash commands (spbridge's own and the CLI's).
+// the slash commands (spbridge's own and the CLI's). The conversation
+// (session.Session) keeps them and carries them over; acp translates.
 
 // Own commands: a prompt that is exactly "/new" or "/save" runs spbridge's
 // New Conversation or save instead of going to the CLI.
@@ -30,50 +31,40 @@ var ownCommands = []backend.Command{
 	{Name: commandSave, Description: "Save the conversation into the document now"},
 }
 
-// events are what the session's backend tells it besides items. They run
-// on the backend's goroutines: they only send notifications.
-func (ss *acpSession) events() backend.Events {
-	return backend.Events{
-		ModeChanged: func(id string) {
-			ss.ctl.mu.Lock()
-			changed := ss.ctl.mode != id
-			ss.ctl.mode = id
-			ss.ctl.mu.Unlock()
-			if changed {
-				ss.modeChanged()
-			}
-		},
-		CommandsChanged: func(cmds []backend.Command) {
-			ss.ctl.mu.Lock()
-			ss.ctl.commands = slices.Clone(cmds)
-			ss.ctl.mu.Unlock()
-			ss.sendCommands()
-		},
-		ModelsChanged: func(list []backend.Model) {
-			ss.ctl.mu.Lock()
-			ss.ctl.models = slices.Clone(list)
-			name, program := ss.ctl.listedBy, ss.ctl.program
-			ss.ctl.mu.Unlock()
-			if ss.ctl.modelsSeen != nil {
-				ss.ctl.modelsOnce.Do(func() { close(ss.ctl.modelsSeen) })
-			}
-			ss.configChanged()
-			if cache := ss.srv.cfg.Models; cache != nil && program != "" {
-				// Kept for the next session's answer (a small file,
-				// written once a CLI start).
-				if err := cache.Store(name, program, list); err != nil {
-					ss.srv.cfg.Log.Printf("session %s: keep the model list: %v", ss.id, err)
-				}
-			}
-		},
+// Config option ids.
+const (
+	optionModel  = "model"
+	optionMode   = "mode"
+	optionEffort = "reasoning_effort"
+)
+
+// effortDefault is the reasoning effort option's value for the CLI's own.
+const effortDefault = "default"
+
+// modelsWait is how long an open's answer waits for a CLI that lists its
+// models, when no list of its program is kept (session.WaitModels).
+const modelsWait = 3 * time.Second
+
+// settingsChanged tells the client what of the session's settings
+// changed (session.Options.Changed), on the backend's goroutines.
+func (ss *acpSession) settingsChanged(what session.What) {
+	switch what {
+	case session.ModeChanged:
+		ss.modeChanged()
+	case session.CommandsChanged:
+		ss.sendCommands()
+	case session.ModelsChanged:
+		ss.configChanged()
 	}
 }
 
 // modeChanged tells the client the session's mode changed.
 func (ss *acpSession) modeChanged() {
-	ss.ctl.mu.Lock()
-	mode := ss.ctl.mode
-	ss.ctl.mu.Unlock()
+	conv := ss.openConv()
+	if conv == nil {
+		return
+	}
+	_, mode := conv.Modes()
 	ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
 	ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
 }
@@ -88,56 +79,24 @@ func (ss *acpSession) modeState() any {
 	return map[string]any{"currentModeId": current, "availableModes": avail}
 }
 
-// modeOption is the mode as a config option, nil without modes.
-func (ss *acpSession) modeOption() any {
-	opts, current := ss.modeEntries("value")
-	if opts == nil {
-		return nil
-	}
-	return map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
-		"currentValue": current, "options": opts}
-}
-
 // modeEntries lists the backend's modes, each named by idKey ("id" for
 // modes, "value" for a config option's options), with the current mode;
 // nil without modes.
 func (ss *acpSession) modeEntries(idKey string) ([]any, string) {
-	ss.ctl.mu.Lock()
-	defer ss.ctl.mu.Unlock()
-	if len(ss.ctl.modes) == 0 {
+	conv := ss.openConv()
+	if conv == nil {
 		return nil, ""
 	}
+	modes, current := conv.Modes()
 	var entries []any
-	for _, m := range ss.ctl.modes {
+	for _, m := range modes {
 		e := map[string]any{idKey: m.ID, "name": m.Name}
 		if m.Description != "" {
 			e["description"] = m.Description
 		}
 		entries = append(entries, e)
 	}
-	return entries, ss.ctl.mode
-}
-
-// controls returns the session's backend's controls, nil when it has none.
-func (ss *acpSession) controls() backend.Controls {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.conv == nil {
-		return nil
-	}
-	c, _ := ss.conv.CurrentBackend().(backend.Controls)
-	return c
-}
-
-// takeControls reads what the backend's controls offer at open.
-func (ss *acpSession) takeControls(c backend.Controls) {
-	if c == nil {
-		return
-	}
-	modes, mode, cmds, models, effort := c.Modes(), c.Mode(), c.Commands(), c.Models(), c.Effort()
-	ss.ctl.mu.Lock()
-	ss.ctl.modes, ss.ctl.mode, ss.ctl.commands, ss.ctl.models, ss.ctl.effort = modes, mode, cmds, models, effort
-	ss.ctl.mu.Unlock()
+	return entries, current
 }
 
 // setMode handles session/set_mode.
@@ -154,28 +113,20 @@ func (ss *acpSession) setMode(j *job) (any, error) {
 	return struct{}{}, nil
 }
 
-// switchMode asks the backend for mode id; the backend's ModeChanged tells
-// the client.
+// switchMode asks the conversation for mode id; it tells the client when
+// the mode changed (settingsChanged).
 func (ss *acpSession) switchMode(id string) error {
-	c := ss.controls()
-	if c == nil {
+	conv := ss.openConv()
+	if conv == nil {
 		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
 	}
-	err := c.SetMode(context.Background(), id)
-	switch {
+	switch err := conv.SetMode(context.Background(), id); {
+	case errors.Is(err, session.ErrNoModes):
+		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
 	case errors.Is(err, backend.ErrUnknownMode):
 		return rpcErrorf(CodeInvalidParams, "invalid params: unknown mode %q", id)
 	case err != nil:
 		return rpcErrorf(CodeInternalError, "set mode %s: %v", id, err)
-	}
-	// A backend that fires no ModeChanged (the mode was already id) leaves
-	// the session's mode as it is.
-	ss.ctl.mu.Lock()
-	changed := ss.ctl.mode != id
-	ss.ctl.mode = id
-	ss.ctl.mu.Unlock()
-	if changed {
-		ss.modeChanged()
 	}
 	return nil
 }
@@ -184,12 +135,13 @@ func (ss *acpSession) switchMode(id string) error {
 // commands, then the CLI's (one of the same name as spbridge's is left
 // out).
 func (ss *acpSession) commandList() []any {
-	ss.ctl.mu.Lock()
-	cmds := slices.Concat(ownCommands, ss.ctl.commands)
-	ss.ctl.mu.Unlock()
+	var cli []backend.Command
+	if conv := ss.openConv(); conv != nil {
+		cli = conv.Commands()
+	}
 	seen := make(map[string]bool)
 	list := []any{}
-	for _, c := range cmds {
+	for _, c := range slices.Concat(ownCommands, cli) {
 		if c.Name == "" || seen[c.Name] {
 			continue
 		}
@@ -207,110 +159,41 @@ func (ss *acpSession) commandList() []any {
 	return list
 }
 
+// announced reports whether the client knows the session (its session/new
+// or load was answered): commands and options may go out.
+func (ss *acpSession) announced() bool {
+	ss.told.mu.Lock()
+	defer ss.told.mu.Unlock()
+	return ss.told.announced
+}
+
 // sendCommands sends available_commands_update, once the client knows the
-// session (its session/new or load was answered).
+// session.
 func (ss *acpSession) sendCommands() {
-	ss.ctl.mu.Lock()
-	announced := ss.ctl.announced
-	ss.ctl.mu.Unlock()
-	if !announced {
-		return
+	if ss.announced() {
+		ss.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": ss.commandList()})
 	}
-	ss.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": ss.commandList()})
 }
 
 // afterOpen runs once the client has the answer to the session's open: the
 // commands known so far go out, and the CLI starts in the background so
 // that its own commands follow.
 func (ss *acpSession) afterOpen() {
-	c := ss.controls()
-	if c == nil {
+	conv := ss.openConv()
+	if conv == nil || !conv.HasControls() {
 		// A backend without controls (a test's) has no commands to run.
 		return
 	}
-	ss.ctl.mu.Lock()
-	ss.ctl.announced = true
-	ss.ctl.mu.Unlock()
+	ss.told.mu.Lock()
+	ss.told.announced = true
+	ss.told.mu.Unlock()
 	ss.sendCommands()
-	select {
-	case <-ss.ctl.modelsSeen:
+	if conv.ModelsSeen() {
 		// The CLI listed its models before the answer, which carried
 		// them; a client that waits for the list hears of it too.
 		ss.configChanged()
-	default:
 	}
-	ss.prepare(c)
-}
-
-// modelsWait is how long an open's answer waits for a CLI that lists its
-// models, when no list of its program is kept.
-const modelsWait = 3 * time.Second
-
-// openModels gives the open's answer the CLI's own models: those its
-// program listed last (kept by Config.Models), else, for a backend whose
-// CLI lists them as it starts (claude; codex app-server), what it lists
-// within modelsWait of its early start (less when the CLI cannot start). The list that arrives later
-// replaces them with a config_option_update as before.
-func (ss *acpSession) openModels(name string, be backend.Backend, c backend.Controls) {
-	program, err := be.Program()
-	if c == nil || err != nil {
-		return
-	}
-	ss.ctl.mu.Lock()
-	ss.ctl.listedBy, ss.ctl.program = name, program
-	ss.ctl.mu.Unlock()
-	if cache := ss.srv.cfg.Models; cache != nil {
-		if list := cache.Load(name, program); len(list) > 0 {
-			ss.ctl.mu.Lock()
-			ss.ctl.models = list // in place of the backend's list from before its CLI said
-			ss.ctl.mu.Unlock()
-			return
-		}
-	}
-	if l, ok := be.(interface{ ListsModels() bool }); !ok || !l.ListsModels() {
-		return
-	}
-	failed := ss.prepare(c)
-	t := time.NewTimer(modelsWait)
-	defer t.Stop()
-	select {
-	case <-ss.ctl.modelsSeen:
-	case <-failed: // the CLI could not start (missing, say): no list comes
-	case <-t.C:
-	}
-}
-
-// prepare starts the CLI ahead of the first turn (Controls.Prepare), once,
-// in the background: from the open when its answer waits for the CLI's
-// models, else after it. The channel it returns is closed when the start
-// failed (nil when it was started before).
-func (ss *acpSession) prepare(c backend.Controls) <-chan struct{} {
-	ss.mu.Lock()
-	if ss.closed || ss.bg.cancel != nil {
-		ss.mu.Unlock()
-		return nil
-	}
-	failed := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	ss.bg.cancel = cancel
-	ss.bg.preparing.Add(1)
-	ss.mu.Unlock()
-	go func() {
-		defer ss.bg.preparing.Done()
-		defer cancel()
-		defer func() {
-			if r := recover(); r != nil {
-				ss.srv.recovered("the CLI's start of session "+ss.id, r)
-			}
-		}()
-		if err := c.Prepare(ctx); err != nil {
-			close(failed)
-			if ctx.Err() == nil {
-				ss.srv.cfg.Log.Printf("session %s: start the CLI: %v", ss.id, err)
-			}
-		}
-	}()
-	return failed
+	conv.Prepare()
 }
 
 // ownCommand reports which of spbridge's commands a prompt is ("" for
@@ -349,83 +232,21 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 	return map[string]any{"stopReason": "end_turn"}, nil
 }
 
-// modelSetter is a backend whose model can change between turns.
-type modelSetter interface{ SetModel(string) }
-
-// provider is the archive's provider name of backend.
-func provider(backend string) string {
-	cli, _ := clis.Lookup(backend)
-	return cli.Provider
-}
-
-// Config option ids.
-const (
-	optionModel  = "model"
-	optionMode   = "mode"
-	optionEffort = "reasoning_effort"
-)
-
-// effortDefault is the reasoning effort option's value for the CLI's own.
-const effortDefault = "default"
-
-// modelList is the models offered: the backend's, else the static list of
-// its name; the current model (id, "default" for the CLI's own) is added
-// when it is not among them.
-func (ss *acpSession) modelList(current string) []backend.Model {
-	ss.ctl.mu.Lock()
-	list := slices.Clone(ss.ctl.models)
-	ss.ctl.mu.Unlock()
-	if list == nil {
-		cli, _ := clis.Lookup(ss.backendName())
-		for _, v := range cli.Models {
-			list = append(list, backend.Model{ID: v, Name: v})
-		}
-	}
-	if !slices.ContainsFunc(list, func(m backend.Model) bool { return m.ID == current }) {
-		list = append(list, backend.Model{ID: current, Name: current})
-	}
-	for i := range list {
-		if list[i].ID == "default" && (list[i].Name == "" || list[i].Name == "default") {
-			list[i].Name = "Default (the CLI's own choice)"
-		}
-	}
-	return list
-}
-
-// backendName is the session's backend's name.
-func (ss *acpSession) backendName() string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.set.backend
-}
-
-// currentModel is the model of the next turns, "default" for the CLI's own.
-func (ss *acpSession) currentModel() string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.set.model == "" {
-		return "default"
-	}
-	return ss.set.model
-}
-
-// efforts are the reasoning efforts model takes, none when it takes none
-// or is not listed.
-func efforts(list []backend.Model, model string) []string {
-	if i := slices.IndexFunc(list, func(m backend.Model) bool { return m.ID == model }); i >= 0 {
-		return list[i].Efforts
-	}
-	return nil
-}
-
 // configOptions are the session's config options: the model, the
 // reasoning effort where the current model takes one, and the mode.
 func (ss *acpSession) configOptions() []any {
-	current := ss.currentModel()
-	list := ss.modelList(current)
+	conv := ss.openConv()
+	if conv == nil {
+		return nil
+	}
+	list, current := conv.Models()
 	var opts []any
 	for _, m := range list {
-		o := map[string]any{"value": m.ID, "name": m.Name}
+		name := m.Name
+		if m.ID == session.DefaultModel && (name == "" || name == session.DefaultModel) {
+			name = "Default (the CLI's own choice)"
+		}
+		o := map[string]any{"value": m.ID, "name": name}
 		if m.Description != "" {
 			o["description"] = m.Description
 		}
@@ -433,11 +254,8 @@ func (ss *acpSession) configOptions() []any {
 	}
 	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
 		"currentValue": current, "options": opts}}
-	if levels := efforts(list, current); len(levels) > 0 {
-		ss.ctl.mu.Lock()
-		effort := ss.ctl.effort
-		ss.ctl.mu.Unlock()
-		if effort == "" || !slices.Contains(levels, effort) {
+	if levels, effort := conv.Efforts(); len(levels) > 0 {
+		if effort == "" {
 			effort = effortDefault
 		}
 		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
@@ -447,8 +265,9 @@ func (ss *acpSession) configOptions() []any {
 		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
 			"type": "select", "currentValue": effort, "options": eopts})
 	}
-	if mode := ss.modeOption(); mode != nil {
-		all = append(all, mode)
+	if modes, current := ss.modeEntries("value"); modes != nil {
+		all = append(all, map[string]any{"id": optionMode, "name": "Mode", "category": "mode", "type": "select",
+			"currentValue": current, "options": modes})
 	}
 	return all
 }
@@ -456,10 +275,7 @@ func (ss *acpSession) configOptions() []any {
 // configChanged tells the client the config options changed, once it
 // knows the session.
 func (ss *acpSession) configChanged() {
-	ss.ctl.mu.Lock()
-	announced := ss.ctl.announced
-	ss.ctl.mu.Unlock()
-	if announced {
+	if ss.announced() {
 		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
 	}
 }
@@ -486,64 +302,34 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 			return nil, err
 		}
 	default:
-		if err := ss.setModel(value); err != nil {
+		if err := ss.ready(); err != nil {
 			return nil, err
 		}
+		conv := ss.conv
+		ss.mu.Unlock()
+		conv.SetModel(value)
 	}
 	return map[string]any{"configOptions": ss.configOptions()}, nil
-}
-
-// setModel chooses the model of the next turns ("default": the CLI's own).
-// An effort the new model does not take goes back to the CLI's own.
-func (ss *acpSession) setModel(value string) error {
-	if err := ss.ready(); err != nil {
-		return err
-	}
-	ss.set.model = value
-	if value == "default" {
-		ss.set.model = ""
-	}
-	model := ss.set.model
-	be := ss.conv.CurrentBackend()
-	ss.mu.Unlock()
-	if ms, ok := be.(modelSetter); ok {
-		ms.SetModel(model)
-	}
-	c, _ := be.(backend.Controls)
-	if c == nil {
-		return nil
-	}
-	levels := efforts(ss.modelList(value), value)
-	ss.ctl.mu.Lock()
-	reset := ss.ctl.effort != "" && !slices.Contains(levels, ss.ctl.effort)
-	if reset {
-		ss.ctl.effort = ""
-	}
-	ss.ctl.mu.Unlock()
-	if reset {
-		c.SetEffort("")
-	}
-	return nil
 }
 
 // setEffort chooses the reasoning effort of the next turns: one the
 // current model takes, or "default" for the CLI's own.
 func (ss *acpSession) setEffort(value string) error {
-	c := ss.controls()
-	current := ss.currentModel()
-	levels := efforts(ss.modelList(current), current)
-	if c == nil || len(levels) == 0 {
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", current)
+	if err := ss.ready(); err != nil {
+		return err
 	}
-	if value != effortDefault && !slices.Contains(levels, value) {
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", current, strings.Join(levels, ", "))
-	}
+	conv := ss.conv
+	ss.mu.Unlock()
 	if value == effortDefault {
 		value = ""
 	}
-	ss.ctl.mu.Lock()
-	ss.ctl.effort = value
-	ss.ctl.mu.Unlock()
-	c.SetEffort(value)
+	_, model := conv.Models()
+	switch err := conv.SetEffort(value); {
+	case errors.Is(err, session.ErrNoEffort):
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", model)
+	case errors.Is(err, session.ErrUnknownEffort):
+		levels, _ := conv.Efforts()
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", model, strings.Join(levels, ", "))
+	}
 	return nil
 }

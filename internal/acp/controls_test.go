@@ -22,7 +22,7 @@ import (
 // refused.
 type ctlBackend struct {
 	*fakeBackend
-	opts BackendOptions
+	opts backend.Options
 
 	cmu      sync.Mutex
 	mode     string
@@ -139,7 +139,7 @@ func startListing(t *testing.T, cfg Config, caps map[string]any, models []backen
 	t.Helper()
 	var mu sync.Mutex
 	var made []*ctlBackend
-	cfg.NewBackend = func(name string, o BackendOptions) (backend.Backend, error) {
+	cfg.CLIs = rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
 		b := &ctlBackend{fakeBackend: newFake(), opts: o, mode: "default", listed: models}
 		if o.Mode != "" {
 			b.mode = o.Mode
@@ -148,7 +148,7 @@ func startListing(t *testing.T, cfg Config, caps map[string]any, models []backen
 		made = append(made, b)
 		mu.Unlock()
 		return b, nil
-	}
+	})
 	c := startPlain(t, cfg, nil)
 	c.request("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": caps})
 	return c, func(i int) *ctlBackend { mu.Lock(); defer mu.Unlock(); return made[i] }

@@ -68,9 +68,9 @@ func FuzzServe(f *testing.F) {
 		input := bytes.ReplaceAll(data, []byte("PKG"), []byte(strings.ReplaceAll(pkg, `\`, `/`)))
 		var out lockedBuffer
 		srv := NewServer(&out, Config{
-			NewBackend: func(name string, _ BackendOptions) (backend.Backend, error) {
+			CLIs: rowsOf(func(name string, _ backend.Options) (backend.Backend, error) {
 				return newFake(), nil
-			},
+			}),
 			AuditDir: filepath.Join(dir, "audit"), SessionsDir: filepath.Join(dir, "sessions"),
 			DefaultBackend: "claude", Version: "fuzz",
 		})

@@ -526,9 +526,9 @@ func (ss *acpSession) touch() {
 		return
 	}
 	if e, ok, err := ix.Get(ss.set.pkg); err == nil && ok {
-		ss.ctl.mu.Lock()
-		ss.ctl.title = e.Title
-		ss.ctl.mu.Unlock()
+		ss.told.mu.Lock()
+		ss.told.title = e.Title
+		ss.told.mu.Unlock()
 	}
 }
 
@@ -539,20 +539,20 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	if ix == nil {
 		return
 	}
-	ss.ctl.mu.Lock()
-	newCLISession := cliSession != "" && cliSession != ss.ctl.ranOn
-	ss.ctl.ranOn = cliSession
-	ss.ctl.mu.Unlock()
+	ss.told.mu.Lock()
+	newCLISession := cliSession != "" && cliSession != ss.told.ranOn
+	ss.told.ranOn = cliSession
+	ss.told.mu.Unlock()
 	if newCLISession {
 		// The CLI keeps this session in its own list too: session/list
 		// shows it as this package, not twice.
-		if err := ix.Ran(ss.set.pkg, ss.backendName(), cliSession); err != nil {
+		if err := ix.Ran(ss.set.pkg, ss.conv.CLI(), cliSession); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		}
 	}
-	ss.ctl.mu.Lock()
-	titled := ss.ctl.title != ""
-	ss.ctl.mu.Unlock()
+	ss.told.mu.Lock()
+	titled := ss.told.title != ""
+	ss.told.mu.Unlock()
 	if titled {
 		ss.bg.recorder.Later(ix, ss.set.pkg, ss.set.cwd, text, func(err error) {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
@@ -568,10 +568,10 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	if err != nil || !ok {
 		return
 	}
-	ss.ctl.mu.Lock()
-	changed := e.Title != "" && e.Title != ss.ctl.title
-	ss.ctl.title = e.Title
-	ss.ctl.mu.Unlock()
+	ss.told.mu.Lock()
+	changed := e.Title != "" && e.Title != ss.told.title
+	ss.told.title = e.Title
+	ss.told.mu.Unlock()
 	if changed {
 		ss.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
 			"updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)})
@@ -582,9 +582,9 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 // the next one.
 func (ss *acpSession) clearTitle() {
 	ss.bg.recorder.Wait() // a turn recorded later must not give the old title back
-	ss.ctl.mu.Lock()
-	ss.ctl.title = ""
-	ss.ctl.mu.Unlock()
+	ss.told.mu.Lock()
+	ss.told.title = ""
+	ss.told.mu.Unlock()
 	if ix := ss.srv.cfg.Index; ix != nil {
 		if err := ix.SetTitle(ss.set.pkg, ""); err != nil {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)

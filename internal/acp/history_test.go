@@ -56,13 +56,13 @@ func TestCLISessions(t *testing.T) {
 	cfg := func() Config {
 		return Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
 			SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state),
-			NewBackend: func(name string, o BackendOptions) (backend.Backend, error) {
+			CLIs: rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
 				b := newFake()
 				mu.Lock()
 				made, resumed = append(made, b), append(resumed, o.Resume)
 				mu.Unlock()
 				return b, nil
-			}}
+			})}
 	}
 	lastSent := func() (string, string) {
 		mu.Lock()

@@ -46,9 +46,9 @@ func TestModelsInAnswer(t *testing.T) {
 	listed := []backend.Model{{ID: "default", Name: "Default"}, {ID: "opus", Name: "Opus"}, {ID: "haiku", Name: "Haiku"}}
 	cache := &memModels{kept: map[string][]backend.Model{}, stores: make(chan string, 10)}
 	cfg := Config{Models: cache}
-	cfg.NewBackend = func(name string, o BackendOptions) (backend.Backend, error) {
+	cfg.CLIs = rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
 		return listingBackend{&ctlBackend{fakeBackend: newFake(), opts: o, mode: "default", listed: listed}}, nil
-	}
+	})
 	c := startPlain(t, cfg, nil)
 	c.request("initialize", map[string]any{"protocolVersion": 1})
 	values := func(res map[string]any) []string {

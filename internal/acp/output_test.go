@@ -174,7 +174,7 @@ func startStalledServer(t *testing.T) *stalledServer {
 	s.out.sc.Buffer(nil, 1<<20)
 	s.srv = NewServer(outW, Config{
 		Version: "test", Log: log.New(s, "", 0),
-		NewBackend: func(string, BackendOptions) (backend.Backend, error) { return newFake(), nil },
+		CLIs: rowsOf(func(_ string, _ backend.Options) (backend.Backend, error) { return newFake(), nil }),
 	})
 	go func() { s.done <- s.srv.Serve(context.Background(), inR) }()
 	t.Cleanup(func() {

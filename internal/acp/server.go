@@ -15,47 +15,26 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/history"
+	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
-	"spbridge/internal/trust"
 )
 
 // ProtocolVersion is the ACP version spbridge speaks.
 const ProtocolVersion = 1
 
-// BackendOptions say how to start a session's CLI.
-type BackendOptions struct {
-	Cwd   string
-	Model string
-	// MCPServers are the editor's MCP servers (session/new, load, resume).
-	MCPServers []backend.MCPServer
-	// AddDirs are the editor's additional folders (session/new, load,
-	// resume's additionalDirectories): absolute, clean, each once.
-	AddDirs []string
-	// Mode is the mode to start in ("" for the backend's default).
-	Mode string
-	// Events are the session's: the backend tells it of mode and command
-	// changes.
-	Events backend.Events
-	// Resume is the CLI's own session the first turn continues (a CLI
-	// session imported by this open): backend.Options.Resume.
-	Resume string
-	// Folder is the trust of Cwd, one for the session and every backend
-	// it makes (backend.Options.Folder): the user is asked once a
-	// session.
-	Folder *trust.Folder
-}
-
-// NewBackendFunc makes the backend of a session. It fails for a backend
-// spbridge does not have.
-type NewBackendFunc func(name string, opts BackendOptions) (backend.Backend, error)
-
 // Config configures a Server.
 type Config struct {
-	// NewBackend makes each session's backend.
-	NewBackend NewBackendFunc
+	// CLIs are the rows each session makes its backends from (clis.All
+	// when nil).
+	CLIs []backend.Plugin
+	// Backend is what every session's backend is made with besides what
+	// the editor chose (the idle timeout); Own are each CLI's own
+	// settings, by its name (session.Settings.Own).
+	Backend backend.Options
+	Own     map[string]map[string]string
 	// Models keeps the models each CLI's program listed, so that an open
 	// answers with them; nil keeps none.
-	Models ModelCache
+	Models session.ModelCache
 	// turnEndSave, when set (tests), is called as the save at a turn's
 	// end begins, with the session's id.
 	turnEndSave func(sessionID string)
@@ -94,12 +73,6 @@ type Config struct {
 	// one by importing it into a package (in SessionsDir unless the
 	// request names one). nil lists and opens none.
 	History *history.Options
-}
-
-// ModelCache keeps the models a CLI's program listed (internal/modelcache).
-type ModelCache interface {
-	Load(name, program string) []backend.Model
-	Store(name, program string, models []backend.Model) error
 }
 
 // CodeAuthRequired is ACP's error for a client that must authenticate.

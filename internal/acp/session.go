@@ -34,10 +34,12 @@ import (
 //     the messages queued behind it are conv's: session.Prompt);
 //   - mu: the open conversation and what the editor set at the open
 //     (conv is set once, by the open, and read without mu after it);
-//   - ctl (its own lock): what the backend's events tell, on the
-//     backend's goroutines, which never wait for mu.
+//   - told (its own lock): what the client was told, which the
+//     backend's events read on its goroutines, which never wait for mu.
 //
-// mu is taken before q's lock, and q's before ctl's.
+// mu is taken before q's lock, and q's before told's. The CLI's settings
+// (model, effort, mode) and what it offers are the conversation's
+// (session.Settings): acp keeps no copy of them.
 type acpSession struct {
 	srv *Server
 	id  string // the session's id: the package's path, or the CLI session's it was imported from
@@ -48,15 +50,13 @@ type acpSession struct {
 	conv   *session.Session // owns the package's conversation, nil until the open
 	set    sessionSettings  // what the open set, for every backend of the session
 
-	ctl controls
-	bg  background
+	told told
+	bg   background
 }
 
 // background is what a session runs beside its messages and turns: the
-// CLI's early start and the records of its turns in the sessions index.
+// records of its turns in the sessions index.
 type background struct {
-	cancel    context.CancelFunc // ends the CLI's early start
-	preparing sync.WaitGroup     // the early start, waited for at close
 	// recorder records the turns of a titled session in the index.
 	recorder sessionindex.Recorder
 }
@@ -75,36 +75,23 @@ type jobQueue struct {
 }
 
 // sessionSettings are what the editor set when it opened the session
-// (under mu).
+// that acp reads itself (under mu); the CLI's settings are the
+// conversation's (session.Settings).
 type sessionSettings struct {
-	pkg     string // the package's path (set once the open resolved it)
-	backend string
-	model   string
-	cwd     string
-	mcp     []backend.MCPServer // the editor's MCP servers
-	addDirs []string            // the editor's additional folders
-	folder  *trust.Folder       // the trust of cwd (made once, at the open)
+	pkg     string   // the package's path (set once the open resolved it)
+	cwd     string   // the folder the CLI runs in
+	addDirs []string // the editor's additional folders
 }
 
-// controls are what the backend's events change (under mu, its own
-// lock): the modes and commands as last told, the models, the effort,
-// and the title as the sessions index has it.
-type controls struct {
+// told is what the client was told of the session, which the backend's
+// events (on its goroutines, never waiting for mu) read too: whether the
+// open was answered, the title as the sessions index has it, the CLI
+// session the last turn ran on.
+type told struct {
 	mu        sync.Mutex
-	modes     []backend.Mode
-	mode      string
-	commands  []backend.Command
-	models    []backend.Model // the backend's models; nil: the static list
-	effort    string          // the reasoning effort chosen, "" for the CLI's
-	announced bool            // the open was answered: commands may go out
+	announced bool // the open was answered: commands and options may go out
 	title     string
-	ranOn     string // the CLI session the last turn ran on
-
-	// The backend's name and program, whose model list the models cache
-	// keeps; modelsSeen is closed when the CLI first listed its models.
-	listedBy, program string
-	modelsSeen        chan struct{}
-	modelsOnce        sync.Once
+	ranOn     string
 }
 
 // job is one message for a session, handled by its worker.
@@ -384,7 +371,7 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.sid, set: sessionSettings{pkg: op.id}, ctl: controls{modelsSeen: make(chan struct{})}}
+	ss := &acpSession{srv: s, id: op.sid, set: sessionSettings{pkg: op.id}}
 	ss.q.cond = sync.NewCond(&ss.q.mu)
 	s.sessions[op.sid] = ss
 	s.wg.Add(1)
@@ -420,47 +407,25 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
 		}
 	}
-	if op.cli == nil || op.cli.backend != op.backend {
-		op.resume = "" // another CLI: it is told the conversation so far
+	named, resumeCLI := op.backend, ""
+	if op.defaulted && (op.load || op.forkFrom != "") {
+		// Reopened without naming its CLI (session/list, then resume): the
+		// session goes on with the CLI its conversation last ran on.
+		named = ""
 	}
-	saving := ss.srv.savePolicy(op.id)
-	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit, Continues: op.resume != "",
+	if op.cli != nil {
+		resumeCLI = op.cli.backend
+	}
+	// The folder's files and the CLIs' records are read with no lock of
+	// the session held.
+	opts := ss.srv.cfg.Backend
+	opts.MCPServers, opts.AddDirs, opts.Folder = op.mcp, op.addDirs, trust.Open(op.cwd, nil)
+	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
 		Import: op.imported, Imported: op.onImported,
-		Saving: saving, RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
-		Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
-			if op.defaulted && (op.load || op.forkFrom != "") {
-				// A session reopened without naming its backend
-				// (session/list, then resume) goes on with the CLI its
-				// conversation last ran on.
-				for _, cli := range clis.All {
-					if saved.Provider != "" && saved.Provider == cli.Provider {
-						op.backend = cli.Name
-					}
-				}
-			}
-			ss.mu.Lock()
-			folder := ss.set.folder
-			ss.mu.Unlock()
-			if folder == nil {
-				// The folder's files and the CLIs' records are read with
-				// no lock of the session held.
-				opened := trust.Open(op.cwd, nil)
-				ss.mu.Lock()
-				if ss.set.folder == nil {
-					ss.set.folder = opened
-				}
-				folder = ss.set.folder
-				ss.mu.Unlock()
-			}
-			be, err := ss.srv.cfg.NewBackend(op.backend, BackendOptions{Cwd: op.cwd, Model: op.model, MCPServers: op.mcp, AddDirs: op.addDirs, Events: ss.events(), Resume: op.resume, Folder: folder})
-			if err != nil {
-				return nil, "", err
-			}
-			c, _ := be.(backend.Controls)
-			ss.takeControls(c)
-			ss.openModels(op.backend, be, c)
-			return be, provider(op.backend), nil
-		}})
+		Saving: ss.srv.savePolicy(op.id), RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
+		CLIs: ss.srv.cfg.CLIs, Models: ss.srv.cfg.Models, Changed: ss.settingsChanged,
+		Log:      func(msg string) { ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg) },
+		Settings: session.Settings{CLI: named, DefaultCLI: op.backend, Model: op.model, Backend: opts, Own: ss.srv.cfg.Own, Resume: op.resume, ResumeCLI: resumeCLI}})
 	if errors.Is(err, session.ErrLocked) {
 		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
 	}
@@ -485,9 +450,9 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 			}
 		}
 	}
+	conv.WaitModels(modelsWait)
 	ss.mu.Lock()
-	ss.set.backend, ss.conv = op.backend, conv
-	ss.set.model, ss.set.cwd, ss.set.mcp, ss.set.addDirs = op.model, op.cwd, op.mcp, op.addDirs
+	ss.conv, ss.set.cwd, ss.set.addDirs = conv, op.cwd, op.addDirs
 	ss.mu.Unlock()
 	ss.watchBetween()
 	ss.touch()
@@ -971,14 +936,7 @@ func (ss *acpSession) close() error {
 			ss.srv.reply(j.m, cancelledResponse(), nil)
 		}
 	}
-	// The CLI's early start ends first: what it tells on its way (its
-	// models, its commands) reads the session under mu.
-	cancel := ss.bg.cancel
 	ss.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	ss.bg.preparing.Wait()
 	var errs []error
 	if ss.conv.Unsaved() {
 		errs = append(errs, ss.safely("save", func() error {
@@ -1140,26 +1098,14 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
-	backendName, opts := ss.set.backend, BackendOptions{Cwd: ss.set.cwd, Model: ss.set.model, MCPServers: ss.set.mcp, AddDirs: ss.set.addDirs, Events: ss.events(), Folder: ss.set.folder}
+	conv := ss.conv
 	ss.mu.Unlock()
-	if ss.conv.Running() {
+	if conv.Running() {
 		return nil, errBusyNew
-	}
-	ss.ctl.mu.Lock()
-	opts.Mode = ss.ctl.mode
-	effort := ss.ctl.effort
-	ss.ctl.mu.Unlock()
-	be, err := ss.srv.cfg.NewBackend(backendName, opts)
-	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
-	}
-	if c, ok := be.(backend.Controls); ok && effort != "" {
-		c.SetEffort(effort)
 	}
 	// The old CLI ends: its session belongs to the old conversation, and a
 	// new CLI starts with the next prompt.
-	if _, err := ss.conv.NewConversation(be); err != nil {
-		be.Close()
+	if _, err := conv.NewConversation(); err != nil {
 		if errors.Is(err, session.ErrBusy) {
 			return nil, errBusyNew
 		}

@@ -41,9 +41,9 @@ func (b barrierBackend) Close() error {
 func TestShutdownClosesSessionsAtOnce(t *testing.T) {
 	const n = 3
 	b := &closeBarrier{left: n, all: make(chan struct{}), release: make(chan struct{})}
-	c := startServerWith(t, Config{NewBackend: func(string, BackendOptions) (backend.Backend, error) {
+	c := startServerWith(t, Config{CLIs: rowsOf(func(_ string, _ backend.Options) (backend.Backend, error) {
 		return barrierBackend{newFake(), b}, nil
-	}})
+	})})
 	for range n {
 		c.request("session/new", newSessionParams(newPackage(t)))
 	}

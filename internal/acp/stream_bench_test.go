@@ -131,9 +131,9 @@ func BenchmarkServeStream(b *testing.B) {
 		srv := NewServer(outW, Config{
 			DefaultBackend: "claude", SessionsDir: filepath.Join(dir, "sessions"), AuditDir: filepath.Join(dir, "state"),
 			Index: sessionindex.New(filepath.Join(dir, "state")),
-			NewBackend: func(_ string, o BackendOptions) (backend.Backend, error) {
-				return claude.New(claude.Options{Program: exe, Dir: o.Cwd, Env: append(os.Environ(), streamFakeEnv+"="+stream)}), nil
-			}})
+			CLIs: rowsOf(func(_ string, o backend.Options) (backend.Backend, error) {
+				return claude.New(claude.Options{Program: exe, Dir: o.Dir, Env: append(os.Environ(), streamFakeEnv+"="+stream)}), nil
+			})})
 		done := make(chan struct{})
 		go func() { srv.Serve(context.Background(), inR); outW.Close(); close(done) }()
 		lines := bufio.NewReaderSize(outR, 1<<20)
@@ -253,13 +253,13 @@ func latencyUnderLoad(b *testing.B, direct *probeRead) {
 		}}
 		srv := NewServer(out, Config{
 			DefaultBackend: "claude", AuditDir: filepath.Join(dir, "state"), Index: sessionindex.New(filepath.Join(dir, "state")),
-			NewBackend: func(_ string, o BackendOptions) (backend.Backend, error) {
+			CLIs: rowsOf(func(_ string, o backend.Options) (backend.Backend, error) {
 				env := fakeClaudeEnv + "=1"
-				if o.Cwd == bulk {
+				if o.Dir == bulk {
 					env = streamFakeEnv + "=" + stream
 				}
-				return claude.New(claude.Options{Program: exe, Dir: o.Cwd, Env: append(os.Environ(), env, "GORACE=atexit_sleep_ms=0")}), nil
-			}})
+				return claude.New(claude.Options{Program: exe, Dir: o.Dir, Env: append(os.Environ(), env, "GORACE=atexit_sleep_ms=0")}), nil
+			})})
 		done := make(chan struct{})
 		go func() { srv.Serve(context.Background(), inR); outW.Close(); close(done) }()
 

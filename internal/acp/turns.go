@@ -114,7 +114,7 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 	}
 	if end.Status == itemmap.TurnFailed && notLoggedIn(failure) {
 		// The editor offers its log-in on this answer.
-		return nil, authRequired(ss.set.backend, failure)
+		return nil, authRequired(ss.conv.CLI(), failure)
 	}
 	return stopResponse(end, o.Cancelled), nil
 }

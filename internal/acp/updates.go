@@ -409,9 +409,8 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	allowed, rejected := grants.Decided(a)
 	ss.mu.Lock()
 	roots := append([]string{ss.set.cwd}, ss.set.addDirs...)
-	name := ss.set.backend
 	ss.mu.Unlock()
-	cli, _ := clis.Lookup(name)
+	cli, _ := clis.Lookup(ss.conv.CLI())
 	switch {
 	case rejected:
 		ss.card(a.ItemID, CardRejected)

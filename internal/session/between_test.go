@@ -161,13 +161,18 @@ func TestBetweenTurnsSaved(t *testing.T) {
 func TestBetweenTurnsNewBackend(t *testing.T) {
 	pkg, state := newPackage(t)
 	old := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
-	s := openPolicy(t, pkg, state, SaveByCaller, true, old)
+	fresh := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
+	next := []backend.Backend{old, fresh} // the open's, then New Conversation's
+	s, err := Open(Options{Dir: pkg, Keep: true, Saving: SaveByCaller, RecoveryDir: filepath.Join(state, "recovery"), Settings: Settings{CLI: "claude"},
+		CLIs: rows(func(string, backend.Options) backend.Backend { be := next[0]; next = next[1:]; return be })})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	w := &convWatcher{}
 	s.Watch(w)
 	oldHost := old.watcher
-	fresh := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
-	if _, err := s.NewConversation(fresh); err != nil {
+	if _, err := s.NewConversation(); err != nil {
 		t.Fatal(err)
 	}
 	if fresh.watcher == nil {

@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
+	"spbridge/internal/clis"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
 )
@@ -34,10 +35,6 @@ type Options struct {
 	// AuditDir and AuditQueue are the Session's.
 	AuditDir   string
 	AuditQueue *audit.Queue
-	// Continues is set when the backend continues the CLI's own session
-	// the conversation was imported from (backend.Options.Resume): that
-	// session has the whole conversation, so no turn is told it again.
-	Continues bool
 	// Import, when set, is a conversation to put into the package before
 	// it opens (a CLI's own session imported, or a fork): the package must
 	// hold none (ErrHoldsConversation). It is saved, Imported is called
@@ -51,9 +48,23 @@ type Options struct {
 	Saving      SavePolicy
 	RecoveryDir string
 	SaveFailed  func(error)
-	// Backend makes the backend once the saved conversation is read (its
-	// Provider says which CLI it last ran on) and names its provider.
-	Backend func(saved *archive.Conversation) (be backend.Backend, provider string, err error)
+	// Settings are what the user chose for the CLI: the session makes its
+	// backend from them, from the row of the CLI they name (or, by the
+	// reopen rule, of the CLI the saved conversation last ran on).
+	Settings Settings
+	// CLIs are the rows the session makes its backends from (clis.All
+	// when nil).
+	CLIs []backend.Plugin
+	// Models, when set, keeps the models each CLI's program listed, so
+	// that an open knows them before its CLI starts.
+	Models ModelCache
+	// Changed, when set, is told what of the settings changed (the CLI
+	// switched its mode, said its commands or models), on the backend's
+	// goroutine with no lock of the session held.
+	Changed func(What)
+	// Log, when set, is told the session's diagnostics (a model list not
+	// kept, an early start that failed).
+	Log func(string)
 }
 
 // Open opens the conversation of a package: it takes the package's lock
@@ -72,7 +83,7 @@ func Open(o Options) (_ *Session, err error) {
 	}
 	held := false
 	defer func() {
-		if !held { // an error, or a panic in o.Backend
+		if !held { // an error, or a panic making the backend
 			lock.Unlock()
 		}
 	}()
@@ -92,14 +103,31 @@ func Open(o Options) (_ *Session, err error) {
 			o.Imported()
 		}
 	}
-	be, provider, err := o.Backend(pkg.Conv)
+	rows := o.CLIs
+	if rows == nil {
+		rows = clis.All
+	}
+	row, err := choose(rows, o.Settings, pkg.Conv)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Pkg: pkg, Backend: be, Provider: provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep,
-		Saving: o.Saving, RecoveryDir: o.RecoveryDir, SaveFailed: o.SaveFailed}
+	s := &Session{Pkg: pkg, Provider: row.Provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep,
+		Saving: o.Saving, RecoveryDir: o.RecoveryDir, SaveFailed: o.SaveFailed,
+		row: row, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
+	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
+	resume := ""
+	if o.Settings.ResumeCLI == row.Name {
+		// Another CLI than the session's is told the conversation so far.
+		resume = o.Settings.Resume
+	}
+	be, gen, err := s.makeBackend(row, resume)
+	if err != nil {
+		return nil, err
+	}
+	s.Backend = be
+	s.takeControls(row, be, gen)
 	switch {
-	case o.Continues:
+	case resume != "":
 		s.Restore = &restore.State{}
 		s.Restore.Established(be.Name())
 	case len(pkg.Conv.Items) > 0 && pkg.Unreadable == "":

@@ -24,11 +24,11 @@ func TestOpenImport(t *testing.T) {
 	var savedSeen bool
 	open := func(c *archive.Conversation) (*Session, error) {
 		return Open(Options{Dir: dir, Keep: true, Import: c, Imported: func() { imported++ },
-			Backend: func(saved *archive.Conversation) (backend.Backend, string, error) {
+			CLIs: rows(func(string, backend.Options) backend.Backend {
 				_, err := os.Stat(filepath.Join(dir, "agent", "conversation.json"))
 				savedSeen = err == nil
-				return &fakeBackend{name: "claude"}, "anthropic", nil
-			}})
+				return &fakeBackend{name: "claude"}
+			}), Settings: Settings{CLI: "claude"}})
 	}
 	s, err := open(conv)
 	if err != nil {

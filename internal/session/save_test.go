@@ -33,9 +33,7 @@ func openPolicy(t *testing.T, pkg, state string, policy SavePolicy, keep bool, b
 	t.Helper()
 	s, err := Open(Options{Dir: pkg, Keep: keep, Saving: policy, RecoveryDir: filepath.Join(state, "recovery"),
 		SaveFailed: func(err error) { t.Errorf("save failed: %v", err) },
-		Backend: func(*archive.Conversation) (backend.Backend, string, error) {
-			return be, "anthropic", nil
-		}})
+		CLIs:       rows(func(string, backend.Options) backend.Backend { return be }), Settings: Settings{CLI: "claude"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +134,7 @@ func TestAutoSaveAfterChanges(t *testing.T) {
 	})
 	waitSaved(t, saved, pkg, func(conv *archive.Conversation) bool { return conv.ApprovalCards[reply] != nil })
 	// New Conversation: the package holds none, and the next turn is saved.
-	if _, err := s.NewConversation(g); err != nil {
+	if _, err := s.NewConversation(); err != nil {
 		t.Fatal(err)
 	}
 	if conv := onDisk(t, pkg); !conv.IsEmpty() {
@@ -306,9 +304,7 @@ func BenchmarkTurnEndSave(b *testing.B) {
 				b.Fatal(err)
 			}
 			s, err := Open(Options{Dir: pkg, Keep: true, Saving: policy.p, RecoveryDir: filepath.Join(dir, "recovery"),
-				Backend: func(*archive.Conversation) (backend.Backend, string, error) {
-					return &fakeBackend{name: "claude"}, "anthropic", nil
-				}})
+				CLIs: rows(func(string, backend.Options) backend.Backend { return &fakeBackend{name: "claude"} }), Settings: Settings{CLI: "claude"}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -102,6 +102,14 @@ type Session struct {
 	// between is the front end told what the CLI does between turns
 	// (Watch), nil when none watches.
 	between Between
+	// The CLI (settings.go): the row of the backend's CLI (under mu), what
+	// the user chose for it, and what its controls offer (under ctl.mu).
+	row        backend.Plugin
+	set        Settings
+	ctl        controls
+	modelCache ModelCache
+	changed    func(What)
+	log        func(string)
 	// The turns (turns.go): the running one, the requests queued behind
 	// it, the front end that asked for them; stopping once no turn may
 	// start, closed once Close ran.
@@ -437,10 +445,31 @@ func (s *Session) CurrentBackend() backend.Backend {
 
 // NewConversation starts the package's conversation over
 // (archive.Package.NewConversation): the old backend's CLI ends (its
-// session belongs to the old conversation) and be becomes the session's
-// backend for the next turn, with no restore. It fails with ErrBusy while
-// a turn runs.
-func (s *Session) NewConversation(be backend.Backend) (*archive.SaveReport, error) {
+// session belongs to the old conversation) and a new backend of the same
+// CLI, made with the model, effort and mode chosen so far, runs the next
+// turn, with no restore. It fails with ErrBusy while a turn runs.
+func (s *Session) NewConversation() (*archive.SaveReport, error) {
+	if s.Running() {
+		return nil, ErrBusy
+	}
+	s.mu.Lock()
+	row := s.row
+	s.mu.Unlock()
+	be, gen, err := s.makeBackend(row, "")
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.startOver(be)
+	if err != nil {
+		be.Close()
+		return r, err
+	}
+	s.useBackend(gen)
+	return r, nil
+}
+
+// startOver is NewConversation once be is made.
+func (s *Session) startOver(be backend.Backend) (*archive.SaveReport, error) {
 	if s.Running() {
 		return nil, ErrBusy
 	}
@@ -612,6 +641,7 @@ func (s *Session) Close() (err error) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.endPrepare()  // the CLI's early start ends before the CLI
 	s.autoWG.Wait() // no save of its own writes once the lock is released
 	if lock := s.lock; lock != nil {
 		s.lock = nil

@@ -14,6 +14,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/restore"
 )
@@ -358,4 +359,15 @@ func TestNotStartedPutsItemsBack(t *testing.T) {
 			t.Errorf("remove %v: an item appended after the turn changed the ones before", remove)
 		}
 	}
+}
+
+// rows are the CLIs' rows with their backends made by newBackend, which
+// is given the row's name and the settings.
+func rows(newBackend func(name string, o backend.Options) backend.Backend) []backend.Plugin {
+	out := slices.Clone(clis.All)
+	for i := range out {
+		name := out[i].Name
+		out[i].New = func(o backend.Options, _ map[string]string) backend.Backend { return newBackend(name, o) }
+	}
+	return out
 }

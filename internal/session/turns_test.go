@@ -254,7 +254,7 @@ func TestStopAndBusy(t *testing.T) {
 	s := gateSession(g)
 	s.Prompt(f, Request{Text: "a"})
 	<-g.began
-	if _, err := s.NewConversation(newGate()); !errors.Is(err, ErrBusy) {
+	if _, err := s.NewConversation(); !errors.Is(err, ErrBusy) {
 		t.Errorf("New Conversation during a turn: %v", err)
 	}
 	s.Queue(f, Request{Text: "b"})
