@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"spbridge/internal/canonjson"
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/statedir"
 )
@@ -45,10 +46,10 @@ func runConversationListCLI(_ context.Context, st stdio, args []string) error {
 	if err := f.noArgs(); err != nil {
 		return err
 	}
-	if *backend != "" && *backend != history.Claude && *backend != history.Codex {
-		return usagef(f.cmd, "--backend: %q is not claude or codex", *backend)
+	if _, ok := clis.Lookup(*backend); *backend != "" && !ok {
+		return usagef(f.cmd, "--backend: %q is not %s", *backend, clis.Choices())
 	}
-	opts := history.Options{Backend: *backend, Cwd: *cwd}
+	opts := history.Options{Stores: clis.Stores(), Backend: *backend, Cwd: *cwd}
 	if state, err := statedir.Dir(); err == nil {
 		opts.Cache = history.NewHeadCache(state) // what was read of each file, for the next listing
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/clis"
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/history"
 )
@@ -267,7 +268,7 @@ func TestE2EServeForkDelete(t *testing.T) {
 			configDir = v
 		}
 	}
-	opts := history.Options{ClaudeDir: configDir, CodexHome: t.TempDir(), Cwd: work}
+	opts := history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": configDir, "codex": t.TempDir()}, Cwd: work}
 	claude("-p", "first words in the terminal")
 	listed, err := history.List(opts)
 	if err != nil || len(listed) != 1 {
@@ -332,7 +333,7 @@ func testServeCodexForkDelete(t *testing.T, transport string) {
 			codexHome = v
 		}
 	}
-	opts := history.Options{ClaudeDir: t.TempDir(), CodexHome: codexHome, Cwd: work}
+	opts := history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": t.TempDir(), "codex": codexHome}, Cwd: work}
 	codex("exec", "--skip-git-repo-check", "first words in the terminal")
 	listed, err := history.List(opts)
 	if err != nil || len(listed) != 1 {

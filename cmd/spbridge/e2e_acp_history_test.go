@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"spbridge/internal/clis"
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/history"
 )
@@ -37,7 +38,7 @@ func TestE2EServeCLISessions(t *testing.T) {
 			configDir = v
 		}
 	}
-	listed, err := history.List(history.Options{ClaudeDir: configDir, CodexHome: t.TempDir(), Cwd: work})
+	listed, err := history.List(history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": configDir, "codex": t.TempDir()}, Cwd: work})
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("claude's sessions of the folder: %v %v", listed, err)
 	}
@@ -124,7 +125,7 @@ func testServeCodexSessions(t *testing.T, transport string) {
 			codexHome = v
 		}
 	}
-	listed, err := history.List(history.Options{ClaudeDir: t.TempDir(), CodexHome: codexHome, Cwd: work})
+	listed, err := history.List(history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": t.TempDir(), "codex": codexHome}, Cwd: work})
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("codex's sessions of the folder: %v %v", listed, err)
 	}

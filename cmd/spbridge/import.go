@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 )
 
@@ -31,8 +32,8 @@ func runImport(ctx context.Context, st stdio, args []string) error {
 	if f.NArg() != 2 {
 		return usagef(f.cmd, "import takes a session (ID or FILE) and a package folder (PKG), got %d arguments", f.NArg())
 	}
-	if *backend != "" && *backend != history.Claude && *backend != history.Codex {
-		return usagef(f.cmd, "--backend: %q is not claude or codex", *backend)
+	if _, ok := clis.Lookup(*backend); *backend != "" && !ok {
+		return usagef(f.cmd, "--backend: %q is not %s", *backend, clis.Choices())
 	}
 	src, pkg := f.Arg(0), f.Arg(1)
 	if _, err := os.Stat(pkg); errors.Is(err, fs.ErrNotExist) {
@@ -45,11 +46,11 @@ func runImport(ctx context.Context, st stdio, args []string) error {
 	var rep *history.Report
 	var err error
 	if isSessionFile(src) {
-		conv, rep, err = history.ImportFile(*backend, src, history.ImportOptions{})
+		conv, rep, err = history.ImportFile(*backend, src, history.ImportOptions{Stores: clis.Stores()})
 	} else {
 		var e history.Entry
-		if e, err = history.Find(history.Options{Backend: *backend}, src); err == nil {
-			conv, rep, err = history.Import(e, history.ImportOptions{})
+		if e, err = history.Find(history.Options{Stores: clis.Stores(), Backend: *backend}, src); err == nil {
+			conv, rep, err = history.Import(e, history.ImportOptions{Stores: clis.Stores()})
 		}
 	}
 	if err != nil {
@@ -100,10 +101,11 @@ func isSessionFile(s string) bool {
 	return err == nil
 }
 
-// cliName is how a backend's CLI is named to people.
+// cliName is how a backend's CLI is named to people (as its store of
+// sessions says it), the first CLI's name for one it does not know.
 func cliName(backend string) string {
-	if backend == history.Codex {
-		return "Codex"
+	if c, ok := clis.Lookup(backend); ok {
+		return c.History.Display()
 	}
-	return "Claude Code"
+	return clis.All[0].History.Display()
 }

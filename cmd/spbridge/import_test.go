@@ -14,13 +14,13 @@ import (
 	"spbridge/internal/archive"
 )
 
-// cliStores copies the recorded sessions of internal/history into a
-// Claude Code config folder and a Codex home of their own, named by the
-// environment as the CLIs read them.
+// cliStores copies the recorded sessions of internal/claude and
+// internal/codex (their testdata/history) into a Claude Code config folder
+// and a Codex home of their own, named by the environment as the CLIs read
+// them.
 func cliStores(t *testing.T) {
 	t.Helper()
 	root := t.TempDir()
-	src := filepath.Join("..", "..", "internal", "history", "testdata")
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	// Each session's time, so that the list's order is known.
 	hours := map[string]int{"ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl": 4,
@@ -28,6 +28,7 @@ func cliStores(t *testing.T) {
 		"rollout-2026-12-02T05-37-53-01a23542-6502-7f33-80f4-cae31bfb0ab9.jsonl": 2}
 	for _, from := range []string{"claude", "codex"} {
 		to := from
+		src := filepath.Join("..", "..", "internal", from, "testdata", "history")
 		err := filepath.Walk(filepath.Join(src, from), func(p string, fi os.FileInfo, err error) error {
 			if err != nil || fi.IsDir() {
 				return err

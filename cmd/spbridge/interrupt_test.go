@@ -72,7 +72,7 @@ func TestInterruptsExitRules(t *testing.T) {
 // message say which signal. (Before, each went on and wrote.)
 func TestWritersGiveUpAfterSignal(t *testing.T) {
 	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
-	session := filepath.Join("..", "..", "internal", "history", "testdata", "claude", "projects", "-work-project", "ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl")
+	session := filepath.Join("..", "..", "internal", "claude", "testdata", "history", "claude", "projects", "-work-project", "ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(&signalError{syscall.SIGTERM})
 	runIn := func(args ...string) (int, string) {

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/audit"
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/regfile"
 )
@@ -79,12 +80,12 @@ func continueLine(identity string) string {
 		return ""
 	}
 	s := "Last ran on " + backend + " session " + id
-	opts := history.Options{Backend: backend}
+	opts := history.Options{Stores: clis.Stores(), Backend: backend}
 	if _, err := history.Find(opts, id); err != nil {
 		return s + " (no longer kept by " + backend + " on this machine).\n"
 	}
 	cmd := backend + " --resume " + id
-	if backend == history.Codex {
+	if backend == "codex" {
 		cmd = "codex resume " + id
 	}
 	if cwd != "" {

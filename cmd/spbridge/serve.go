@@ -73,7 +73,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		SessionsDir:    filepath.Join(state, "sessions"),
 		RecoveryDir:    filepath.Join(state, "recovery"),
 		Index:          sessionindex.New(state),
-		History:        &history.Options{Cache: history.NewHeadCache(state)},
+		History:        &history.Options{Stores: clis.Stores(), Cache: history.NewHeadCache(state)},
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
 		Backend:        backend.Options{IdleTimeout: *idle},
 		Own:            own.all(),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
@@ -29,7 +30,7 @@ func (c cliSession) String() string { return c.backend + ":" + c.id }
 // session; nil for any other id (a package's path).
 func parseCLISession(sid string) *cliSession {
 	backend, id, ok := strings.Cut(sid, ":")
-	if !ok || id == "" || (backend != history.Claude && backend != history.Codex) {
+	if _, known := clis.Lookup(backend); !ok || id == "" || !known {
 		return nil
 	}
 	return &cliSession{backend: backend, id: id}
@@ -58,7 +59,7 @@ func (s *Server) importCLI(op *openParams) error {
 	if err != nil {
 		return rpcErrorf(CodeNotFound, "session %q: %v", op.sid, err)
 	}
-	conv, report, err := history.Import(entry, history.ImportOptions{})
+	conv, report, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
 	if err != nil {
 		return rpcErrorf(CodeInternalError, "import session %q: %v", op.sid, err)
 	}
@@ -257,9 +258,9 @@ func (s *Server) listAll(cwd string) ([]listEntry, error) {
 // terminal, in its folder.
 func continueCommand(backend, id string) string {
 	switch backend {
-	case history.Claude:
+	case "claude":
 		return "claude --resume " + id
-	case history.Codex:
+	case "codex":
 		return "codex resume " + id
 	}
 	return ""
@@ -335,7 +336,7 @@ func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conver
 			if err != nil {
 				return nil, rpcErrorf(CodeNotFound, "session %q: %v", src, err)
 			}
-			conv, _, err := history.Import(entry, history.ImportOptions{})
+			conv, _, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
 			if err != nil {
 				return nil, rpcErrorf(CodeInternalError, "import session %q: %v", src, err)
 			}

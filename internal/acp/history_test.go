@@ -11,6 +11,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/sessionindex"
 )
@@ -22,7 +23,7 @@ func cliStore(t *testing.T) (store, cwd, sid, file string) {
 	t.Helper()
 	cwd = t.TempDir()
 	sid = "06c063d3-5368-41f8-87b9-778f42872b06"
-	data, err := os.ReadFile(filepath.Join("../history/testdata/claude-interrupt/projects/-work-project", sid+".jsonl"))
+	data, err := os.ReadFile(filepath.Join("../claude/testdata/history/claude-interrupt/projects/-work-project", sid+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestCLISessions(t *testing.T) {
 	var made []*fakeBackend
 	var resumed []string
 	cfg := func() Config {
-		return Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
+		return Config{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}},
 			SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state),
 			CLIs: rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
 				b := newFake()
@@ -139,7 +140,7 @@ func TestCLISessions(t *testing.T) {
 func TestCLISessionOfAPackage(t *testing.T) {
 	store, cwd, sid, _ := cliStore(t)
 	state := t.TempDir()
-	c := startServerWith(t, Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
+	c := startServerWith(t, Config{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}},
 		SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)})
 	if res, _ := c.request("session/list", map[string]any{"cwd": cwd}); len(res["sessions"].([]any)) != 1 {
 		t.Fatalf("the CLI's session is not listed: %v", res)
@@ -168,10 +169,10 @@ func TestCLISessionOfAPackage(t *testing.T) {
 // spbridge made, refuses an open session, and hides a CLI's session from
 // the list without touching its file.
 func TestForkAndDelete(t *testing.T) {
-	store, _ := filepath.Abs("../history/testdata/claude-interrupt")
+	store, _ := filepath.Abs("../claude/testdata/history/claude-interrupt")
 	state := t.TempDir()
 	sessions := filepath.Join(state, "sessions")
-	c := startServerWith(t, Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir()},
+	c := startServerWith(t, Config{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}},
 		SessionsDir: sessions, Index: sessionindex.New(state), DefaultBackend: "claude"})
 	cwd := t.TempDir()
 	res, _ := c.request("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})

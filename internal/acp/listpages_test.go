@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/sessionindex"
 )
@@ -57,7 +58,7 @@ func TestListPagesOneListing(t *testing.T) {
 	cwd := t.TempDir()
 	store := manyCLISessions(t, cwd, 60)
 	state := t.TempDir()
-	c := startServerWith(t, Config{History: &history.Options{ClaudeDir: store, CodexHome: t.TempDir(), Cache: history.NewHeadCache(state)},
+	c := startServerWith(t, Config{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}, Cache: history.NewHeadCache(state)},
 		SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)})
 	page := func(cursor string) ([]string, string) {
 		t.Helper()
@@ -129,7 +130,7 @@ func BenchmarkSessionList(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		cwd := b.TempDir()
 		state := b.TempDir()
-		s := NewServer(io.Discard, Config{History: &history.Options{ClaudeDir: manyCLISessions(b, cwd, n), CodexHome: b.TempDir(), Cache: history.NewHeadCache(state)},
+		s := NewServer(io.Discard, Config{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": manyCLISessions(b, cwd, n), "codex": b.TempDir()}, Cache: history.NewHeadCache(state)},
 			SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state)})
 		list := func(cursor string) (int, string) {
 			params, _ := json.Marshal(map[string]any{"cwd": cwd, "cursor": cursor})

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 )
 
@@ -43,6 +44,9 @@ type Plugin struct {
 	// Tools is its tool vocabulary: which of its tools' names are
 	// commands, edits, reads and file changes, and their kinds.
 	Tools Tools
+	// History is the CLI's own store of past sessions: where they are,
+	// how one is listed, told and imported (internal/history).
+	History history.Store
 }
 
 // A Setting is one of a CLI's own settings.

@@ -34,4 +34,5 @@ var Plugin = backend.Plugin{
 			"Task": itemmap.KindThink, "Agent": itemmap.KindThink, "TodoWrite": itemmap.KindThink,
 		},
 	},
+	History: History,
 }

@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
+	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 )
 
@@ -29,6 +30,16 @@ func Lookup(name string) (backend.Plugin, bool) {
 		return backend.Plugin{}, false
 	}
 	return All[i], true
+}
+
+// Stores are the CLIs' stores of past sessions, in order: what
+// history.Options and history.ImportOptions read.
+func Stores() []history.Store {
+	var out []history.Store
+	for _, c := range All {
+		out = append(out, c.History)
+	}
+	return out
 }
 
 // Names are the CLIs' names, in order.

@@ -16,8 +16,11 @@ func TestTable(t *testing.T) {
 	}
 	for _, c := range All {
 		if c.Name == "" || c.Display == "" || c.Provider == "" || c.New == nil || c.Program == nil || c.AuthStatus == nil ||
-			c.Logout == nil || c.Mapper == nil || len(c.LoginArgs) == 0 || len(c.Models) == 0 {
+			c.Logout == nil || c.Mapper == nil || len(c.LoginArgs) == 0 || len(c.Models) == 0 || c.History == nil {
 			t.Errorf("%q is not whole: %+v", c.Name, c)
+		}
+		if c.History != nil && c.History.Name() != c.Name {
+			t.Errorf("%s's store of sessions is named %q", c.Name, c.History.Name())
 		}
 		if got, ok := Lookup(c.Name); !ok || got.Name != c.Name {
 			t.Errorf("Lookup(%q) = %q, %v", c.Name, got.Name, ok)

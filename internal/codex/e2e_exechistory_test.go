@@ -18,7 +18,7 @@ import (
 	"spbridge/internal/itemmap"
 )
 
-var record = flag.Bool("record", false, "record testdata/exec_history.* from the real codex")
+var record = flag.Bool("record", false, "record testdata/exec_history.* and testdata/history/ from the real codex")
 
 // execHistoryReplies is the script of the exec_history recording: a turn
 // with a message and a command whose arguments have odd bytes, a patch, a

@@ -42,7 +42,8 @@ var Plugin = backend.Plugin{
 		}
 		return itemmap.NewCodex(newID)
 	},
-	Models: []string{"default"},
+	Models:  []string{"default"},
+	History: History,
 	Tools: backend.Tools{
 		Commands: []string{itemmap.CodexShellTool},
 		Patches:  []string{itemmap.CodexPatchTool},

@@ -1,9 +1,10 @@
-package history
+package history_test
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 // and every hundredth a sparse file of 300 MB (its head and tail written,
 // the middle a hole), as a session with pasted files or long command
 // output may grow.
-func benchStore(b testing.TB, dir string, n int) Options {
+func benchStore(b testing.TB, dir string, n int) history.Options {
 	b.Helper()
 	claudeDir, codexHome := filepath.Join(dir, "claude"), filepath.Join(dir, "codex")
 	meta, err := os.ReadFile(codexFixture)
@@ -61,7 +62,20 @@ func benchStore(b testing.TB, dir string, n int) Options {
 			b.Fatal(err)
 		}
 	}
-	return Options{ClaudeDir: claudeDir, CodexHome: codexHome}
+	return history.Options{Stores: stores, Dirs: dirs(claudeDir, codexHome)}
+}
+
+// munge is the folder Claude Code keeps a working folder's sessions in
+// under its projects/: every character that is not an ASCII letter or
+// digit made "-".
+func munge(dir string) string {
+	b := []byte(dir)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
 
 // BenchmarkList: 1,000 sessions (ten of them 300 MB), the first page of
@@ -70,7 +84,7 @@ func BenchmarkList(b *testing.B) {
 	opts := benchStore(b, b.TempDir(), 1000)
 	b.Run("first-page", func(b *testing.B) {
 		for b.Loop() {
-			p, err := ListPage(opts, "", 25)
+			p, err := history.ListPage(opts, "", 25)
 			if err != nil || len(p.Entries) != 25 {
 				b.Fatal(len(p.Entries), err)
 			}
@@ -78,7 +92,7 @@ func BenchmarkList(b *testing.B) {
 	})
 	b.Run("all", func(b *testing.B) {
 		for b.Loop() {
-			es, err := List(opts)
+			es, err := history.List(opts)
 			if err != nil || len(es) != 1000 {
 				b.Fatal(len(es), err)
 			}
@@ -88,7 +102,7 @@ func BenchmarkList(b *testing.B) {
 		o := opts
 		o.Cwd = "/work/project4"
 		for b.Loop() {
-			es, err := List(o)
+			es, err := history.List(o)
 			if err != nil || len(es) != 100 {
 				b.Fatal(len(es), err)
 			}
@@ -106,17 +120,17 @@ func BenchmarkSessionListPage(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		opts := benchStore(b, b.TempDir(), n)
 		cached := opts
-		cached.Cache = NewHeadCache(b.TempDir())
-		if _, err := List(cached); err != nil {
+		cached.Cache = history.NewHeadCache(b.TempDir())
+		if _, err := history.List(cached); err != nil {
 			b.Fatal(err)
 		}
 		for _, tc := range []struct {
 			name string
-			opts Options
+			opts history.Options
 		}{{"cached", cached}, {"uncached", opts}} {
 			b.Run(fmt.Sprintf("%d/%s", n, tc.name), func(b *testing.B) {
 				for b.Loop() {
-					es, err := List(tc.opts)
+					es, err := history.List(tc.opts)
 					if err != nil || len(es) != n {
 						b.Fatal(len(es), err)
 					}
@@ -127,7 +141,7 @@ func BenchmarkSessionListPage(b *testing.B) {
 			o := cached
 			o.Cwd = "/work/project4"
 			for b.Loop() {
-				es, err := List(o)
+				es, err := history.List(o)
 				if err != nil || len(es) != n/10 {
 					b.Fatal(len(es), err)
 				}

@@ -1,21 +1,20 @@
-package history
+package history_test
 
 import (
 	"bytes"
 	"encoding/base64"
 	"image"
+	"image/color"
+	"image/draw"
 	"image/png"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"spbridge/internal/archive"
+	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
-
-	"spbridge/internal/archive"
 )
 
 // noisePNG is a PNG of noise of about n bytes: a photograph's size, which
@@ -59,6 +58,17 @@ func imagesIn(t *testing.T, conv *archive.Conversation, want []byte) int {
 	return n
 }
 
+// bluePNG is a well-formed 8×8 blue PNG (what codex-picture sent).
+func bluePNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{0, 0, 255, 255}}, image.Point{}, draw.Src)
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
 // TestBigFirstLine: a session whose first message carries a picture of
 // about 1 MB (a JSON line of 1.4 MB, past what listing read of a file's
 // head) is listed with its folder and title, found by its id, and
@@ -68,7 +78,7 @@ func TestBigFirstLine(t *testing.T) {
 	pic := noisePNG(t, 1<<20)
 	b64 := base64.StdEncoding.EncodeToString(pic)
 	root := t.TempDir()
-	opts := Options{ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex")}
+	opts := history.Options{Stores: stores, Dirs: dirs(filepath.Join(root, "claude"), filepath.Join(root, "codex"))}
 
 	claudeID := "7d1c3a52-1b0e-4f7e-9a51-0c2b9e1d4f10"
 	claudeLines := []string{
@@ -77,7 +87,7 @@ func TestBigFirstLine(t *testing.T) {
 			`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + b64 + `"}}]},"uuid":"u1","sessionId":"` + claudeID + `","cwd":"/work/pictures"}`,
 		strings.ReplaceAll(claudeReply, `"s1"`, `"`+claudeID+`"`),
 	}
-	claudePath := filepath.Join(opts.ClaudeDir, "projects", "-work-pictures", claudeID+".jsonl")
+	claudePath := filepath.Join(opts.Dirs["claude"], "projects", "-work-pictures", claudeID+".jsonl")
 	setFile(t, claudePath, []byte(strings.Join(claudeLines, "\n")+"\n"), base.Add(2*time.Hour))
 
 	// The recorded codex exec -i turn, its picture made 1 MB.
@@ -91,10 +101,10 @@ func TestBigFirstLine(t *testing.T) {
 	}
 	data = bytes.ReplaceAll(data, []byte(small), []byte(b64))
 	codexID := "01a23628-c9a8-74e0-8e3b-16baa728c919"
-	codexPath := filepath.Join(opts.CodexHome, "sessions", "2026", "12", "02", filepath.Base(codexPicture))
+	codexPath := filepath.Join(opts.Dirs["codex"], "sessions", "2026", "12", "02", filepath.Base(codexPicture))
 	setFile(t, codexPath, data, base.Add(time.Hour))
 
-	got, err := List(opts)
+	got, err := history.List(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +113,8 @@ func TestBigFirstLine(t *testing.T) {
 	if d := describe(got); d != want {
 		t.Errorf("list\n%s\nwant\n%s", d, want)
 	}
-	for _, tc := range []struct{ backend, id, path string }{{Claude, claudeID, claudePath}, {Codex, codexID, codexPath}} {
-		e, err := Find(Options{Backend: tc.backend, ClaudeDir: opts.ClaudeDir, CodexHome: opts.CodexHome}, tc.id)
+	for _, tc := range []struct{ backend, id, path string }{{"claude", claudeID, claudePath}, {"codex", codexID, codexPath}} {
+		e, err := history.Find(history.Options{Stores: stores, Backend: tc.backend, Dirs: dirs(opts.Dirs["claude"], opts.Dirs["codex"])}, tc.id)
 		if err != nil || e.Path != tc.path {
 			t.Errorf("%s: Find = %+v, %v", tc.backend, e, err)
 			continue
@@ -126,70 +136,17 @@ func TestBigFirstLine(t *testing.T) {
 // than Import takes whole (maxLine, lowered here below the picture's line):
 // the session is listed all the same.
 func TestListLineLongerThanImportTakes(t *testing.T) {
-	old := maxLine
-	maxLine = 1 << 20
-	defer func() { maxLine = old }()
+	old := *history.MaxLine
+	*history.MaxLine = 1 << 20
+	defer func() { *history.MaxLine = old }()
 	b64 := base64.StdEncoding.EncodeToString(noisePNG(t, 2<<20))
 	root := t.TempDir()
-	opts := Options{ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex")}
+	opts := history.Options{Stores: stores, Dirs: dirs(filepath.Join(root, "claude"), filepath.Join(root, "codex"))}
 	user := `{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + b64 +
 		`"}},{"type":"text","text":"And this one?"}]},"sessionId":"s1","cwd":"/w"}`
-	setFile(t, filepath.Join(opts.ClaudeDir, "projects", "-w", "s1.jsonl"), []byte(user+"\n"+claudeReply+"\n"), base)
-	got, err := List(opts)
+	setFile(t, filepath.Join(opts.Dirs["claude"], "projects", "-w", "s1.jsonl"), []byte(user+"\n"+claudeReply+"\n"), base)
+	got, err := history.List(opts)
 	if d := describe(got); err != nil || d != "claude s1 /w And this one? 10:00" {
 		t.Errorf("list %q, %v", d, err)
 	}
-}
-
-// TestSkimmer: a line skimmed keeps its structure and every short string,
-// cuts the long ones at a whole character or escape, and stays valid
-// JSON and UTF-8, whatever the cut falls on.
-func TestSkimmer(t *testing.T) {
-	long := strings.Repeat("a", skimString)
-	for _, tail := range []string{"é", "😀", `\"`, `\\`, `\u00e9`, `\ud83d\ude00`, "ab"} {
-		for pad := range 4 {
-			s := long[:skimString-pad] + strings.Repeat(tail, 3) + "end"
-			line := `{"short":"x\"y","long":"` + s + `","list":[1,{"k":"` + s + `"}],"after":"é"}`
-			var sk skimmer
-			sk.write([]byte(line)[:len(line)/2])
-			sk.write([]byte(line)[len(line)/2:])
-			if !gjson.ValidBytes(sk.out) || !utf8.Valid(sk.out) {
-				t.Fatalf("tail %q pad %d: not valid: ...%s", tail, pad, sk.out[len(sk.out)-80:])
-			}
-			v := gjson.ParseBytes(sk.out)
-			if v.Get("short").String() != `x"y` || v.Get("after").String() != "é" || v.Get("list.0").Int() != 1 {
-				t.Errorf("tail %q pad %d: %s", tail, pad, sk.out[:40])
-			}
-			for _, k := range []string{"long", "list.1.k"} {
-				got := v.Get(k).String()
-				if len(got) < skimString-8 || len(got) > skimString+8 || !strings.HasPrefix(got, long[:skimString-pad]) {
-					t.Errorf("tail %q pad %d: %s is %d bytes", tail, pad, k, len(got))
-				}
-			}
-		}
-	}
-	// Beyond skimMax, the copy is cut: bounded, whatever the line.
-	var sk skimmer
-	sk.write([]byte("[" + strings.Repeat(`"x",`, skimMax)))
-	if len(sk.out) != skimMax {
-		t.Errorf("skimmed to %d bytes", len(sk.out))
-	}
-}
-
-// FuzzSkimmer: any valid JSON skims to valid JSON, whatever the strings'
-// bound.
-func FuzzSkimmer(f *testing.F) {
-	f.Add([]byte(`{"a":"b\u00e9\"","c":[1,2,{"d":null}]}`), 3)
-	f.Add([]byte(`"\ud83d\ude00😀"`), 1)
-	f.Fuzz(func(t *testing.T, data []byte, limit int) {
-		if !gjson.ValidBytes(data) || !utf8.Valid(data) || len(data) > 1<<16 {
-			return
-		}
-		var sk skimmer
-		sk.limit = max(1, limit%64)
-		sk.write(data)
-		if !gjson.ValidBytes(sk.out) || !utf8.Valid(sk.out) {
-			t.Fatalf("%q skims to %q", data, sk.out)
-		}
-	})
 }

@@ -1,14 +1,14 @@
-package history
+package history_test
 
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"testing"
-
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
+	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
+	"strings"
+	"testing"
 )
 
 // toolSession is a Claude Code session of n turns, each running a command
@@ -46,8 +46,8 @@ func compactSize(t *testing.T, c *archive.Conversation) int {
 func TestImportFits(t *testing.T) {
 	dir := t.TempDir()
 	path := write(t, dir, "s.jsonl", toolSession(10, 200<<10))
-	imp := func(limit int64) (*archive.Conversation, *Report, error) {
-		return ImportFile(Claude, path, ImportOptions{NewID: itemmap.SequentialIDs(), MaxSize: limit})
+	imp := func(limit int64) (*archive.Conversation, *history.Report, error) {
+		return history.ImportFile("claude", path, history.ImportOptions{Stores: stores, NewID: itemmap.SequentialIDs(), MaxSize: limit})
 	}
 	whole, rep, err := imp(0)
 	if err != nil || rep.Omitted != "" {

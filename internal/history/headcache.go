@@ -55,7 +55,7 @@ type HeadCache struct {
 	loaded  bool
 	heads   map[string]*cachedHead
 	dirty   bool
-	names   threadNames // Codex's thread names as last read
+	indexes map[string]titleIndex // the stores' title indexes as last read, by path
 	now     func() time.Time
 }
 
@@ -70,7 +70,7 @@ type cachedHead struct {
 	ID      string `json:"id,omitempty"`
 	Cwd     string `json:"cwd,omitempty"`
 	// Title is the CLI's title in the file, else its first message, cut
-	// (Codex's thread names, kept apart, come before it).
+	// (a store's title index, kept apart, comes before it).
 	Title string `json:"title,omitempty"`
 }
 
@@ -79,10 +79,9 @@ type headCacheFile struct {
 	Heads   map[string]*cachedHead `json:"heads"`
 }
 
-// threadNames is Codex's session_index.jsonl as last read, and the
-// file's identity then.
-type threadNames struct {
-	path      string
+// titleIndex is a store's title index (see TitleIndex) as last read, and
+// the file's identity then.
+type titleIndex struct {
 	size, mod int64
 	ino       uint64
 	m         map[string]string
@@ -118,7 +117,7 @@ func (hc *HeadCache) load() {
 		return
 	}
 	for p, h := range file.Heads {
-		if h != nil && (h.Backend == Claude || h.Backend == Codex) {
+		if h != nil && h.Backend != "" {
 			hc.heads[p] = h
 		}
 	}
@@ -130,8 +129,8 @@ func (hc *HeadCache) get(c candidate) (Entry, bool, bool) {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
 	hc.load()
-	h := hc.heads[c.path]
-	if h == nil || h.Backend != c.backend || h.Size != c.size || h.Mod != c.mod.UnixNano() || h.Ino != c.ino {
+	h := hc.heads[c.Path]
+	if h == nil || h.Backend != c.backend || h.Size != c.Size || h.Mod != c.Mod.UnixNano() || h.Ino != c.Ino {
 		return Entry{}, false, false
 	}
 	if now := hc.now().Unix(); now-h.Used > int64(usedEvery/time.Second) {
@@ -142,7 +141,7 @@ func (hc *HeadCache) get(c candidate) (Entry, bool, bool) {
 
 // put keeps what was read of c.
 func (hc *HeadCache) put(c candidate, e Entry, session bool) {
-	h := &cachedHead{Backend: c.backend, Size: c.size, Mod: c.mod.UnixNano(), Ino: c.ino, Session: session}
+	h := &cachedHead{Backend: c.backend, Size: c.Size, Mod: c.Mod.UnixNano(), Ino: c.Ino, Session: session}
 	if session {
 		h.ID, h.Cwd, h.Title = e.ID, e.Cwd, e.Title
 	}
@@ -150,12 +149,12 @@ func (hc *HeadCache) put(c candidate, e Entry, session bool) {
 	defer hc.mu.Unlock()
 	hc.load()
 	h.Used = hc.now().Unix()
-	hc.heads[c.path] = h
+	hc.heads[c.Path] = h
 	hc.dirty = true
 }
 
 func (h *cachedHead) entry(c candidate) Entry {
-	return Entry{Backend: h.Backend, ID: h.ID, Cwd: h.Cwd, Title: h.Title, UpdatedAt: c.mod, Path: c.path, Size: h.Size}
+	return Entry{Backend: h.Backend, ID: h.ID, Cwd: h.Cwd, Title: h.Title, UpdatedAt: c.Mod, Path: c.Path, Size: h.Size}
 }
 
 // save writes the cache when it changed: the heads used in the last
@@ -204,21 +203,23 @@ func (hc *HeadCache) save() error {
 	return err
 }
 
-// threadNames is Codex's thread names (codexThreadNames), read again
-// only when the file changed.
-func (hc *HeadCache) threadNames(home string) map[string]string {
-	path := filepath.Join(home, "session_index.jsonl")
+// titles are the titles of the index at path (read with read), read
+// again only when the file changed.
+func (hc *HeadCache) titles(path string, read func(path string) map[string]string) map[string]string {
 	fi, err := os.Lstat(path)
 	hc.mu.Lock()
-	n := hc.names
+	n, ok := hc.indexes[path]
 	hc.mu.Unlock()
-	if err == nil && n.m != nil && n.path == path && n.size == fi.Size() && n.mod == fi.ModTime().UnixNano() && n.ino == inode(fi) {
+	if err == nil && ok && n.m != nil && n.size == fi.Size() && n.mod == fi.ModTime().UnixNano() && n.ino == inode(fi) {
 		return n.m
 	}
-	m := codexThreadNames(home)
+	m := read(path)
 	if err == nil {
 		hc.mu.Lock()
-		hc.names = threadNames{path: path, size: fi.Size(), mod: fi.ModTime().UnixNano(), ino: inode(fi), m: m}
+		if hc.indexes == nil {
+			hc.indexes = map[string]titleIndex{}
+		}
+		hc.indexes[path] = titleIndex{size: fi.Size(), mod: fi.ModTime().UnixNano(), ino: inode(fi), m: m}
 		hc.mu.Unlock()
 	}
 	return m

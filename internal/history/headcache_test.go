@@ -1,10 +1,11 @@
-package history
+package history_test
 
 import (
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
+	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
@@ -12,24 +13,24 @@ import (
 
 // cacheStore is a store of one Claude Code session whose title its last
 // line gives, and the cache of a state folder of its own.
-func cacheStore(t *testing.T) (Options, string, string) {
+func cacheStore(t *testing.T) (history.Options, string, string) {
 	t.Helper()
 	root := t.TempDir()
-	opts := Options{ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex")}
-	path := filepath.Join(opts.ClaudeDir, "projects", "-w", "s1.jsonl")
+	opts := history.Options{Stores: stores, Dirs: dirs(filepath.Join(root, "claude"), filepath.Join(root, "codex"))}
+	path := filepath.Join(opts.Dirs["claude"], "projects", "-w", "s1.jsonl")
 	setFile(t, path, []byte(titled("Alpha")), base)
 	state := filepath.Join(root, "state")
-	opts.Cache = NewHeadCache(state)
-	return opts, path, filepath.Join(state, HeadCacheFile)
+	opts.Cache = history.NewHeadCache(state)
+	return opts, path, filepath.Join(state, history.HeadCacheFile)
 }
 
 func titled(title string) string {
 	return claudeUser + "\n" + claudeReply + "\n" + `{"type":"custom-title","customTitle":"` + title + `","sessionId":"s1"}` + "\n"
 }
 
-func titles(t *testing.T, opts Options) string {
+func titles(t *testing.T, opts history.Options) string {
 	t.Helper()
-	es, err := List(opts)
+	es, err := history.List(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestHeadCache(t *testing.T) {
 		t.Errorf("unchanged file: %q, want the kept head", got)
 	}
 	other := opts
-	other.Cache = NewHeadCache(filepath.Dir(file))
+	other.Cache = history.NewHeadCache(filepath.Dir(file))
 	if got := titles(t, other); got != "Alpha" {
 		t.Errorf("another process: %q, want the kept head", got)
 	}
@@ -128,8 +129,8 @@ func TestHeadCacheCorrupt(t *testing.T) {
 				t.Errorf("listing: %q", got)
 			}
 			raw, err := os.ReadFile(file)
-			var f headCacheFile
-			if err != nil || json.Unmarshal(raw, &f) != nil || f.Version != headCacheVersion || len(f.Heads) != 1 {
+			var f history.HeadCacheData
+			if err != nil || json.Unmarshal(raw, &f) != nil || f.Version != history.HeadCacheVersion || len(f.Heads) != 1 {
 				t.Errorf("the cache was not built again: %q, %v", raw, err)
 			}
 		})
@@ -148,21 +149,21 @@ func TestHeadCacheCorrupt(t *testing.T) {
 // TestHeadCacheBounded: the cache keeps at most maxCachedHeads files, the
 // most recently listed, and forgets those not listed for cacheUnused.
 func TestHeadCacheBounded(t *testing.T) {
-	old := maxCachedHeads
-	maxCachedHeads = 3
-	defer func() { maxCachedHeads = old }()
+	old := *history.MaxCachedHeads
+	*history.MaxCachedHeads = 3
+	defer func() { *history.MaxCachedHeads = old }()
 	opts, _, file := cacheStore(t)
 	now := base
-	opts.Cache.now = func() time.Time { return now }
-	dir := filepath.Join(opts.ClaudeDir, "projects", "-w")
+	opts.Cache.SetNow(func() time.Time { return now })
+	dir := filepath.Join(opts.Dirs["claude"], "projects", "-w")
 	for i := range 5 {
 		now = now.Add(time.Hour)
 		setFile(t, filepath.Join(dir, "s"+string(rune('a'+i))+".jsonl"), []byte(titled("T")), base)
 		titles(t, opts)
 	}
-	kept := func() map[string]*cachedHead {
+	kept := func() map[string]*history.CachedHead {
 		raw, err := os.ReadFile(file)
-		var f headCacheFile
+		var f history.HeadCacheData
 		if err != nil || json.Unmarshal(raw, &f) != nil {
 			t.Fatalf("cache: %v", err)
 		}
@@ -173,8 +174,8 @@ func TestHeadCacheBounded(t *testing.T) {
 	}
 	// Listed no more (the files gone) for longer than cacheUnused: none.
 	os.RemoveAll(dir)
-	now = now.Add(cacheUnused + time.Hour)
-	setFile(t, filepath.Join(opts.ClaudeDir, "projects", "-x", "new.jsonl"), []byte(titled("New")), base)
+	now = now.Add(history.CacheUnused + time.Hour)
+	setFile(t, filepath.Join(opts.Dirs["claude"], "projects", "-x", "new.jsonl"), []byte(titled("New")), base)
 	if got := titles(t, opts); got != "New" {
 		t.Errorf("listing: %q", got)
 	}

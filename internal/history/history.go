@@ -1,26 +1,20 @@
-// Package history reads the coding-agent CLIs' own stores of past sessions
-// — Claude Code's session files and the Codex CLI's rollouts — to list
-// them and to import one into a format-1 conversation. It only ever reads
-// those files.
+// Package history is the generic part of reading the coding-agent CLIs'
+// own stores of past sessions: listing them (newest first, in pages with
+// opaque cursors, one folder's or every folder's, through a HeadCache),
+// finding one by its id, and importing one into a format-1 conversation.
+// It only ever reads those files, and names no CLI: each CLI's package
+// exports its Store (where its files are, how one is summarised from its
+// head and tail, how its format is told, how a line of it is imported),
+// and the callers pass the stores of the table of CLIs (internal/clis).
 //
-// Where they are:
-//
-//   - Claude Code: $CLAUDE_CONFIG_DIR (else ~/.claude) /projects/<folder>/
-//     <session id>.jsonl, where <folder> is the session's working folder
-//     with every character that is not an ASCII letter or digit turned into
-//     "-". A session's subagents are in <session id>/subagents/, and are
-//     not sessions of their own.
-//   - Codex: $CODEX_HOME (else ~/.codex) /sessions/YYYY/MM/DD/
-//     rollout-<time>-<thread id>.jsonl; the first line (session_meta)
-//     names the working folder.
-//
-// Listing reads only the head and the tail of each file, so a store of
-// thousands of sessions, some of hundreds of megabytes, lists quickly;
-// with a HeadCache, only those of the files that changed since the last
-// listing.
-// Import streams the file a line at a time through the same mappers live
-// turns use (internal/itemmap), so memory stays near the size of the
-// conversation it makes.
+// Listing reads only the head and the tail of each file (HeadLines,
+// TailLines), so a store of thousands of sessions, some of hundreds of
+// megabytes, lists quickly; with a HeadCache, only those of the files
+// that changed since the last listing.
+// Import streams the file a line at a time (LineReader) through the
+// store's Importer, which feeds the same mappers live turns use
+// (internal/itemmap), so memory stays near the size of the conversation
+// it makes.
 package history
 
 import (
@@ -34,18 +28,64 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"spbridge/internal/itemmap"
 )
 
-// The CLIs whose stores are read.
-const (
-	Claude = "claude"
-	Codex  = "codex"
-)
+// Store is one CLI's store of past sessions: everything the listing, Find
+// and Import need of it. A CLI's package exports its store; a Store holds
+// no state of its own and is safe for concurrent use.
+type Store interface {
+	// Name is the CLI's name, as Entry.Backend, Options.Backend and a
+	// session's _meta say it.
+	Name() string
+	// Display names the CLI in messages ("no <Display> session ...").
+	Display() string
+	// Dir is the store's folder when Options.Dirs names none (from the
+	// CLI's environment variable, else under the home folder); "" when
+	// neither can be told.
+	Dir() string
+	// Where is the folder under dir the store's session files are in, as
+	// a message names it.
+	Where(dir string) string
+	// Files are the files under dir that may be sessions (regular files,
+	// never symbolic links), those of the working folder cwd only where
+	// the store can tell them by their place (cwd "" every folder; the
+	// listing checks each entry's folder all the same).
+	Files(dir, cwd string) []File
+	// FileID is the session id a file's name gives, "" when it gives
+	// none: how Find picks the files to read.
+	FileID(path string) string
+	// Summarize reads the head and tail of f (HeadLines, TailLines): its
+	// entry, false when it is not a session to list.
+	Summarize(f File) (Entry, bool)
+	// Sniff reports whether a line of a file's head (a JSON object) shows
+	// the file is one of this store's.
+	Sniff(line gjson.Result) bool
+	// NewImporter maps one of the store's session files into a
+	// conversation, a line at a time; what it reads of the file (its id,
+	// folder, turns) it records in rep.
+	NewImporter(newID itemmap.IDFunc, rep *Report) Importer
+}
+
+// TitleIndex is a Store that keeps titles it gave its sessions in a file
+// of their own, beside the session files: a title of the index comes
+// before the one the session file gives.
+type TitleIndex interface {
+	// TitleIndex is the index's file under dir, "" when there is none.
+	TitleIndex(dir string) string
+	// ReadTitles reads the index at path: the titles by session id (empty
+	// when it cannot be read).
+	ReadTitles(path string) map[string]string
+}
 
 // Entry is one session of a CLI's own store.
 type Entry struct {
-	Backend   string    // Claude or Codex
-	ID        string    // the CLI's session id (Claude's) or thread id (Codex's)
+	Backend   string    // the store's Name
+	ID        string    // the CLI's session id (or thread id)
 	Cwd       string    // the working folder the session ran in, "" when not recorded
 	Title     string    // the CLI's own title or summary, else the first user message; one line, cut
 	UpdatedAt time.Time // when the file last changed
@@ -55,17 +95,16 @@ type Entry struct {
 
 // Options says which stores to read and which sessions to list.
 type Options struct {
-	// Backend limits the listing to one CLI ("" both).
+	// Stores are the stores read, in the table's order.
+	Stores []Store
+	// Backend limits the listing to the store of that name ("" all).
 	Backend string
 	// Cwd limits it to sessions that ran in this folder ("" every
 	// folder). It is made absolute and clean first.
 	Cwd string
-	// ClaudeDir is Claude Code's config folder; "" means
-	// $CLAUDE_CONFIG_DIR, else ~/.claude.
-	ClaudeDir string
-	// CodexHome is the Codex CLI's home; "" means $CODEX_HOME, else
-	// ~/.codex.
-	CodexHome string
+	// Dirs are the stores' folders by their names; a store not named (or
+	// named with "") is read in its own Dir.
+	Dirs map[string]string
 	// Cache, when set, keeps what was read of each file, so that a
 	// listing reads only the files that changed since the last.
 	Cache *HeadCache
@@ -79,44 +118,47 @@ type Page struct {
 	NextCursor string
 }
 
-// ClaudeConfigDir is where Claude Code keeps its state: $CLAUDE_CONFIG_DIR,
-// else ~/.claude; "" when neither can be told.
-func ClaudeConfigDir() string {
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+// File is a file of a store that may be a session, before it is read.
+type File struct {
+	Path string
+	Mod  time.Time // its modification time
+	Size int64
+	Ino  uint64 // its inode, 0 where the system has none
+}
+
+// dir is the folder of store s the options name, else its own.
+func (o Options) dir(s Store) string {
+	if d := o.Dirs[s.Name()]; d != "" {
 		return d
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".claude")
+	return s.Dir()
 }
 
-// CodexHomeDir is where the Codex CLI keeps its state: $CODEX_HOME, else
-// ~/.codex; "" when neither can be told.
-func CodexHomeDir() string {
-	if d := os.Getenv("CODEX_HOME"); d != "" {
-		return d
+// stores are the stores o reads: the one o.Backend names, else all; an
+// error names the choices when no store has that name.
+func (o Options) stores() ([]Store, error) {
+	if o.Backend == "" {
+		return o.Stores, nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
+	for _, s := range o.Stores {
+		if s.Name() == o.Backend {
+			return []Store{s}, nil
+		}
 	}
-	return filepath.Join(home, ".codex")
+	return nil, fmt.Errorf("unknown backend %q: %s", o.Backend, choices(o.Stores, Store.Name))
 }
 
-func (o Options) claudeDir() string {
-	if o.ClaudeDir != "" {
-		return o.ClaudeDir
+// choices says the stores' names (or another of their words) as a
+// message wants them: "a, b or c".
+func choices(stores []Store, word func(Store) string) string {
+	var w []string
+	for _, s := range stores {
+		w = append(w, word(s))
 	}
-	return ClaudeConfigDir()
-}
-
-func (o Options) codexHome() string {
-	if o.CodexHome != "" {
-		return o.CodexHome
+	if len(w) < 2 {
+		return strings.Join(w, "")
 	}
-	return CodexHomeDir()
+	return strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
 }
 
 // List returns every session of the CLIs' stores that opts selects, newest
@@ -134,8 +176,9 @@ func List(opts Options) ([]Entry, error) {
 // does. Only the files the page needs (and the next one) are read, past
 // their modification times.
 func ListPage(opts Options, cursor string, limit int) (Page, error) {
-	if opts.Backend != "" && opts.Backend != Claude && opts.Backend != Codex {
-		return Page{}, fmt.Errorf("unknown backend %q: claude or codex", opts.Backend)
+	stores, err := opts.stores()
+	if err != nil {
+		return Page{}, err
 	}
 	if opts.Cwd != "" {
 		abs, err := filepath.Abs(opts.Cwd)
@@ -149,15 +192,14 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 		return Page{}, err
 	}
 	var cands []candidate
-	if opts.Backend != Codex {
-		cands = append(cands, claudeCandidates(opts.claudeDir(), opts.Cwd)...)
-	}
-	if opts.Backend != Claude {
-		cands = append(cands, codexCandidates(opts.codexHome())...)
+	for i, s := range stores {
+		for _, f := range s.Files(opts.dir(s), opts.Cwd) {
+			cands = append(cands, candidate{File: f, store: i, backend: s.Name()})
+		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.compare(b) })
 	var page Page
-	s := opts.summarizer()
+	s := opts.summarizer(stores)
 	defer s.done()
 	for _, c := range cands {
 		if after != nil && c.compare(*after) <= 0 {
@@ -171,7 +213,7 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 			// Another entry follows: the page says so, and the next
 			// begins after its last.
 			last := page.Entries[len(page.Entries)-1]
-			page.NextCursor = makeCursor(candidate{path: last.Path, mod: last.UpdatedAt})
+			page.NextCursor = makeCursor(candidate{File: File{Path: last.Path, Mod: last.UpdatedAt}})
 			break
 		}
 		page.Entries = append(page.Entries, e)
@@ -179,23 +221,22 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 	return page, nil
 }
 
-// candidate is a file that may be a session, before it is read.
+// candidate is a file of one of the stores read that may be a session.
 type candidate struct {
-	backend string
-	path    string
-	mod     time.Time
-	size    int64
-	ino     uint64 // 0 where the system has none
+	File
+	store   int    // its store's index in the summarizer's stores
+	backend string // its store's Name
 }
 
 // summarizer reads the candidates of one listing, through opts.Cache
 // when set.
 type summarizer struct {
 	opts   Options
-	titles map[string]string // Codex's thread names, read once when needed
+	stores []Store
+	titles map[int]map[string]string // the title indexes' titles, read once when needed
 }
 
-func (o Options) summarizer() *summarizer { return &summarizer{opts: o} }
+func (o Options) summarizer(stores []Store) *summarizer { return &summarizer{opts: o, stores: stores} }
 
 // summarize is c's entry, false when it is not a session to list.
 func (s *summarizer) summarize(c candidate) (Entry, bool) {
@@ -204,30 +245,40 @@ func (s *summarizer) summarize(c candidate) (Entry, bool) {
 	if hc != nil {
 		e, ok, cached = hc.get(c)
 	}
+	st := s.stores[c.store]
 	if !cached {
-		switch c.backend {
-		case Claude:
-			e, ok = summarizeClaude(c)
-		case Codex:
-			e, ok = summarizeCodex(c)
-		}
+		e, ok = st.Summarize(c.File)
 		if hc != nil {
 			hc.put(c, e, ok)
 		}
 	}
-	if ok && c.backend == Codex {
-		if s.titles == nil {
-			if hc != nil {
-				s.titles = hc.threadNames(s.opts.codexHome())
-			} else {
-				s.titles = codexThreadNames(s.opts.codexHome())
+	if ti, isIndex := st.(TitleIndex); ok && isIndex {
+		titles, read := s.titles[c.store]
+		if !read {
+			titles = s.readTitles(ti, s.opts.dir(st))
+			if s.titles == nil {
+				s.titles = map[int]map[string]string{}
 			}
+			s.titles[c.store] = titles
 		}
-		if t := s.titles[e.ID]; t != "" {
-			e.Title = cutTitle(t)
+		if t := titles[e.ID]; t != "" {
+			e.Title = CutTitle(t)
 		}
 	}
 	return e, ok
+}
+
+// readTitles are the titles of ti's index under dir, through the cache
+// when set.
+func (s *summarizer) readTitles(ti TitleIndex, dir string) map[string]string {
+	path := ti.TitleIndex(dir)
+	if path == "" {
+		return nil
+	}
+	if s.opts.Cache != nil {
+		return s.opts.Cache.titles(path, ti.ReadTitles)
+	}
+	return ti.ReadTitles(path)
 }
 
 // done keeps what the listing read.
@@ -239,16 +290,16 @@ func (s *summarizer) done() {
 
 // compare orders candidates newest first, then by path.
 func (a candidate) compare(b candidate) int {
-	if c := b.mod.Compare(a.mod); c != 0 {
+	if c := b.Mod.Compare(a.Mod); c != 0 {
 		return c
 	}
-	return strings.Compare(a.path, b.path)
+	return strings.Compare(a.Path, b.Path)
 }
 
 // A cursor is the modification time and path of the last entry of a page,
 // in base64 so that it is one opaque word.
 func makeCursor(c candidate) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.mod.UnixNano(), 10) + "\n" + c.path))
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.Mod.UnixNano(), 10) + "\n" + c.Path))
 }
 
 func parseCursor(s string) (*candidate, error) {
@@ -264,18 +315,18 @@ func parseCursor(s string) (*candidate, error) {
 	if !ok || err != nil {
 		return nil, errors.New("invalid cursor")
 	}
-	return &candidate{path: path, mod: time.Unix(0, n)}, nil
+	return &candidate{File: File{Path: path, Mod: time.Unix(0, n)}}, nil
 }
 
-// regularFiles returns the regular files directly in dir whose names match
-// keep, as candidates of backend; symbolic links and folders are left out.
-// A folder that cannot be read gives none.
-func regularFiles(backend, dir string, keep func(name string) bool) []candidate {
+// RegularFiles returns the regular files directly in dir whose names
+// match keep; symbolic links and folders are left out. A folder that
+// cannot be read gives none.
+func RegularFiles(dir string, keep func(name string) bool) []File {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	var out []candidate
+	var out []File
 	for _, de := range ents {
 		if !de.Type().IsRegular() || !keep(de.Name()) {
 			continue
@@ -284,13 +335,13 @@ func regularFiles(backend, dir string, keep func(name string) bool) []candidate 
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		out = append(out, candidate{backend: backend, path: filepath.Join(dir, de.Name()), mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)})
+		out = append(out, File{Path: filepath.Join(dir, de.Name()), Mod: fi.ModTime(), Size: fi.Size(), Ino: inode(fi)})
 	}
 	return out
 }
 
-// subdirs returns the folders directly in dir (not symbolic links), sorted.
-func subdirs(dir string) []string {
+// Subdirs returns the folders directly in dir (not symbolic links), sorted.
+func Subdirs(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -304,56 +355,60 @@ func subdirs(dir string) []string {
 	return out
 }
 
-// Find returns the session of the stores opts names whose id is id (both
-// CLIs unless opts.Backend says which); opts.Cwd is not used. Of several
-// files of one id, the newest.
+// Find returns the session of the stores opts names whose id is id (of
+// every store unless opts.Backend says which); opts.Cwd is not used. Of
+// several files of one id, the newest.
 func Find(opts Options, id string) (Entry, error) {
 	if id == "" || strings.ContainsAny(id, `/\*?[`) || id == "." || id == ".." {
 		return Entry{}, fmt.Errorf("invalid session id %q", id)
 	}
-	var cands []candidate
-	if opts.Backend != Codex {
-		for _, c := range claudeCandidates(opts.claudeDir(), "") {
-			if filepath.Base(c.path) == id+".jsonl" {
-				cands = append(cands, c)
-			}
-		}
+	stores, err := opts.stores()
+	if err != nil {
+		// A backend no store has looks in every store, as one not given.
+		stores = opts.Stores
 	}
-	if opts.Backend != Claude {
-		for _, c := range codexCandidates(opts.codexHome()) {
-			if codexFileID(c.path) == id {
-				cands = append(cands, c)
+	var cands []candidate
+	for i, s := range stores {
+		for _, f := range s.Files(opts.dir(s), "") {
+			if s.FileID(f.Path) == id {
+				cands = append(cands, candidate{File: f, store: i, backend: s.Name()})
 			}
 		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.compare(b) })
-	s := opts.summarizer()
+	s := opts.summarizer(stores)
 	defer s.done()
 	for _, c := range cands {
 		if e, ok := s.summarize(c); ok {
 			return e, nil
 		}
 	}
-	return Entry{}, fmt.Errorf("no %s session %s (looked in %s)", backendWords(opts.Backend), id, storeWords(opts))
+	var where []string
+	for _, s := range stores {
+		where = append(where, s.Where(opts.dir(s)))
+	}
+	return Entry{}, fmt.Errorf("no %s session %s (looked in %s)", choices(stores, Store.Display), id, strings.Join(where, " and "))
 }
 
-func backendWords(b string) string {
-	switch b {
-	case Claude:
-		return "Claude Code"
-	case Codex:
-		return "Codex"
-	}
-	return "Claude Code or Codex"
-}
+// maxTitle is how many characters of a title are kept.
+const maxTitle = 80
 
-func storeWords(o Options) string {
-	var s []string
-	if o.Backend != Codex {
-		s = append(s, filepath.Join(o.claudeDir(), "projects"))
+// CutTitle is s as one line of at most 80 characters: its whitespace runs
+// made single spaces, cut with "…".
+func CutTitle(s string) string {
+	if len(s) > 16*maxTitle {
+		s = strings.ToValidUTF8(s[:16*maxTitle], "")
 	}
-	if o.Backend != Claude {
-		s = append(s, filepath.Join(o.codexHome(), "sessions"))
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= maxTitle {
+		return s
 	}
-	return strings.Join(s, " and ")
+	n := 0
+	for i := range s {
+		if n == maxTitle-1 {
+			return strings.TrimRight(s[:i], " ") + "…"
+		}
+		n++
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"spbridge/internal/archive"
@@ -15,6 +16,8 @@ import (
 type ImportOptions struct {
 	// NewID names the items made (nil: random UUIDs, as live turns do).
 	NewID itemmap.IDFunc
+	// Stores are the stores a file may be of, in the table's order.
+	Stores []Store
 	// MaxSize bounds the conversation made (0: archive.MaxConversationSize,
 	// what a save writes and spbridge reads back); what does not fit is
 	// left out (see archive.Conversation.Fit) and a notice says so.
@@ -23,7 +26,7 @@ type ImportOptions struct {
 
 // Report says what an import read.
 type Report struct {
-	Backend string // Claude or Codex
+	Backend string // the store's Name
 	ID      string // the CLI's session (thread) id, as the file holds it
 	Path    string
 	Cwd     string // the working folder the session ran in, "" when not recorded
@@ -41,9 +44,22 @@ type Report struct {
 	Omitted string
 }
 
-// ErrUnknownFormat is matched by the error of a file that is neither a
-// Claude Code session file nor a Codex rollout.
-var ErrUnknownFormat = errors.New("not a Claude Code session file or Codex rollout")
+// ErrUnknownFormat is matched by the error of a file that is not a session
+// file of any of the stores given.
+var ErrUnknownFormat = errors.New("not a session file of a CLI spbridge reads")
+
+// formatError is ErrUnknownFormat as the stores given say it: "not a
+// <Display>, <Display> or <Display> session file".
+type formatError struct{ stores []Store }
+
+func (e *formatError) Error() string {
+	if len(e.stores) == 0 {
+		return ErrUnknownFormat.Error()
+	}
+	return "not a " + choices(e.stores, Store.Display) + " session file"
+}
+
+func (e *formatError) Is(target error) bool { return target == ErrUnknownFormat }
 
 // Import reads the session e and returns it as a format-1 conversation:
 // items as live turns make them, the history in the neutral form, usage,
@@ -52,37 +68,37 @@ func Import(e Entry, o ImportOptions) (*archive.Conversation, *Report, error) {
 	return ImportFile(e.Backend, e.Path, o)
 }
 
-// ImportFile imports the session file at path; backend is Claude, Codex,
-// or "" to tell by its content. A file that is not a regular file (a
+// ImportFile imports the session file at path; backend names its store
+// (of o.Stores), or is "" to tell by its content. A file that is not a regular file (a
 // symbolic link is not followed), or does not look like a session of the
 // CLI, is an error; lines it does not understand are skipped and counted.
 func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *Report, error) {
-	f, size, err := openRegular(path)
+	var store Store
+	if backend != "" {
+		i := slices.IndexFunc(o.Stores, func(s Store) bool { return s.Name() == backend })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("unknown backend %q: %s", backend, choices(o.Stores, Store.Name))
+		}
+		store = o.Stores[i]
+	}
+	f, size, err := OpenRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	if backend == "" {
-		backend = sniff(f, size)
-		if backend == "" {
-			return nil, nil, fmt.Errorf("%s: %w", path, ErrUnknownFormat)
+	if store == nil {
+		store = sniff(o.Stores, f, size)
+		if store == nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, &formatError{o.Stores})
 		}
 	}
 	newID := o.NewID
 	if newID == nil {
 		newID = archive.NewID
 	}
-	rep := &Report{Backend: backend, Path: path}
-	lr := newLineReader(io.NewSectionReader(f, 0, size))
-	var imp importer
-	switch backend {
-	case Claude:
-		imp = newClaudeImport(newID, rep)
-	case Codex:
-		imp = newCodexImport(newID, rep)
-	default:
-		return nil, nil, fmt.Errorf("unknown backend %q: claude or codex", backend)
-	}
+	rep := &Report{Backend: store.Name(), Path: path}
+	lr := NewLineReader(io.NewSectionReader(f, 0, size))
+	imp := store.NewImporter(newID, rep)
 	understood := 0
 	for {
 		line, ok := lr.Next()
@@ -93,7 +109,7 @@ func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *
 		if line = bytes.TrimSpace(line); len(line) == 0 {
 			continue
 		}
-		if imp.line(line) {
+		if imp.Line(line) {
 			understood++
 		} else {
 			rep.Skipped++
@@ -106,9 +122,9 @@ func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *
 	rep.Skipped += lr.TooLong
 	rep.Partial = lr.Partial && rep.Skipped > 0
 	if understood == 0 {
-		return nil, nil, fmt.Errorf("%s: %w (no line of it was understood as one)", path, ErrUnknownFormat)
+		return nil, nil, fmt.Errorf("%s: %w (no line of it was understood as one)", path, &formatError{[]Store{store}})
 	}
-	conv := imp.finish()
+	conv := imp.Finish()
 	if rep.Skipped > 0 {
 		it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice, "text": skippedText(rep)})
 		conv.Items = append(conv.Items, it)
@@ -144,65 +160,66 @@ func skippedText(r *Report) string {
 	return text + "."
 }
 
-// importer maps one CLI's session file, a line at a time.
-type importer interface {
-	// line maps one line, false when it was not understood.
-	line(line []byte) bool
-	// finish ends the last turn and returns the conversation.
-	finish() *archive.Conversation
+// Importer maps one CLI's session file, a line at a time.
+type Importer interface {
+	// Line maps one line (its spaces trimmed, valid UTF-8, not empty),
+	// false when it was not understood.
+	Line(line []byte) bool
+	// Finish ends the last turn and returns the conversation.
+	Finish() *archive.Conversation
 }
 
-// sniff tells which CLI wrote the file by its first lines: a Codex rollout
-// begins with session_meta; Claude Code's lines carry a sessionId.
-func sniff(f io.ReaderAt, size int64) string {
-	found := ""
+// sniff is the store that wrote the file, told by its first lines: the
+// first of stores a line of the first 20 shows; nil when none does.
+func sniff(stores []Store, f io.ReaderAt, size int64) Store {
+	var found Store
 	n := 0
-	headLines(f, size, func(line []byte) bool {
+	HeadLines(f, size, func(line []byte) bool {
 		n++
-		v, ok := object(line)
+		v, ok := Object(line)
 		if !ok {
 			return n < 20
 		}
-		switch {
-		case v.Get("type").String() == "session_meta" && v.Get("payload").IsObject():
-			found = Codex
-		case v.Get("sessionId").Exists() || v.Get("type").String() == "summary" || v.Get("leafUuid").Exists():
-			found = Claude
+		for _, s := range stores {
+			if s.Sniff(v) {
+				found = s
+				break
+			}
 		}
-		return found == "" && n < 20
+		return found == nil && n < 20
 	})
 	return found
 }
 
-// turnState is what one imported turn holds until it ends: the user's
-// message for the history and the items the turn began with.
-type turnState struct {
-	user   *archive.Message
-	first  int // the conversation's item count when the turn began
-	model  string
-	active bool
+// Turn is what one imported turn holds until it ends: the user's message
+// for the history and the items the turn began with.
+type Turn struct {
+	User   *archive.Message
+	First  int    // the conversation's item count when the turn began
+	Model  string // the model, when the turn's end does not say it
+	Active bool   // the turn has begun
 }
 
-// endTurn brings a turn's end into conv as a live turn's end is brought:
+// EndTurn brings a turn's end into conv as a live turn's end is brought:
 // the strings given memory of their own, the user's message, then the
-// turn's history, usage, cost and model.
-func endTurn(conv *archive.Conversation, t *turnState, end *itemmap.TurnEnd, provider string) {
+// turn's history, usage, cost and model; t begins again after it.
+func EndTurn(conv *archive.Conversation, t *Turn, end *itemmap.TurnEnd, provider string) {
 	if end == nil {
 		return
 	}
 	if end.Model == "" {
-		end.Model = t.model
+		end.Model = t.Model
 	}
-	archive.CompactTurn(conv.Items[min(t.first, len(conv.Items)):], end.History)
-	if t.user != nil {
-		conv.History = append(conv.History, *t.user)
+	archive.CompactTurn(conv.Items[min(t.First, len(conv.Items)):], end.History)
+	if t.User != nil {
+		conv.History = append(conv.History, *t.User)
 	}
 	itemmap.Apply(conv, end, provider)
-	*t = turnState{first: len(conv.Items)}
+	*t = Turn{First: len(conv.Items)}
 }
 
-// apply brings a mapper's result's item changes into conv.
-func apply(conv *archive.Conversation, r itemmap.Result) {
+// ApplyResult brings a mapper's result's item changes into conv.
+func ApplyResult(conv *archive.Conversation, r itemmap.Result) {
 	for _, c := range r.Changes {
 		itemmap.ApplyChange(conv, c)
 	}

@@ -1,4 +1,4 @@
-package history
+package history_test
 
 import (
 	"bufio"
@@ -14,12 +14,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"spbridge/internal/archive"
+	"spbridge/internal/history"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"spbridge/internal/archive"
 )
 
 // importBenchSize is the size of the session files BenchmarkImport makes.
@@ -316,10 +316,10 @@ func convSize(b testing.TB, conv *archive.Conversation) int {
 // heap in use while importing (peak-heap-MB, sampled) and the heap the
 // conversation keeps once imported (live-MB).
 func BenchmarkImport(b *testing.B) {
-	for _, backend := range []string{Claude, Codex} {
+	for _, backend := range []string{"claude", "codex"} {
 		b.Run(backend, func(b *testing.B) {
 			p := filepath.Join(b.TempDir(), "s.jsonl")
-			if backend == Claude {
+			if backend == "claude" {
 				writeClaudeBench(b, p, importBenchSize)
 			} else {
 				writeCodexBench(b, p, importBenchSize)
@@ -337,8 +337,8 @@ func BenchmarkImport(b *testing.B) {
 				runtime.GC()
 				base := heapObjects()
 				stop := peakHeap()
-				var rep *Report
-				conv, rep, err = ImportFile(backend, p, ImportOptions{})
+				var rep *history.Report
+				conv, rep, err = history.ImportFile(backend, p, history.ImportOptions{Stores: stores})
 				peak = max(peak, stop())
 				if err != nil || rep.Skipped != 0 || rep.Turns < 100 {
 					b.Fatal(err, rep)

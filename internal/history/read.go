@@ -36,10 +36,10 @@ const (
 // line (a pasted file of hundreds of MB) is skipped and counted.
 var maxLine = 64 << 20
 
-// openRegular opens path for reading when it is a regular file (never a
+// OpenRegular opens path for reading when it is a regular file (never a
 // symbolic link), with its size at the time it was opened: reading stops
 // there, so a file still being written is read as it stood.
-func openRegular(path string) (*os.File, int64, error) {
+func OpenRegular(path string) (*os.File, int64, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, 0, err
@@ -73,13 +73,13 @@ type NotSessionError struct {
 
 func (e *NotSessionError) Error() string { return e.Path + " is not a session file: " + e.Reason }
 
-// headLines calls fn with each of the first lines of f (size bytes long),
+// HeadLines calls fn with each of the first lines of f (size bytes long),
 // in order, until fn returns false or headMax bytes of lines were passed
 // (headScan read). A line longer than longLine is passed skimmed (see
 // skimmer): its strings cut, its structure whole, so that the fields a
 // listing reads are there; one that goes past headScan, or skimmed beyond
 // skimMax, is passed cut (fn must cope).
-func headLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
+func HeadLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), headChunk)
 	var off int64 // where the next line begins
 	passed := 0   // bytes passed to fn
@@ -227,10 +227,10 @@ func (s *skimmer) trimRune() {
 	}
 }
 
-// tailLines calls fn with each complete line of the last tailSize bytes of
+// TailLines calls fn with each complete line of the last tailSize bytes of
 // f, last first, until fn returns false; the first, partial line is left
 // out unless the tail is the whole file.
-func tailLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
+func TailLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
 	from := max(size-tailSize, 0)
 	buf := make([]byte, size-from)
 	n, _ := f.ReadAt(buf, from)
@@ -255,9 +255,9 @@ func tailLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
 	}
 }
 
-// object parses line as a JSON object, false when it is not one (not
+// Object parses line as a JSON object, false when it is not one (not
 // JSON, cut short, nested too deep). Invalid UTF-8 in it reads as U+FFFD.
-func object(line []byte) (gjson.Result, bool) {
+func Object(line []byte) (gjson.Result, bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' || jsonline.TooDeep(line) || !gjson.ValidBytes(line) {
 		return gjson.Result{}, false
@@ -265,10 +265,10 @@ func object(line []byte) (gjson.Result, bool) {
 	return gjson.ParseBytes(line), true
 }
 
-// lineReader reads a session file a line at a time with bounded memory: a
+// LineReader reads a session file a line at a time with bounded memory: a
 // line longer than maxLine is skipped (and counted), the bytes are made
 // valid UTF-8, and reading stops at the size the file had when opened.
-type lineReader struct {
+type LineReader struct {
 	r       *bufio.Reader
 	buf     []byte
 	TooLong int  // lines skipped for their length
@@ -276,13 +276,14 @@ type lineReader struct {
 	err     error
 }
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 256<<10)}
+// NewLineReader reads r a line at a time.
+func NewLineReader(r io.Reader) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, 256<<10)}
 }
 
 // Next returns the next line without its newline, or false at the end.
 // The line is valid until the next call.
-func (lr *lineReader) Next() ([]byte, bool) {
+func (lr *LineReader) Next() ([]byte, bool) {
 	for {
 		lr.buf = lr.buf[:0]
 		long := false
@@ -323,7 +324,7 @@ func (lr *lineReader) Next() ([]byte, bool) {
 	}
 }
 
-func (lr *lineReader) valid() []byte {
+func (lr *LineReader) valid() []byte {
 	if !utf8.Valid(lr.buf) {
 		lr.buf = bytes.ToValidUTF8(lr.buf, []byte("\uFFFD"))
 	}
@@ -331,4 +332,4 @@ func (lr *lineReader) valid() []byte {
 }
 
 // Err is the read error that ended the lines, nil at the end of the file.
-func (lr *lineReader) Err() error { return lr.err }
+func (lr *LineReader) Err() error { return lr.err }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,25 +23,57 @@ func TestHeadTailLines(t *testing.T) {
 	data := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	r := bytes.NewReader(data)
 	var head []string
-	headLines(r, int64(len(data)), func(l []byte) bool { head = append(head, string(l)); return true })
+	HeadLines(r, int64(len(data)), func(l []byte) bool { head = append(head, string(l)); return true })
 	if !slices.Equal(head, lines) {
 		t.Errorf("head: %d lines, want %d", len(head), len(lines))
 	}
 	head = nil
-	headLines(r, int64(len(data)), func(l []byte) bool { head = append(head, string(l)); return len(head) < 3 })
+	HeadLines(r, int64(len(data)), func(l []byte) bool { head = append(head, string(l)); return len(head) < 3 })
 	if !slices.Equal(head, lines[:3]) {
 		t.Errorf("head stopped: %q", head)
 	}
 	var tail []string
-	tailLines(r, int64(len(data)), func(l []byte) bool { tail = append(tail, string(l)); return true })
+	TailLines(r, int64(len(data)), func(l []byte) bool { tail = append(tail, string(l)); return true })
 	slices.Reverse(tail)
 	if len(tail) == 0 || len(tail) >= len(lines) || !slices.Equal(tail, lines[len(lines)-len(tail):]) {
 		t.Errorf("tail: %d lines", len(tail))
 	}
 	// A file shorter than the tail: every line.
 	tail = nil
-	tailLines(bytes.NewReader([]byte("a\nb\n")), 4, func(l []byte) bool { tail = append(tail, string(l)); return true })
+	TailLines(bytes.NewReader([]byte("a\nb\n")), 4, func(l []byte) bool { tail = append(tail, string(l)); return true })
 	if !slices.Equal(tail, []string{"b", "a"}) {
 		t.Errorf("short tail %q", tail)
+	}
+}
+
+// TestLineReaderLong: a line longer than the bound is skipped and counted
+// without being held whole; the lines around it are read.
+func TestLineReaderLong(t *testing.T) {
+	old := maxLine
+	maxLine = 1000
+	defer func() { maxLine = old }()
+	data := "a\n" + strings.Repeat("x", 300<<10) + "\nb\n" + strings.Repeat("y", 5000)
+	lr := NewLineReader(strings.NewReader(data))
+	var lines []string
+	for {
+		l, ok := lr.Next()
+		if !ok {
+			break
+		}
+		lines = append(lines, string(l))
+	}
+	if strings.Join(lines, ",") != "a,b" || lr.TooLong != 2 || lr.Err() != nil {
+		t.Errorf("lines %q, %d too long, %v", lines, lr.TooLong, lr.Err())
+	}
+}
+
+// TestCutTitle: one line of at most 80 characters.
+func TestCutTitle(t *testing.T) {
+	long := strings.Repeat("é", 100)
+	if got := CutTitle("  a\n\tb  c "); got != "a b c" {
+		t.Errorf("%q", got)
+	}
+	if got := CutTitle(long); got != strings.Repeat("é", 79)+"…" {
+		t.Errorf("%q", got)
 	}
 }

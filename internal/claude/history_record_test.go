@@ -1,39 +1,30 @@
 //go:build unix
 
-package history
+package claude
 
-// Recordings of the real CLIs' own session files, made the way a user
-// makes them in a terminal (claude -p, claude -p --resume, codex exec,
-// codex exec resume) against the fake model APIs:
+// Recordings of Claude Code's own session files, made the way a user makes
+// them (claude -p, claude -p --resume) against the fake model API:
 //
-//	go test ./internal/history -run TestRecord -record
+//	go test ./internal/claude -run TestRecord -record
 //
-// Each writes its session file(s) into testdata/ under a fixed name, with
-// the throwaway folders' paths replaced by /work/project (and the config
-// folders' by /home/user), so that the fixtures do not depend on the
+// Each writes its session file(s) into testdata/history/ under a fixed
+// name, with the throwaway folders' paths replaced by /work/project (and
+// the config folder's by /home/user), so that the fixtures do not depend on the
 // machine that recorded them.
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"testing"
-	"time"
-
-	"spbridge/internal/archive"
-	"spbridge/internal/backend"
-	"spbridge/internal/codex"
 	"spbridge/internal/fakeapi"
-	"spbridge/internal/itemmap"
+	"strings"
+	"testing"
 )
 
-var record = flag.Bool("record", false, "record the CLIs' session files into testdata/ (needs the real claude and codex)")
+var record = flag.Bool("record", false, "record Claude Code's session files into testdata/history/ (needs the real claude)")
 
 func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {
 	t.Helper()
@@ -73,11 +64,11 @@ func sessionID(t *testing.T, out []byte) string {
 }
 
 // keep copies the files under from matching the glob pattern into
-// testdata/dst (a folder, made anew), with the paths of root replaced.
+// testdata/history/dst (a folder, made anew), with the paths of root replaced.
 func keep(t *testing.T, from, pattern, dst string, repl *strings.Replacer) []string {
 	t.Helper()
 	var names []string
-	if err := os.RemoveAll(filepath.Join("testdata", dst)); err != nil {
+	if err := os.RemoveAll(filepath.Join("testdata", "history", dst)); err != nil {
 		t.Fatal(err)
 	}
 	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
@@ -92,7 +83,7 @@ func keep(t *testing.T, from, pattern, dst string, repl *strings.Replacer) []str
 		if err != nil {
 			return err
 		}
-		out := filepath.Join("testdata", dst, repl.Replace(rel))
+		out := filepath.Join("testdata", "history", dst, repl.Replace(rel))
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
@@ -195,75 +186,6 @@ func TestRecordClaude(t *testing.T) {
 	}
 }
 
-func TestRecordCodex(t *testing.T) {
-	if !*record {
-		t.Skip("records only with -record")
-	}
-	bin := fakeapi.CodexPath(t)
-	srv, err := fakeapi.NewOpenAI(
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Greeting back."), fakeapi.MessageItem("Hello! How can I help?")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Running a command."), fakeapi.ExecCommandCall("echo hello from codex")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall("*** Begin Patch\n*** Add File: notes.txt\n+one\n+two\n*** End Patch\n")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall("*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two\n+TWO\n*** End Patch\n")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("echo failing >&2; exit 3")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done: notes.txt is edited and the command failed with 3.")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("It is red.")}},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	root := t.TempDir()
-	work := filepath.Join(root, "project")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "red.png"), redPNG, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := srv.CodexEnv(t, root)
-	pre := []string{"-c", `sandbox_mode="workspace-write"`, "exec"}
-	out := runCLI(t, work, env, "Say hello", bin, append(pre, "--json", "--skip-git-repo-check", "-")...)
-	id := sessionID(t, out)
-	runCLI(t, work, env, "Use the tools", bin, append(pre, "resume", "--json", "--skip-git-repo-check", id, "-")...)
-	runCLI(t, work, env, "What colour is this?", bin, append(pre, "--json", "-i", "red.png", "--skip-git-repo-check", "-")...)
-	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
-	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex", "sessions"), repl) {
-		t.Log(n)
-	}
-}
-
-// TestRecordCodexPicture records a codex exec turn with a picture codex
-// can read (`codex exec -i blue.png`): codex-picture/sessions/….
-func TestRecordCodexPicture(t *testing.T) {
-	if !*record {
-		t.Skip("records only with -record")
-	}
-	bin := fakeapi.CodexPath(t)
-	srv, err := fakeapi.NewOpenAI(fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("It is blue.")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	root := t.TempDir()
-	work := filepath.Join(root, "project")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "blue.png"), bluePNG(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := srv.CodexEnv(t, root)
-	runCLI(t, work, env, "What colour is this?", bin, "-c", `sandbox_mode="workspace-write"`, "exec", "--json", "-i", "blue.png", "--skip-git-repo-check", "-")
-	if reqs := srv.Requests(); len(reqs) == 0 || !bytes.Contains(reqs[len(reqs)-1].Body, []byte("data:image/png;base64,")) {
-		t.Fatalf("codex did not send the picture")
-	}
-	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
-	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-picture", "sessions"), repl) {
-		t.Log(n)
-	}
-}
-
 // TestRecordClaudeInterrupt records a session interrupted while a command
 // runs, as an editor (or Esc in the terminal) interrupts claude: stream-json
 // in, the interrupt control request once the command started, then a
@@ -347,77 +269,6 @@ func TestRecordClaudeInterrupt(t *testing.T) {
 	}
 }
 
-// allowAll is a host that allows every request.
-type allowAll struct{}
-
-func (allowAll) Change(itemmap.Change) {}
-func (allowAll) Approve(context.Context, itemmap.Approval) backend.Decision {
-	return backend.Decision{Allow: true}
-}
-
-// TestRecordCodexAppServer records a thread run through codex app-server,
-// as an editor runs it (spbridge's own codex backend): reasoning, a plan,
-// a command, then an interrupted turn.
-func TestRecordCodexAppServer(t *testing.T) {
-	if !*record {
-		t.Skip("records only with -record")
-	}
-	bin := fakeapi.CodexPath(t)
-	srv, err := fakeapi.NewOpenAI(
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ReasoningItem("Planning."),
-			{Type: "function_call", Name: "update_plan", Arguments: map[string]any{"plan": []any{
-				map[string]any{"step": "List the files", "status": "in_progress"}, map[string]any{"step": "Report", "status": "pending"}}}}}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("ls")}},
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("There is one file: red.png.")}},
-		fakeapi.ResponsesReply{Hold: true, Items: []fakeapi.OutputItem{fakeapi.MessageItem("This answer is cut short by the interrupt.")}},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	root := t.TempDir()
-	work := filepath.Join(root, "project")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "red.png"), redPNG, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b := codex.New(codex.Options{Options: backend.Options{Program: bin, Dir: work, Env: srv.CodexEnv(t, root),
-		Grace: 2 * time.Second, IdleTimeout: time.Minute}, Transport: codex.TransportAppServer})
-	defer b.Close()
-	end := b.Turn(context.Background(), backend.Message{Text: "List the files"}, allowAll{})
-	if end == nil || end.Status != itemmap.TurnCompleted {
-		t.Fatalf("first turn: %+v", end)
-	}
-	h := &interruptOnText{b: b}
-	end = b.Turn(context.Background(), backend.Message{Text: "Tell me a long story"}, h)
-	if end == nil || end.Status != itemmap.TurnInterrupted {
-		t.Fatalf("second turn: %+v", end)
-	}
-	b.Close()
-	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
-	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-app", "sessions"), repl) {
-		t.Log(n)
-	}
-}
-
-// interruptOnText interrupts the turn once the assistant's text streams.
-type interruptOnText struct {
-	b    *codex.Backend
-	once sync.Once
-}
-
-func (h *interruptOnText) Change(c itemmap.Change) {
-	if c.Item.Type() == archive.TypeAssistant {
-		h.once.Do(func() { go h.b.Interrupt() })
-	}
-}
-
-func (h *interruptOnText) Approve(context.Context, itemmap.Approval) backend.Decision {
-	return backend.Decision{Allow: true}
-}
-
 // TestRecordClaudeFork records a session that resumed another as a fork
 // (claude -p --resume ID --fork-session): a new session id and file that
 // begins with the first session's lines.
@@ -453,3 +304,8 @@ func TestRecordClaudeFork(t *testing.T) {
 		t.Log(n)
 	}
 }
+
+// redPNG is the 4×4 "red PNG" the recordings of 2026-12-02 sent; its last
+// chunks are cut short, so codex could not read it (codex-image: "image
+// content omitted") while the fake Anthropic API took it as it was.
+var redPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x04\x00\x00\x00\x04\x08\x02\x00\x00\x00&\x93\t)\x00\x00\x00\x10IDATx\x9cc\xf8\xcf\xc0\x00\x85\x10\x0c\x00\x95\x04\x0f\xf1!\x9a\x02_\x00\x00\x00\x00IEND\xaeB`\x82")

@@ -1,22 +1,52 @@
-package history
+package claude
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
+	"spbridge/internal/history"
+	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
 )
 
-// claudeCandidates are the session files of Claude Code's store under
-// config (projects/<folder>/<id>.jsonl), only those of cwd's folder when
-// cwd is set and that folder exists. Subagents' files (agent-*.jsonl, and
+// History is Claude Code's store of past sessions: $CLAUDE_CONFIG_DIR
+// (else ~/.claude) /projects/<folder>/<session id>.jsonl, where <folder>
+// is the session's working folder with every character that is not an
+// ASCII letter or digit turned into "-" (munge). A session's subagents
+// are in <session id>/subagents/, and are not sessions of their own. Its
+// lines are those of `claude -p --output-format stream-json`, so an
+// import maps them with the live turns' mapper (see claudeImport).
+var History history.Store = historyStore{}
+
+type historyStore struct{}
+
+func (historyStore) Name() string    { return Name }
+func (historyStore) Display() string { return "Claude Code" }
+
+// Dir is where Claude Code keeps its state: $CLAUDE_CONFIG_DIR, else
+// ~/.claude; "" when neither can be told.
+func (historyStore) Dir() string {
+	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".claude")
+}
+
+func (historyStore) Where(dir string) string { return filepath.Join(dir, "projects") }
+
+// Files are the session files of the store under config
+// (projects/<folder>/<id>.jsonl), only those of cwd's folder when cwd is
+// set and that folder exists. Subagents' files (agent-*.jsonl, and
 // everything under a session's own folder) are not sessions.
-func claudeCandidates(config, cwd string) []candidate {
+func (historyStore) Files(config, cwd string) []history.File {
 	if config == "" {
 		return nil
 	}
@@ -28,15 +58,43 @@ func claudeCandidates(config, cwd string) []candidate {
 		}
 	}
 	if len(dirs) == 0 {
-		dirs = subdirs(projects)
+		dirs = history.Subdirs(projects)
 	}
-	var out []candidate
+	var out []history.File
 	for _, d := range dirs {
-		out = append(out, regularFiles(Claude, d, func(name string) bool {
+		out = append(out, history.RegularFiles(d, func(name string) bool {
 			return strings.HasSuffix(name, ".jsonl") && !strings.HasPrefix(name, "agent-")
 		})...)
 	}
 	return out
+}
+
+// FileID is the session id of a session file: its name, which `claude
+// --resume` opens.
+func (historyStore) FileID(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".jsonl")
+}
+
+// Sniff: Claude Code's lines carry a sessionId (or are a summary).
+func (historyStore) Sniff(v gjson.Result) bool {
+	return v.Get("sessionId").Exists() || v.Get("type").String() == "summary" || v.Get("leafUuid").Exists()
+}
+
+func (historyStore) NewImporter(newID itemmap.IDFunc, rep *history.Report) history.Importer {
+	return newClaudeImport(newID, rep)
+}
+
+// munge is the name Claude Code gives the folder of a working folder's
+// sessions under its projects/: every character that is not an ASCII
+// letter or digit becomes "-".
+func munge(dir string) string {
+	b := []byte(dir)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
 
 func isDir(p string) bool {
@@ -44,19 +102,18 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// summarizeClaude reads the head and tail of a Claude Code session file:
-// its id, folder, title, and whether it is a session at all (a main
+// Summarize reads the head and tail of a Claude Code session file: its
+// id, folder, title, and whether it is a session at all (a main
 // conversation with a user message).
-func summarizeClaude(c candidate) (Entry, bool) {
-	f, size, err := openRegular(c.path)
+func (st historyStore) Summarize(c history.File) (history.Entry, bool) {
+	f, size, err := history.OpenRegular(c.Path)
 	if err != nil {
-		return Entry{}, false
+		return history.Entry{}, false
 	}
 	defer f.Close()
 	// The id is the file's name, which `claude --resume` opens: a session
 	// that resumed another begins with the other's lines, and their id.
-	e := Entry{Backend: Claude, Path: c.path, UpdatedAt: c.mod, Size: size,
-		ID: strings.TrimSuffix(filepath.Base(c.path), ".jsonl")}
+	e := history.Entry{Backend: st.Name(), Path: c.Path, UpdatedAt: c.Mod, Size: size, ID: st.FileID(c.Path)}
 	var first, title string
 	titleRank := 0
 	sidechain := false
@@ -66,10 +123,10 @@ func summarizeClaude(c candidate) (Entry, bool) {
 			title, titleRank = t, rank
 		}
 	}
-	headLines(f, size, func(line []byte) bool {
+	history.HeadLines(f, size, func(line []byte) bool {
 		consider(line)
 		if e.Cwd == "" && bytes.Contains(line, []byte(`"cwd"`)) {
-			if v, ok := object(line); ok {
+			if v, ok := history.Object(line); ok {
 				e.Cwd = v.Get("cwd").String()
 			}
 		}
@@ -88,9 +145,9 @@ func summarizeClaude(c candidate) (Entry, bool) {
 		return first == "" || e.Cwd == ""
 	})
 	if first == "" || sidechain {
-		return Entry{}, false
+		return history.Entry{}, false
 	}
-	tailLines(f, size, func(line []byte) bool {
+	history.TailLines(f, size, func(line []byte) bool {
 		if t, rank := claudeTitleLine(line); rank > titleRank {
 			title, titleRank = t, rank
 		}
@@ -99,7 +156,7 @@ func summarizeClaude(c candidate) (Entry, bool) {
 	if title == "" {
 		title = first
 	}
-	e.Title = cutTitle(title)
+	e.Title = history.CutTitle(title)
 	return e, true
 }
 
@@ -115,7 +172,7 @@ func claudeTitleLine(line []byte) (string, int) {
 	if !bytes.Contains(line, []byte(`"type":"summary"`)) && !bytes.Contains(line, []byte(`-title"`)) {
 		return "", 0
 	}
-	v, ok := object(line)
+	v, ok := history.Object(line)
 	if !ok {
 		return "", 0
 	}
@@ -240,27 +297,4 @@ func claudePrompt(l *claudeLine) (string, bool) {
 		t = "[image]"
 	}
 	return t, true
-}
-
-// maxTitle is how many characters of a title are kept.
-const maxTitle = 80
-
-// cutTitle is s as one line of at most maxTitle characters: its
-// whitespace runs made single spaces, cut with "…".
-func cutTitle(s string) string {
-	if len(s) > 16*maxTitle {
-		s = strings.ToValidUTF8(s[:16*maxTitle], "")
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= maxTitle {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == maxTitle-1 {
-			return strings.TrimRight(s[:i], " ") + "…"
-		}
-		n++
-	}
-	return s
 }

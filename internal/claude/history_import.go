@@ -1,4 +1,4 @@
-package history
+package claude
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/claude"
+	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
 )
@@ -33,10 +33,10 @@ import (
 // message; its output (local-command-stdout) and a compaction as notices.
 type claudeImport struct {
 	newID itemmap.IDFunc
-	rep   *Report
+	rep   *history.Report
 	m     *itemmap.Claude
 	conv  *archive.Conversation
-	turn  turnState
+	turn  history.Turn
 	// usage is the turn's API messages' usage, the last line of each
 	// message id, in order.
 	usage    map[string]archive.Usage
@@ -54,7 +54,7 @@ type claudeImport struct {
 	doc, sub jsonline.Doc
 }
 
-func newClaudeImport(newID itemmap.IDFunc, rep *Report) *claudeImport {
+func newClaudeImport(newID itemmap.IDFunc, rep *history.Report) *claudeImport {
 	return &claudeImport{newID: newID, rep: rep, m: itemmap.NewClaude(newID), conv: &archive.Conversation{},
 		usage: map[string]archive.Usage{}, agentCalls: map[string]bool{}}
 }
@@ -68,7 +68,7 @@ var claudeQuiet = map[string]bool{
 	"worktree-state": true, "content-replacement": true,
 }
 
-func (ci *claudeImport) line(line []byte) bool {
+func (ci *claudeImport) Line(line []byte) bool {
 	v, ok := parseObject(&ci.doc, line)
 	if !ok {
 		return false
@@ -170,7 +170,7 @@ func (ci *claudeImport) user(l *claudeLine, line []byte) {
 		ci.rep.Turns++
 		compacted := ci.compacted != ""
 		ci.flushCompacted()
-		ci.turn.first = len(ci.conv.Items)
+		ci.turn.First = len(ci.conv.Items)
 		ci.afterCompact = compacted
 		return
 	case commandStdout.MatchString(text):
@@ -204,13 +204,13 @@ func (ci *claudeImport) subagent(id, agent string) {
 		return
 	}
 	dir := strings.TrimSuffix(ci.rep.Path, ".jsonl")
-	f, size, err := openRegular(filepath.Join(dir, "subagents", "agent-"+agent+".jsonl"))
+	f, size, err := history.OpenRegular(filepath.Join(dir, "subagents", "agent-"+agent+".jsonl"))
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	prefix := []byte(`{"parent_tool_use_id":` + strconv.Quote(id) + `,`)
-	lr := newLineReader(io.NewSectionReader(f, 0, size))
+	lr := history.NewLineReader(io.NewSectionReader(f, 0, size))
 	for {
 		line, ok := lr.Next()
 		if !ok {
@@ -270,13 +270,13 @@ func (ci *claudeImport) begin(text string, l *claudeLine) {
 		it.Set("hasImage", true)
 	}
 	ci.conv.Items = append(ci.conv.Items, it)
-	ci.turn = turnState{user: &msg, first: len(ci.conv.Items), active: true}
+	ci.turn = history.Turn{User: &msg, First: len(ci.conv.Items), Active: true}
 }
 
 func (ci *claudeImport) assistant(l *claudeLine, line []byte) {
 	msg := l.message
 	if model := msg.Get("model").String(); model != "" && model != "<synthetic>" {
-		ci.turn.model = model
+		ci.turn.Model = model
 	}
 	if id := msg.Get("id").String(); id != "" && msg.Get("usage").IsObject() {
 		if _, seen := ci.usage[id]; !seen {
@@ -285,7 +285,7 @@ func (ci *claudeImport) assistant(l *claudeLine, line []byte) {
 		ci.usage[id] = apiUsage(msg.Get("usage"))
 	}
 	ci.lastStop = msg.Get("stop_reason").String()
-	ci.turn.active = true
+	ci.turn.Active = true
 	ci.flushCompacted()
 	for _, c := range msg.Get("content").Array() {
 		if c.Get("type").String() == "tool_use" && (c.Get("name").String() == "Agent" || c.Get("name").String() == "Task") {
@@ -309,9 +309,9 @@ func apiUsage(u jsonline.Value) archive.Usage {
 
 func (ci *claudeImport) feed(line []byte) {
 	r := ci.m.Line(line)
-	apply(ci.conv, r)
+	history.ApplyResult(ci.conv, r)
 	if r.End != nil {
-		endTurn(ci.conv, &ci.turn, r.End, claude.Provider)
+		history.EndTurn(ci.conv, &ci.turn, r.End, Provider)
 	}
 }
 
@@ -319,7 +319,7 @@ func (ci *claudeImport) feed(line []byte) {
 // message ended it, interrupted when it stopped in the middle (a tool
 // without its result, a result the model never answered).
 func (ci *claudeImport) endTurn() {
-	if !ci.turn.active && !ci.m.InTurn() && ci.turn.user == nil {
+	if !ci.turn.Active && !ci.m.InTurn() && ci.turn.User == nil {
 		return
 	}
 	var usage archive.Usage
@@ -340,16 +340,16 @@ func (ci *claudeImport) endTurn() {
 	default:
 		r = ci.m.Finish(true, "", "")
 	}
-	apply(ci.conv, r)
+	history.ApplyResult(ci.conv, r)
 	if r.End != nil {
 		if r.End.Usage.Input == "" && r.End.Usage.Output == "" {
 			r.End.Usage = usage
 		}
-		endTurn(ci.conv, &ci.turn, r.End, claude.Provider)
-	} else if ci.turn.user != nil {
-		endTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Usage: usage}, claude.Provider)
+		history.EndTurn(ci.conv, &ci.turn, r.End, Provider)
+	} else if ci.turn.User != nil {
+		history.EndTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Usage: usage}, Provider)
 	}
-	ci.turn = turnState{first: len(ci.conv.Items)}
+	ci.turn = history.Turn{First: len(ci.conv.Items)}
 	clear(ci.usage)
 	ci.usageIDs, ci.cost, ci.lastStop = nil, "", ""
 }
@@ -361,7 +361,7 @@ func num(n json.Number) json.Number {
 	return n
 }
 
-func (ci *claudeImport) finish() *archive.Conversation {
+func (ci *claudeImport) Finish() *archive.Conversation {
 	ci.endTurn()
 	ci.flushCompacted()
 	return ci.conv
@@ -390,12 +390,4 @@ func renameKey(line []byte, val jsonline.Value, from, to string) []byte {
 	out = append(out, to...)
 	out = append(out, '"')
 	return append(out, line[i+1:]...)
-}
-
-// decodeBase64 decodes standard base64, padded or not.
-func decodeBase64(s string) ([]byte, error) {
-	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-		return b, nil
-	}
-	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 }

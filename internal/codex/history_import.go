@@ -1,6 +1,7 @@
-package history
+package codex
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -9,7 +10,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
-	"spbridge/internal/codex"
+	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
 )
@@ -23,10 +24,10 @@ import (
 // conversation shows, keeps and counts exactly as one run in spbridge.
 type codexImport struct {
 	newID  itemmap.IDFunc
-	rep    *Report
+	rep    *history.Report
 	m      *itemmap.CodexApp
 	conv   *archive.Conversation
-	turn   turnState
+	turn   history.Turn
 	images []archive.Block // the images of the user's last response item, for their message
 	model  string
 	// doc is the line being read: its values borrow the line's bytes,
@@ -35,14 +36,14 @@ type codexImport struct {
 	doc jsonline.Doc
 }
 
-func newCodexImport(newID itemmap.IDFunc, rep *Report) *codexImport {
+func newCodexImport(newID itemmap.IDFunc, rep *history.Report) *codexImport {
 	return &codexImport{newID: newID, rep: rep, m: itemmap.NewCodexApp(newID), conv: &archive.Conversation{}}
 }
 
 // codexQuiet are the kinds of rollout lines that show nothing.
 var codexQuiet = map[string]bool{"world_state": true, "token_usage_record": true}
 
-func (ci *codexImport) line(line []byte) bool {
+func (ci *codexImport) Line(line []byte) bool {
 	if len(line) == 0 || line[0] != '{' || !ci.doc.Parse(line) {
 		return false
 	}
@@ -84,10 +85,10 @@ func (ci *codexImport) send(method string, params map[string]any) {
 // for it alone.
 func (ci *codexImport) sendLine(line []byte) {
 	r := ci.m.LineOwned(line)
-	apply(ci.conv, r)
+	history.ApplyResult(ci.conv, r)
 	if r.End != nil {
-		ci.turn.model = ci.model
-		endTurn(ci.conv, &ci.turn, r.End, codex.Provider)
+		ci.turn.Model = ci.model
+		history.EndTurn(ci.conv, &ci.turn, r.End, Provider)
 	}
 }
 
@@ -158,7 +159,7 @@ func (ci *codexImport) event(p jsonline.Value) {
 	case "task_started", "turn_started":
 		ci.startTurn()
 	case "user_message":
-		if ci.turn.user == nil {
+		if ci.turn.User == nil {
 			ci.userMessage(p.Get("message").String())
 		}
 	case "item_completed":
@@ -173,15 +174,15 @@ func (ci *codexImport) event(p jsonline.Value) {
 			"modelContextWindow": info.Get("model_context_window").Int()}}
 		ci.send("thread/tokenUsage/updated", params)
 	case "task_complete", "turn_complete":
-		if ci.m.InTurn() || ci.turn.user != nil {
+		if ci.m.InTurn() || ci.turn.User != nil {
 			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "completed"}})
 		}
 	case "turn_aborted":
-		if ci.m.InTurn() || ci.turn.user != nil {
+		if ci.m.InTurn() || ci.turn.User != nil {
 			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
 		}
 	case "error":
-		if ci.m.InTurn() || ci.turn.user != nil {
+		if ci.m.InTurn() || ci.turn.User != nil {
 			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "failed",
 				"error": map[string]any{"message": p.Get("message").String()}}})
 		}
@@ -195,13 +196,13 @@ func (ci *codexImport) event(p jsonline.Value) {
 // startTurn begins a turn, ending one the file left open (as
 // interrupted: codex stopped before it recorded the turn's end).
 func (ci *codexImport) startTurn() {
-	if ci.m.InTurn() || ci.turn.user != nil {
+	if ci.m.InTurn() || ci.turn.User != nil {
 		ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
-		if ci.turn.user != nil {
-			endTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, codex.Provider)
+		if ci.turn.User != nil {
+			history.EndTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, Provider)
 		}
 	}
-	ci.turn = turnState{first: len(ci.conv.Items)}
+	ci.turn = history.Turn{First: len(ci.conv.Items)}
 	ci.send("turn/started", map[string]any{})
 }
 
@@ -219,8 +220,8 @@ func (ci *codexImport) userMessage(text string) {
 	}
 	ci.images = nil
 	ci.conv.Items = append(ci.conv.Items, it)
-	ci.turn.user = &msg
-	ci.turn.first = len(ci.conv.Items)
+	ci.turn.User = &msg
+	ci.turn.First = len(ci.conv.Items)
 }
 
 // item gives a completed rollout item the app-server's form.
@@ -230,7 +231,7 @@ func (ci *codexImport) item(it jsonline.Value) {
 	var b []byte // the item as JSON, for the kinds with long strings
 	switch it.Get("type").String() {
 	case "UserMessage":
-		if ci.turn.user != nil {
+		if ci.turn.User != nil {
 			return
 		}
 		var parts []string
@@ -398,13 +399,13 @@ func emptyString(v jsonline.Value) bool {
 	return v.String() == ""
 }
 
-func (ci *codexImport) finish() *archive.Conversation {
-	if ci.m.InTurn() || ci.turn.user != nil {
+func (ci *codexImport) Finish() *archive.Conversation {
+	if ci.m.InTurn() || ci.turn.User != nil {
 		// The file ends inside a turn: codex stopped (or is still
 		// writing) before it recorded the turn's end.
 		ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
-		if ci.turn.user != nil {
-			endTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, codex.Provider)
+		if ci.turn.User != nil {
+			history.EndTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, Provider)
 		}
 	}
 	return ci.conv
@@ -471,4 +472,12 @@ func dataURLImage(url string) (archive.Block, bool) {
 	}
 	ib, err := archive.NewImageBlock(strings.ToLower(mime), b)
 	return ib, err == nil
+}
+
+// decodeBase64 decodes standard base64, padded or not.
+func decodeBase64(s string) ([]byte, error) {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 }
