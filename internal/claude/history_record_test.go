@@ -19,9 +19,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"spbridge/internal/fakeapi"
 	"strings"
 	"testing"
+
+	"spbridge/internal/fakeapi"
 )
 
 var record = flag.Bool("record", false, "record Claude Code's session files into testdata/history/ (needs the real claude)")

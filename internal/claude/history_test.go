@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/codex"
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
-	"strings"
-	"testing"
 )
 
 const (

@@ -19,14 +19,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"spbridge/internal/archive"
-	"spbridge/internal/backend"
-	"spbridge/internal/fakeapi"
-	"spbridge/internal/itemmap"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/fakeapi"
+	"spbridge/internal/itemmap"
 )
 
 func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {

@@ -9,12 +9,13 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/claude"
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
-	"strings"
-	"testing"
 )
 
 const (

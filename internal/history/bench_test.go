@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
+
+	"spbridge/internal/history"
 )
 
 // benchStore builds a store of n sessions, half Claude Code's (in ten

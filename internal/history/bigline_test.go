@@ -10,11 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"spbridge/internal/archive"
-	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/history"
 )
 
 // noisePNG is a PNG of noise of about n bytes: a photograph's size, which

@@ -3,12 +3,13 @@ package history_test
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"testing"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
-	"strings"
-	"testing"
 )
 
 // toolSession is a Claude Code session of n turns, each running a command

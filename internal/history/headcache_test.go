@@ -5,10 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
+
+	"spbridge/internal/history"
 )
 
 // cacheStore is a store of one Claude Code session whose title its last

@@ -14,12 +14,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
-	"spbridge/internal/archive"
-	"spbridge/internal/history"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/history"
 )
 
 // importBenchSize is the size of the session files BenchmarkImport makes.

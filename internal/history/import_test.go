@@ -5,11 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
-	"strings"
-	"testing"
 )
 
 func importFixture(t *testing.T, backend, path string) (*archive.Conversation, *history.Report) {

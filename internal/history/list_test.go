@@ -3,12 +3,13 @@ package history_test
 import (
 	"os"
 	"path/filepath"
-	"spbridge/internal/claude"
-	"spbridge/internal/codex"
-	"spbridge/internal/history"
 	"strings"
 	"testing"
 	"time"
+
+	"spbridge/internal/claude"
+	"spbridge/internal/codex"
+	"spbridge/internal/history"
 )
 
 // copyFile copies src to dst (made with its folders) and sets its
