@@ -1,7 +1,9 @@
 // Package claude runs conversation turns on Claude Code: it supervises one
 // `claude` process per open conversation, speaks its stream-json and control
 // protocol on stdin and stdout, and maps what it prints onto items with
-// itemmap.
+// itemmap. It also reads Claude Code's own store of past sessions (History,
+// a history.Store: its session files listed and imported). Plugin is its
+// row in the table of CLIs.
 package claude
 
 import (

@@ -244,8 +244,8 @@ func readClaudeLine(v jsonline.Value) *claudeLine {
 }
 
 // parseObject reads line (spaces around it aside) into d when it is a
-// JSON object (valid, nested no deeper than jsonline.MaxDepth, as object
-// checks): its values borrow line's bytes.
+// JSON object (valid, nested no deeper than jsonline.MaxDepth, as
+// history.Object checks): its values borrow line's bytes.
 func parseObject(d *jsonline.Doc, line []byte) (jsonline.Value, bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' || !d.Parse(line) {

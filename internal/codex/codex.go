@@ -1,4 +1,6 @@
-// Package codex runs conversation turns on the OpenAI Codex CLI.
+// Package codex runs conversation turns on the OpenAI Codex CLI, and reads
+// its own store of past sessions (History, a history.Store: its rollouts
+// listed and imported). Plugin is its row in the table of CLIs.
 package codex
 
 import (
