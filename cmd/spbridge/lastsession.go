@@ -81,13 +81,11 @@ func continueLine(identity string) string {
 	}
 	s := "Last ran on " + backend + " session " + id
 	opts := history.Options{Stores: clis.Stores(), Backend: backend}
-	if _, err := history.Find(opts, id); err != nil {
+	cli, known := clis.Lookup(backend)
+	if _, err := history.Find(opts, id); err != nil || !known {
 		return s + " (no longer kept by " + backend + " on this machine).\n"
 	}
-	cmd := backend + " --resume " + id
-	if backend == "codex" {
-		cmd = "codex resume " + id
-	}
+	cmd := cli.Continue(id)
 	if cwd != "" {
 		cmd = "cd " + shellQuote(cwd) + " && " + cmd
 	}

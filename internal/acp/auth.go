@@ -6,7 +6,6 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
-	"spbridge/internal/itemmap"
 )
 
 // This file holds the log-in: the methods offered, authenticate, and the
@@ -65,12 +64,11 @@ func wantsTerminalAuth(params json.RawMessage) bool {
 	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Auth.Terminal
 }
 
-// notLoggedIn reports whether a turn's failure is its CLI's missing or
-// refused credentials: the failure the mappers give a 401, or Codex's
-// provider key variable unset (itemmap's ClaudeNotLoggedIn,
-// CodexLoginFailure).
-func notLoggedIn(failure string) bool {
-	return failure == itemmap.ClaudeNotLoggedIn || itemmap.CodexLoginFailure(failure)
+// notLoggedIn reports whether a turn's failure is the missing or refused
+// credentials of its CLI, the one named backendName, as its row tells.
+func notLoggedIn(backendName, failure string) bool {
+	cli, ok := clis.Lookup(backendName)
+	return ok && cli.NotLoggedIn(failure)
 }
 
 // authRequired is the answer to a prompt whose CLI is not logged in.

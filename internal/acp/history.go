@@ -255,15 +255,13 @@ func (s *Server) listAll(cwd string) ([]listEntry, error) {
 }
 
 // continueCommand is the command that continues a CLI's session in a
-// terminal, in its folder.
+// terminal, in its folder; "" for a CLI spbridge does not have.
 func continueCommand(backend, id string) string {
-	switch backend {
-	case "claude":
-		return "claude --resume " + id
-	case "codex":
-		return "codex resume " + id
+	cli, ok := clis.Lookup(backend)
+	if !ok {
+		return ""
 	}
-	return ""
+	return cli.Continue(id)
 }
 
 // listPage is the page of entries after c (nil for the first), and the

@@ -112,9 +112,9 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 	if h != nil {
 		failure = h.failureText()
 	}
-	if end.Status == itemmap.TurnFailed && notLoggedIn(failure) {
+	if name := ss.conv.CLI(); end.Status == itemmap.TurnFailed && notLoggedIn(name, failure) {
 		// The editor offers its log-in on this answer.
-		return nil, authRequired(ss.conv.CLI(), failure)
+		return nil, authRequired(name, failure)
 	}
 	return stopResponse(end, o.Cancelled), nil
 }

@@ -41,6 +41,13 @@ type Plugin struct {
 	Mapper func(newID itemmap.IDFunc, own map[string]string) itemmap.Mapper
 	// Models are the model choices offered before the CLI gave its own.
 	Models []string
+	// NotLoggedIn reports whether a turn's failure (its failure item's
+	// text) is the CLI's missing or refused credentials, so that the
+	// editor offers its log-in.
+	NotLoggedIn func(failure string) bool
+	// Continue is the command that continues the CLI's session id in a
+	// terminal, in its folder.
+	Continue func(id string) string
 	// Tools is its tool vocabulary: which of its tools' names are
 	// commands, edits, reads and file changes, and their kinds.
 	Tools Tools

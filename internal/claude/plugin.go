@@ -21,6 +21,9 @@ var Plugin = backend.Plugin{
 	Logout:     func(ctx context.Context) error { return Logout(ctx, "", nil) },
 	Mapper:     func(newID itemmap.IDFunc, _ map[string]string) itemmap.Mapper { return itemmap.NewClaude(newID) },
 	Models:     []string{"default", "sonnet", "opus", "haiku"},
+	// The failure the mapper gives a 401 or a refused key.
+	NotLoggedIn: func(failure string) bool { return failure == itemmap.ClaudeNotLoggedIn },
+	Continue:    func(id string) string { return "claude --resume " + id },
 	Tools: backend.Tools{
 		Commands: []string{"Bash", "Monitor", "PowerShell"},
 		Edits:    []string{"Edit", "MultiEdit", "Write", "NotebookEdit"},

@@ -101,3 +101,36 @@ func TestOwnSettings(t *testing.T) {
 		t.Error("Own took a setting it does not declare")
 	}
 }
+
+// TestNotLoggedInAndContinue: each CLI tells its own not-logged-in
+// failures from others (as acp's one test of both did), and says the
+// command that continues one of its sessions (as acp and conversation
+// show wrote it).
+func TestNotLoggedInAndContinue(t *testing.T) {
+	cl, _ := Lookup("claude")
+	cx, _ := Lookup("codex")
+	for _, tc := range []struct {
+		cli     backend.Plugin
+		failure string
+		want    bool
+	}{
+		{cl, itemmap.ClaudeNotLoggedIn, true},
+		{cx, itemmap.CodexNotLoggedIn, true},
+		{cx, itemmap.CodexKeyUnset("OPENAI_API_KEY"), true},
+		{cl, "API Error: 500 overloaded", false},
+		{cx, "API Error: 500 overloaded", false},
+		{cl, "", false},
+		{cx, "", false},
+	} {
+		if got := tc.cli.NotLoggedIn(tc.failure); got != tc.want {
+			t.Errorf("%s.NotLoggedIn(%q) = %v", tc.cli.Name, tc.failure, got)
+		}
+	}
+	const id = "06c063d3-5368-41f8-87b9-778f42872b06"
+	if got := cl.Continue(id); got != "claude --resume "+id {
+		t.Errorf("claude: %q", got)
+	}
+	if got := cx.Continue(id); got != "codex resume "+id {
+		t.Errorf("codex: %q", got)
+	}
+}

@@ -44,6 +44,10 @@ var Plugin = backend.Plugin{
 	},
 	Models:  []string{"default"},
 	History: History,
+	// The failure the mappers give a 401, or the provider's key variable
+	// unset.
+	NotLoggedIn: itemmap.CodexLoginFailure,
+	Continue:    func(id string) string { return "codex resume " + id },
 	Tools: backend.Tools{
 		Commands: []string{itemmap.CodexShellTool},
 		Patches:  []string{itemmap.CodexPatchTool},
