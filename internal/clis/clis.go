@@ -67,3 +67,12 @@ func ToolKind(name string) string {
 	}
 	return itemmap.KindOther
 }
+
+// Register adds cli to the list, last, until undo is called: for a test
+// that runs a CLI of its own through the command line or the editor
+// protocol (TestThirdCLI). Nothing may read the list meanwhile.
+func Register(cli backend.Plugin) (undo func()) {
+	before := All
+	All = append(slices.Clip(All), cli)
+	return func() { All = before }
+}

@@ -1,6 +1,7 @@
 package clis
 
 import (
+	"slices"
 	"testing"
 
 	"spbridge/internal/backend"
@@ -49,5 +50,18 @@ func TestTable(t *testing.T) {
 	}
 	if claude.LoginMethod() != "claude-login" || claude.Provider != "claude-code" || cx.Provider != "codex" {
 		t.Errorf("ids: %q %q %q", claude.LoginMethod(), claude.Provider, cx.Provider)
+	}
+}
+
+// TestRegister: a registered CLI is in the list, last, until undone.
+func TestRegister(t *testing.T) {
+	before := Names()
+	undo := Register(backend.Plugin{Name: "third", Display: "Third CLI"})
+	if c, ok := Lookup("third"); !ok || c.Display != "Third CLI" || !slices.Equal(Names(), append(slices.Clone(before), "third")) {
+		t.Errorf("registered: %v, %v", Names(), ok)
+	}
+	undo()
+	if _, ok := Lookup("third"); ok || !slices.Equal(Names(), before) {
+		t.Errorf("after undo: %v", Names())
 	}
 }
