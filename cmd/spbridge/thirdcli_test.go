@@ -754,3 +754,50 @@ func TestThirdCLIServe(t *testing.T) {
 		t.Errorf("conversation.json:\n%s", conv)
 	}
 }
+
+// TestThirdCLIShell: the third CLI from the shell, through the same table:
+// run (a turn whose tool the command line allows), conversation list
+// --cli, replay of its recorded stream and import of a session of its
+// store.
+func TestThirdCLIShell(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(backend.ProgramVar(thirdName), exe)
+	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	home := t.TempDir()
+	t.Setenv(thirdHomeEnv, home)
+	undo := clis.Register(thirdPlugin)
+	defer undo()
+
+	pkg := newPackage(t)
+	code, out, errOut := runCmd(t, "run", pkg, "--backend", thirdName, "--allow-tool", thirdTool, "--cwd", filepath.Dir(pkg), "hello", "run ls")
+	if code != 0 || !strings.Contains(out, "heard: hello") || !strings.Contains(out, "heard: run ls") || !strings.Contains(out, "ran ls") {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "conversation", "list", "--cli", "--backend", thirdName)
+	if code != 0 || !strings.Contains(out, "hello") {
+		t.Fatalf("conversation list --cli: exit %d\n%s\n%s", code, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(home, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the CLI's sessions: %v", files)
+	}
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	// replay maps the recorded stream with the row's mapper.
+	code, out, errOut = runCmd(t, "replay", "--backend", thirdName, files[0])
+	if code != 0 || !strings.Contains(out, `"heard: run ls"`) || !strings.Contains(out, `"toolApproval"`) {
+		t.Errorf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
+	into := newPackage(t)
+	code, out, errOut = runCmd(t, "import", "--backend", thirdName, id, into)
+	if code != 0 {
+		t.Fatalf("import: exit %d\n%s\n%s", code, out, errOut)
+	}
+	conv, err := os.ReadFile(filepath.Join(into, "agent", "conversation.json"))
+	if err != nil || !strings.Contains(string(conv), `"third-cli"`) || !strings.Contains(string(conv), "ran ls") || !strings.Contains(string(conv), "heard: run ls") {
+		t.Errorf("the imported conversation: %v\n%s", err, conv)
+	}
+}
