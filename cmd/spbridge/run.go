@@ -138,7 +138,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		}
 		dir = filepath.Dir(abs)
 	}
-	folder := trust.Open(dir, nil)
+	folder := trust.Open(dir, nil, clis.Trust())
 	if *trustFolder {
 		if err := folder.Answer(trust.TrustOnce); err != nil {
 			return err

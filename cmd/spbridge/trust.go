@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"spbridge/internal/clis"
 	"spbridge/internal/statedir"
 	"spbridge/internal/trust"
 )
@@ -45,7 +46,7 @@ func runTrustList(_ context.Context, st stdio, args []string) error {
 	if err := f.noArgs(); err != nil {
 		return err
 	}
-	list, err := trust.List(nil)
+	list, err := trust.List(nil, clis.Trust())
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func runTrustRevoke(_ context.Context, st stdio, args []string) error {
 	} else {
 		fmt.Fprintf(st.out, "forgot the answer for %s\n", key)
 	}
-	if s := trust.Check(dir, nil); s.Trusted {
+	if s := trust.Check(dir, nil, clis.Trust()); s.Trusted {
 		fmt.Fprintf(st.out, "%s is still trusted by %s (spbridge never writes it); to refuse it: spbridge trust add --never %s\n", key, trustSource(s), key)
 	}
 	return nil

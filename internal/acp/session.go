@@ -419,7 +419,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	// The folder's files and the CLIs' records are read with no lock of
 	// the session held.
 	opts := ss.srv.cfg.Backend
-	opts.MCPServers, opts.AddDirs, opts.Folder = op.mcp, op.addDirs, trust.Open(op.cwd, nil)
+	opts.MCPServers, opts.AddDirs, opts.Folder = op.mcp, op.addDirs, trust.Open(op.cwd, nil, clis.Trust())
 	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
 		Import: op.imported, Imported: op.onImported,
 		Saving: ss.srv.savePolicy(op.id), RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,

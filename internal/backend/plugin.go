@@ -8,6 +8,7 @@ import (
 
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // A Plugin is one coding-agent CLI as spbridge knows it: everything the
@@ -48,6 +49,9 @@ type Plugin struct {
 	// Continue is the command that continues the CLI's session id in a
 	// terminal, in its folder.
 	Continue func(id string) string
+	// Trust is what trust weighs of it: its own record of the folders
+	// it trusts, and what in a folder it would apply.
+	Trust trust.CLI
 	// Tools is its tool vocabulary: which of its tools' names are
 	// commands, edits, reads and file changes, and their kinds.
 	Tools Tools

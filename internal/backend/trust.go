@@ -15,8 +15,8 @@ type TrustAsker interface {
 	AskTrust(ctx context.Context, q trust.Question) trust.Answer
 }
 
-// FolderTrust settles the trust of f before a turn of cli (trust.Claude,
-// trust.Codex) runs: the first time in a session that f is untrusted and
+// FolderTrust settles the trust of f before a turn of cli (its name, as
+// trust.CLI.Name) runs: the first time in a session that f is untrusted and
 // holds something cli would apply, h is asked when it can ask (else the
 // answer is trust.NotNow), and the answer is taken; then, once a session,
 // a notice says what an untrusted f left out and how to trust it. A nil f

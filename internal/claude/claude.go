@@ -22,7 +22,6 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/trust"
 )
 
 // Provider is the archive's provider name for turns run on Claude Code.
@@ -134,7 +133,7 @@ func (b *Backend) Started() bool { return b.SessionID() != "" }
 
 // args builds the command line. The message never goes on it: argv is
 // visible to every user of the machine.
-func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted(trust.Claude)) }
+func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted(Name)) }
 
 // argsTrusted builds the command line of a claude that reads the folder's
 // own configuration (trusted) or not.
@@ -178,7 +177,7 @@ func (b *Backend) argsTrusted(trusted bool) []string {
 func (b *Backend) start() (*cliproc.Proc, error) {
 	b.starting.Lock()
 	defer b.starting.Unlock()
-	trusted := b.Opts.Folder.Trusted(trust.Claude)
+	trusted := b.Opts.Folder.Trusted(Name)
 	args := b.argsTrusted(trusted)
 	var own map[string]json.RawMessage
 	if !trusted {
@@ -359,8 +358,8 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 // it again (resuming its session, when it has one).
 func (b *Backend) settleTrust(ctx context.Context, h backend.Host) {
 	f := b.Opts.Folder
-	backend.FolderTrust(ctx, f, trust.Claude, h, b.Opts.NewID)
-	if !f.Trusted(trust.Claude) {
+	backend.FolderTrust(ctx, f, Name, h, b.Opts.NewID)
+	if !f.Trusted(Name) {
 		return
 	}
 	b.mu.Lock()

@@ -68,7 +68,7 @@ func realClaude(t *testing.T, opts Options, replies ...fakeapi.Reply) (*Backend,
 	if opts.Folder == nil {
 		// The test's own project, with its command: trusted for the
 		// session.
-		opts.Folder = trust.Open(dir, opts.Env)
+		opts.Folder = trust.Open(dir, opts.Env, []trust.CLI{Plugin.Trust})
 		if err := opts.Folder.Answer(trust.TrustOnce); err != nil {
 			t.Fatal(err)
 		}

@@ -53,12 +53,12 @@ func (b *Backend) mcpConfigRead() {
 // userMCPServers are the MCP servers of the user's own Claude Code
 // configuration for a claude in dir: its user scope (mcpServers) and its
 // local scope for dir (projects[dir].mcpServers), both in the user's
-// global configuration (trust.ReadClaudeConfig), as Claude Code keeps them.
+// global configuration (ReadConfig), as Claude Code keeps them.
 // With --strict-mcp-config claude starts only the servers of
 // --mcp-config, so an untrusted folder's claude is given these there: the
 // folder's .mcp.json waits for its trust, the user's own servers do not.
 func userMCPServers(dir string, env []string) map[string]json.RawMessage {
-	c := trust.ReadClaudeConfig(env)
+	c := ReadConfig(env)
 	out := make(map[string]json.RawMessage, len(c.MCPServers))
 	for name, s := range c.MCPServers {
 		out[name] = s

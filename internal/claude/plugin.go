@@ -5,6 +5,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // Name is Claude Code's name as --backend, a session's _meta and the
@@ -24,6 +25,8 @@ var Plugin = backend.Plugin{
 	// The failure the mapper gives a 401 or a refused key.
 	NotLoggedIn: func(failure string) bool { return failure == itemmap.ClaudeNotLoggedIn },
 	Continue:    func(id string) string { return "claude --resume " + id },
+	Trust: trust.CLI{Name: Name, Who: "Claude Code", Record: trustRecord, Files: folderFiles,
+		LeftOut: "hooks, MCP servers, environment, permission mode, instructions, commands", RunsWith: "Claude Code runs with your own settings only"},
 	Tools: backend.Tools{
 		Commands: []string{"Bash", "Monitor", "PowerShell"},
 		Edits:    []string{"Edit", "MultiEdit", "Write", "NotebookEdit"},

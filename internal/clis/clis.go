@@ -12,6 +12,7 @@ import (
 	"spbridge/internal/codex"
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // All are the CLIs, in the order they are offered.
@@ -75,4 +76,13 @@ func Register(cli backend.Plugin) (undo func()) {
 	before := All
 	All = append(slices.Clip(All), cli)
 	return func() { All = before }
+}
+
+// Trust is what trust weighs of each CLI, in order.
+func Trust() []trust.CLI {
+	var out []trust.CLI
+	for _, c := range All {
+		out = append(out, c.Trust)
+	}
+	return out
 }

@@ -18,7 +18,6 @@ import (
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
-	"spbridge/internal/trust"
 )
 
 // Transports.
@@ -57,7 +56,7 @@ func (b *Backend) appStart(ctx context.Context, h backend.Host, interruptCh <-ch
 
 // appLaunch starts `codex app-server`, says hello and asks for its models.
 func (b *Backend) appLaunch(ctx context.Context, h backend.Host, interruptCh <-chan struct{}) error {
-	trusted := b.Opts.Folder.Trusted(trust.Codex)
+	trusted := b.Opts.Folder.Trusted(Name)
 	p, err := b.Start(slices.Concat([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool, trustArgs(b.Opts.Dir, trusted), []string{
 		// The model may ask the user to choose (request_user_input, which
 		// codex otherwise offers only in its plan mode): the editor

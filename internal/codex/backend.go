@@ -15,7 +15,6 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/cliproc"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/trust"
 )
 
 // Provider is the archive's provider name for turns run on the Codex CLI.
@@ -176,7 +175,7 @@ var planTool = []string{"-c", "tools.update_plan.enabled=true"}
 // is read from stdin ("-").
 func (b *Backend) args(images []string) []string {
 	a := append([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool...)
-	a = append(a, trustArgs(b.Opts.Dir, b.Opts.Folder.Trusted(trust.Codex))...)
+	a = append(a, trustArgs(b.Opts.Dir, b.Opts.Folder.Trusted(Name))...)
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
@@ -210,7 +209,7 @@ func (b *Backend) args(images []string) []string {
 // review, read from stdin ("-"), never on argv.
 func (b *Backend) reviewArgs(arg string) (argv []string, stdin string) {
 	a := append([]string{"-c", fmt.Sprintf("sandbox_mode=%q", b.preset().sandbox)}, planTool...)
-	a = append(a, trustArgs(b.Opts.Dir, b.Opts.Folder.Trusted(trust.Codex))...)
+	a = append(a, trustArgs(b.Opts.Dir, b.Opts.Folder.Trusted(Name))...)
 	if effort := b.Effort(); effort != "" {
 		a = append(a, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}

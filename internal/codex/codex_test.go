@@ -127,7 +127,7 @@ func TestTrustArgs(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("trustArgs = %q, want %q", got, want)
 	}
-	f := trust.Open(t.TempDir(), nil)
+	f := trust.Open(t.TempDir(), nil, []trust.CLI{Plugin.Trust})
 	if err := f.Answer(trust.TrustOnce); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // Name is the Codex CLI's name as --backend, a session's _meta and the
@@ -48,6 +49,8 @@ var Plugin = backend.Plugin{
 	// unset.
 	NotLoggedIn: itemmap.CodexLoginFailure,
 	Continue:    func(id string) string { return "codex resume " + id },
+	Trust: trust.CLI{Name: Name, Who: "Codex", Record: trustRecord, Files: folderFiles,
+		LeftOut: "config, hooks, MCP servers, exec policies", RunsWith: "Codex runs with your own configuration only"},
 	Tools: backend.Tools{
 		Commands: []string{itemmap.CodexShellTool},
 		Patches:  []string{itemmap.CodexPatchTool},

@@ -77,8 +77,8 @@ func tomlQuote(s string) string {
 // turn starts another.
 func (b *Backend) settleTrust(ctx context.Context, h backend.Host) {
 	f := b.Opts.Folder
-	backend.FolderTrust(ctx, f, trust.Codex, h, b.Opts.NewID)
-	if b.app.proc != nil && !b.app.threaded && b.app.trusted != f.Trusted(trust.Codex) {
+	backend.FolderTrust(ctx, f, Name, h, b.Opts.NewID)
+	if b.app.proc != nil && !b.app.threaded && b.app.trusted != f.Trusted(Name) {
 		b.appReap()
 	}
 }

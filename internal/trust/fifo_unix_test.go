@@ -17,7 +17,7 @@ func TestNonEmptyDirFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan bool, 1)
-	go func() { got <- nonEmptyDir(p) }()
+	go func() { got <- NonEmptyDir(p) }()
 	select {
 	case nonEmpty := <-got:
 		if nonEmpty {

@@ -1,13 +1,13 @@
-// Package trust decides whether a folder's own agent configuration may act:
-// Claude Code's project and local settings (hooks, env, permission mode)
-// and the MCP servers its .mcp.json names. A folder is trusted when the
-// user said so to spbridge (kept per folder in the state folder's
-// trust.json), or when a CLI's own record trusts it (Claude Code's
-// projects[…].hasTrustDialogAccepted, Codex's trust_level = "trusted");
-// spbridge reads the CLIs' files and never writes them. A Folder carries
-// one session's view of its folder: whether it is trusted, what it holds
-// that would act, the user's answer when asked, and the notice, once, of
-// what was left out.
+// Package trust decides whether a folder's own agent configuration may act
+// (a CLI's project settings, hooks, MCP servers and the like). A folder is
+// trusted when the user said so to spbridge (kept per folder in the state
+// folder's trust.json), or when a CLI's own record trusts it. What a CLI
+// would apply of a folder, and its own records, are the CLI's: each CLI's
+// package supplies a CLI (its row's Trust), and trust names none; spbridge
+// reads the CLIs' files and never writes them. A Folder carries one
+// session's view of its folder: whether it is trusted, what it holds that
+// would act, the user's answer when asked, and the notice, once, of what
+// was left out.
 package trust
 
 import (
@@ -147,32 +147,50 @@ type Status struct {
 	Dir     string // the folder (Key)
 	Trusted bool
 	Refused bool   // the user told spbridge never to trust it
-	By      string // who trusts it, or refused it: BySpbridge, ByClaude, ByCodex
+	By      string // who trusts it, or refused it: BySpbridge, or a CLI's Who
 	Record  string // the file that holds that answer
 }
 
-// Who trusts a folder.
-const (
-	BySpbridge = "spbridge"
-	ByClaude   = "Claude Code"
-	ByCodex    = "Codex"
-)
+// BySpbridge is the By of the user's answer to spbridge.
+const BySpbridge = "spbridge"
 
-// Check says whether dir is trusted, for any CLI: spbridge's own record
-// first (a "never" there stands whatever the CLIs say), then Claude
-// Code's and Codex's own records, each of which covers the folder it
-// names and every folder below it. env is the CLIs' environment (nil:
-// spbridge's own), which says where their configuration is. A store that
-// cannot be read counts as no answer.
-func Check(dir string, env []string) Status {
+// A CLI is what trust weighs of one coding-agent CLI, supplied by the
+// CLI's own package.
+type CLI struct {
+	Name string // the CLI's name (the backend's), as a Folder's methods take it
+	Who  string // as its users know it: its record's By, the question's Who ("Claude Code")
+	// Record is the file of the CLI's own record of the folders it
+	// trusts, and those folders (each covers those below it; none when
+	// the file is missing or unreadable), as the CLI runs with env.
+	Record func(env []string) (file string, dirs []string)
+	// Files is what in dir would act when the CLI runs there with the
+	// folder's own configuration, absolute paths.
+	Files func(dir string, env []string) []string
+	// LeftOut says what of a folder's configuration is left out while it
+	// is untrusted, and RunsWith what the CLI runs with instead, for the
+	// notice ("hooks, MCP servers, …", "Claude Code runs with your own
+	// settings only").
+	LeftOut, RunsWith string
+}
+
+// Check says whether dir is trusted, for any of clis: spbridge's own
+// record first (a "never" there stands whatever the CLIs say), then each
+// CLI's own record in turn, each of which covers the folder it names and
+// every folder below it. env is the CLIs' environment (nil: spbridge's
+// own), which says where their configuration is. A store that cannot be
+// read counts as no answer.
+func Check(dir string, env []string, clis []CLI) Status {
 	st := checkStore(dir)
 	if st.By != "" {
 		return st
 	}
-	if cst := checkCLI(st.Dir, Claude, env); cst.Trusted {
-		return cst
+	last := Status{Dir: st.Dir}
+	for _, c := range clis {
+		if last = checkCLI(st.Dir, c, env); last.Trusted {
+			return last
+		}
 	}
-	return checkCLI(st.Dir, Codex, env)
+	return last
 }
 
 // checkStore is what spbridge's own record says of dir (By empty: none).
@@ -194,17 +212,13 @@ func checkStore(dir string) Status {
 }
 
 // checkCLI is what cli's own record says of dir, a Key.
-func checkCLI(dir, cli string, env []string) Status {
+func checkCLI(dir string, cli CLI, env []string) Status {
 	st := Status{Dir: dir}
-	switch cli {
-	case Claude:
-		if file, ok := claudeTrusts(dir, env); ok {
-			st.Trusted, st.By, st.Record = true, ByClaude, file
-		}
-	case Codex:
-		if file, ok := codexTrusts(dir, env); ok {
-			st.Trusted, st.By, st.Record = true, ByCodex, file
-		}
+	if cli.Record == nil {
+		return st
+	}
+	if file, dirs := cli.Record(env); covered(dir, dirs) {
+		st.Trusted, st.By, st.Record = true, cli.Who, file
 	}
 	return st
 }
@@ -219,15 +233,9 @@ const (
 	Never                     // untrusted, kept in the store: never asked again
 )
 
-// The CLIs whose configuration a Folder weighs, by their backend names.
-const (
-	Claude = "claude"
-	Codex  = "codex"
-)
-
 // Question is what the user is asked about a folder: the folder, what it
 // holds that would act (absolute paths), and the CLI that would apply it
-// ("Claude Code", "Codex").
+// (its Who).
 type Question struct {
 	Dir   string
 	Files []string
@@ -242,6 +250,7 @@ type Question struct {
 type Folder struct {
 	Dir string // the folder (Key)
 
+	clis    map[string]CLI      // by name: the CLIs weighed
 	files   map[string][]string // by CLI: what the folder holds that would act, absolute paths
 	mu      sync.Mutex
 	status  Status            // spbridge's own record (By empty: none)
@@ -251,13 +260,20 @@ type Folder struct {
 	once    bool              // trusted for this session only
 }
 
-// Open returns the view of dir for a session whose CLI runs with env (nil:
-// spbridge's own environment).
-func Open(dir string, env []string) *Folder {
+// Open returns the view of dir for a session whose CLI, one of clis, runs
+// with env (nil: spbridge's own environment).
+func Open(dir string, env []string, clis []CLI) *Folder {
 	st := checkStore(dir)
-	return &Folder{Dir: st.Dir, status: st, noticed: map[string]bool{},
-		cli:   map[string]Status{Claude: checkCLI(st.Dir, Claude, env), Codex: checkCLI(st.Dir, Codex, env)},
-		files: map[string][]string{Claude: ClaudeFiles(st.Dir, env), Codex: CodexFiles(st.Dir, env)}}
+	f := &Folder{Dir: st.Dir, status: st, noticed: map[string]bool{},
+		clis: map[string]CLI{}, cli: map[string]Status{}, files: map[string][]string{}}
+	for _, c := range clis {
+		f.clis[c.Name] = c
+		f.cli[c.Name] = checkCLI(st.Dir, c, env)
+		if c.Files != nil {
+			f.files[c.Name] = c.Files(st.Dir, env)
+		}
+	}
+	return f
 }
 
 // Files is what the folder holds that cli would apply.
@@ -307,15 +323,7 @@ func (f *Folder) Ask(cli string) (Question, bool) {
 		f.status = st
 		return Question{}, false
 	}
-	return Question{Dir: f.Dir, Files: f.files[cli], Who: who(cli)}, true
-}
-
-// who names cli as its users know it.
-func who(cli string) string {
-	if cli == Codex {
-		return ByCodex
-	}
-	return ByClaude
+	return Question{Dir: f.Dir, Files: f.files[cli], Who: f.clis[cli].Who}, true
 }
 
 // Answer takes the user's answer: TrustAlways and Never are kept in the
@@ -367,12 +375,9 @@ func (f *Folder) Notice(cli string) string {
 	if f.status.Refused {
 		why = "which you chose never to trust"
 	}
-	what, runs := "hooks, MCP servers, environment, permission mode, instructions, commands", "Claude Code runs with your own settings only"
-	if cli == Codex {
-		what, runs = "config, hooks, MCP servers, exec policies", "Codex runs with your own configuration only"
-	}
+	c := f.clis[cli]
 	return fmt.Sprintf("This folder's own %s configuration was not applied (%s), %s: %s. %s. To apply it, trust the folder: spbridge trust add %s",
-		who(cli), what, why, strings.Join(RelNames(f.Dir, files), ", "), runs, shellQuote(f.Dir))
+		c.Who, c.LeftOut, why, strings.Join(RelNames(f.Dir, files), ", "), c.RunsWith, shellQuote(f.Dir))
 }
 
 // RelNames is each of files as a path relative to dir where it can be.
@@ -410,82 +415,10 @@ func shellQuote(s string) string {
 	return q + "'"
 }
 
-// ClaudeFiles returns what in dir would act, or steer the model, when
-// Claude Code 2.1.328 runs there with the folder's own configuration (its
-// project and local setting sources), as checked on it: in dir itself its
-// project and local settings (.claude/settings.json,
-// .claude/settings.local.json), its commands, skills, agents and output
-// styles (.claude/commands, skills, agents, output-styles); in dir and
-// every folder above it the instructions (CLAUDE.md, CLAUDE.local.md,
-// .claude/CLAUDE.md) and the MCP servers of a .mcp.json. What is the
-// user's own (under Claude Code's configuration folder, when dir is the
-// home folder or below it) is not the folder's.
-func ClaudeFiles(dir string, env []string) []string {
-	var out []string
-	user := claudeConfigDir(env)
-	add := func(p string, dirOK bool) {
-		if p == user || strings.HasPrefix(p, user+string(filepath.Separator)) {
-			return
-		}
-		if fi, err := os.Stat(p); err == nil && (!fi.IsDir() || dirOK && nonEmptyDir(p)) {
-			out = append(out, p)
-		}
-	}
-	for _, name := range []string{"settings.json", "settings.local.json"} {
-		add(filepath.Join(dir, ".claude", name), false)
-	}
-	for _, name := range []string{"commands", "skills", "agents", "output-styles"} {
-		add(filepath.Join(dir, ".claude", name), true)
-	}
-	for d := dir; ; {
-		for _, name := range []string{"CLAUDE.md", "CLAUDE.local.md", filepath.Join(".claude", "CLAUDE.md"), ".mcp.json"} {
-			add(filepath.Join(d, name), false)
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	return out
-}
-
-// CodexFiles returns what in dir would act when Codex 0.169.0 runs there
-// with its project configuration trusted: a .codex folder (config.toml,
-// hooks, exec policies) in dir or a folder above it up to the project's
-// root (the closest folder holding .git; dir itself without one), as
-// codex reads its project layers from that root down to its working
-// folder; the user's own (CODEX_HOME, ~/.codex) is not the folder's.
-func CodexFiles(dir string, env []string) []string {
-	root := dir
-	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			root = d
-			break
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	var out []string
-	user := filepath.Dir(codexConfigFile(env))
-	for d := dir; ; d = filepath.Dir(d) {
-		if p := filepath.Join(d, ".codex"); p != user && nonEmptyDir(p) {
-			out = append(out, p)
-		}
-		if d == root || filepath.Dir(d) == d {
-			break
-		}
-	}
-	return out
-}
-
-// nonEmptyDir reports whether p is a folder with something in it (codex's
-// sandbox leaves empty .git and .codex folders in the roots it makes
-// writable).
-func nonEmptyDir(p string) bool {
+// NonEmptyDir reports whether p is a folder with something in it (a
+// CLI's sandbox may leave empty folders in the roots it makes writable),
+// without opening a FIFO or a device.
+func NonEmptyDir(p string) bool {
 	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 		return false // (and a FIFO is never opened)
 	}
@@ -498,14 +431,9 @@ func nonEmptyDir(p string) bool {
 	return len(names) > 0
 }
 
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir()
-}
-
 // List is every folder a record trusts or refuses: spbridge's own, then
-// the CLIs' (read only), sorted by folder within each.
-func List(env []string) ([]Status, error) {
+// those of clis (read only), sorted by folder within each.
+func List(env []string, clis []CLI) ([]Status, error) {
 	var out []Status
 	state, err := statedir.Dir()
 	if err != nil {
@@ -520,14 +448,14 @@ func List(env []string) ([]Status, error) {
 	}
 	sortByDir(out)
 	n := len(out)
-	for _, src := range []struct {
-		by   string
-		file string
-		dirs []string
-	}{{ByClaude, claudeConfigFile(env), claudeTrusted(env)}, {ByCodex, codexConfigFile(env), codexTrusted(env)}} {
-		for _, d := range src.dirs {
+	for _, c := range clis {
+		if c.Record == nil {
+			continue
+		}
+		file, dirs := c.Record(env)
+		for _, d := range dirs {
 			if _, mine := folders[d]; !mine {
-				out = append(out, Status{Dir: d, Trusted: true, By: src.by, Record: src.file})
+				out = append(out, Status{Dir: d, Trusted: true, By: c.Who, Record: file})
 			}
 		}
 	}
