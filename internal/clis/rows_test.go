@@ -43,7 +43,12 @@ func TestRowsComplete(t *testing.T) {
 		if len(c.Tools.Commands) == 0 || len(c.Tools.Kinds) == 0 {
 			t.Errorf("%s: its tool vocabulary names no command or no kind: %+v", c.Name, c.Tools)
 		}
+		if c.Trust.Name != c.Name || c.Trust.Who == "" || c.Trust.Record == nil || c.Trust.Files == nil || c.Trust.LeftOut == "" ||
+			c.Trust.RunsWith == "" {
+			t.Errorf("%s: what trust weighs of it is not whole: %+v", c.Name, c.Trust)
+		}
 		unique("name", c.Name, c.Name)
+		unique("trust's name", c.Trust.Who, c.Name)
 		unique("display name", c.Display, c.Name)
 		unique("provider", c.Provider, c.Name)
 		unique("log-in method", c.LoginMethod(), c.Name)
