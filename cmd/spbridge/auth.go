@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"spbridge/internal/backend"
 	"spbridge/internal/canonjson"
-	"spbridge/internal/claude"
 	"spbridge/internal/clis"
-	"spbridge/internal/codex"
 )
 
 // authCommands returns the subcommands of "spbridge auth".
@@ -55,7 +54,7 @@ func runAuthLogout(ctx context.Context, st stdio, args []string) error {
 
 // notInstalled reports whether err says a CLI is not installed.
 func notInstalled(err error) bool {
-	return errors.Is(err, claude.ErrNotFound) || errors.Is(err, codex.ErrNotFound)
+	return errors.Is(err, backend.ErrNoProgram)
 }
 
 func runAuth(ctx context.Context, st stdio, args []string) error {

@@ -25,7 +25,7 @@ import (
 // Backend runs the turns of one open conversation on a CLI.
 type Backend interface {
 	// Name is the backend's name as the command line and the audit log say
-	// it ("claude", "codex").
+	// it: its row's Name (Plugin.Name).
 	Name() string
 	// Turn sends msg and runs the turn to its end, reporting item changes
 	// and permission requests to h. It always returns a non-nil TurnEnd: a

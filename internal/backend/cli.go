@@ -3,7 +3,6 @@ package backend
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -78,12 +77,12 @@ func (o Options) withDefaults() Options {
 }
 
 // ProgramVar is the environment variable that names the program of the
-// backend called name: SPBRIDGE_CLAUDE for "claude".
+// backend called name: SPBRIDGE_CLAUDE for claude.
 func ProgramVar(name string) string { return "SPBRIDGE_" + strings.ToUpper(name) }
 
 // FindProgram returns the executable of the backend called name: program
 // when set, else $ProgramVar(name), else name found on PATH. A program that
-// is not there gives an error matching notFound.
+// is not there gives an error matching notFound and ErrNoProgram.
 func FindProgram(name, program string, notFound error) (string, error) {
 	if program == "" {
 		program = os.Getenv(ProgramVar(name))
@@ -93,10 +92,23 @@ func FindProgram(name, program string, notFound error) (string, error) {
 	}
 	path, err := exec.LookPath(program)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", notFound, program)
+		return "", noProgram{notFound, program}
 	}
 	return path, nil
 }
+
+// ErrNoProgram is matched by the error of FindProgram when a CLI's
+// program is not installed, whichever CLI's.
+var ErrNoProgram = errors.New("the program is not installed")
+
+// noProgram is FindProgram's error: "NOTFOUND: PROGRAM".
+type noProgram struct {
+	notFound error
+	program  string
+}
+
+func (e noProgram) Error() string   { return e.notFound.Error() + ": " + e.program }
+func (e noProgram) Unwrap() []error { return []error{e.notFound, ErrNoProgram} }
 
 // NotInstalled reports whether err, from starting a program, says the
 // program is not there.

@@ -109,7 +109,7 @@ type Driver struct {
 	Proc *cliproc.Proc
 	// Opts gives IdleTimeout, Grace, MaxLine and NewID.
 	Opts Options
-	// Who is the CLI as failures name it ("Claude Code", "codex"), and
+	// Who is the CLI as failures name it (Claude Code, codex), and
 	// Process its process when that is another ("codex app-server"; ""
 	// for Who).
 	Who, Process string
