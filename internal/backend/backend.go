@@ -1,5 +1,10 @@
 // Package backend is the contract between a session and a CLI, and the
-// turn policy: the interface a session drives a backend through, the
+// turn policy: a CLI's row (Plugin: its names, how its backend is made
+// from its own settings, its program, log-in, mapper, models, tool
+// vocabulary and the scope of an "always" answer (Grant), its
+// not-logged-in failures, the command that continues its sessions, its
+// store of past sessions and what trust weighs of it), the interface a
+// session drives a backend through, the
 // vocabulary of a turn (message, host, permission answer, the end of a
 // turn the CLI never took), the supervision every CLI process needs
 // (common options, finding the program, its version, its stderr tail and

@@ -2,8 +2,10 @@
 // `claude` process per open conversation, speaks its stream-json and control
 // protocol on stdin and stdout, and maps what it prints onto items with
 // itemmap. It also reads Claude Code's own store of past sessions (History,
-// a history.Store: its session files listed and imported). Plugin is its
-// row in the table of CLIs.
+// a history.Store: its session files listed and imported), and its own
+// record of trusted folders and what in a folder it would apply (for
+// trust). Plugin is its row in the table of CLIs: with its tool
+// vocabulary, its not-logged-in failure and its continue command.
 package claude
 
 import (

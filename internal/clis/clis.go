@@ -1,7 +1,9 @@
 // Package clis is the list of the coding-agent CLIs spbridge drives: each
 // one's row (a backend.Plugin, exported by its own package) in the order
-// they are offered, the first being the default. The command line and the
-// editor protocol read it; a new CLI is one more line here.
+// they are offered, the first being the default, and what is read across
+// the rows (their names, stores of past sessions, what trust weighs, a
+// tool's kind). The command line and the editor protocol read it; a new
+// CLI is one more line here.
 package clis
 
 import (

@@ -1,6 +1,9 @@
 // Package codex runs conversation turns on the OpenAI Codex CLI, and reads
 // its own store of past sessions (History, a history.Store: its rollouts
-// listed and imported). Plugin is its row in the table of CLIs.
+// listed and imported) and its own record of trusted folders and what in a
+// folder it would apply (for trust). Plugin is its row in the table of
+// CLIs: with its own settings (transport, home), its tool vocabulary, its
+// not-logged-in failures and its continue command.
 package codex
 
 import (
