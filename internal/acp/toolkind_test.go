@@ -1,6 +1,10 @@
 package acp
 
-import "testing"
+import (
+	"testing"
+
+	"spbridge/internal/archive"
+)
 
 // TestToolKindEveryName: the ACP kind of every tool name the CLIs' tool
 // vocabularies know, and of names no CLI claims (other), as it was when
@@ -20,5 +24,28 @@ func TestToolKindEveryName(t *testing.T) {
 		if got := toolKind(name); got != want {
 			t.Errorf("toolKind(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestRestoredToolFile: a restored tool item (no view) of a tool whose
+// summary is the one file it reads or changes shows that file as its
+// location, absolute against the session's folder; any other tool's
+// summary is no location. A restored web search is a fetch.
+func TestRestoredToolFile(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Read": true, "Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "view_image": true,
+		"NotebookRead": false, "Bash": false, "shell": false, "apply_patch": false, "file_change": false, "Grep": false, "mcp__s__read": false,
+	} {
+		it := archive.ItemFromMap(map[string]any{"id": "t1", "type": archive.TypeTool, "name": name, "summary": "src/a.go",
+			"status": archive.StatusSucceeded})
+		u := toolUpdateOf("tool_call", it, nil, "/w")
+		got := len(u.locations) == 1 && u.locations[0].Path == absPath("src/a.go", "/w")
+		if got != want || !want && len(u.locations) != 0 {
+			t.Errorf("%s: locations %+v, want the file %v", name, u.locations, want)
+		}
+	}
+	ws := archive.ItemFromMap(map[string]any{"id": "w1", "type": archive.TypeWebSearch, "query": "go", "status": archive.StatusSucceeded})
+	if u := toolUpdateOf("tool_call", ws, nil, "/w"); u.kind != "fetch" {
+		t.Errorf("a restored web search is of kind %q", u.kind)
 	}
 }
