@@ -10,6 +10,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 )
 
@@ -88,11 +89,12 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 			status: "completed", content: it.String("text"), hasContent: true}
 	}
 	name := it.String("name")
+	kind := toolKind(name)
 	if it.Type() == archive.TypeWebSearch {
-		name = "WebSearch"
+		kind = itemmap.KindFetch
 	}
 	status := it.String("status")
-	u := toolUpdate{update: update, id: it.ID(), title: toolTitle(it), kind: toolKind(name), status: toolStatus(status)}
+	u := toolUpdate{update: update, id: it.ID(), title: toolTitle(it), kind: kind, status: toolStatus(status)}
 	done := status != archive.StatusRunning
 	if d := it.String("detail"); d != "" && done {
 		u.content, u.hasContent = d, true
@@ -108,8 +110,7 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 		u.content, u.hasContent = strings.Join(lines, "\n"), true
 	}
 	if view == nil {
-		switch name {
-		case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "view_image":
+		if clis.SummaryFile(name) {
 			if p := it.String("summary"); p != "" {
 				u.locations = []itemmap.Location{{Path: absPath(p, cwd)}}
 			}

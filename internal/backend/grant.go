@@ -68,6 +68,10 @@ type Tools struct {
 	// Kinds are the tools' kinds as an editor shows them (itemmap's
 	// Kind constants); a tool not here is itemmap.KindOther.
 	Kinds map[string]string
+	// SummaryFiles are the tools whose item's summary is the one file
+	// they read or change: a restored item shows it as the call's
+	// location.
+	SummaryFiles []string
 }
 
 // shellSpecial are the characters that make a command more than a program

@@ -28,9 +28,10 @@ var Plugin = backend.Plugin{
 	Trust: trust.CLI{Name: Name, Who: "Claude Code", Record: trustRecord, Files: folderFiles,
 		LeftOut: "hooks, MCP servers, environment, permission mode, instructions, commands", RunsWith: "Claude Code runs with your own settings only"},
 	Tools: backend.Tools{
-		Commands: []string{"Bash", "Monitor", "PowerShell"},
-		Edits:    []string{"Edit", "MultiEdit", "Write", "NotebookEdit"},
-		Reads:    []string{"Read"},
+		Commands:     []string{"Bash", "Monitor", "PowerShell"},
+		Edits:        []string{"Edit", "MultiEdit", "Write", "NotebookEdit"},
+		Reads:        []string{"Read"},
+		SummaryFiles: []string{"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"},
 		Kinds: map[string]string{
 			"Bash": itemmap.KindExecute,
 			"Read": itemmap.KindRead, "NotebookRead": itemmap.KindRead,

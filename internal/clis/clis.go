@@ -88,3 +88,9 @@ func Trust() []trust.CLI {
 	}
 	return out
 }
+
+// SummaryFile reports whether the tool called name is, for a CLI, one
+// whose item's summary is the one file it reads or changes.
+func SummaryFile(name string) bool {
+	return slices.ContainsFunc(All, func(c backend.Plugin) bool { return slices.Contains(c.Tools.SummaryFiles, name) })
+}

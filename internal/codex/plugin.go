@@ -62,6 +62,7 @@ var Plugin = backend.Plugin{
 		// Approval.Escalated tells them apart), and about a patch only
 		// when it writes outside the sandbox's writable folders.
 		AskedOutside: []string{itemmap.CodexPatchTool},
+		SummaryFiles: []string{"view_image"},
 		Kinds: map[string]string{
 			// The model's own names (the history on app-server), the
 			// panel's, and exec's item types.
