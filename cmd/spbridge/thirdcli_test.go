@@ -25,6 +25,7 @@ import (
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // This file is a third CLI that exists only in the tests: a fake program
@@ -69,6 +70,18 @@ var thirdPlugin = backend.Plugin{
 	Continue:    func(id string) string { return "third --resume " + id },
 	Tools:       backend.Tools{Commands: []string{thirdTool}, Kinds: map[string]string{thirdTool: itemmap.KindExecute}},
 	History:     thirdStore{},
+	Trust: trust.CLI{Name: thirdName, Who: "Third CLI", Files: thirdFolderFiles,
+		LeftOut: "its greeting", RunsWith: "Third CLI runs without the folder's greeting"},
+}
+
+// thirdFolderFiles is what of a folder the third CLI applies when it runs
+// there trusted: its .third/greeting.
+func thirdFolderFiles(dir string, _ []string) []string {
+	p := filepath.Join(dir, ".third", "greeting")
+	if _, err := os.Stat(p); err != nil {
+		return nil
+	}
+	return []string{p}
 }
 
 var errThirdNotFound = errors.New("the third CLI was not found")
@@ -83,7 +96,8 @@ const thirdNotLoggedIn = "The third CLI is not logged in."
 // when the prompt opens with it), and the turn's end; a last paragraph
 // "run CMD" first asks to run CMD with its one tool and waits for the
 // answer ({"type":"answer","id":…,"allow":…}); "log out" fails the turn as
-// not logged in. It exits at its input's
+// not logged in. With --trusted, each reply ends with the working
+// folder's .third/greeting, when it has one. It exits at its input's
 // end; --resume ID continues session ID. Each session is kept in
 // $SPBRIDGE_TEST_THIRD_HOME/ID.jsonl: a first line {"third":ID,"cwd":…},
 // then each prompt and each line the CLI printed.
@@ -149,6 +163,9 @@ func thirdCLIMain() int {
 		reply := "heard: " + last
 		if told {
 			reply += " (told the conversation so far)"
+		}
+		if greeting, err := os.ReadFile(filepath.Join(".third", "greeting")); err == nil && slices.Contains(os.Args, "--trusted") {
+			reply += " (greeting: " + string(greeting) + ")"
 		}
 		if last == "log out" {
 			emit(thirdMsg{Type: "failed", Text: thirdNotLoggedIn})
@@ -408,10 +425,14 @@ func (b *thirdBackend) Started() bool {
 func (b *thirdBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	interrupt, done := b.BeginTurn(msg)
 	defer done()
+	backend.FolderTrust(ctx, b.Opts.Folder, thirdName, h, b.Opts.NewID)
 	var args []string
+	if b.Opts.Folder.Trusted(thirdName) {
+		args = append(args, "--trusted")
+	}
 	b.mu.Lock()
 	if b.session != "" {
-		args = []string{"--resume", b.session}
+		args = append(args, "--resume", b.session)
 	}
 	b.mu.Unlock()
 	p, err := b.Start(args)
@@ -591,10 +612,14 @@ func updateTexts(updates []map[string]any, kind string) string {
 }
 
 // TestThirdCLIServe: a CLI that only this test knows, registered as one
-// row of the list (clis.Register), runs through serve end to end: a new
-// session on it, a prompt, a tool call whose permission the client
-// grants, session/list, and session/load in a later serve, whose next
-// prompt reaches a new process of the CLI told the conversation so far.
+// row of the list (clis.Register), runs through serve end to end: its
+// log-in offered, a new session on it, a prompt, a tool call whose
+// permission the client grants always, a failure its row tells as not
+// logged in, session/list (with a session of its store and the command
+// that continues it), session/load of that one (imported, then continued)
+// and, in a later serve, of the first (its next prompt reaches a new
+// process of the CLI told the conversation so far), and the trust question
+// of a folder with its own configuration.
 // No switch in spbridge names it: this is the guard that the table of
 // CLIs is complete.
 func TestThirdCLIServe(t *testing.T) {
@@ -741,6 +766,29 @@ func TestThirdCLIServe(t *testing.T) {
 	}
 	if log, err := os.ReadFile(filepath.Join(home, first.ID+".jsonl")); err != nil || !strings.Contains(string(log), `"text":"go on"`) {
 		t.Errorf("the CLI's session did not go on: %v\n%s", err, log)
+	}
+	s.end()
+
+	// A folder with the CLI's own configuration: the first prompt asks
+	// whether to trust it (the row's trust.CLI), and the CLI runs with it
+	// once trusted.
+	s = startThirdServe(t)
+	s.call("initialize", map[string]any{"protocolVersion": 1})
+	greeted := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(greeted, ".third"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(greeted, ".third", "greeting"), []byte("hi there"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	created, _ = s.call("session/new", map[string]any{"cwd": greeted, "mcpServers": []any{}, "_meta": map[string]any{"spbridge": map[string]any{"backend": thirdName}}})
+	res, updates = s.call("session/prompt", map[string]any{"sessionId": created["sessionId"], "prompt": []any{map[string]any{"type": "text", "text": "hello"}}})
+	if got := updateTexts(updates, "agent_message_chunk"); res["stopReason"] != "end_turn" || got != "heard: hello (greeting: hi there)" {
+		t.Errorf("the prompt in a folder of the CLI's own: %v, reply %q", res, got)
+	}
+	if len(s.asked) != 1 || !strings.Contains(fmt.Sprint(s.asked[0]["toolCall"]), "Trust this folder? "+greeted) ||
+		!strings.Contains(fmt.Sprint(s.asked[0]["toolCall"]), "Third CLI configuration would act: .third/greeting") {
+		t.Errorf("the trust question: %v", s.asked)
 	}
 	s.end()
 
