@@ -7,6 +7,7 @@
 package clis
 
 import (
+	"maps"
 	"slices"
 
 	"spbridge/internal/backend"
@@ -63,21 +64,32 @@ func Choices() string { return backend.Choices(Names()) }
 // conversation may hold the tools of more than one CLI; no two CLIs give
 // one name different kinds.
 func ToolKind(name string) string {
-	for _, c := range All {
-		if k, ok := c.Tools.Kinds[name]; ok {
-			return k
-		}
+	if k, ok := kinds[name]; ok {
+		return k
 	}
 	return itemmap.KindOther
+}
+
+// kinds are the kinds of every CLI's tools, the first CLI's where two
+// name one tool (made once: a tool update asks for each).
+var kinds = kindsOf(All)
+
+func kindsOf(all []backend.Plugin) map[string]string {
+	m := map[string]string{}
+	for i := len(all) - 1; i >= 0; i-- {
+		maps.Copy(m, all[i].Tools.Kinds)
+	}
+	return m
 }
 
 // Register adds cli to the list, last, until undo is called: for a test
 // that runs a CLI of its own through the command line or the editor
 // protocol (TestThirdCLI). Nothing may read the list meanwhile.
 func Register(cli backend.Plugin) (undo func()) {
-	before := All
+	before, beforeKinds := All, kinds
 	All = append(slices.Clip(All), cli)
-	return func() { All = before }
+	kinds = kindsOf(All)
+	return func() { All, kinds = before, beforeKinds }
 }
 
 // Trust is what trust weighs of each CLI, in order.

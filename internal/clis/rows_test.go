@@ -139,3 +139,16 @@ func TestNotLoggedInAndContinue(t *testing.T) {
 		t.Errorf("codex: %q", got)
 	}
 }
+
+// TestRegisterKinds: a registered CLI's tool kinds are known until its
+// undo, and the CLIs already listed keep theirs.
+func TestRegisterKinds(t *testing.T) {
+	undo := Register(backend.Plugin{Name: "x", Tools: backend.Tools{Kinds: map[string]string{"x_run": itemmap.KindExecute, "Read": itemmap.KindEdit}}})
+	if ToolKind("x_run") != itemmap.KindExecute || ToolKind("Read") != itemmap.KindRead {
+		t.Errorf("registered: x_run %q, Read %q", ToolKind("x_run"), ToolKind("Read"))
+	}
+	undo()
+	if ToolKind("x_run") != itemmap.KindOther || len(All) != 2 {
+		t.Errorf("undone: x_run %q, %d CLIs", ToolKind("x_run"), len(All))
+	}
+}
