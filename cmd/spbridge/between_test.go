@@ -100,15 +100,16 @@ func (b *bgShellBackend) between(w backend.Between, ask *itemmap.Approval) {
 
 // openBgShell opens a package on a bgShellBackend for sendAll, with a
 // --json shell host writing to out.
-func openBgShell(t *testing.T, be *bgShellBackend) (*session.Session, *shellHost, *bytes.Buffer, string) {
+func openBgShell(t *testing.T, be backend.Backend) (*session.Session, *shellHost, *bytes.Buffer, string) {
 	t.Helper()
 	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
 	if err := os.Mkdir(pkg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := session.Open(session.Options{Dir: pkg, Kind: archive.KindDocument, Keep: true, Saving: session.SaveAuto,
-		Settings: session.Settings{CLI: claude.Name}, CLIs: []backend.Plugin{{Name: claude.Name, Provider: claude.Provider,
-			New: func(backend.Options, map[string]string) backend.Backend { return be }}}})
+	row := claude.Plugin // its tools scope the grants
+	row.New = func(backend.Options, map[string]string) backend.Backend { return be }
+	s, err := session.Open(session.Options{Dir: pkg, Kind: archive.KindDocument, Keep: true, Cwd: filepath.Dir(pkg), Saving: session.SaveAuto,
+		Settings: session.Settings{CLI: claude.Name}, CLIs: []backend.Plugin{row}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"spbridge/internal/clis"
 	"spbridge/internal/codex"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/session"
 )
 
 // displayCases are turns fed to the terminal display change by change.
@@ -96,7 +97,7 @@ var displayCases = []struct {
 		// Codex asks to run a command outside its sandbox, with the
 		// model's justification, in the folder run runs in.
 		h.dir = "/w"
-		h.Approve(context.Background(), itemmap.Approval{ToolName: "shell", Cwd: "/w", Escalated: true,
+		decide(h, itemmap.Approval{ToolName: "shell", Cwd: "/w", Escalated: true,
 			Input: json.RawMessage(`{"command":"echo outside > /tmp/out/out.txt","cwd":"/w","reason":"Write a file outside the workspace?"}`)})
 		// An edit: its diff in the question, not again once written.
 		old := "roses are red\n"
@@ -107,12 +108,12 @@ var displayCases = []struct {
 		ask.Set("name", "Edit")
 		ask.Set("summary", "poem.txt")
 		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: ask})
-		h.Approve(context.Background(), itemmap.Approval{ToolName: "Edit", ToolItemID: edit.ID(), Tool: view,
+		decide(h, itemmap.Approval{ToolName: "Edit", ToolItemID: edit.ID(), Tool: view,
 			Input: json.RawMessage(`{"file_path":"poem.txt","old_string":"roses are red\n","new_string":"roses are blue\n"}`)})
 		edit.Set("status", archive.StatusSucceeded)
 		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: edit, Tool: view})
 		// An MCP tool Codex asks about, with the server's question.
-		h.Approve(context.Background(), itemmap.Approval{ToolName: "docs.search",
+		decide(h, itemmap.Approval{ToolName: "docs.search",
 			Input: json.RawMessage(`{"query":"sandbox","reason":"Allow the docs server to run tool \"search\"?"}`)})
 		<-answer
 		// Interrupted: said once, by the turn's end line.
@@ -228,7 +229,7 @@ func feedCodexRecording(h *shellHost, path string) {
 			change(h, c)
 		}
 		for _, a := range r.Approvals {
-			h.Approve(context.Background(), a)
+			decide(h, a)
 			m.Answered(a.RequestID, true)
 		}
 		if r.End != nil {
@@ -253,6 +254,12 @@ func feedThinking(h *shellHost) {
 
 // change shows c, then draws the status line as the ticker would (on a
 // terminal: when h has a width).
+// decide answers a permission request as a session does for run: no
+// grant yet, so h is asked.
+func decide(h *shellHost, a itemmap.Approval) backend.Decision {
+	return new(session.Grants).Decide(context.Background(), a, []string{h.dir}, h.vocab, h)
+}
+
 func change(h *shellHost, c itemmap.Change) {
 	h.Change(c)
 	if h.width == nil {
@@ -544,8 +551,9 @@ func TestRunGrantFolder(t *testing.T) {
 		return itemmap.Approval{ToolName: "shell", Input: in, Cwd: dir, Escalated: escalated}
 	}
 	var got []bool
+	var grants session.Grants // the session's
 	for _, a := range []itemmap.Approval{shell("/w/build", false), shell("/w/build", false), shell("/elsewhere", false), shell("/w/build", true)} {
-		got = append(got, h.Approve(context.Background(), a).Allow)
+		got = append(got, grants.Decide(context.Background(), a, []string{h.dir}, h.vocab, h).Allow)
 	}
 	<-answered
 	out := buf.String()

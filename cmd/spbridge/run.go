@@ -378,10 +378,9 @@ type shellHost struct {
 	statusWG  sync.WaitGroup
 	statusLen int
 
-	askMu      sync.Mutex      // one question at a time
-	grants     []backend.Grant // what "a" allowed
-	vocab      backend.Tools   // the CLI's tool vocabulary, which scopes a grant
-	dir        string          // the folder the CLI runs in, absolute: a grant's folder is named relative to it
+	askMu      sync.Mutex    // one question at a time
+	vocab      backend.Tools // the CLI's tool vocabulary, for the question's words
+	dir        string        // the folder the CLI runs in, absolute: a grant's folder is named relative to it
 	answerOnce sync.Once
 	answerCh   chan string
 }
@@ -691,20 +690,24 @@ func (h *shellHost) BetweenFailed(why string) {
 	fmt.Fprintf(h.errw, "spbridge: what the agent did between turns could not be shown: %s\n", why)
 }
 
-// Approve answers a permission request: allowed by --allow-tool or by an
-// earlier "a"; else asked on the terminal (one question at a time); with
-// no terminal, denied with a word on the error stream naming the flag
-// that would allow it.
-func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Decision {
+// Ask answers a permission request no "always" answer of the session
+// covers (the session decides by its grants first: session.Grants.Decide):
+// allowed by --allow-tool; else asked on the terminal, one question at a
+// time (a request an answer given meanwhile covers is not asked); with no
+// terminal, denied with a word on the error stream naming the flag that
+// would allow it. "a" answers always, where the question offers it.
+func (h *shellHost) Ask(ctx context.Context, q session.Question) session.Answer {
+	a := q.Approval
 	if slices.Contains(h.allow, a.ToolName) {
-		return backend.Decision{Allow: true}
+		return session.Answer{Allow: true}
 	}
 	h.askMu.Lock()
 	defer h.askMu.Unlock()
-	for _, g := range h.grants {
-		if g.Allows(a) {
-			return backend.Decision{Allow: true}
-		}
+	switch allowed, rejected := q.Decided(); {
+	case rejected:
+		return session.Answer{Message: session.RejectedForSession}
+	case allowed:
+		return session.Answer{Allow: true}
 	}
 	if h.ask == nil {
 		what := ""
@@ -716,16 +719,15 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 		h.endLine()
 		fmt.Fprintf(h.errw, "spbridge: denied %s%s: no terminal to ask on; allow it with --allow-tool %s\n", a.ToolName, what, a.ToolName)
 		h.mu.Unlock()
-		return backend.Decision{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
+		return session.Answer{Message: fmt.Sprintf("spbridge run has no terminal to ask on; allow %s with --allow-tool %s.", a.ToolName, a.ToolName)}
 	}
-	g, scoped := backend.GrantFor(a, h.vocab)
 	answers := h.freshAnswers()
 	h.mu.Lock()
 	h.clearStatus()
 	h.endLine()
 	always := ""
-	if scoped {
-		always = g.Describe(h.dir) // a command with its folder
+	if q.CanAlways {
+		always = q.Always.Describe(h.dir) // a command with its folder
 	}
 	fmt.Fprint(h.errw, formatApproval(a, h.vocab, always, h.errStyle))
 	if backend.ApprovalCommand(a) == "" && a.Tool != nil && len(a.Tool.Diffs) > 0 {
@@ -744,20 +746,22 @@ func (h *shellHost) Approve(ctx context.Context, a itemmap.Approval) backend.Dec
 	h.mu.Unlock()
 	s, ok := h.answer(ctx, answers)
 	if !ok {
-		return backend.Decision{Message: "The turn was interrupted."}
+		return session.Answer{Message: "The turn was interrupted."}
 	}
 	switch s {
 	case "y", "yes":
-		return backend.Decision{Allow: true}
+		return session.Answer{Allow: true}
 	case "a", "always":
-		if !scoped {
+		if !q.CanAlways {
 			break // no "always" was offered
 		}
-		h.grants = append(h.grants, g)
-		return backend.Decision{Allow: true}
+		return session.Answer{Allow: true, Always: true}
 	}
-	return backend.Decision{Message: "The user denied this from the terminal."}
+	return session.Answer{Message: "The user denied this from the terminal."}
 }
+
+// Granted: a request an earlier "a" covers is allowed without a word.
+func (h *shellHost) Granted(itemmap.Approval, bool) {}
 
 // answer waits for the line that answers the question just asked (set
 // prompting first), trimmed and lower case, and ends the prompting; false

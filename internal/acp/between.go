@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"sync"
 
-	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/session"
 )
 
 // betweenFront is a session's side of what its CLI does between turns (a
 // background subagent's calls, the turn Claude Code runs to pass on its
 // report; session.Between): the session brings each change into the
 // conversation, and it is sent to the client at once, as session/update
-// (and _spbridge/item) like a turn's; a permission request is asked like
-// a turn's; the end of a turn the CLI ran on its own sends a
+// (and _spbridge/item) like a turn's; a permission request no grant
+// answers is asked like a turn's; the end of a turn the CLI ran on its own sends a
 // usage_update. The session never tells it while a turn runs (session.Hold),
 // so nothing of it lands inside a turn's updates. A panic in it ends the
 // session, as a panic in a turn does, and never the server.
@@ -56,17 +56,25 @@ func (b *betweenFront) ItemChanged(c itemmap.Change) {
 	}
 }
 
-// Approve asks the client, as in a turn (the session's "always" answers
-// apply).
-func (b *betweenFront) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
+// Ask asks the client, as in a turn.
+func (b *betweenFront) Ask(ctx context.Context, q session.Question) (ans session.Answer) {
 	defer b.recover("a permission request between turns")
 	h := b.host()
 	if h == nil {
-		return backend.Decision{Message: "The session ended."}
+		return session.Answer{Message: "The session ended."}
 	}
-	d = h.Approve(ctx, a)
+	ans = h.Ask(ctx, q)
 	b.check(h)
-	return d
+	return ans
+}
+
+// Granted records the card of a request a grant answered, as in a turn.
+func (b *betweenFront) Granted(a itemmap.Approval, allowed bool) {
+	defer b.recover("a permission request between turns")
+	if h := b.host(); h != nil {
+		h.Granted(a, allowed)
+		b.check(h)
+	}
 }
 
 // OwnTurnEnded sends the usage of a turn the CLI ran on its own.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/session"
 )
 
 // question is one question of an AskUserQuestion call.
@@ -43,7 +43,7 @@ func questionsOf(a itemmap.Approval) []question {
 // the answers in its input (itemmap.QuestionsTool): "answers", an
 // object of each question's text to the label chosen. A question not
 // answered denies the call, and the model hears so.
-func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) backend.Decision {
+func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) session.Answer {
 	ss := h.ss
 	id := a.ToolItemID
 	if id == "" {
@@ -74,7 +74,7 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) ba
 		}
 		m, err := ss.srv.request(ctx, "session/request_permission", params)
 		if err != nil {
-			return backend.Decision{Message: "The question was not answered: " + err.Error()}
+			return session.Answer{Message: "The question was not answered: " + err.Error()}
 		}
 		chosen, ok := selected(m)
 		var j int
@@ -84,7 +84,7 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) ba
 		}
 		if !ok {
 			ss.card(a.ItemID, CardRejected)
-			return backend.Decision{Message: "The user did not answer the question."}
+			return session.Answer{Message: "The user did not answer the question."}
 		}
 		answers[q.Question] = q.Options[j].Label
 	}
@@ -94,8 +94,8 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) ba
 	input["answers"] = answers
 	raw, err := json.Marshal(input)
 	if err != nil {
-		return backend.Decision{Message: "spbridge could not pass the answers on."}
+		return session.Answer{Message: "spbridge could not pass the answers on."}
 	}
 	ss.card(a.ItemID, CardAllowed)
-	return backend.Decision{Allow: true, UpdatedInput: raw}
+	return session.Answer{Allow: true, UpdatedInput: raw}
 }

@@ -1,8 +1,10 @@
 // Package acp serves spbridge as an Agent Client Protocol (version 1)
 // agent: JSON-RPC 2.0, one message per line, on a reader and a writer. It
 // translates: the read loop, each session's worker (its messages handled
-// in arrival order), one handler per method, a turn's updates and
-// permission requests (the session.Front of its turns), what the CLI does
+// in arrival order), one handler per method, a turn's updates and the
+// permission questions the session puts to the editor (the session.Front
+// of its turns; the session decides by its grants and keeps the answer),
+// what the CLI does
 // between turns (the session.Between the session tells once it brought it
 // in), configuration options and encoding. Each ACP session is one
 // internal/session.Session, which owns the open document package, its CLI,

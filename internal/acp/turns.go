@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/session"
 )
@@ -15,7 +14,7 @@ import (
 type turns struct{ ss *acpSession }
 
 // Host is a turn's host: its updates, its approvals.
-func (f turns) Host(session.Request) backend.Host { return &acpHost{ss: f.ss, turn: true} }
+func (f turns) Host(session.Request) session.Host { return &acpHost{ss: f.ss, turn: true} }
 
 // HandedBack answers a queued prompt that went back to the composer.
 func (f turns) HandedBack(r session.Request) {

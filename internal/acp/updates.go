@@ -11,9 +11,9 @@ import (
 	"unicode/utf8"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/session"
 )
 
 // acpHost turns a session's item changes into ACP session/update
@@ -385,57 +385,43 @@ const (
 	CardCancelled      = "cancelled"      // the editor cancelled the request
 )
 
-// Approve asks the client about a permission request, unless an earlier
-// "always" answer of this session covers it (backend.Grant: a command by
-// its prefix or as exactly itself, in its folder, outside the sandbox only
-// when granted there; an edit by its tool and file, the
-// session's edits inside its folders, any other tool by its name): then
-// spbridge answers the CLI itself and the editor is not asked again. The
-// CLI is told a grant only where its own rule means exactly the same
-// (each backend decides, from Grant.WholeTool and Grant.ExactCommand); a
-// request with nothing to scope a grant by offers no "always".
-func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
+// Ask asks the client about a permission request no "always" answer of
+// the session covers (the session decides by its grants first:
+// session.Grants.Decide), as session/request_permission, and returns what
+// it said: allowed once or always (what the question's grant covers from
+// now on in this session: a command by its prefix or as exactly itself, in
+// its folder, outside the sandbox only when granted there; an edit by its
+// tool and file, or every edit inside the session's folders; any other
+// tool by its name), rejected once or always. A request with nothing to
+// scope a grant by offers no "always". Each answer is recorded as the
+// approval's card.
+func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answer) {
 	defer func() {
 		if r := recover(); r != nil {
 			h.recovered("a permission request", r)
-			d = backend.Decision{Message: "spbridge could not ask the editor."}
+			ans = session.Answer{Message: "spbridge could not ask the editor."}
 		}
 	}()
 	ss := h.ss
+	a := q.Approval
 	if qs := questionsOf(a); qs != nil {
 		return h.ask(ctx, a, qs)
-	}
-	grants := ss.conv.Grants()
-	allowed, rejected := grants.Decided(a)
-	ss.mu.Lock()
-	roots := append([]string{ss.set.cwd}, ss.set.addDirs...)
-	ss.mu.Unlock()
-	cli, _ := clis.Lookup(ss.conv.CLI())
-	switch {
-	case rejected:
-		ss.card(a.ItemID, CardRejected)
-		return backend.Decision{Message: "The user rejected this for the rest of the session."}
-	case allowed:
-		ss.card(a.ItemID, CardAllowed)
-		return backend.Decision{Allow: true}
 	}
 	id := a.ToolItemID
 	if id == "" {
 		id = a.ItemID
 	}
-	g, scoped := backend.GrantFor(a, cli.Tools)
-	edits, editsOK := backend.EditsGrant(a, roots, cli.Tools)
-	what := g.Describe(roots[0]) // a command with its folder
+	what := q.Always.Describe(ss.set.cwd) // a command with its folder
 	options := []any{map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}}
-	if scoped {
+	if q.CanAlways {
 		options = append(options, map[string]any{"optionId": "allow_always", "name": "Always allow " + what + " in this session", "kind": "allow_always"})
 	}
-	if editsOK {
+	if q.CanEdits {
 		// An edit inside the session's folders: or every such edit.
 		options = append(options, map[string]any{"optionId": "allow_all_edits", "name": "Allow all edits in this session", "kind": "allow_always"})
 	}
 	options = append(options, map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
-	if scoped {
+	if q.CanAlways {
 		options = append(options, map[string]any{"optionId": "reject_always", "name": "Always reject " + what + " in this session", "kind": "reject_always"})
 	}
 	params := map[string]any{
@@ -445,32 +431,44 @@ func (h *acpHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.De
 	}
 	m, err := ss.srv.request(ctx, "session/request_permission", params)
 	if err != nil {
-		return backend.Decision{Message: "The request was not answered: " + err.Error()}
+		return session.Answer{Message: "The request was not answered: " + err.Error()}
 	}
 	optionID, ok := selected(m)
 	if !ok {
 		ss.card(a.ItemID, CardCancelled)
-		return backend.Decision{Message: "The user cancelled the request."}
+		return session.Answer{Message: "The user cancelled the request."}
 	}
 	switch {
 	case optionID == "allow_once":
 		ss.card(a.ItemID, CardAllowed)
-		return backend.Decision{Allow: true}
-	case optionID == "allow_always" && scoped:
-		grants.Allow(g)
+		return session.Answer{Allow: true}
+	case optionID == "allow_always" && q.CanAlways:
 		ss.card(a.ItemID, CardAllowedAlways)
-		return backend.Decision{Allow: true, Always: &g}
-	case optionID == "allow_all_edits" && editsOK:
-		grants.Allow(edits)
+		return session.Answer{Allow: true, Always: true}
+	case optionID == "allow_all_edits" && q.CanEdits:
 		ss.card(a.ItemID, CardAllowedAlways)
-		return backend.Decision{Allow: true, Always: &edits}
-	case optionID == "reject_always" && scoped:
-		grants.Reject(g)
+		return session.Answer{Allow: true, Edits: true}
+	case optionID == "reject_always" && q.CanAlways:
 		ss.card(a.ItemID, CardRejectedAlways)
-		return backend.Decision{Message: "The user rejected this for the rest of the session."}
+		return session.Answer{Always: true, Message: session.RejectedForSession}
 	}
 	ss.card(a.ItemID, CardRejected)
-	return backend.Decision{Message: "The user rejected this from the editor."}
+	return session.Answer{Message: "The user rejected this from the editor."}
+}
+
+// Granted records the card of a request an "always" answer of the
+// session answered without asking.
+func (h *acpHost) Granted(a itemmap.Approval, allowed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.recovered("a permission request", r)
+		}
+	}()
+	if allowed {
+		h.ss.card(a.ItemID, CardAllowed)
+	} else {
+		h.ss.card(a.ItemID, CardRejected)
+	}
 }
 
 // selected is the option a session/request_permission answer selected;

@@ -25,8 +25,9 @@ type Between interface {
 	// history, usage and cost are in the conversation; auditErr is why its
 	// audit record could not be written, or nil.
 	OwnTurnEnded(end *itemmap.TurnEnd, auditErr error)
-	// Approve answers a permission request the CLI made between turns.
-	Approve(ctx context.Context, a itemmap.Approval) backend.Decision
+	// Asker is asked about a permission request the CLI made between
+	// turns that no grant answers, as in a turn.
+	Asker
 	// BetweenFailed tells that what the CLI did between turns could not be
 	// handled (a panic, told to Panicked with its stack): the session hears
 	// no more of this backend, and the front end should end it.
@@ -135,7 +136,8 @@ func (b *betweenHost) apply(c itemmap.Change) Between {
 	return f
 }
 
-// Approve asks the front end, as in a turn.
+// Approve decides a permission request as in a turn (Grants.Decide),
+// asking the front end.
 func (b *betweenHost) Approve(ctx context.Context, a itemmap.Approval) (d backend.Decision) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -147,7 +149,7 @@ func (b *betweenHost) Approve(ctx context.Context, a itemmap.Approval) (d backen
 	if f == nil {
 		return backend.Decision{Message: "The session ended."}
 	}
-	return f.Approve(ctx, a)
+	return b.s.approve(ctx, a, f)
 }
 
 // End brings the end of a turn the CLI ran on its own into the

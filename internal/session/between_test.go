@@ -74,10 +74,9 @@ type convWatcher struct {
 	errs []error
 }
 
-func (w *convWatcher) ItemChanged(c itemmap.Change) { w.seen = append(w.seen, c) }
-func (w *convWatcher) Approve(context.Context, itemmap.Approval) backend.Decision {
-	return backend.Decision{}
-}
+func (w *convWatcher) ItemChanged(c itemmap.Change)         { w.seen = append(w.seen, c) }
+func (w *convWatcher) Ask(context.Context, Question) Answer { return Answer{} }
+func (w *convWatcher) Granted(itemmap.Approval, bool)       {}
 func (w *convWatcher) OwnTurnEnded(end *itemmap.TurnEnd, auditErr error) {
 	if auditErr != nil {
 		w.errs = append(w.errs, auditErr)

@@ -18,7 +18,7 @@ func TestGrants(t *testing.T) {
 		return itemmap.Approval{ToolName: "Bash", Input: in, Cwd: "/p/work"}
 	}
 	var s Session
-	g := s.Grants()
+	g := &s.grants
 	if a, r := g.Decided(bash("make test")); a || r {
 		t.Fatalf("no grants: allowed %v, rejected %v", a, r)
 	}
@@ -48,7 +48,7 @@ func TestGrantsFolder(t *testing.T) {
 		return itemmap.Approval{ToolName: "shell", Input: in, Cwd: dir, Escalated: escalated}
 	}
 	var s Session
-	g := s.Grants()
+	g := &s.grants
 	gr, ok := backend.GrantFor(shell("/p/work/build", "rm -f *", false), codex.Plugin.Tools)
 	if !ok {
 		t.Fatal("rm -f * has no grant")

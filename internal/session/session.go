@@ -7,8 +7,11 @@
 // becomes an item and a history message, item changes reach the
 // conversation as they happen, a turn's end brings its history, usage and
 // cost in and gets an audit record, a cancelled turn hands its queue back
-// to the composer, and what the CLI does between turns (Watch) is brought
-// in the same way before the front end is told (Between). A front end (the
+// to the composer, what the CLI does between turns (Watch) is brought in
+// the same way before the front end is told (Between), and every
+// permission request is decided by the session's grants, the front end
+// asked only what they do not cover and an "always" answer kept
+// (Grants.Decide). A front end (the
 // editor protocol, the shell) only translates: it implements Front for the
 // turns it asks for, or calls Send and waits, and changes the conversation
 // only through the session's intents (Rate, AnswerCard, AddFailure, ...),
@@ -64,7 +67,9 @@ type Session struct {
 	// them): Send does not wait for the disk, and an append that fails is
 	// reported by the queue, not in TurnResult.AuditErr.
 	AuditQueue *audit.Queue
-	// Cwd is the folder the CLI runs in, for the audit log.
+	// Cwd is the folder the CLI runs in, for the audit log; with the
+	// additional folders of its settings, the session's folders, where an
+	// "allow all edits" answer allows edits.
 	Cwd string
 	// Now gives the time for the audit log (time.Now when nil).
 	Now func() time.Time
@@ -177,7 +182,7 @@ var ErrNotStarted = errors.New("the turn did not start")
 // but it is not part of the conversation and is never saved. A turn that
 // reached the CLI but never reported its end is a failed turn with a failure
 // item saying so; the user's message is kept.
-func (s *Session) Send(ctx context.Context, text string, images []backend.Image, h backend.Host) (*TurnResult, error) {
+func (s *Session) Send(ctx context.Context, text string, images []backend.Image, h Host) (*TurnResult, error) {
 	userMsg := archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(text)}}
 	for _, img := range images {
 		b, err := archive.NewImageBlock(img.MimeType, img.Data)
@@ -651,11 +656,20 @@ func (s *Session) Close() (err error) {
 	return s.CurrentBackend().Close()
 }
 
+// Host is a front end's side of one turn: it is told the turn's changes,
+// each once the conversation has it (and, when it is a backend.Idler,
+// when the backend handled every line the CLI wrote so far), and asked
+// about what no grant of the session answers (Asker).
+type Host interface {
+	Change(itemmap.Change)
+	Asker
+}
+
 // applier keeps the conversation's items in step with a turn's changes
-// before passing them on.
+// before passing them on, and decides its approvals.
 type applier struct {
 	s     *Session
-	host  backend.Host
+	host  Host
 	first int            // the conversation's item count before the turn
 	kept  []archive.Item // its items then, copied before the turn's first removal
 	// latest is each item of the turn as the backend last handed it over.
@@ -712,10 +726,16 @@ func (a *applier) before() []archive.Item {
 
 // Idle passes the backend's report that it handled every line so far on
 // to the host.
-func (a *applier) Idle() { backend.Idle(a.host) }
+func (a *applier) Idle() {
+	if i, ok := a.host.(backend.Idler); ok {
+		i.Idle()
+	}
+}
 
+// Approve decides a permission request of the turn (Grants.Decide),
+// asking the turn's host.
 func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) backend.Decision {
-	return a.host.Approve(ctx, ap)
+	return a.s.approve(ctx, ap, a.host)
 }
 
 // Describe is a one-line account of how a turn ended, for logs.

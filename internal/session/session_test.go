@@ -58,10 +58,9 @@ func (f *fakeBackend) ExitStatus() string       { return "" }
 
 type nopHost struct{}
 
-func (nopHost) Change(itemmap.Change) {}
-func (nopHost) Approve(context.Context, itemmap.Approval) backend.Decision {
-	return backend.Decision{}
-}
+func (nopHost) Change(itemmap.Change)                {}
+func (nopHost) Ask(context.Context, Question) Answer { return Answer{} }
+func (nopHost) Granted(itemmap.Approval, bool)       {}
 
 func TestRestoredSession(t *testing.T) {
 	dir := t.TempDir()
@@ -159,10 +158,9 @@ func TestKeepOffStillAudits(t *testing.T) {
 // recHost records the changes it is told about.
 type recHost struct{ changes []itemmap.Change }
 
-func (h *recHost) Change(c itemmap.Change) { h.changes = append(h.changes, c) }
-func (h *recHost) Approve(context.Context, itemmap.Approval) backend.Decision {
-	return backend.Decision{}
-}
+func (h *recHost) Change(c itemmap.Change)              { h.changes = append(h.changes, c) }
+func (h *recHost) Ask(context.Context, Question) Answer { return Answer{} }
+func (h *recHost) Granted(itemmap.Approval, bool)       {}
 
 // detailBackend fails every turn before the CLI takes it, with a detail.
 type detailBackend struct{ fakeBackend }

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 )
 
@@ -18,7 +17,7 @@ import (
 type Front interface {
 	// Host is the host of r's turn: it is told the turn's changes and
 	// answers its approvals.
-	Host(r Request) backend.Host
+	Host(r Request) Host
 	// Ended tells how r's turn ended. The session's next turn (a queued
 	// request's) has begun already when there is one; the save at the
 	// turn's end (when the conversation was saved while it ran) follows.
@@ -44,7 +43,7 @@ type Outcome struct {
 	// Stop), whether the CLI had finished or not.
 	Cancelled bool
 	// Host is the turn's, as Front.Host gave it.
-	Host backend.Host
+	Host Host
 	// Panic is what a panic in the turn left, nil when none: the session
 	// runs no more turns (as after Stop) and its queue was handed back.
 	Panic any

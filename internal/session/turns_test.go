@@ -71,7 +71,7 @@ func (f *recFront) add(e string) {
 	f.mu.Unlock()
 }
 
-func (f *recFront) Host(r Request) backend.Host { return nopHost{} }
+func (f *recFront) Host(r Request) Host { return nopHost{} }
 func (f *recFront) Ended(r Request, o Outcome) {
 	status := "not started"
 	switch {
@@ -301,7 +301,7 @@ type holdFront struct {
 	once  sync.Once
 }
 
-func (h *holdFront) Host(r Request) backend.Host {
+func (h *holdFront) Host(r Request) Host {
 	h.once.Do(func() { <-h.first })
 	return nopHost{}
 }
