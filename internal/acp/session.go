@@ -921,8 +921,9 @@ func (ss *acpSession) update(u map[string]any) {
 
 // close saves a changed conversation, ends the CLI and releases the lock.
 // A panic in any step is logged and the next steps still run. No lock of
-// the session is held while it saves or ends the CLI: once closed is set,
-// no handler and no turn starts anything anew.
+// the session is held while it answers the prompts still queued, saves or
+// ends the CLI: once closed is set, no handler and no turn starts anything
+// anew.
 func (ss *acpSession) close() error {
 	ss.bg.recorder.Wait() // the index has every turn before the session ends
 	ss.mu.Lock()
@@ -931,12 +932,14 @@ func (ss *acpSession) close() error {
 		return nil
 	}
 	ss.closed = true
+	ss.mu.Unlock()
+	// No handler submits anything once closed is set: what is still queued
+	// is answered cancelled, with no lock held while the client reads it.
 	for _, q := range ss.conv.Forget() {
 		if j, ok := q.Tag.(*job); ok {
 			ss.srv.reply(j.m, cancelledResponse(), nil)
 		}
 	}
-	ss.mu.Unlock()
 	var errs []error
 	if ss.conv.Unsaved() {
 		errs = append(errs, ss.safely("save", func() error {
@@ -1159,7 +1162,8 @@ func (ss *acpSession) setKeep(j *job) (any, error) {
 	if err := ss.ready(); err != nil {
 		return nil, err
 	}
-	ss.conv.SetKeep(*p.Keep) // the next save writes or removes agent/
+	conv := ss.conv
 	ss.mu.Unlock()
+	conv.SetKeep(*p.Keep) // the next save writes or removes agent/
 	return struct{}{}, nil
 }

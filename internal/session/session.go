@@ -498,10 +498,11 @@ func (s *Session) startOver(be backend.Backend) (*archive.SaveReport, error) {
 	s.Backend, s.Restore, s.waiting = be, nil, nil
 	s.saved = s.changes // the folder went with the conversation
 	s.offer = nil
+	s.mu.Unlock()
+	// The recovery copy goes with the conversation (saveMu held, mu not).
 	if err := s.removeRecoveryLocked(); err != nil {
 		s.saveFailed(err)
 	}
-	s.mu.Unlock()
 	// What the old backend's CLI tells between turns is dropped; the new
 	// one's is heard as the old one's was.
 	s.watchBackend(be)
