@@ -123,14 +123,14 @@ func (hc *HeadCache) load() {
 	}
 }
 
-// get is the entry kept for c, false when none holds (none kept, or the
-// file changed since).
-func (hc *HeadCache) get(c candidate) (Entry, bool, bool) {
+// get is the entry kept for c, a file of the store named backend, false
+// when none holds (none kept, or the file changed since).
+func (hc *HeadCache) get(backend string, c File) (Entry, bool, bool) {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
 	hc.load()
 	h := hc.heads[c.Path]
-	if h == nil || h.Backend != c.backend || h.Size != c.Size || h.Mod != c.Mod.UnixNano() || h.Ino != c.Ino {
+	if h == nil || h.Backend != backend || h.Size != c.Size || h.Mod != c.Mod.UnixNano() || h.Ino != c.Ino {
 		return Entry{}, false, false
 	}
 	if now := hc.now().Unix(); now-h.Used > int64(usedEvery/time.Second) {
@@ -139,9 +139,9 @@ func (hc *HeadCache) get(c candidate) (Entry, bool, bool) {
 	return h.entry(c), h.Session, true
 }
 
-// put keeps what was read of c.
-func (hc *HeadCache) put(c candidate, e Entry, session bool) {
-	h := &cachedHead{Backend: c.backend, Size: c.Size, Mod: c.Mod.UnixNano(), Ino: c.Ino, Session: session}
+// put keeps what was read of c, a file of the store named backend.
+func (hc *HeadCache) put(backend string, c File, e Entry, session bool) {
+	h := &cachedHead{Backend: backend, Size: c.Size, Mod: c.Mod.UnixNano(), Ino: c.Ino, Session: session}
 	if session {
 		h.ID, h.Cwd, h.Title = e.ID, e.Cwd, e.Title
 	}
@@ -153,7 +153,7 @@ func (hc *HeadCache) put(c candidate, e Entry, session bool) {
 	hc.dirty = true
 }
 
-func (h *cachedHead) entry(c candidate) Entry {
+func (h *cachedHead) entry(c File) Entry {
 	return Entry{Backend: h.Backend, ID: h.ID, Cwd: h.Cwd, Title: h.Title, UpdatedAt: c.Mod, Path: c.Path, Size: h.Size}
 }
 

@@ -191,12 +191,7 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	var cands []candidate
-	for i, s := range stores {
-		for _, f := range s.Files(opts.dir(s), opts.Cwd) {
-			cands = append(cands, candidate{File: f, store: i, backend: s.Name()})
-		}
-	}
+	cands := candidates(stores, func(s Store) []File { return s.Files(opts.dir(s), opts.Cwd) })
 	slices.SortFunc(cands, func(a, b candidate) int { return a.compare(b) })
 	var page Page
 	s := opts.summarizer(stores)
@@ -224,8 +219,24 @@ func ListPage(opts Options, cursor string, limit int) (Page, error) {
 // candidate is a file of one of the stores read that may be a session.
 type candidate struct {
 	File
-	store   int    // its store's index in the summarizer's stores
-	backend string // its store's Name
+	store int // its store's index in the summarizer's stores
+}
+
+// candidates are the files of each of stores that files gives.
+func candidates(stores []Store, files func(Store) []File) []candidate {
+	each := make([][]File, len(stores))
+	n := 0
+	for i, s := range stores {
+		each[i] = files(s)
+		n += len(each[i])
+	}
+	out := make([]candidate, 0, n)
+	for i, fs := range each {
+		for _, f := range fs {
+			out = append(out, candidate{File: f, store: i})
+		}
+	}
+	return out
 }
 
 // summarizer reads the candidates of one listing, through opts.Cache
@@ -242,14 +253,14 @@ func (o Options) summarizer(stores []Store) *summarizer { return &summarizer{opt
 func (s *summarizer) summarize(c candidate) (Entry, bool) {
 	hc := s.opts.Cache
 	e, ok, cached := Entry{}, false, false
-	if hc != nil {
-		e, ok, cached = hc.get(c)
-	}
 	st := s.stores[c.store]
+	if hc != nil {
+		e, ok, cached = hc.get(st.Name(), c.File)
+	}
 	if !cached {
 		e, ok = st.Summarize(c.File)
 		if hc != nil {
-			hc.put(c, e, ok)
+			hc.put(st.Name(), c.File, e, ok)
 		}
 	}
 	if ti, isIndex := st.(TitleIndex); ok && isIndex {
@@ -367,14 +378,9 @@ func Find(opts Options, id string) (Entry, error) {
 		// A backend no store has looks in every store, as one not given.
 		stores = opts.Stores
 	}
-	var cands []candidate
-	for i, s := range stores {
-		for _, f := range s.Files(opts.dir(s), "") {
-			if s.FileID(f.Path) == id {
-				cands = append(cands, candidate{File: f, store: i, backend: s.Name()})
-			}
-		}
-	}
+	cands := candidates(stores, func(s Store) []File {
+		return slices.DeleteFunc(s.Files(opts.dir(s), ""), func(f File) bool { return s.FileID(f.Path) != id })
+	})
 	slices.SortFunc(cands, func(a, b candidate) int { return a.compare(b) })
 	s := opts.summarizer(stores)
 	defer s.done()
