@@ -192,8 +192,8 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	if err := sendAll(ctx, st, s, h, messages, atts); err != nil {
 		return err
 	}
-	if sk, ok := s.CurrentBackend().(interface{ SkippedLines() int }); ok && sk.SkippedLines() > 0 {
-		fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", sk.SkippedLines(), s.CLI())
+	if n := s.SkippedLines(); n > 0 {
+		fmt.Fprintf(st.err, "spbridge: skipped %d line(s) from %s that were not events\n", n, s.CLI())
 	}
 	return nil
 }
@@ -230,7 +230,7 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 			fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 		}
 		if res.SaveErr != nil { // the session saved the turn's end
-			return fmt.Errorf("save %s: %w", s.Pkg.Dir, res.SaveErr)
+			return fmt.Errorf("save %s: %w", s.Dir(), res.SaveErr)
 		}
 		if res.End.Status != itemmap.TurnCompleted {
 			return &turnError{res.End.Status}

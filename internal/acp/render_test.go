@@ -143,8 +143,15 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 	var out bytes.Buffer
 	srv := &Server{w: newWriter(&out)}
 	srv.terminal.Store(terminal)
+	// The session holds conv itself (imported), which the turns' ends
+	// below are applied to.
 	conv := &archive.Conversation{}
-	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: &session.Session{Pkg: &archive.Package{Conv: conv}}}
+	s, err := session.Open(session.Options{Dir: t.TempDir(), Keep: true, Import: conv, Settings: session.Settings{CLI: "claude"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: s}
 	h := &acpHost{ss: ss, turn: true}
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {

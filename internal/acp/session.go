@@ -424,7 +424,11 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		Import: op.imported, Imported: op.onImported,
 		Saving: ss.srv.savePolicy(op.id), RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
 		CLIs: ss.srv.cfg.CLIs, Models: ss.srv.cfg.Models, Changed: ss.settingsChanged,
-		Log:      func(msg string) { ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg) },
+		Log: func(msg string) { ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg) },
+		Panicked: func(where string, v any, stack []byte) {
+			ss.srv.cfg.Log.Printf("panic in %s of session %s: %v\n%s", where, ss.id, v, stack)
+		},
+		Writing: ss.srv.saveWriteHook(ss.id), EndSaving: ss.srv.endSavingHook(ss.id),
 		Settings: session.Settings{CLI: named, DefaultCLI: op.backend, Model: op.model, Backend: opts, Own: ss.srv.cfg.Own, Resume: op.resume, ResumeCLI: resumeCLI}})
 	if errors.Is(err, session.ErrLocked) {
 		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
@@ -433,23 +437,6 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
 	}
 	op.imported = nil // the session has it now
-	if hook := ss.srv.cfg.saveWrite; hook != nil {
-		conv.Writing = func() { hook(ss.id) }
-	}
-	conv.Panicked = func(where string, v any, stack []byte) {
-		ss.srv.cfg.Log.Printf("panic in %s of session %s: %v\n%s", where, ss.id, v, stack)
-	}
-	if before, after := ss.srv.cfg.turnEndSave, ss.srv.cfg.turnEndSaved; before != nil || after != nil {
-		conv.EndSaving = func(saved bool) {
-			hook := before
-			if saved {
-				hook = after
-			}
-			if hook != nil {
-				hook(ss.id)
-			}
-		}
-	}
 	conv.WaitModels(modelsWait)
 	ss.mu.Lock()
 	ss.conv, ss.set.cwd, ss.set.addDirs = conv, op.cwd, op.addDirs
@@ -470,6 +457,34 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		ss.offerRecovery(res, r)
 	}
 	return res, nil
+}
+
+// saveWriteHook is the session's Writing hook for a test's saveWrite, nil
+// without one.
+func (s *Server) saveWriteHook(sid string) func() {
+	hook := s.cfg.saveWrite
+	if hook == nil {
+		return nil
+	}
+	return func() { hook(sid) }
+}
+
+// endSavingHook is the session's EndSaving hook for a test's turnEndSave
+// and turnEndSaved, nil without them.
+func (s *Server) endSavingHook(sid string) func(saved bool) {
+	before, after := s.cfg.turnEndSave, s.cfg.turnEndSaved
+	if before == nil && after == nil {
+		return nil
+	}
+	return func(saved bool) {
+		hook := before
+		if saved {
+			hook = after
+		}
+		if hook != nil {
+			hook(sid)
+		}
+	}
 }
 
 // savePolicy is who saves the package at path: a client that opted in to

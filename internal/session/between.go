@@ -39,7 +39,7 @@ type Between interface {
 // (backend.Background); Send holds it for its turn. A caller that does
 // more around a turn (answers its prompt, saves) may hold it for longer.
 func (s *Session) Hold() (release func()) {
-	if bg, ok := s.CurrentBackend().(backend.Background); ok {
+	if bg, ok := s.currentBackend().(backend.Background); ok {
 		return bg.Hold()
 	}
 	return func() {}
@@ -58,7 +58,7 @@ func (s *Session) Hold() (release func()) {
 func (s *Session) Watch(f Between) bool {
 	s.mu.Lock()
 	s.between = f
-	be := s.Backend
+	be := s.be
 	s.mu.Unlock()
 	return s.watchBackend(be)
 }
@@ -91,7 +91,7 @@ type betweenHost struct {
 // held.
 func (b *betweenHost) frontLocked() Between {
 	s := b.s
-	if b.dead || s.closed || s.Backend != b.be {
+	if b.dead || s.closed || s.be != b.be {
 		return nil
 	}
 	return s.between
@@ -173,14 +173,14 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 	items := b.items
 	b.items = nil
 	s.changes++
-	itemmap.Apply(s.Pkg.Conv, end, s.Provider)
-	identity := s.Pkg.Conv.Identity()
+	itemmap.Apply(s.pkg.Conv, end, s.provider)
+	identity := s.pkg.Conv.Identity()
 	s.autoSaveLocked()
 	s.recoverLaterLocked()
 	s.mu.Unlock()
 	var auditErr error
-	if s.AuditDir != "" {
-		auditErr = s.audit(identity, "", archive.Message{}, items, end, OriginCLI)
+	if s.auditDir != "" {
+		auditErr = s.audit(b.be, identity, "", archive.Message{}, items, end, OriginCLI)
 	}
 	f.OwnTurnEnded(end, auditErr)
 }
@@ -203,8 +203,8 @@ func (b *betweenHost) fail(where string, v any) {
 	f := b.frontLocked()
 	b.dead = true
 	s.mu.Unlock()
-	if s.Panicked != nil {
-		s.Panicked(where, v, debug.Stack())
+	if s.panicked != nil {
+		s.panicked(where, v, debug.Stack())
 	}
 	if f != nil {
 		f.BetweenFailed(fmt.Sprint(v))

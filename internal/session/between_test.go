@@ -99,7 +99,7 @@ func TestBetweenTurnsSaved(t *testing.T) {
 	}
 	be := &bgBackend{fakeBackend: fakeBackend{name: "claude"}}
 	auditDir := t.TempDir()
-	s := &Session{Pkg: p, Backend: be, Provider: "claude-code", AuditDir: auditDir}
+	s := &Session{pkg: p, be: be, provider: "claude-code", auditDir: auditDir}
 	w := &convWatcher{}
 	if !s.Watch(w) {
 		t.Fatal("Watch = false for a backend.Background")
@@ -199,7 +199,7 @@ func TestBetweenTurnsPanic(t *testing.T) {
 	s := openPolicy(t, pkg, state, SaveByCaller, true, be)
 	defer s.Close()
 	var panicked []string
-	s.Panicked = func(where string, v any, stack []byte) { panicked = append(panicked, where) }
+	s.panicked = func(where string, v any, stack []byte) { panicked = append(panicked, where) }
 	w := &convWatcher{}
 	s.Watch(w)
 	be.watcher.Change(itemmap.Change{Op: itemmap.OpAdd, Item: archive.Item{}})

@@ -141,7 +141,7 @@ func (g *Grants) Reject(gr backend.Grant) {
 // its CLI's tool vocabulary).
 func (s *Session) approve(ctx context.Context, a itemmap.Approval, f Asker) backend.Decision {
 	s.mu.Lock()
-	roots := append([]string{s.Cwd}, s.set.Backend.AddDirs...)
+	roots := append([]string{s.cwd}, s.set.Backend.AddDirs...)
 	tools := s.row.Tools
 	s.mu.Unlock()
 	return s.grants.Decide(ctx, a, roots, tools, f)

@@ -63,7 +63,7 @@ func (s *Session) change(f func(conv *archive.Conversation)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.changes++
-	f(s.Pkg.Conv)
+	f(s.pkg.Conv)
 	s.autoSaveLocked()
 }
 
@@ -71,14 +71,14 @@ func (s *Session) change(f func(conv *archive.Conversation)) {
 func (s *Session) ItemCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.Pkg.Conv.Items)
+	return len(s.pkg.Conv.Items)
 }
 
 // Cost is the conversation's cost so far.
 func (s *Session) Cost() archive.Cost {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.Pkg.Conv.EstimatedCost
+	return s.pkg.Conv.EstimatedCost
 }
 
 // Replay is the conversation as a front end shows it again from its
@@ -95,7 +95,7 @@ type Replay struct {
 func (s *Session) Replay() Replay {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	conv := s.Pkg.Conv
+	conv := s.pkg.Conv
 	r := Replay{Items: slices.Clone(conv.Items), Cards: maps.Clone(conv.ApprovalCards)}
 	if slices.ContainsFunc(r.Items, func(it archive.Item) bool { return it.Type() == archive.TypeUser && it.Bool("hasImage") }) {
 		r.Sent = transcript.UserMessages(r.Items, conv.History)
@@ -108,5 +108,5 @@ func (s *Session) Replay() Replay {
 func (s *Session) Fork(atItem string) (archive.Conversation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.Pkg.Conv.Fork(atItem)
+	return s.pkg.Conv.Fork(atItem)
 }

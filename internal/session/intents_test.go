@@ -21,7 +21,7 @@ func TestIntentsSaved(t *testing.T) {
 	if _, err := s.Save(); err != nil {
 		t.Fatal(err)
 	}
-	reply := s.Items()[1].ID()
+	reply := s.Replay().Items[1].ID()
 	s.Rate(reply, "bad", []string{"wrong"})
 	if !s.Unsaved() {
 		t.Error("a rating left the conversation saved")

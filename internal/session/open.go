@@ -62,6 +62,17 @@ type Options struct {
 	// switched its mode, said its commands or models), on the backend's
 	// goroutine with no lock of the session held.
 	Changed func(What)
+	// Writing, when set, is called by every save once its snapshot is
+	// taken, before it is written, with no lock of the session held (a
+	// test holds a save there).
+	Writing func()
+	// Panicked, when set, is told a panic the session recovered from in
+	// its own goroutines (an interrupt's, the CLI's early start); a turn's
+	// is in its Outcome.
+	Panicked func(where string, v any, stack []byte)
+	// EndSaving, when set, is called before (false) and after (true) the
+	// save at a turn's end (see Prompt), with no lock of the session held.
+	EndSaving func(saved bool)
 	// Log, when set, is told the session's diagnostics (a model list not
 	// kept, an early start that failed).
 	Log func(string)
@@ -111,8 +122,9 @@ func Open(o Options) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Pkg: pkg, Provider: row.Provider, AuditDir: o.AuditDir, AuditQueue: o.AuditQueue, Cwd: o.Cwd, lock: lock, keep: o.Keep,
-		Saving: o.Saving, RecoveryDir: o.RecoveryDir, SaveFailed: o.SaveFailed,
+	s := &Session{pkg: pkg, provider: row.Provider, auditDir: o.AuditDir, auditQueue: o.AuditQueue, cwd: o.Cwd, lock: lock, keep: o.Keep,
+		saving: o.Saving, recoveryDir: o.RecoveryDir, onSaveFailed: o.SaveFailed,
+		writing: o.Writing, panicked: o.Panicked, endSaving: o.EndSaving,
 		row: row, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
 	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
 	resume := ""
@@ -124,14 +136,14 @@ func Open(o Options) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Backend = be
+	s.be = be
 	s.takeControls(row, be, gen)
 	switch {
 	case resume != "":
-		s.Restore = &restore.State{}
-		s.Restore.Established(be.Name())
+		s.restore = &restore.State{}
+		s.restore.Established(be.Name())
 	case len(pkg.Conv.Items) > 0 && pkg.Unreadable == "":
-		s.Restore = restore.Restored(slices.Clone(pkg.Conv.Items))
+		s.restore = restore.Restored(slices.Clone(pkg.Conv.Items))
 	}
 	s.findOffer()
 	held = true

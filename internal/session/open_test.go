@@ -37,7 +37,7 @@ func TestOpenImport(t *testing.T) {
 	if imported != 1 || !savedSeen {
 		t.Errorf("Imported called %d times; saved before the backend: %v", imported, savedSeen)
 	}
-	if s.Restore == nil {
+	if s.restore == nil {
 		t.Error("the imported conversation is not restored like one read from disk")
 	}
 	if err := Remove(dir); !errors.Is(err, ErrLocked) {

@@ -41,7 +41,7 @@ func (s *Session) queueLocked(r Request) {
 		w.stop = s.watch(r.Ctx, func() { s.dropCancelled(w) })
 	}
 	s.waiting = append(s.waiting, w)
-	s.Pkg.Conv.Queued = append(s.Pkg.Conv.Queued, r.Text)
+	s.pkg.Conv.Queued = append(s.pkg.Conv.Queued, r.Text)
 	s.changes++
 	s.autoSaveLocked()
 }
@@ -71,7 +71,7 @@ func (s *Session) handBackLocked() []Request {
 		return nil
 	}
 	s.changes++
-	conv := s.Pkg.Conv
+	conv := s.pkg.Conv
 	rs := make([]Request, len(ws))
 	for i, w := range ws {
 		w.unwatch()
@@ -93,7 +93,7 @@ func (s *Session) dropLocked(w *waiting) bool {
 	}
 	w.unwatch()
 	s.changes++
-	s.Pkg.Conv.Unsent = append(s.Pkg.Conv.Unsent, w.Text)
+	s.pkg.Conv.Unsent = append(s.pkg.Conv.Unsent, w.Text)
 	s.removeQueued(k)
 	s.waiting = slices.Delete(s.waiting, k, k+1)
 	s.autoSaveLocked()
@@ -120,7 +120,7 @@ func (s *Session) Forget() []Request {
 // (those before them were queued when the conversation was last saved by
 // an earlier session).
 func (s *Session) removeQueued(k int) {
-	conv := s.Pkg.Conv
+	conv := s.pkg.Conv
 	if at := len(conv.Queued) - len(s.waiting) + k; at >= 0 && at < len(conv.Queued) {
 		conv.Queued = slices.Delete(conv.Queued, at, at+1)
 	}

@@ -14,7 +14,7 @@ import (
 // one back, handBack hands back the rest and clears the queued list, and
 // Forget leaves the saved list as it is.
 func TestQueue(t *testing.T) {
-	s := &Session{Pkg: &archive.Package{Conv: &archive.Conversation{Queued: []any{"saved earlier"}}}}
+	s := &Session{pkg: &archive.Package{Conv: &archive.Conversation{Queued: []any{"saved earlier"}}}}
 	texts := func(v []any) []string {
 		var out []string
 		for _, x := range v {
@@ -24,7 +24,7 @@ func TestQueue(t *testing.T) {
 	}
 	check := func(when string, queued, unsent []string) {
 		t.Helper()
-		conv := s.Pkg.Conv
+		conv := s.pkg.Conv
 		if !slices.Equal(texts(conv.Queued), queued) || !slices.Equal(texts(conv.Unsent), unsent) {
 			t.Errorf("%s: queued %q, unsent %q; want %q, %q", when, conv.Queued, conv.Unsent, queued, unsent)
 		}

@@ -44,7 +44,7 @@ const (
 // SaveAuto and the document keeps the conversation; one runs at a time
 // and saves again while changes came meanwhile. s.mu is held.
 func (s *Session) autoSaveLocked() {
-	if s.Saving != SaveAuto || !s.keep || s.closed || s.autoRunning {
+	if s.saving != SaveAuto || !s.keep || s.closed || s.autoRunning {
 		return
 	}
 	s.autoRunning = true
@@ -92,8 +92,8 @@ func (s *Session) saveSafely() (err error) {
 }
 
 func (s *Session) saveFailed(err error) {
-	if s.SaveFailed != nil {
-		s.SaveFailed(err)
+	if s.onSaveFailed != nil {
+		s.onSaveFailed(err)
 	}
 }
 
@@ -101,7 +101,7 @@ func (s *Session) saveFailed(err error) {
 // (SaveByHost), for a turn's end that comes with a lock held (a turn the
 // CLI ran on its own). s.mu is held.
 func (s *Session) recoverLaterLocked() {
-	if s.Saving != SaveByHost || !s.keep || s.closed {
+	if s.saving != SaveByHost || !s.keep || s.closed {
 		return
 	}
 	s.autoWG.Add(1)
@@ -118,7 +118,7 @@ func (s *Session) recoverLaterLocked() {
 // in, with no lock held; the error is the save's.
 func (s *Session) endSave() error {
 	s.mu.Lock()
-	policy, keep := s.Saving, s.keep
+	policy, keep := s.saving, s.keep
 	if policy == SaveAuto && keep {
 		// This save writes how the turn ended: none follows it (Prompt).
 		s.running, s.savedInTurn = false, false
@@ -224,14 +224,14 @@ func (r *Recovery) Remove() error { return os.RemoveAll(r.Dir) }
 // recoveryPath is the folder of this session's recovery copy, "" when it
 // keeps none.
 func (s *Session) recoveryPath() string {
-	if s.Saving != SaveByHost || s.RecoveryDir == "" {
+	if s.saving != SaveByHost || s.recoveryDir == "" {
 		return ""
 	}
-	abs, err := filepath.Abs(s.Pkg.Dir)
+	abs, err := filepath.Abs(s.pkg.Dir)
 	if err != nil {
 		return ""
 	}
-	return RecoveryPath(s.RecoveryDir, abs)
+	return RecoveryPath(s.recoveryDir, abs)
 }
 
 // writeRecovery writes the conversation as it stands into the session's
@@ -249,14 +249,14 @@ func (s *Session) writeRecovery() error {
 		s.mu.Unlock()
 		return s.removeRecoveryLocked()
 	}
-	snap := s.Pkg.Snapshot(true)
-	items := len(s.Pkg.Conv.Items)
+	snap := s.pkg.Snapshot(true)
+	items := len(s.pkg.Conv.Items)
 	clear(s.mine)
 	s.mu.Unlock()
-	if s.Writing != nil {
-		s.Writing()
+	if s.writing != nil {
+		s.writing()
 	}
-	abs, _ := filepath.Abs(s.Pkg.Dir)
+	abs, _ := filepath.Abs(s.pkg.Dir)
 	if _, err := os.Lstat(filepath.Join(dir, RecoveryFile)); err != nil {
 		s.rec = nil // none written yet, or pruned: written anew
 	}
@@ -274,7 +274,7 @@ func (s *Session) writeRecovery() error {
 		s.rec = nil // what it remembers of its files may be wrong
 		return fmt.Errorf("write the recovery copy: %w", err)
 	}
-	meta := Recovery{Package: abs, Base: s.Pkg.SavedHash(), Copy: s.rec.SavedHash(), Items: items, Time: s.now().UTC()}
+	meta := Recovery{Package: abs, Base: s.pkg.SavedHash(), Copy: s.rec.SavedHash(), Items: items, Time: s.now().UTC()}
 	data, err := json.MarshalIndent(meta, "", "  ")
 	if err == nil {
 		err = statefile.WriteAtomic(filepath.Join(dir, RecoveryFile), append(data, '\n'))
@@ -303,16 +303,16 @@ func (s *Session) removeRecoveryLocked() error {
 // package holds (one a host-saved session wrote, whatever the policy of
 // this one); an error reading it is reported and offers nothing.
 func (s *Session) findOffer() {
-	if s.RecoveryDir == "" || !s.keep || s.Pkg.Kind != archive.KindDocument {
+	if s.recoveryDir == "" || !s.keep || s.pkg.Kind != archive.KindDocument {
 		return
 	}
-	abs, _ := filepath.Abs(s.Pkg.Dir)
-	r, err := ReadRecovery(s.RecoveryDir, abs)
+	abs, _ := filepath.Abs(s.pkg.Dir)
+	r, err := ReadRecovery(s.recoveryDir, abs)
 	if err != nil {
 		s.saveFailed(err)
 		return
 	}
-	if r.Newer(s.Pkg.SavedHash()) {
+	if r.Newer(s.pkg.SavedHash()) {
 		s.offer = r
 	}
 }
@@ -354,18 +354,18 @@ func (s *Session) Recover() (int, error) {
 		return 0, ErrBusy
 	}
 	s.offer = nil
-	s.Pkg.ResetConversation()
-	s.Pkg.Conv = conv
+	s.pkg.ResetConversation()
+	s.pkg.Conv = conv
 	clear(s.mine)
-	s.Restore = restore.Restored(slices.Clone(conv.Items))
+	s.restore = restore.Restored(slices.Clone(conv.Items))
 	s.changes++
 	s.autoSaveLocked()
 	return len(conv.Items), nil
 }
 
 func (s *Session) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+	if s.clock != nil {
+		return s.clock()
 	}
 	return time.Now()
 }

@@ -245,7 +245,7 @@ func TestHostSavedRecovery(t *testing.T) {
 		t.Fatalf("recover twice: %v", err)
 	}
 	// The next turn is told the conversation so far.
-	be := s.Backend.(*fakeBackend)
+	be := s.be.(*fakeBackend)
 	if _, err := s.Send(context.Background(), "MARK", nil, nopHost{}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestHostSavedOwnTurn(t *testing.T) {
 	it.Set("text", "the subagent reports")
 	w := &convWatcher{}
 	s.Watch(w)
-	b := &betweenHost{s: s, be: s.Backend}
+	b := &betweenHost{s: s, be: s.be}
 	b.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
 	end := &itemmap.TurnEnd{Status: itemmap.TurnCompleted, History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("the subagent reports")}}}}
 	b.End(end)
@@ -349,7 +349,7 @@ func TestHostSavedOwnTurn(t *testing.T) {
 func view(s *Session, f func(conv *archive.Conversation)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f(s.Pkg.Conv)
+	f(s.pkg.Conv)
 }
 
 // update runs f on the conversation under the session's lock, as a change.

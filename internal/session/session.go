@@ -38,14 +38,14 @@ import (
 	"spbridge/internal/restore"
 )
 
-// Session is an open conversation. It owns the conversation (Pkg.Conv)
+// Session is an open conversation. It owns the conversation (pkg.Conv)
 // once it is in use: Send and the methods below change it under the
 // session's lock, and nothing else may. Send is the turns' (one at a
 // time; what the CLI does between turns waits meanwhile: between.go);
-// Save, the front ends' intents (intents.go), ItemMap, Interrupt and
-// NewConversation may be called from any goroutine meanwhile. The
-// exported fields are set before the session is used, and changed only
-// between turns (Backend, Restore: see NewConversation).
+// Save, the front ends' intents (intents.go), the settings (settings.go),
+// ItemMap and NewConversation may be called from any goroutine
+// meanwhile. Its fields are its own: a front end reads what it needs
+// through methods.
 //
 // The items it stores are never changed in place once a snapshot may hold
 // them: a change replaces the item with a copy, and only a text that grew
@@ -53,50 +53,42 @@ import (
 // place. A save takes its snapshot under the lock and encodes and writes
 // it without (Save); saves are serialized among themselves.
 type Session struct {
-	Pkg      *archive.Package
-	Backend  backend.Backend
-	Provider string // the archive's provider name for this backend
-	// Restore decides when the "# Conversation so far" prefix is sent; nil
-	// for a conversation that was not restored from disk.
-	Restore *restore.State
-	// AuditDir is the state folder the audit log is written under; "" writes
-	// none.
-	AuditDir string
-	// AuditQueue, when set, appends the audit records in the background
-	// (encoded when the turn ends, written in order; its Flush waits for
-	// them): Send does not wait for the disk, and an append that fails is
-	// reported by the queue, not in TurnResult.AuditErr.
-	AuditQueue *audit.Queue
-	// Cwd is the folder the CLI runs in, for the audit log; with the
+	// Set by Open and never changed: the package (its Conv is under mu),
+	// and what Options gave.
+	pkg *archive.Package
+	// auditDir is the state folder the audit log is written under; ""
+	// writes none. auditQueue, when set, appends the audit records in the
+	// background (encoded when the turn ends, written in order; its Flush
+	// waits for them): Send does not wait for the disk, and an append
+	// that fails is reported by the queue, not in TurnResult.AuditErr.
+	auditDir   string
+	auditQueue *audit.Queue
+	// cwd is the folder the CLI runs in, for the audit log; with the
 	// additional folders of its settings, the session's folders, where an
 	// "allow all edits" answer allows edits.
-	Cwd string
-	// Now gives the time for the audit log (time.Now when nil).
-	Now func() time.Time
-	// Writing, when set, is called by Save once its snapshot is taken,
-	// before it is written, with no lock of the session held (a test holds
-	// a save there).
-	Writing func()
-	// Panicked, when set, is told a panic the session recovered from in
-	// its own goroutines (an interrupt's); a turn's is in its Outcome.
-	Panicked func(where string, v any, stack []byte)
-	// EndSaving, when set, is called before (false) and after (true) the
-	// save at a turn's end (see Prompt), with no lock of the session held.
-	EndSaving func(saved bool)
-	// Saving says who writes the conversation into the package (see
-	// SavePolicy); RecoveryDir is where SaveByHost keeps its recovery
+	cwd   string
+	clock func() time.Time // the time for the audit log (time.Now when nil)
+	// The front end's hooks (Options).
+	writing      func()
+	panicked     func(where string, v any, stack []byte)
+	endSaving    func(saved bool)
+	onSaveFailed func(error)
+	// saving says who writes the conversation into the package (see
+	// SavePolicy); recoveryDir is where SaveByHost keeps its recovery
 	// copies (the state folder's recovery/; "" keeps none), and where the
-	// open looks for one to offer, whatever the policy. Both are set by
-	// Open.
-	Saving      SavePolicy
-	RecoveryDir string
-	// SaveFailed, when set, is told a save the session made of its own
-	// that failed (SaveAuto's in the background, a recovery copy's); the
-	// conversation stays unsaved, and the next save or the close writes
-	// it.
-	SaveFailed func(error)
+	// open looks for one to offer, whatever the policy.
+	saving      SavePolicy
+	recoveryDir string
 
-	mu sync.Mutex // guards Pkg.Conv, Pkg's turn state and mine
+	// Under mu, changed only between turns (NewConversation): the backend
+	// and its CLI's provider name in the archive; restore decides when
+	// the "# Conversation so far" prefix is sent (nil for a conversation
+	// that was not restored from disk).
+	be       backend.Backend
+	provider string
+	restore  *restore.State
+
+	mu sync.Mutex // guards pkg.Conv, pkg's turn state, be, provider, restore and mine
 	// mine holds the ids of stored items no snapshot shares (a text that
 	// grew may grow them in place); a snapshot empties it.
 	mine map[string]struct{}
@@ -131,7 +123,7 @@ type Session struct {
 	// The conversation is unsaved while they differ.
 	changes, saved uint64
 	// running is set while Send runs; savedInTurn when a save ran
-	// meanwhile (TurnSaved).
+	// meanwhile.
 	running, savedInTurn bool
 	// autoRunning is set while SaveAuto's background save runs (autoWG).
 	autoRunning bool
@@ -191,7 +183,12 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		}
 		userMsg.Content = append(userMsg.Content, b)
 	}
-	if err := s.preflight(); err != nil {
+	// The backend of this turn, and its CLI's name, read with no lock of
+	// the session held (New Conversation, which replaces it, waits for
+	// the turn).
+	be := s.currentBackend()
+	name := be.Name()
+	if err := s.preflight(be, name); err != nil {
 		return nil, err
 	}
 	// Nothing the CLI does between turns lands in the conversation while
@@ -204,10 +201,10 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		user.Set("hasImage", true)
 	}
 	s.mu.Lock()
-	conv := s.Pkg.Conv
+	conv := s.pkg.Conv
 	msg := backend.Message{Text: text, Images: images}
-	if s.Restore != nil {
-		msg.Context = s.Restore.Context(s.Backend.Name(), conv.Items, conv.History)
+	if s.restore != nil {
+		msg.Context = s.restore.Context(name, conv.Items, conv.History)
 	}
 	first := len(conv.Items)
 	conv.Items = append(conv.Items, user)
@@ -223,38 +220,38 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
 	ap := &applier{s: s, host: h, first: first, latest: make(map[string]archive.Item)}
-	end := s.Backend.Turn(ctx, msg, ap)
+	end := be.Turn(ctx, msg, ap)
 	if end != nil && end.NotStarted {
 		s.mu.Lock()
-		conv := s.Pkg.Conv
+		conv := s.pkg.Conv
 		msg := failureText(conv.Items[min(first, len(conv.Items)):])
 		conv.Items = ap.before()
 		s.changes++
 		s.mu.Unlock()
 		h.Change(itemmap.Change{Op: itemmap.OpRemove, Item: user})
 		if msg == "" {
-			msg = s.Backend.Name() + " did not take the message"
+			msg = name + " did not take the message"
 		}
 		return nil, fmt.Errorf("%w: %s", ErrNotStarted, msg)
 	}
 	var failure archive.Item
 	if end == nil {
 		failure = archive.NewItem(archive.TypeFailure)
-		failure.Set("text", "The turn ended without "+s.Backend.Name()+" reporting its end; what arrived is kept.")
+		failure.Set("text", "The turn ended without "+name+" reporting its end; what arrived is kept.")
 		ap.Change(itemmap.Change{Op: itemmap.OpAdd, Item: failure})
 		end = &itemmap.TurnEnd{Status: itemmap.TurnFailed}
 	}
-	started := s.Backend.Started()
+	started := be.Started()
 	s.mu.Lock()
 	// The CLI took the message: the turn replaces an unreadable conversation.
-	s.Pkg.BeginTurn()
+	s.pkg.BeginTurn()
 	if started {
-		if s.Restore == nil {
-			s.Restore = &restore.State{}
+		if s.restore == nil {
+			s.restore = &restore.State{}
 		}
-		s.Restore.Established(s.Backend.Name())
+		s.restore.Established(name)
 	}
-	conv = s.Pkg.Conv
+	conv = s.pkg.Conv
 	turnItems := ap.settle(conv.Items[min(first, len(conv.Items)):])
 	// What the turn keeps was read from the CLI's lines: its strings are
 	// given memory of their own, so the conversation holds its text and not
@@ -262,13 +259,13 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	// history hold is held once.
 	archive.CompactTurn(turnItems, end.History)
 	conv.History = append(conv.History, userMsg)
-	itemmap.Apply(conv, end, s.Provider)
+	itemmap.Apply(conv, end, s.provider)
 	s.changes++
 	identity := conv.Identity()
 	s.mu.Unlock()
 	res := &TurnResult{End: end, UserItem: user}
-	if s.AuditDir != "" {
-		res.AuditErr = s.audit(identity, text, userMsg, turnItems, end, "")
+	if s.auditDir != "" {
+		res.AuditErr = s.audit(be, identity, text, userMsg, turnItems, end, "")
 	}
 	res.SaveErr = s.endSave()
 	return res, nil
@@ -282,7 +279,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 // is held.
 func (s *Session) applyLocked(c itemmap.Change, from int) {
 	s.changes++
-	conv := s.Pkg.Conv
+	conv := s.pkg.Conv
 	it := c.Item
 	if c.Op == itemmap.OpAdd {
 		conv.Items = append(conv.Items, s.own(it.Clone()))
@@ -364,22 +361,22 @@ func (s *Session) save(own bool) (*archive.SaveReport, error) {
 		s.mu.Unlock()
 		return &archive.SaveReport{}, nil
 	}
-	snap := s.Pkg.Snapshot(s.keep)
+	snap := s.pkg.Snapshot(s.keep)
 	gen := s.changes
 	if s.running {
 		s.savedInTurn = true
 	}
 	clear(s.mine)
 	s.mu.Unlock()
-	if s.Writing != nil {
-		s.Writing()
+	if s.writing != nil {
+		s.writing()
 	}
-	r, err := s.Pkg.Write(snap)
+	r, err := s.pkg.Write(snap)
 	if err == nil {
 		s.mu.Lock()
 		s.saved = max(s.saved, gen)
 		s.mu.Unlock()
-		if !own && s.Saving == SaveByHost {
+		if !own && s.saving == SaveByHost {
 			if rerr := s.removeRecoveryLocked(); rerr != nil {
 				s.saveFailed(rerr)
 			}
@@ -393,16 +390,6 @@ func (s *Session) Unsaved() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changes != s.saved
-}
-
-// TurnSaved reports whether a save ran while the last turn did (so that
-// what it wrote is not how the turn ended: save again), and forgets it.
-func (s *Session) TurnSaved() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	saved := s.savedInTurn
-	s.savedInTurn = false
-	return saved
 }
 
 // SetKeep sets the document's "keep the agent conversation" switch: the
@@ -426,26 +413,30 @@ func (s *Session) Keep() bool {
 func (s *Session) ItemMap(id string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	items := s.Pkg.Conv.Items
+	items := s.pkg.Conv.Items
 	if i := findItem(items, id, len(items)); i >= 0 {
 		return items[i].Clone().Map()
 	}
 	return nil
 }
 
-// Items is a copy of the conversation's item list (the items themselves
-// are shared; see Session).
-func (s *Session) Items() []archive.Item {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.Pkg.Conv.Items)
+// Dir is the package's folder.
+func (s *Session) Dir() string { return s.pkg.Dir }
+
+// SkippedLines is how many lines of its CLI's output the backend skipped
+// as not events, where it counts them.
+func (s *Session) SkippedLines() int {
+	if sk, ok := s.currentBackend().(interface{ SkippedLines() int }); ok {
+		return sk.SkippedLines()
+	}
+	return 0
 }
 
-// CurrentBackend is the backend the next turn runs on.
-func (s *Session) CurrentBackend() backend.Backend {
+// currentBackend is the backend the next turn runs on.
+func (s *Session) currentBackend() backend.Backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.Backend
+	return s.be
 }
 
 // NewConversation starts the package's conversation over
@@ -478,24 +469,24 @@ func (s *Session) startOver(be backend.Backend) (*archive.SaveReport, error) {
 	if s.Running() {
 		return nil, ErrBusy
 	}
-	if err := s.CurrentBackend().Close(); err != nil {
+	if err := s.currentBackend().Close(); err != nil {
 		return nil, err
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	// The folder goes first, with no lock of the conversation held; only
 	// then does the conversation in memory start over.
-	r, err := s.Pkg.RemoveAgentFolder()
+	r, err := s.pkg.RemoveAgentFolder()
 	if err != nil {
 		return r, err
 	}
 	s.mu.Lock()
-	s.Pkg.ResetConversation()
+	s.pkg.ResetConversation()
 	clear(s.mine)
 	for _, w := range s.waiting {
 		w.unwatch()
 	}
-	s.Backend, s.Restore, s.waiting = be, nil, nil
+	s.be, s.restore, s.waiting = be, nil, nil
 	s.saved = s.changes // the folder went with the conversation
 	s.offer = nil
 	s.mu.Unlock()
@@ -516,23 +507,23 @@ var ErrBusy = errors.New("a turn is running")
 // working folder that is not there, or a program named by the backend's
 // environment variable that cannot be run (the backend would only say the
 // CLI is not installed).
-func (s *Session) preflight() error {
-	if s.Cwd != "" {
-		fi, err := os.Stat(s.Cwd)
+func (s *Session) preflight(be backend.Backend, cli string) error {
+	if s.cwd != "" {
+		fi, err := os.Stat(s.cwd)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("%w: the working folder %s does not exist", ErrNotStarted, s.Cwd)
+			return fmt.Errorf("%w: the working folder %s does not exist", ErrNotStarted, s.cwd)
 		case err != nil:
 			return fmt.Errorf("%w: the working folder: %v", ErrNotStarted, err)
 		case !fi.IsDir():
-			return fmt.Errorf("%w: the working folder %s is not a folder", ErrNotStarted, s.Cwd)
+			return fmt.Errorf("%w: the working folder %s is not a folder", ErrNotStarted, s.cwd)
 		}
 	}
-	name := backend.ProgramVar(s.Backend.Name())
+	name := backend.ProgramVar(cli)
 	if v := os.Getenv(name); v != "" {
-		if _, err := s.Backend.Program(); err != nil {
+		if _, err := be.Program(); err != nil {
 			return fmt.Errorf("%w: %s is set to %q, which cannot be run (%v); set it to the path of %s or unset it",
-				ErrNotStarted, name, v, err, s.Backend.Name())
+				ErrNotStarted, name, v, err, cli)
 		}
 	}
 	return nil
@@ -573,16 +564,16 @@ func failureText(items []archive.Item) string {
 
 // audit appends the turn's record to the conversation's audit log; origin,
 // when set, says who began the turn.
-func (s *Session) audit(identity, text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string) error {
-	path, err := audit.Path(s.AuditDir, identity)
+func (s *Session) audit(be backend.Backend, identity, text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string) error {
+	path, err := audit.Path(s.auditDir, identity)
 	if err != nil {
 		return err
 	}
 	now := time.Now
-	if s.Now != nil {
-		now = s.Now
+	if s.clock != nil {
+		now = s.clock
 	}
-	program, _ := s.Backend.Program()
+	program, _ := be.Program()
 	itemValues := make([]any, len(items))
 	for i, it := range items {
 		itemValues[i] = it.Map()
@@ -593,14 +584,14 @@ func (s *Session) audit(identity, text string, userMsg archive.Message, items []
 			images = append(images, map[string]any{"mimeType": b.String("mimeType"), "sha256": b.String("sha256")})
 		}
 	}
-	pkg, _ := filepath.Abs(s.Pkg.Dir)
+	pkg, _ := filepath.Abs(s.pkg.Dir)
 	record := map[string]any{
 		"time":           now().UTC().Format(time.RFC3339Nano),
-		"backend":        s.Backend.Name(),
+		"backend":        be.Name(),
 		"program":        program,
-		"programVersion": s.Backend.Version(),
+		"programVersion": be.Version(),
 		"model":          end.Model,
-		"cwd":            s.Cwd,
+		"cwd":            s.cwd,
 		"package":        pkg,
 		"user":           text,
 		"images":         orEmpty(images),
@@ -609,8 +600,8 @@ func (s *Session) audit(identity, text string, userMsg archive.Message, items []
 		"usage":          usageValue(end.Usage),
 		"lastRoundUsage": usageValue(end.LastRound),
 		"sessionID":      end.SessionID,
-		"exitStatus":     s.Backend.ExitStatus(),
-		"stderrTail":     s.Backend.StderrTail(),
+		"exitStatus":     be.ExitStatus(),
+		"stderrTail":     be.StderrTail(),
 	}
 	if end.CostUSD != "" {
 		record["costUSD"] = end.CostUSD
@@ -618,8 +609,8 @@ func (s *Session) audit(identity, text string, userMsg archive.Message, items []
 	if origin != "" {
 		record["origin"] = origin
 	}
-	if s.AuditQueue != nil {
-		return s.AuditQueue.Append(path, record)
+	if s.auditQueue != nil {
+		return s.auditQueue.Append(path, record)
 	}
 	return audit.Append(path, record)
 }
@@ -637,9 +628,6 @@ func usageValue(u archive.Usage) any {
 	return c.Value()["usage"]
 }
 
-// Interrupt asks the running turn to stop.
-func (s *Session) Interrupt() { s.Backend.Interrupt() }
-
 // Close ends the backend's CLI and releases the package's lock when Open
 // took it (it is called once). It does not save, and does not wait for a
 // running turn (Stop and WaitTurns do); no turn starts after it.
@@ -654,7 +642,7 @@ func (s *Session) Close() (err error) {
 		// Released even when ending the CLI panics.
 		defer func() { err = errors.Join(err, lock.Unlock()) }()
 	}
-	return s.CurrentBackend().Close()
+	return s.currentBackend().Close()
 }
 
 // Host is a front end's side of one turn: it is told the turn's changes,
@@ -684,7 +672,7 @@ func (a *applier) Change(c itemmap.Change) {
 		if c.Op == itemmap.OpRemove && a.kept == nil {
 			// A removal moves items within the list: keep the items the
 			// turn began with, which a turn that never started puts back.
-			a.kept = slices.Clone(s.Pkg.Conv.Items[:min(a.first, len(s.Pkg.Conv.Items))])
+			a.kept = slices.Clone(s.pkg.Conv.Items[:min(a.first, len(s.pkg.Conv.Items))])
 		}
 		s.applyLocked(c, a.first)
 		s.mu.Unlock()
@@ -721,7 +709,7 @@ func (a *applier) before() []archive.Item {
 	if a.kept != nil {
 		return a.kept
 	}
-	items := a.s.Pkg.Conv.Items
+	items := a.s.pkg.Conv.Items
 	return items[:a.first:a.first]
 }
 

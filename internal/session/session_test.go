@@ -68,7 +68,7 @@ func TestRestoredSession(t *testing.T) {
 	os.Mkdir(pkg, 0o755)
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
 	first := &fakeBackend{name: "claude"}
-	s := &Session{Pkg: p, Backend: first, Provider: "claude-code"}
+	s := &Session{pkg: p, be: first, provider: "claude-code"}
 	s.Send(context.Background(), "MARK-first", nil, nopHost{})
 	if first.sent[0] != "MARK-first" {
 		t.Fatalf("a new conversation sent %q", first.sent[0])
@@ -81,7 +81,7 @@ func TestRestoredSession(t *testing.T) {
 	p, _ = archive.Open(pkg, archive.KindDocument, true)
 	state := t.TempDir()
 	be := &fakeBackend{name: "claude", failOnce: true}
-	s = &Session{Pkg: p, Backend: be, Provider: "claude-code", Restore: restore.Restored(p.Conv.Items), AuditDir: state}
+	s = &Session{pkg: p, be: be, provider: "claude-code", restore: restore.Restored(p.Conv.Items), auditDir: state}
 	for i, msg := range []string{"second", "third", "fourth"} {
 		_, err := s.Send(context.Background(), msg, nil, nopHost{})
 		if i == 0 && !errors.Is(err, ErrNotStarted) {
@@ -100,7 +100,7 @@ func TestRestoredSession(t *testing.T) {
 	}
 	// A switch of backend is like a reopen.
 	codex := &fakeBackend{name: "codex"}
-	s.Backend = codex
+	s.be = codex
 	s.Send(context.Background(), "fifth", nil, nopHost{})
 	if !strings.HasPrefix(codex.sent[0], "# Conversation so far\n") || !strings.Contains(codex.sent[0], "User: fourth") || !strings.HasSuffix(codex.sent[0], "\n\nfifth") {
 		t.Errorf("after the switch: %q", codex.sent[0])
@@ -140,7 +140,7 @@ func TestKeepOffStillAudits(t *testing.T) {
 	os.Mkdir(pkg, 0o755)
 	p, _ := archive.Open(pkg, archive.KindDocument, false)
 	state := t.TempDir()
-	s := &Session{Pkg: p, Backend: &fakeBackend{name: "claude"}, AuditDir: state}
+	s := &Session{pkg: p, be: &fakeBackend{name: "claude"}, auditDir: state}
 	res, err := s.Send(context.Background(), "hello", nil, nopHost{})
 	if err != nil || res.AuditErr != nil {
 		t.Fatal(err, res.AuditErr)
@@ -187,7 +187,7 @@ func TestNotStartedChangesNothing(t *testing.T) {
 	before := slices.Clone(p.Conv.Items)
 	state := t.TempDir()
 	be := &detailBackend{fakeBackend{name: "claude"}}
-	s := &Session{Pkg: p, Backend: be, AuditDir: state, Cwd: pkg}
+	s := &Session{pkg: p, be: be, auditDir: state, cwd: pkg}
 	h := &recHost{}
 	res, err := s.Send(context.Background(), "hello", nil, h)
 	if !errors.Is(err, ErrNotStarted) || res != nil {
@@ -229,7 +229,7 @@ func TestNotStartedPreflight(t *testing.T) {
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
 	missing := filepath.Join(t.TempDir(), "nonexistent")
 	fake := &fakeBackend{name: "claude"}
-	s := &Session{Pkg: p, Backend: fake, Cwd: missing}
+	s := &Session{pkg: p, be: fake, cwd: missing}
 	h := &recHost{}
 	_, err := s.Send(context.Background(), "hello", nil, h)
 	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "the working folder "+missing+" does not exist") {
@@ -240,7 +240,7 @@ func TestNotStartedPreflight(t *testing.T) {
 	}
 
 	t.Setenv("SPBRIDGE_CLAUDE", filepath.Join(missing, "claude"))
-	s = &Session{Pkg: p, Backend: claude.New(claude.Options{}), Cwd: pkg}
+	s = &Session{pkg: p, be: claude.New(claude.Options{}), cwd: pkg}
 	_, err = s.Send(context.Background(), "hello", nil, h)
 	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "SPBRIDGE_CLAUDE is set to ") {
 		t.Errorf("bad SPBRIDGE_CLAUDE: %v", err)
@@ -257,7 +257,7 @@ func TestNoTurnEnd(t *testing.T) {
 	os.Mkdir(pkg, 0o755)
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
 	state := t.TempDir()
-	s := &Session{Pkg: p, Backend: &fakeBackend{name: "claude", noEnd: true}, AuditDir: state}
+	s := &Session{pkg: p, be: &fakeBackend{name: "claude", noEnd: true}, auditDir: state}
 	h := &recHost{}
 	res, err := s.Send(context.Background(), "hello", nil, h)
 	if err != nil {
@@ -291,7 +291,7 @@ func TestAuditQueue(t *testing.T) {
 	p, _ := archive.Open(pkg, archive.KindDocument, false)
 	state := t.TempDir()
 	q := audit.NewQueue(func(path string, err error) { t.Errorf("audit %s: %v", path, err) })
-	s := &Session{Pkg: p, Backend: &fakeBackend{name: "claude"}, AuditDir: state, AuditQueue: q}
+	s := &Session{pkg: p, be: &fakeBackend{name: "claude"}, auditDir: state, auditQueue: q}
 	for _, msg := range []string{"one", "two"} {
 		res, err := s.Send(context.Background(), msg, nil, nopHost{})
 		if err != nil || res.AuditErr != nil {
@@ -346,7 +346,7 @@ func TestNotStartedPutsItemsBack(t *testing.T) {
 		if remove {
 			be.remove = before[0]
 		}
-		if _, err := (&Session{Pkg: p, Backend: be}).Send(context.Background(), "hello", nil, &recHost{}); !errors.Is(err, ErrNotStarted) {
+		if _, err := (&Session{pkg: p, be: be}).Send(context.Background(), "hello", nil, &recHost{}); !errors.Is(err, ErrNotStarted) {
 			t.Fatalf("Send: %v, want ErrNotStarted", err)
 		}
 		if !slices.Equal(p.Conv.Items, before) {

@@ -113,7 +113,7 @@ func (s *Session) makeBackend(row backend.Plugin, resume string) (_ backend.Back
 	s.ctl.made++
 	gen = s.ctl.made
 	opts := s.set.Backend
-	opts.Dir, opts.Model, opts.Mode, opts.Resume = s.Cwd, s.ctl.model, s.ctl.mode, resume
+	opts.Dir, opts.Model, opts.Mode, opts.Resume = s.cwd, s.ctl.model, s.ctl.mode, resume
 	effort := s.ctl.effort
 	s.ctl.mu.Unlock()
 	opts.Events = s.events(gen)
@@ -322,7 +322,7 @@ func (s *Session) SetModel(model string) {
 	if model == DefaultModel {
 		model = ""
 	}
-	be := s.CurrentBackend()
+	be := s.currentBackend()
 	s.ctl.mu.Lock()
 	s.ctl.model = model
 	has := s.ctl.has
@@ -356,7 +356,7 @@ var (
 // takes none), or "" for the CLI's own.
 func (s *Session) SetEffort(effort string) error {
 	levels, _ := s.Efforts()
-	c, _ := s.CurrentBackend().(backend.Controls)
+	c, _ := s.currentBackend().(backend.Controls)
 	switch {
 	case c == nil || len(levels) == 0:
 		return ErrNoEffort
@@ -376,7 +376,7 @@ var ErrNoModes = errors.New("this session has no modes")
 // SetMode switches the mode (backend.Controls.SetMode: an id not among
 // Modes is backend.ErrUnknownMode); the front end is told when it changed.
 func (s *Session) SetMode(ctx context.Context, id string) error {
-	c, ok := s.CurrentBackend().(backend.Controls)
+	c, ok := s.currentBackend().(backend.Controls)
 	if !ok {
 		return ErrNoModes
 	}
@@ -400,7 +400,7 @@ func (s *Session) SetMode(ctx context.Context, id string) error {
 // it returns is closed when the start failed (nil when it was started
 // before, or the backend has no controls).
 func (s *Session) Prepare() <-chan struct{} {
-	c, ok := s.CurrentBackend().(backend.Controls)
+	c, ok := s.currentBackend().(backend.Controls)
 	if !ok {
 		return nil
 	}
@@ -418,8 +418,8 @@ func (s *Session) Prepare() <-chan struct{} {
 		defer s.ctl.preparing.Done()
 		defer cancel()
 		defer func() {
-			if r := recover(); r != nil && s.Panicked != nil {
-				s.Panicked("the CLI's start", r, debug.Stack())
+			if r := recover(); r != nil && s.panicked != nil {
+				s.panicked("the CLI's start", r, debug.Stack())
 			}
 		}()
 		if err := c.Prepare(ctx); err != nil {
@@ -455,7 +455,7 @@ func (s *Session) WaitModels(wait time.Duration) {
 	skip := !s.ctl.has || s.ctl.cached || s.ctl.program == ""
 	s.ctl.mu.Unlock()
 	seen := s.seen()
-	if l, ok := s.CurrentBackend().(interface{ ListsModels() bool }); skip || !ok || !l.ListsModels() {
+	if l, ok := s.currentBackend().(interface{ ListsModels() bool }); skip || !ok || !l.ListsModels() {
 		return
 	}
 	failed := s.Prepare()

@@ -199,7 +199,7 @@ func TestReopenRule(t *testing.T) {
 		if got := be.opts.Resume != ""; got != c.resumed {
 			t.Errorf("%+v: resumed %q", c, be.opts.Resume)
 		}
-		if prefix := s.Restore.Context(c.want, p.Conv.Items, nil); (prefix == "") != c.resumed {
+		if prefix := s.restore.Context(c.want, p.Conv.Items, nil); (prefix == "") != c.resumed {
 			t.Errorf("%+v: the first message's context would be %q", c, prefix)
 		}
 		s.Close()

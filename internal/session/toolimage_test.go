@@ -53,7 +53,7 @@ func TestToolImageSaved(t *testing.T) {
 	os.Mkdir(pkg, 0o755)
 	p, _ := archive.Open(pkg, archive.KindDocument, true)
 	be := &replayBackend{fakeBackend: fakeBackend{name: "claude"}, path: "../../testdata/claude/tool_read_png.stdout.jsonl"}
-	s := &Session{Pkg: p, Backend: be, AuditDir: t.TempDir()}
+	s := &Session{pkg: p, be: be, auditDir: t.TempDir()}
 	if _, err := s.Send(context.Background(), "look at red.png", nil, nopHost{}); err != nil {
 		t.Fatal(err)
 	}

@@ -134,12 +134,12 @@ func (s *Session) submit(front Front, r Request, toCancelled bool) (bool, error)
 func (s *Session) beginLocked(parent context.Context) *turn {
 	ctx, cancel := context.WithCancel(parent)
 	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	be := s.Backend
+	be := s.be
 	t.stop = s.watch(ctx, func() {
 		defer func() {
 			// A CLI that fails to stop ends no process: it is told.
-			if v := recover(); v != nil && s.Panicked != nil {
-				s.Panicked("the interrupt", v, debug.Stack())
+			if v := recover(); v != nil && s.panicked != nil {
+				s.panicked("the interrupt", v, debug.Stack())
 			}
 		}()
 		be.Interrupt()
@@ -304,12 +304,12 @@ func (s *Session) runOne(t *turn, r Request) (next *turn, nextReq Request) {
 		// A save during the turn wrote it as it stood: write how it ended.
 		// No lock of the session is held: a cancel, a new request and the
 		// next turn's updates do not wait for the disk.
-		if s.EndSaving != nil {
-			s.EndSaving(false)
+		if s.endSaving != nil {
+			s.endSaving(false)
 		}
 		s.Save() // a failure stays unsaved: the next save, or the close, writes it
-		if s.EndSaving != nil {
-			s.EndSaving(true)
+		if s.endSaving != nil {
+			s.endSaving(true)
 		}
 	}
 	release()

@@ -93,7 +93,7 @@ func (f *recFront) log() []string {
 }
 
 func gateSession(g *gateBackend) *Session {
-	return &Session{Pkg: &archive.Package{Conv: &archive.Conversation{}}, Backend: g, Provider: "anthropic", keep: true}
+	return &Session{pkg: &archive.Package{Conv: &archive.Conversation{}}, be: g, provider: "anthropic", keep: true}
 }
 
 func userTexts(s *Session) []string {
