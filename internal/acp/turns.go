@@ -13,7 +13,8 @@ import (
 // answers of the prompts handed back to the composer.
 type turns struct{ ss *acpSession }
 
-// Host is a turn's host: its updates, its approvals.
+// Host is a turn's host: its updates, and the editor's answers to the
+// permission requests the session asks about.
 func (f turns) Host(session.Request) session.Host { return &acpHost{ss: f.ss, turn: true} }
 
 // HandedBack answers a queued prompt that went back to the composer.

@@ -16,7 +16,7 @@ import (
 // may call any method of the session except WaitTurns.
 type Front interface {
 	// Host is the host of r's turn: it is told the turn's changes and
-	// answers its approvals.
+	// asked about its permission requests no grant answers.
 	Host(r Request) Host
 	// Ended tells how r's turn ended. The session's next turn (a queued
 	// request's) has begun already when there is one; the save at the
