@@ -54,6 +54,12 @@ func newPackage(t *testing.T) (pkg, state string) {
 func onDisk(t *testing.T, pkg string) *archive.Conversation {
 	t.Helper()
 	p, err := archive.Open(pkg, archive.KindDocument, true)
+	// A background save may replace the file while it is read (the read
+	// says so and keeps nothing): read again, as any reader of a package
+	// the session saves would.
+	for tries := 0; err != nil && strings.Contains(err.Error(), "changed while read") && tries < 100; tries++ {
+		p, err = archive.Open(pkg, archive.KindDocument, true)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
