@@ -46,33 +46,60 @@ const effortDefault = "default"
 const modelsWait = 3 * time.Second
 
 // settingsChanged tells the client what of the session's settings
-// changed (session.Options.Changed), on the backend's goroutines.
+// changed (session.Options.Changed), on the backend's goroutines: the
+// mode at once, the commands and the options once the client knows the
+// session (its open was answered).
 func (ss *acpSession) settingsChanged(what session.What) {
-	switch what {
-	case session.ModeChanged:
-		ss.modeChanged()
-	case session.CommandsChanged:
-		ss.sendCommands()
-	case session.ModelsChanged:
-		ss.configChanged()
-	}
-}
-
-// modeChanged tells the client the session's mode changed.
-func (ss *acpSession) modeChanged() {
 	conv := ss.openConv()
 	if conv == nil {
 		return
 	}
-	_, mode := conv.Modes()
-	ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
-	ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
+	switch {
+	case what == session.ModeChanged:
+		_, mode := conv.Modes()
+		ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
+		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+	case !ss.told.isAnnounced():
+	case what == session.CommandsChanged:
+		ss.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": commandList(conv)})
+	case what == session.ModelsChanged:
+		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+	}
+}
+
+// isAnnounced reports whether the client knows the session (its
+// session/new or load was answered): commands and options may go out.
+func (t *told) isAnnounced() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.announced
+}
+
+// afterOpen runs once the client has the answer to the session's open: the
+// commands known so far go out, and the CLI starts in the background so
+// that its own commands follow.
+func (ss *acpSession) afterOpen() {
+	conv := ss.openConv()
+	if conv == nil || !conv.HasControls() {
+		// A backend without controls (a test's) has no commands to run.
+		return
+	}
+	ss.told.mu.Lock()
+	ss.told.announced = true
+	ss.told.mu.Unlock()
+	ss.settingsChanged(session.CommandsChanged)
+	if conv.ModelsSeen() {
+		// The CLI listed its models before the answer, which carried
+		// them; a client that waits for the list hears of it too.
+		ss.settingsChanged(session.ModelsChanged)
+	}
+	conv.Prepare()
 }
 
 // modeState is session/new's modes: the backend's modes and the current
 // one; nil when the backend has none.
-func (ss *acpSession) modeState() any {
-	avail, current := ss.modeEntries("id")
+func modeState(conv *session.Session) any {
+	avail, current := modeEntries(conv, "id")
 	if avail == nil {
 		return nil
 	}
@@ -82,11 +109,7 @@ func (ss *acpSession) modeState() any {
 // modeEntries lists the backend's modes, each named by idKey ("id" for
 // modes, "value" for a config option's options), with the current mode;
 // nil without modes.
-func (ss *acpSession) modeEntries(idKey string) ([]any, string) {
-	conv := ss.openConv()
-	if conv == nil {
-		return nil, ""
-	}
+func modeEntries(conv *session.Session, idKey string) ([]any, string) {
 	modes, current := conv.Modes()
 	var entries []any
 	for _, m := range modes {
@@ -99,49 +122,13 @@ func (ss *acpSession) modeEntries(idKey string) ([]any, string) {
 	return entries, current
 }
 
-// setMode handles session/set_mode.
-func (ss *acpSession) setMode(j *job) (any, error) {
-	var p struct {
-		ModeID string `json:"modeId"`
-	}
-	if err := decode(j.m.Params, &p); err != nil {
-		return nil, err
-	}
-	if err := ss.switchMode(p.ModeID); err != nil {
-		return nil, err
-	}
-	return struct{}{}, nil
-}
-
-// switchMode asks the conversation for mode id; it tells the client when
-// the mode changed (settingsChanged).
-func (ss *acpSession) switchMode(id string) error {
-	conv := ss.openConv()
-	if conv == nil {
-		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
-	}
-	switch err := conv.SetMode(context.Background(), id); {
-	case errors.Is(err, session.ErrNoModes):
-		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
-	case errors.Is(err, backend.ErrUnknownMode):
-		return rpcErrorf(CodeInvalidParams, "invalid params: unknown mode %q", id)
-	case err != nil:
-		return rpcErrorf(CodeInternalError, "set mode %s: %v", id, err)
-	}
-	return nil
-}
-
 // commandList is the available_commands_update's list: spbridge's own
 // commands, then the CLI's (one of the same name as spbridge's is left
 // out).
-func (ss *acpSession) commandList() []any {
-	var cli []backend.Command
-	if conv := ss.openConv(); conv != nil {
-		cli = conv.Commands()
-	}
+func commandList(conv *session.Session) []any {
 	seen := make(map[string]bool)
 	list := []any{}
-	for _, c := range slices.Concat(ownCommands, cli) {
+	for _, c := range slices.Concat(ownCommands, conv.Commands()) {
 		if c.Name == "" || seen[c.Name] {
 			continue
 		}
@@ -159,41 +146,124 @@ func (ss *acpSession) commandList() []any {
 	return list
 }
 
-// announced reports whether the client knows the session (its session/new
-// or load was answered): commands and options may go out.
-func (ss *acpSession) announced() bool {
-	ss.told.mu.Lock()
-	defer ss.told.mu.Unlock()
-	return ss.told.announced
+// configOptions are the session's config options: the model, the
+// reasoning effort where the current model takes one, and the mode.
+func configOptions(conv *session.Session) []any {
+	list, current := conv.Models()
+	var opts []any
+	for _, m := range list {
+		name := m.Name
+		if m.ID == session.DefaultModel && (name == "" || name == session.DefaultModel) {
+			name = "Default (the CLI's own choice)"
+		}
+		o := map[string]any{"value": m.ID, "name": name}
+		if m.Description != "" {
+			o["description"] = m.Description
+		}
+		opts = append(opts, o)
+	}
+	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
+		"currentValue": current, "options": opts}}
+	if levels, effort := conv.Efforts(); len(levels) > 0 {
+		if effort == "" {
+			effort = effortDefault
+		}
+		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
+		for _, l := range levels {
+			eopts = append(eopts, map[string]any{"value": l, "name": l})
+		}
+		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
+			"type": "select", "currentValue": effort, "options": eopts})
+	}
+	if modes, current := modeEntries(conv, "value"); modes != nil {
+		all = append(all, map[string]any{"id": optionMode, "name": "Mode", "category": "mode", "type": "select",
+			"currentValue": current, "options": modes})
+	}
+	return all
 }
 
-// sendCommands sends available_commands_update, once the client knows the
-// session.
-func (ss *acpSession) sendCommands() {
-	if ss.announced() {
-		ss.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": ss.commandList()})
+// setMode handles session/set_mode.
+func (ss *acpSession) setMode(j *job) (any, error) {
+	var p struct {
+		ModeID string `json:"modeId"`
 	}
+	if err := decode(j.m.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
+	conv := ss.conv
+	ss.mu.Unlock()
+	if err := switchMode(conv, p.ModeID); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
 }
 
-// afterOpen runs once the client has the answer to the session's open: the
-// commands known so far go out, and the CLI starts in the background so
-// that its own commands follow.
-func (ss *acpSession) afterOpen() {
-	conv := ss.openConv()
-	if conv == nil || !conv.HasControls() {
-		// A backend without controls (a test's) has no commands to run.
-		return
+// setConfigOption handles session/set_config_option: the model, the
+// reasoning effort or the mode.
+func (ss *acpSession) setConfigOption(j *job) (any, error) {
+	var p struct {
+		ConfigID string `json:"configId"`
+		Value    any    `json:"value"`
 	}
-	ss.told.mu.Lock()
-	ss.told.announced = true
-	ss.told.mu.Unlock()
-	ss.sendCommands()
-	if conv.ModelsSeen() {
-		// The CLI listed its models before the answer, which carried
-		// them; a client that waits for the list hears of it too.
-		ss.configChanged()
+	if err := decode(j.m.Params, &p); err != nil {
+		return nil, err
 	}
-	conv.Prepare()
+	value, ok := p.Value.(string)
+	if (p.ConfigID != optionModel && p.ConfigID != optionMode && p.ConfigID != optionEffort) || !ok || value == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\" and \"mode\", each a string value")
+	}
+	if err := ss.ready(); err != nil {
+		return nil, err
+	}
+	conv := ss.conv
+	ss.mu.Unlock()
+	var err error
+	switch p.ConfigID {
+	case optionMode:
+		err = switchMode(conv, value)
+	case optionEffort:
+		err = setEffort(conv, value)
+	default:
+		conv.SetModel(value)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"configOptions": configOptions(conv)}, nil
+}
+
+// switchMode asks the conversation for mode id (it tells the client when the
+// mode changed: settingsChanged), as ACP's errors.
+func switchMode(conv *session.Session, id string) error {
+	switch err := conv.SetMode(context.Background(), id); {
+	case errors.Is(err, session.ErrNoModes):
+		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
+	case errors.Is(err, backend.ErrUnknownMode):
+		return rpcErrorf(CodeInvalidParams, "invalid params: unknown mode %q", id)
+	case err != nil:
+		return rpcErrorf(CodeInternalError, "set mode %s: %v", id, err)
+	}
+	return nil
+}
+
+// setEffort chooses the reasoning effort of the next turns: one the
+// current model takes, or "default" for the CLI's own.
+func setEffort(conv *session.Session, value string) error {
+	if value == effortDefault {
+		value = ""
+	}
+	_, model := conv.Models()
+	switch err := conv.SetEffort(value); {
+	case errors.Is(err, session.ErrNoEffort):
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", model)
+	case errors.Is(err, session.ErrUnknownEffort):
+		levels, _ := conv.Efforts()
+		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", model, strings.Join(levels, ", "))
+	}
+	return nil
 }
 
 // ownCommand reports which of spbridge's commands a prompt is ("" for
@@ -230,106 +300,4 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 	}
 	ss.chunk(agentMessageChunk, say)
 	return map[string]any{"stopReason": "end_turn"}, nil
-}
-
-// configOptions are the session's config options: the model, the
-// reasoning effort where the current model takes one, and the mode.
-func (ss *acpSession) configOptions() []any {
-	conv := ss.openConv()
-	if conv == nil {
-		return nil
-	}
-	list, current := conv.Models()
-	var opts []any
-	for _, m := range list {
-		name := m.Name
-		if m.ID == session.DefaultModel && (name == "" || name == session.DefaultModel) {
-			name = "Default (the CLI's own choice)"
-		}
-		o := map[string]any{"value": m.ID, "name": name}
-		if m.Description != "" {
-			o["description"] = m.Description
-		}
-		opts = append(opts, o)
-	}
-	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
-		"currentValue": current, "options": opts}}
-	if levels, effort := conv.Efforts(); len(levels) > 0 {
-		if effort == "" {
-			effort = effortDefault
-		}
-		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
-		for _, l := range levels {
-			eopts = append(eopts, map[string]any{"value": l, "name": l})
-		}
-		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
-			"type": "select", "currentValue": effort, "options": eopts})
-	}
-	if modes, current := ss.modeEntries("value"); modes != nil {
-		all = append(all, map[string]any{"id": optionMode, "name": "Mode", "category": "mode", "type": "select",
-			"currentValue": current, "options": modes})
-	}
-	return all
-}
-
-// configChanged tells the client the config options changed, once it
-// knows the session.
-func (ss *acpSession) configChanged() {
-	if ss.announced() {
-		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": ss.configOptions()})
-	}
-}
-
-func (ss *acpSession) setConfigOption(j *job) (any, error) {
-	var p struct {
-		ConfigID string `json:"configId"`
-		Value    any    `json:"value"`
-	}
-	if err := decode(j.m.Params, &p); err != nil {
-		return nil, err
-	}
-	value, ok := p.Value.(string)
-	if (p.ConfigID != optionModel && p.ConfigID != optionMode && p.ConfigID != optionEffort) || !ok || value == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\" and \"mode\", each a string value")
-	}
-	switch p.ConfigID {
-	case optionMode:
-		if err := ss.switchMode(value); err != nil {
-			return nil, err
-		}
-	case optionEffort:
-		if err := ss.setEffort(value); err != nil {
-			return nil, err
-		}
-	default:
-		if err := ss.ready(); err != nil {
-			return nil, err
-		}
-		conv := ss.conv
-		ss.mu.Unlock()
-		conv.SetModel(value)
-	}
-	return map[string]any{"configOptions": ss.configOptions()}, nil
-}
-
-// setEffort chooses the reasoning effort of the next turns: one the
-// current model takes, or "default" for the CLI's own.
-func (ss *acpSession) setEffort(value string) error {
-	if err := ss.ready(); err != nil {
-		return err
-	}
-	conv := ss.conv
-	ss.mu.Unlock()
-	if value == effortDefault {
-		value = ""
-	}
-	_, model := conv.Models()
-	switch err := conv.SetEffort(value); {
-	case errors.Is(err, session.ErrNoEffort):
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", model)
-	case errors.Is(err, session.ErrUnknownEffort):
-		levels, _ := conv.Efforts()
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", model, strings.Join(levels, ", "))
-	}
-	return nil
 }

@@ -443,8 +443,8 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	ss.mu.Unlock()
 	ss.watchBetween()
 	ss.touch()
-	res := map[string]any{"configOptions": ss.configOptions()}
-	if modes := ss.modeState(); modes != nil {
+	res := map[string]any{"configOptions": configOptions(conv)}
+	if modes := modeState(conv); modes != nil {
 		res["modes"] = modes
 	}
 	switch op.how {
