@@ -6,9 +6,11 @@
 // of its turns; the session decides by its grants and keeps the answer),
 // what the CLI does
 // between turns (the session.Between the session tells once it brought it
-// in), configuration options and encoding. Each ACP session is one
-// internal/session.Session, which owns the open document package, its CLI,
-// its turns and what happens between them; what ACP
+// in), configuration options (the session's settings as ACP's modes,
+// configOptions and available_commands: acp keeps no copy of them) and
+// encoding. Each ACP session is one internal/session.Session, which owns
+// the open document package, its CLI and the settings it runs with, its
+// turns and what happens between them; what ACP
 // has no words for travels as `_spbridge/…` extension methods and
 // notifications.
 package acp

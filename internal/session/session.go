@@ -1,5 +1,10 @@
 // Package session owns one open conversation: its package and the
-// package's lock (Open), the backend that runs its turns, the running turn
+// package's lock (Open), the backend that runs its turns (made from its
+// CLI's row, backend.Plugin, at the open and again at New Conversation;
+// the CLI a reopened conversation goes on with, the reopen rule, decided
+// here for run and serve alike), the model, reasoning effort and mode the
+// user chose and what the CLI offers (Models, Efforts, Modes, Commands;
+// carried over to each backend it makes: settings.go), the running turn
 // and the requests queued behind it (Prompt, Queue, Cancel, Stop), the
 // session's "always" answers (Grants), the keep switch, and its saves (a
 // snapshot under the session's lock, written outside it). The rules
@@ -14,8 +19,10 @@
 // (Grants.Decide). A front end (the
 // editor protocol, the shell) only translates: it implements Front for the
 // turns it asks for, or calls Send and waits, and changes the conversation
-// only through the session's intents (Rate, AnswerCard, AddFailure, ...),
-// never by reaching into its items.
+// only through the session's intents (Rate, AnswerCard, AddFailure, ...)
+// and its settings through SetModel, SetEffort and SetMode, never by
+// reaching into its items or its backend (the session's fields are its
+// own); it is told what of the settings changed (Options.Changed).
 package session
 
 import (
