@@ -40,7 +40,6 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/money"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
 )
@@ -732,16 +731,4 @@ func (a *applier) Idle() {
 // asking the turn's host.
 func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) backend.Decision {
 	return a.s.approve(ctx, ap, a.host)
-}
-
-// Describe is a one-line account of how a turn ended, for logs.
-func Describe(end *itemmap.TurnEnd) string {
-	if end == nil {
-		return "no turn"
-	}
-	s := end.Status
-	if end.CostUSD != "" {
-		s += ", " + money.Text(end.CostUSD)
-	}
-	return s
 }
