@@ -11,8 +11,6 @@ import (
 	"runtime/metrics"
 	"slices"
 
-	"github.com/tidwall/gjson"
-
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/cliproc"
@@ -76,7 +74,7 @@ func replayStream(in io.Reader, backend string, own map[string]string, out *bufi
 		return fmt.Errorf("unknown backend %q (want %s)", backend, clis.Choices())
 	}
 	m := cli.Mapper(newID, own)
-	_, app := m.(*itemmap.CodexApp)
+	recorded, _ := m.(itemmap.Recorded)
 	var (
 		items   []archive.Item // not written yet
 		written int
@@ -129,17 +127,17 @@ func replayStream(in io.Reader, backend string, own map[string]string, out *bufi
 		}
 	}
 	var err error
-	if c, ok := m.(*itemmap.Claude); ok {
+	if ra, ok := m.(itemmap.ReadAhead); ok {
 		// Lines are read (validated, their fields found) on a goroutine
 		// of their own, ahead of the mapping and writing on this one.
-		err = readAhead(in, 0, func(b *replayBatch) bool {
+		err = readAhead(in, 0, ra.NewLines, func(b *replayBatch) bool {
 			i := 0
 			for _, e := range b.entries {
 				switch {
 				case e > 0:
 					oversize(e)
 				case e == 0:
-					apply(c.MapRead(&b.lines, i))
+					apply(ra.MapRead(b.lines, i))
 					i++
 				}
 				if werr != nil {
@@ -158,13 +156,11 @@ func replayStream(in io.Reader, backend string, own map[string]string, out *bufi
 				return werr == nil
 			}
 			data := l.Data
-			if app {
-				// A recorded session: only what the server wrote.
-				if rec := gjson.ParseBytes(data); rec.Get("dir").Exists() {
-					if rec.Get("dir").String() != "out" {
-						return true
-					}
-					data = []byte(rec.Get("msg").Raw)
+			if recorded != nil {
+				// A recorded session: only what the CLI wrote.
+				var ok bool
+				if data, ok = recorded.Unwrap(data); !ok {
+					return true
 				}
 			}
 			if len(data) > 0 {
@@ -194,10 +190,10 @@ func replayStream(in io.Reader, backend string, own map[string]string, out *bufi
 	return err
 }
 
-// replayBatch is a batch of a claude stream's lines read ahead.
+// replayBatch is a batch of a stream's lines read ahead.
 type replayBatch struct {
-	data  []byte // the lines' bytes
-	lines itemmap.ClaudeLines
+	data  []byte        // the lines' bytes
+	lines itemmap.Lines // the mapper's (itemmap.ReadAhead)
 	// entries are the stream's lines in the batch, in order: an
 	// oversize line's length, 0 for the next line in lines, -1 for an
 	// empty line.
@@ -222,17 +218,17 @@ const (
 	replayBatches    = 3
 )
 
-// readAhead reads a claude stream from r line by line as
-// cliproc.ReadLines does (the same lines, the same Oversize reports), on
-// a goroutine of its own, into batches of lines read ahead
-// (itemmap.ClaudeLines), and hands each batch to fn in order on the
-// calling goroutine until the stream ends or fn returns false. A batch's
-// lines are valid until fn returns. The stream is read straight into the
+// readAhead reads a stream from r line by line as cliproc.ReadLines does
+// (the same lines, the same Oversize reports), on a goroutine of its own,
+// into batches of lines read ahead (itemmap.Lines, made by newLines), and
+// hands each batch to fn in order on the calling goroutine until the
+// stream ends or fn returns false. A batch's lines are valid until fn
+// returns. The stream is read straight into the
 // batches' buffers: no line is copied but the start of one that a
 // batch's buffer ends in. It returns nil at the end of r and r's error
 // otherwise; when fn stops early, the reading goroutine ends at its next
 // read and is not waited for.
-func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
+func readAhead(r io.Reader, maxLine int, newLines func() itemmap.Lines, fn func(*replayBatch) bool) error {
 	if maxLine <= 0 {
 		maxLine = cliproc.DefaultMaxLine
 	}
@@ -240,7 +236,7 @@ func readAhead(r io.Reader, maxLine int, fn func(*replayBatch) bool) error {
 	full := make(chan *replayBatch, replayBatches)
 	done := make(chan struct{})
 	for range replayBatches {
-		free <- new(replayBatch)
+		free <- &replayBatch{lines: newLines()}
 	}
 	go func() {
 		defer close(full)

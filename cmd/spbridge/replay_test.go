@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -13,6 +17,9 @@ import (
 	"testing/iotest"
 
 	"spbridge/internal/cliproc"
+	"spbridge/internal/clis"
+	"spbridge/internal/codex"
+	"spbridge/internal/itemmap"
 )
 
 // readAllLines collects what read hands over: each line's length and
@@ -60,7 +67,7 @@ func TestReadAheadLines(t *testing.T) {
 		inputs = append(inputs, b.String())
 	}
 	readAheadLines := func(r io.Reader, maxLine int, fn func(cliproc.Line) bool) error {
-		return readAhead(r, maxLine, func(b *replayBatch) bool {
+		return readAhead(r, maxLine, claudeLines, func(b *replayBatch) bool {
 			i := 0
 			for _, e := range b.entries {
 				var l cliproc.Line
@@ -161,7 +168,7 @@ func TestReadAheadStops(t *testing.T) {
 	line := strings.Repeat("x", 1000) + "\n"
 	in := strings.NewReader(strings.Repeat(line, 10*replayBatchLines))
 	batches := 0
-	if err := readAhead(in, 0, func(*replayBatch) bool { batches++; return false }); err != nil {
+	if err := readAhead(in, 0, claudeLines, func(*replayBatch) bool { batches++; return false }); err != nil {
 		t.Fatal(err)
 	}
 	if batches != 1 {
@@ -170,7 +177,7 @@ func TestReadAheadStops(t *testing.T) {
 
 	broken := io.MultiReader(strings.NewReader("a\nb\n"), iotest.ErrReader(io.ErrUnexpectedEOF))
 	var got []string
-	err := readAhead(broken, 0, func(b *replayBatch) bool {
+	err := readAhead(broken, 0, claudeLines, func(b *replayBatch) bool {
 		for i := range b.lines.Len() {
 			got = append(got, string(b.lines.Line(i)))
 		}
@@ -191,4 +198,75 @@ func (r *smallReader) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), 1000)], r.s)
 	r.s = r.s[n:]
 	return n, nil
+}
+
+// claudeLines is a batch for readAhead's tests.
+func claudeLines() itemmap.Lines { return new(itemmap.ClaudeLines) }
+
+// aheadMapper is Claude Code's mapper under a type of the test's own; it
+// counts the lines mapped read ahead.
+type aheadMapper struct {
+	*itemmap.Claude
+	read *int
+}
+
+func (m aheadMapper) MapRead(b itemmap.Lines, i int) itemmap.Result {
+	*m.read++
+	return m.Claude.MapRead(b, i)
+}
+
+// recordedMapper is the app-server's mapper under a type of the test's
+// own.
+type recordedMapper struct{ *itemmap.CodexApp }
+
+// TestReplayTakesMappersWays checks that replay reads a stream ahead, and
+// unwraps a recording, for whichever CLI's mapper offers it
+// (itemmap.ReadAhead, itemmap.Recorded), not for two mapper types it
+// knows: a row whose mapper is of a type of this test's own replays as
+// the CLI it wraps, the same items, by the same way.
+func TestReplayTakesMappersWays(t *testing.T) {
+	replay := func(t *testing.T, file, backend string, own map[string]string) string {
+		t.Helper()
+		in, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		var out bytes.Buffer
+		w := bufio.NewWriter(&out)
+		if err := replayStream(in, backend, own, w, nil); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		return out.String()
+	}
+	claudeRow, _ := clis.Lookup("claude")
+	codexRow, _ := clis.Lookup("codex")
+	read := 0
+	ahead := claudeRow
+	ahead.Name = "ahead"
+	ahead.Mapper = func(newID itemmap.IDFunc, own map[string]string) itemmap.Mapper {
+		return aheadMapper{claudeRow.Mapper(newID, own).(*itemmap.Claude), &read}
+	}
+	recorded := codexRow
+	recorded.Name = "recorded"
+	recorded.Mapper = func(newID itemmap.IDFunc, own map[string]string) itemmap.Mapper {
+		return recordedMapper{codexRow.Mapper(newID, own).(*itemmap.CodexApp)}
+	}
+	undo := clis.Register(ahead)
+	defer undo()
+	undoRecorded := clis.Register(recorded)
+	defer undoRecorded()
+
+	stream := filepath.Join("..", "..", "testdata", "claude", "parallel_tools.stdout.jsonl")
+	want := replay(t, stream, "claude", nil)
+	if got := replay(t, stream, "ahead", nil); got != want || read == 0 {
+		t.Errorf("a mapper that reads ahead: %d lines read ahead, items\n%s\nwant\n%s", read, got, want)
+	}
+	app := map[string]string{codex.SettingTransport: codex.TransportAppServer}
+	session := filepath.Join("..", "..", "testdata", "codex", "app-server", "plan_updates.jsonl")
+	want = replay(t, session, "codex", app)
+	if got := replay(t, session, "recorded", app); got != want || !strings.Contains(want, `"directions"`) {
+		t.Errorf("a recording's mapper: items\n%s\nwant\n%s", got, want)
+	}
 }

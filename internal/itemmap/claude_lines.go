@@ -131,8 +131,12 @@ func (b *ClaudeLines) Reset() {
 	b.lines, b.nodes = b.lines[:0], b.nodes[:0]
 }
 
-// MapRead maps line i of batch b as Line would map it. Lines must be
-// mapped in the order of the stream, each once.
-func (m *Claude) MapRead(b *ClaudeLines, i int) Result {
-	return m.mapLine(&b.lines[i])
+// NewLines is a batch to read lines ahead into (ReadAhead): a
+// ClaudeLines.
+func (m *Claude) NewLines() Lines { return new(ClaudeLines) }
+
+// MapRead maps line i of batch b, a ClaudeLines, as Line would map it.
+// Lines must be mapped in the order of the stream, each once.
+func (m *Claude) MapRead(b Lines, i int) Result {
+	return m.mapLine(&b.(*ClaudeLines).lines[i])
 }

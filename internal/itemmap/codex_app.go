@@ -115,6 +115,21 @@ func (a *CodexApp) exec(ev map[string]any) Result {
 	return a.m.event(ownedJSON(data))
 }
 
+// Unwrap reads a line of a recorded app-server conversation (Recorded):
+// a record {"dir": …, "msg": …} holds the message the server wrote
+// ("out") or the client ("in", false); a line that is no record is
+// itself.
+func (a *CodexApp) Unwrap(line []byte) ([]byte, bool) {
+	rec := gjson.ParseBytes(line)
+	if !rec.Get("dir").Exists() {
+		return line, true
+	}
+	if rec.Get("dir").String() != "out" {
+		return nil, false
+	}
+	return []byte(rec.Get("msg").Raw), true
+}
+
 // Line maps one line from the server. A line nested deeper than MaxDepth,
 // or one that starts as an object but is not valid JSON, is skipped with a
 // notice that says so.

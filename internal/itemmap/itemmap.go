@@ -29,10 +29,42 @@ type Mapper interface {
 }
 
 var (
-	_ Mapper = (*Claude)(nil)
-	_ Mapper = (*Codex)(nil)
-	_ Mapper = (*CodexApp)(nil)
+	_ Mapper    = (*Claude)(nil)
+	_ Mapper    = (*Codex)(nil)
+	_ Mapper    = (*CodexApp)(nil)
+	_ ReadAhead = (*Claude)(nil)
+	_ Recorded  = (*CodexApp)(nil)
 )
+
+// ReadAhead is a Mapper whose lines may be read (validated, their values
+// laid out) ahead of their mapping, on another goroutine: NewLines makes
+// a batch to read them into, and MapRead maps line i of a batch as Line
+// would map it. A caller that has a whole stream to map (replay) reads it
+// so when its mapper offers it; lines are mapped in the order of the
+// stream, each once, one way or the other.
+type ReadAhead interface {
+	NewLines() Lines
+	MapRead(b Lines, i int) Result
+}
+
+// Lines is a batch of lines read ahead of their mapping (ReadAhead).
+// Read reads a line into it, after the lines there, on any goroutine; the
+// line's bytes must stay as they are until Reset, which empties the batch
+// and keeps its memory for the next. Line and Len are the lines read.
+type Lines interface {
+	Read(line []byte)
+	Line(i int) []byte
+	Len() int
+	Reset()
+}
+
+// Recorded is a Mapper whose CLI's conversations may be recorded in both
+// directions, a record a line: Unwrap is the line a record holds for the
+// mapper (a line that is no record is itself), and false for a record of
+// what went the other way, which the mapper does not read.
+type Recorded interface {
+	Unwrap(line []byte) ([]byte, bool)
+}
 
 // Op says what a Change did to an item.
 type Op int
