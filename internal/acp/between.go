@@ -87,9 +87,9 @@ func (b *betweenFront) OwnTurnEnded(end *itemmap.TurnEnd, auditErr error) {
 	if b.host() == nil {
 		return
 	}
-	ss.usage(end)
+	ss.send.usage(end, ss.conv)
 	if ss.conv.Keep() {
-		ss.edited()
+		ss.send.edited()
 	}
 	// The next changes between turns are news again.
 	b.mu.Lock()
@@ -129,7 +129,7 @@ func (b *betweenFront) fail(why string) {
 	ss.srv.wg.Add(1)
 	go func() {
 		defer ss.srv.wg.Done()
-		jobs := ss.fail(why)
-		ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
+		jobs := ss.work.fail(why)
+		ss.work.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
 	}()
 }

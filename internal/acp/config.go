@@ -57,13 +57,13 @@ func (ss *acpSession) settingsChanged(what session.What) {
 	switch {
 	case what == session.ModeChanged:
 		_, mode := conv.Modes()
-		ss.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
-		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+		ss.send.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
+		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
 	case !ss.told.isAnnounced():
 	case what == session.CommandsChanged:
-		ss.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": commandList(conv)})
+		ss.send.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": commandList(conv)})
 	case what == session.ModelsChanged:
-		ss.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
 	}
 }
 
@@ -298,6 +298,6 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 		n := len(r.(map[string]any)["written"].([]string))
 		say = fmt.Sprintf("Saved the conversation (%d files written).", n)
 	}
-	ss.chunk(agentMessageChunk, say)
+	ss.send.chunk(agentMessageChunk, say)
 	return map[string]any{"stopReason": "end_turn"}, nil
 }

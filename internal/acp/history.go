@@ -572,7 +572,7 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	ss.told.title = e.Title
 	ss.told.mu.Unlock()
 	if changed {
-		ss.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
+		ss.send.update(map[string]any{"sessionUpdate": "session_info_update", "title": e.Title,
 			"updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)})
 	}
 }

@@ -83,7 +83,7 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) se
 			ok = err == nil && j >= 0 && j < len(q.Options)
 		}
 		if !ok {
-			ss.card(a.ItemID, CardRejected)
+			h.card(a.ItemID, CardRejected)
 			return session.Answer{Message: "The user did not answer the question."}
 		}
 		answers[q.Question] = q.Options[j].Label
@@ -96,6 +96,6 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) se
 	if err != nil {
 		return session.Answer{Message: "spbridge could not pass the answers on."}
 	}
-	ss.card(a.ItemID, CardAllowed)
+	h.card(a.ItemID, CardAllowed)
 	return session.Answer{Allow: true, UpdatedInput: raw}
 }

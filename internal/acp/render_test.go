@@ -151,7 +151,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	ss := &acpSession{srv: srv, id: "S", set: sessionSettings{cwd: "/work"}, conv: s}
+	ss := &acpSession{srv: srv, id: "S", send: newSender(srv, "S"), set: sessionSettings{cwd: "/work"}, conv: s}
 	h := &acpHost{ss: ss, turn: true}
 	feed := func(r itemmap.Result) {
 		for _, c := range r.Changes {
@@ -165,7 +165,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 		}
 		if r.End != nil {
 			itemmap.Apply(conv, r.End, provider)
-			ss.usage(r.End)
+			ss.send.usage(r.End, ss.conv)
 		}
 	}
 	for _, line := range lines {

@@ -359,7 +359,7 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 				s.pmu.Unlock()
 			}
 		}
-		if !ss.enqueue(j) {
+		if !ss.work.enqueue(j) {
 			s.reply(m, nil, rpcErrorf(CodeNotFound, "session %q has ended", p.SessionID))
 		}
 	}
@@ -395,7 +395,7 @@ func (s *Server) cancel(m *message) {
 		s.reply(m, nil, err)
 		return
 	}
-	ss.cancelPrompts()
+	ss.work.cancelPrompts()
 	s.reply(m, nil, nil)
 }
 
@@ -424,7 +424,7 @@ func (s *Server) cancelRequest(m *message) {
 	if !ok {
 		return
 	}
-	pr.ss.cancelPrompt(pr.j)
+	pr.ss.work.cancelPrompt(pr.j)
 }
 
 func trimSpace(b []byte) []byte {
@@ -587,7 +587,7 @@ func (s *Server) shutdown() error {
 	}
 	s.mu.Unlock()
 	for _, ss := range all {
-		ss.stop()
+		ss.work.stop()
 	}
 	// A turn may take a while to stop (or never, with a CLI that hangs):
 	// what it did so far is on disk before anything waits for it.

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,32 +16,34 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
-	"spbridge/internal/money"
-	"spbridge/internal/prices"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 	"spbridge/internal/trust"
 )
 
 // acpSession is one ACP session: one package and its CLI, from the
-// session/new or session/load that opens it to its close. What it holds
-// is grouped by the lock that guards it:
+// session/new or session/load that opens it to its close. Its handlers
+// (one per ACP method) translate; its worker runs them, one message at a
+// time in arrival order (worker.go: the queue, cancel, shutdown, failure
+// after a panic), and its sender sends its notifications (sender.go).
+// What it holds is grouped by the lock that guards it:
 //
-//   - q (its own lock): the message queue, what the reading goroutine
-//     touches, so a cancel never waits for a save (the running turn and
-//     the messages queued behind it are conv's: session.Prompt);
+//   - work.mu (the worker's): the message queue, what the reading
+//     goroutine touches, so a cancel never waits for a save (the running
+//     turn and the messages queued behind it are conv's: session.Prompt);
 //   - mu: the open conversation and what the editor set at the open
 //     (conv is set once, by the open, and read without mu after it);
 //   - told (its own lock): what the client was told, which the
 //     backend's events read on its goroutines, which never wait for mu.
 //
-// mu is taken before q's lock, and q's before told's. The CLI's settings
-// (model, effort, mode) and what it offers are the conversation's
-// (session.Settings): acp keeps no copy of them.
+// mu is taken before work.mu, and work.mu before told's. The CLI's
+// settings (model, effort, mode) and what it offers are the
+// conversation's (session.Settings): acp keeps no copy of them.
 type acpSession struct {
-	srv *Server
-	id  string // the session's id: the package's path, or the CLI session's it was imported from
-	q   jobQueue
+	srv  *Server
+	id   string  // the session's id: the package's path, or the CLI session's it was imported from
+	work *worker // runs its messages' handlers, in order; owns its queue
+	send sender  // its notifications
 
 	mu     sync.Mutex
 	closed bool
@@ -59,19 +59,6 @@ type acpSession struct {
 type background struct {
 	// recorder records the turns of a titled session in the index.
 	recorder sessionindex.Recorder
-}
-
-// jobQueue is a session's messages, handled one at a time by its worker
-// in the order they came.
-type jobQueue struct {
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when a job is queued or the queue ends
-	jobs     []*job     // waiting, in arrival order
-	working  *job       // the job the worker runs
-	ended    bool       // the queue takes no more jobs
-	stopping bool       // the server shuts down or the session failed: no turn starts
-	failure  string     // why the session failed (a panic), "" when it did not
-	failEnd  bool       // endFailed ran
 }
 
 // sessionSettings are what the editor set when it opened the session
@@ -93,21 +80,6 @@ type told struct {
 	title     string
 	ranOn     string
 }
-
-// job is one message for a session, handled by its worker.
-type job struct {
-	m       *message
-	run     func(*acpSession, *job) (any, error)
-	opening bool // session/new or session/load
-	// ctx of a prompt: cancelled by session/cancel (or shutdown) whether
-	// its turn has started or not.
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// answeredLater is a handler's result when the answer is written elsewhere
-// (a prompt's, when its turn ends).
-type answeredLater struct{}
 
 // spbridgeMeta is spbridge's part of session/new and session/load _meta.
 type spbridgeMeta struct {
@@ -371,17 +343,24 @@ func (s *Server) open(m *message, how openHow) {
 		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
-	ss := &acpSession{srv: s, id: op.sid, set: sessionSettings{pkg: op.id}}
-	ss.q.cond = sync.NewCond(&ss.q.mu)
+	ss := newSession(s, op.sid, op.id)
 	s.sessions[op.sid] = ss
 	s.wg.Add(1)
 	s.mu.Unlock()
-	ss.enqueue(&job{m: m, opening: true, run: func(ss *acpSession, _ *job) (any, error) { return ss.open(op) }})
-	go ss.work()
+	ss.work.enqueue(&job{m: m, opening: true, run: func(ss *acpSession, _ *job) (any, error) { return ss.open(op) }})
+	go ss.work.run()
+}
+
+// newSession returns session id of s, for the package at pkg (known
+// later for a CLI's own session): not open yet, its worker not started.
+func newSession(s *Server, id, pkg string) *acpSession {
+	ss := &acpSession{srv: s, id: id, set: sessionSettings{pkg: pkg}, send: newSender(s, id)}
+	ss.work = newWorker(ss)
+	return ss
 }
 
 // open opens the package and its CLI (the first job of a session's
-// worker). When it fails the session ends (see runJob).
+// worker). When it fails the session ends (see worker.runJob).
 func (ss *acpSession) open(op *openParams) (any, error) {
 	if err := checkAddDirs(op.addDirs); err != nil {
 		return nil, err
@@ -449,7 +428,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	switch op.how {
 	case openLoad:
-		ss.replay()
+		ss.send.replay(ss.conv.Replay(), ss.set.cwd)
 	case openNew, openFork:
 		res["sessionId"] = ss.id
 	}
@@ -537,195 +516,11 @@ func (ss *acpSession) offerRecovery(res map[string]any, r *session.Recovery) {
 	}
 }
 
-// enqueue adds a job to the session's queue; false when the session has
-// ended.
-func (ss *acpSession) enqueue(j *job) bool {
-	ss.q.mu.Lock()
-	defer ss.q.mu.Unlock()
-	if ss.q.ended {
-		return false
-	}
-	if ss.q.stopping && j.cancel != nil {
-		j.cancel() // a prompt that comes during shutdown does not run
-	}
-	ss.q.jobs = append(ss.q.jobs, j)
-	ss.q.cond.Signal()
-	return true
-}
-
-// work handles the session's messages one at a time, in the order they
-// arrived, until the queue ends.
-func (ss *acpSession) work() {
-	defer ss.srv.wg.Done()
-	for {
-		ss.q.mu.Lock()
-		for len(ss.q.jobs) == 0 && !ss.q.ended {
-			ss.q.cond.Wait()
-		}
-		if len(ss.q.jobs) == 0 {
-			ss.q.mu.Unlock()
-			return
-		}
-		j := ss.q.jobs[0]
-		ss.q.jobs = ss.q.jobs[1:]
-		ss.q.working = j
-		ss.q.mu.Unlock()
-		ss.runJob(j)
-		ss.q.mu.Lock()
-		ss.q.working = nil
-		ss.q.mu.Unlock()
-	}
-}
-
-// runJob handles one message. A panic in it ends the session; an open that
-// fails ends it too. Either way the session is done with (saved, closed,
-// forgotten) before the message is answered, and what was queued behind
-// it is answered after it, as for an unknown session.
-func (ss *acpSession) runJob(j *job) {
-	defer func() {
-		if r := recover(); r != nil {
-			why := ss.srv.recovered(j.m.Method+" of session "+ss.id, r)
-			jobs := ss.fail(why)
-			ss.srv.reply(j.m, nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why))
-			ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
-		}
-	}()
-	result, err := j.run(ss, j)
-	if _, later := result.(answeredLater); later && err == nil {
-		return
-	}
-	var jobs []*job
-	if j.opening && err != nil {
-		jobs = ss.abandon()
-	}
-	ss.srv.reply(j.m, result, err)
-	ss.endJobs(jobs, fmt.Sprintf("session %q could not be opened: %v", ss.id, err))
-	if j.opening && err == nil {
-		ss.afterOpen()
-	}
-}
-
-// cancelPrompts cancels every prompt that arrived so far: the running turn
-// is interrupted (and hands back what was queued behind it), the ones not
-// started yet will answer cancelled.
-func (ss *acpSession) cancelPrompts() {
-	ss.q.mu.Lock()
-	for _, j := range ss.q.jobs {
-		if j.cancel != nil {
-			j.cancel()
-		}
-	}
-	if j := ss.q.working; j != nil && j.cancel != nil {
-		j.cancel()
-	}
-	ss.q.mu.Unlock()
-	if conv := ss.openConv(); conv != nil {
-		conv.Cancel()
-	}
-}
-
-// cancelPrompt cancels one prompt: running, its turn is interrupted (a
-// turn runs under its prompt's context); queued behind another turn, it
-// leaves the queue for the composer (unsent) and answers cancelled at
-// once; not handled yet, it answers cancelled when its turn would begin.
-func (ss *acpSession) cancelPrompt(j *job) { j.cancel() }
-
 // openConv is the session's conversation, nil until it is open.
 func (ss *acpSession) openConv() *session.Session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.conv
-}
-
-// stop is the server's shutdown for this session: prompts not started are
-// cancelled, the running turn is interrupted, no turn starts, and the
-// worker ends once it handled what is queued.
-func (ss *acpSession) stop() {
-	ss.q.mu.Lock()
-	ss.q.stopping = true
-	ss.q.ended = true
-	ss.q.cond.Broadcast()
-	ss.q.mu.Unlock()
-	ss.cancelPrompts()
-	if conv := ss.openConv(); conv != nil {
-		conv.Stop()
-	}
-	ss.bg.recorder.Hurry() // shutdown waits for the last record: no pause
-}
-
-// abandon ends a session's queue: the session is forgotten, takes nothing
-// more and starts no turn. It returns the jobs that were waiting, for
-// endJobs.
-func (ss *acpSession) abandon() []*job {
-	ss.srv.forget(ss)
-	ss.q.mu.Lock()
-	ss.q.ended, ss.q.stopping = true, true
-	jobs := ss.q.jobs
-	ss.q.jobs = nil
-	ss.q.cond.Broadcast()
-	ss.q.mu.Unlock()
-	return jobs
-}
-
-// endJobs answers jobs of an ended session as for an unknown session.
-func (ss *acpSession) endJobs(jobs []*job, why string) {
-	for _, j := range jobs {
-		if j.cancel != nil {
-			j.cancel()
-		}
-		ss.srv.reply(j.m, nil, rpcErrorf(CodeNotFound, "%s", why))
-	}
-}
-
-// fail ends the session after a panic in its work: nothing more is taken
-// or started, and once no turn runs the conversation gets a failure item,
-// is saved, and the CLI and the lock are released. The other sessions go
-// on. It returns the jobs that were waiting, for endJobs.
-func (ss *acpSession) fail(why string) []*job {
-	jobs := ss.abandon()
-	ss.q.mu.Lock()
-	if ss.q.failure == "" {
-		ss.q.failure = why
-	}
-	ss.q.mu.Unlock()
-	conv := ss.openConv()
-	if conv != nil && conv.Running() {
-		// The turn's end ends the session (turns.Ended).
-		conv.Stop()
-		return jobs
-	}
-	ss.endFailed()
-	return jobs
-}
-
-// endFailed closes a failed session with a failure item that says why.
-func (ss *acpSession) endFailed() {
-	ss.q.mu.Lock()
-	why, again := ss.q.failure, ss.q.failEnd
-	ss.q.failEnd = true
-	ss.q.mu.Unlock()
-	if again {
-		return
-	}
-	ss.mu.Lock()
-	conv := ss.conv
-	if ss.closed {
-		conv = nil
-	}
-	ss.mu.Unlock()
-	var f archive.Item
-	if conv != nil {
-		f = conv.AddFailure("spbridge hit an internal error and ended this session; open it again to go on.", why)
-	}
-	if !f.IsZero() {
-		if ss.srv.items.Load() {
-			ss.item("add", f.Map(), nil)
-		}
-		ss.chunk(agentMessageChunk, plainText(f))
-	}
-	if err := ss.close(); err != nil {
-		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)
-	}
 }
 
 // promptContent reads an ACP prompt: its text blocks, links and embedded
@@ -851,9 +646,7 @@ func (ss *acpSession) submit(r session.Request, queue bool) (queued bool, err er
 	}
 	conv := ss.conv
 	ss.mu.Unlock()
-	ss.q.mu.Lock()
-	stopping := ss.q.stopping
-	ss.q.mu.Unlock()
+	stopping := ss.work.stopped()
 	if !stopping {
 		if queue {
 			queued, err = conv.Queue(turns{ss}, r)
@@ -884,54 +677,6 @@ func stopResponse(end *itemmap.TurnEnd, cancelled bool) map[string]any {
 		reason = "cancelled"
 	}
 	return map[string]any{"stopReason": reason, "_meta": map[string]any{"spbridge": map[string]any{"status": end.Status}}}
-}
-
-// usage sends a usage_update after a turn that reported its usage: the
-// tokens in context after its last request, the model's context window
-// (as the CLI reported it, else from the bundled table; no update when
-// neither knows it) and the conversation's cost so far when known.
-func (ss *acpSession) usage(end *itemmap.TurnEnd) {
-	lr := end.LastRound
-	used := tokens(lr.Input) + tokens(lr.CacheRead) + tokens(lr.CacheWrite) + tokens(lr.Output)
-	size := end.ContextWindow
-	if size <= 0 {
-		size, _ = prices.ContextWindow(end.Model)
-	}
-	if size <= 0 || used == 0 {
-		return
-	}
-	u := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
-	cost := ss.conv.Cost()
-	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
-		if amount, err := strconv.ParseFloat(string(money.JSON(cost.Dollars)), 64); err == nil {
-			u["cost"] = map[string]any{"amount": amount, "currency": "USD"}
-		}
-	}
-	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
-}
-
-// tokens is a token count as a number, 0 when absent or not a count.
-func tokens(n json.Number) int64 {
-	v, err := n.Int64()
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
-}
-
-// edited tells the client the conversation changed, when it is kept in the
-// document and the client asked for spbridge's extensions (the initialize
-// opt-in of _spbridge/item): a plain ACP client gets ACP alone.
-func (ss *acpSession) edited() {
-	if !ss.srv.items.Load() {
-		return
-	}
-	ss.srv.w.notify("_spbridge/edited", map[string]any{"sessionId": ss.id})
-}
-
-// update sends one session/update.
-func (ss *acpSession) update(u map[string]any) {
-	ss.srv.w.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
 }
 
 // close saves a changed conversation, ends the CLI and releases the lock.
@@ -978,14 +723,14 @@ func (ss *acpSession) closeSession(j *job) (any, error) {
 	if err := decode(j.m.Params, &p); err != nil {
 		return nil, err
 	}
-	ss.cancelPrompts()
+	ss.work.cancelPrompts()
 	if conv := ss.openConv(); conv != nil {
 		conv.Stop()
 		conv.WaitTurns()
 	}
-	jobs := ss.abandon()
+	jobs := ss.work.abandon()
 	err := ss.close()
-	ss.endJobs(jobs, fmt.Sprintf("session %q was closed", ss.id))
+	ss.work.endJobs(jobs, fmt.Sprintf("session %q was closed", ss.id))
 	if err != nil {
 		return nil, rpcErrorf(CodeInternalError, "close: %v", err)
 	}
@@ -1038,7 +783,7 @@ func (ss *acpSession) rate(j *job) (any, error) {
 	ss.mu.Unlock()
 	conv.Rate(p.ItemID, p.Rating, p.Reasons)
 	if conv.Keep() {
-		ss.edited()
+		ss.send.edited()
 	}
 	return struct{}{}, nil
 }
@@ -1131,7 +876,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 	}
 	ss.clearTitle()
 	if ss.conv.Keep() {
-		ss.edited()
+		ss.send.edited()
 	}
 	return struct{}{}, nil
 }
@@ -1157,9 +902,9 @@ func (ss *acpSession) recoverCopy(j *job) (any, error) {
 	case err != nil:
 		return nil, rpcErrorf(CodeInternalError, "recover: %v", err)
 	}
-	ss.replay()
+	ss.send.replay(ss.conv.Replay(), ss.set.cwd)
 	if ss.conv.Keep() {
-		ss.edited()
+		ss.send.edited()
 	}
 	return map[string]any{"items": n}, nil
 }

@@ -37,7 +37,7 @@ func (h *acpHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 		announce[k] = v
 	}
 	ss.srv.w.flush()
-	ss.update(announce)
+	ss.send.update(announce)
 	params := map[string]any{
 		"sessionId": ss.id,
 		"toolCall":  call,
@@ -63,6 +63,6 @@ func (h *acpHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 	if answer == trust.TrustAlways || answer == trust.TrustOnce {
 		status = "completed"
 	}
-	ss.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status})
+	ss.send.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status})
 	return answer
 }

@@ -25,7 +25,7 @@ func (f turns) HandedBack(r session.Request) {
 }
 
 // Changed tells the client the conversation kept in the document changed.
-func (f turns) Changed() { f.ss.edited() }
+func (f turns) Changed() { f.ss.send.edited() }
 
 // Ended answers the turn's prompt (a queued message of _spbridge/queue has
 // none): its stop reason, after a usage_update, or the error of a turn
@@ -57,27 +57,20 @@ func (f turns) Ended(r session.Request, o session.Outcome) {
 		why = fmt.Sprint(o.Panic)
 	}
 	if why != "" {
-		ss.q.mu.Lock()
-		if ss.q.failure == "" {
-			ss.q.failure = why
-		}
-		ss.q.mu.Unlock()
 		answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
 	}
-	ss.q.mu.Lock()
-	failed := ss.q.failure != ""
-	ss.q.mu.Unlock()
+	failed := ss.work.failedWith(why)
 	var jobs []*job // queued behind a failure
 	if failed {
 		// The session ends; its close saves.
-		jobs = ss.abandon()
-		ss.endFailed()
+		jobs = ss.work.abandon()
+		ss.work.endFailed()
 	}
 	if m != nil {
 		ss.srv.reply(m, answer, answerErr)
 	}
 	ss.srv.w.flush() // what the turn buffered, when nothing answered it
-	ss.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
+	ss.work.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
 }
 
 // answer is the answer to a turn's prompt, and what goes out before it:
@@ -106,7 +99,7 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 	if res.SaveErr != nil {
 		ss.saveFailed(res.SaveErr)
 	}
-	ss.usage(end)
+	ss.send.usage(end, ss.conv)
 	ss.recordTurn(r.Text, end.SessionID)
 	var failure string
 	if h != nil {

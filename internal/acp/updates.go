@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -103,7 +102,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 		h.edited = true
 		h.mu.Unlock()
 		if first && ss.conv.Keep() {
-			ss.edited()
+			ss.send.edited()
 		}
 	}
 	switch it.Type() {
@@ -334,27 +333,6 @@ func (h *acpHost) terminalOutput(id, data string) {
 	h.send(func(b []byte) []byte { return appendTerminalOutput(b, sid, id, data) })
 }
 
-// item sends the _spbridge/item of a whole item, with its approval card
-// when card is not nil.
-func (ss *acpSession) item(op string, item map[string]any, card any) {
-	ss.srv.w.write(func(b []byte) []byte { return appendItem(b, ss.id, op, item, card) })
-}
-
-// chunk sends a session/update with a text chunk of kind.
-func (ss *acpSession) chunk(kind, text string) {
-	ss.srv.w.write(func(b []byte) []byte { return appendChunk(b, ss.id, kind, text) })
-}
-
-// tool sends a tool_call or tool_call_update.
-func (ss *acpSession) tool(u toolUpdate) {
-	ss.srv.w.write(func(b []byte) []byte { return appendTool(b, ss.id, u) })
-}
-
-// plan sends a plan with these entries.
-func (ss *acpSession) plan(entries []itemmap.PlanEntry) {
-	ss.srv.w.write(func(b []byte) []byte { return appendPlan(b, ss.id, entries) })
-}
-
 // newText returns the part of a streaming item's text not sent yet; delta
 // is what the change appended ("" when it did not say).
 func (h *acpHost) newText(it archive.Item, delta string) string {
@@ -435,24 +413,24 @@ func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answ
 	}
 	optionID, ok := selected(m)
 	if !ok {
-		ss.card(a.ItemID, CardCancelled)
+		h.card(a.ItemID, CardCancelled)
 		return session.Answer{Message: "The user cancelled the request."}
 	}
 	switch {
 	case optionID == "allow_once":
-		ss.card(a.ItemID, CardAllowed)
+		h.card(a.ItemID, CardAllowed)
 		return session.Answer{Allow: true}
 	case optionID == "allow_always" && q.CanAlways:
-		ss.card(a.ItemID, CardAllowedAlways)
+		h.card(a.ItemID, CardAllowedAlways)
 		return session.Answer{Allow: true, Always: true}
 	case optionID == "allow_all_edits" && q.CanEdits:
-		ss.card(a.ItemID, CardAllowedAlways)
+		h.card(a.ItemID, CardAllowedAlways)
 		return session.Answer{Allow: true, Edits: true}
 	case optionID == "reject_always" && q.CanAlways:
-		ss.card(a.ItemID, CardRejectedAlways)
+		h.card(a.ItemID, CardRejectedAlways)
 		return session.Answer{Always: true, Message: session.RejectedForSession}
 	}
-	ss.card(a.ItemID, CardRejected)
+	h.card(a.ItemID, CardRejected)
 	return session.Answer{Message: "The user rejected this from the editor."}
 }
 
@@ -465,9 +443,9 @@ func (h *acpHost) Granted(a itemmap.Approval, allowed bool) {
 		}
 	}()
 	if allowed {
-		h.ss.card(a.ItemID, CardAllowed)
+		h.card(a.ItemID, CardAllowed)
 	} else {
-		h.ss.card(a.ItemID, CardRejected)
+		h.card(a.ItemID, CardRejected)
 	}
 }
 
@@ -537,19 +515,20 @@ func permissionToolCall(id string, a itemmap.Approval, cwd string) map[string]an
 // card records how a toolApproval was answered in the conversation's
 // approvalCards, tells the client (the item again, with its card) and marks
 // the conversation edited.
-func (ss *acpSession) card(itemID, state string) {
+func (h *acpHost) card(itemID, state string) {
 	if itemID == "" {
 		return
 	}
+	ss := h.ss
 	card := map[string]any{"state": state}
 	ss.conv.AnswerCard(itemID, card)
 	itemMap := ss.conv.ItemMap(itemID)
 	keep := ss.conv.Keep()
 	if itemMap != nil && ss.srv.items.Load() {
-		ss.item("update", itemMap, card)
+		ss.send.item("update", itemMap, card)
 	}
 	if keep {
-		ss.edited()
+		ss.send.edited()
 	}
 }
 
@@ -650,74 +629,4 @@ func plainText(it archive.Item) string {
 		return strings.Join(qs, "\n")
 	}
 	return it.String("text")
-}
-
-// replay sends a loaded conversation to the client as session/update
-// notifications (and its items as _spbridge/item to a client that asked
-// for them), in order.
-func (ss *acpSession) replay() {
-	r := ss.conv.Replay()
-	list, cards, sent := r.Items, r.Cards, r.Sent
-	items := ss.srv.items.Load()
-	for i, it := range list {
-		if items {
-			var card any
-			if c, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
-				card = c
-			}
-			ss.item("add", it.Map(), card)
-		}
-		switch it.Type() {
-		case archive.TypeUser:
-			text := it.String("text")
-			if text != "" || !it.Bool("hasImage") {
-				ss.chunk(userMessageChunk, text)
-			}
-			if it.Bool("hasImage") {
-				ss.replayImages(sent[i], text != "")
-			}
-		case archive.TypeAssistant:
-			ss.chunk(agentMessageChunk, it.String("text"))
-		case archive.TypeThinking:
-			ss.chunk(agentThoughtChunk, it.String("text"))
-		case archive.TypeDirections:
-			if entries, todo := todoEntries(it.String("text")); todo {
-				// A todo list (Codex's) as it last stood.
-				ss.plan(entries)
-				break
-			}
-			ss.tool(toolUpdateOf("tool_call", it, nil, ss.set.cwd))
-		case archive.TypeTool, archive.TypeWebSearch:
-			ss.tool(toolUpdateOf("tool_call", it, nil, ss.set.cwd))
-		case archive.TypeFailure, archive.TypeQuestions:
-			ss.chunk(agentMessageChunk, plainText(it))
-		}
-	}
-}
-
-// replayImages sends a replayed user message's images, in their order, as
-// user_message_chunk image content after its text. An image the package
-// no longer holds (omitted for the size cap, missing or altered) is the
-// text archive.ImageOmittedText, a paragraph of its own after what came
-// before it.
-func (ss *acpSession) replayImages(msg archive.Message, afterText bool) {
-	for _, b := range msg.Content {
-		switch b.Type() {
-		case archive.BlockImage:
-			data := b.ImageData()
-			if data == nil {
-				continue
-			}
-			ss.update(map[string]any{"sessionUpdate": userMessageChunk, "content": map[string]any{
-				"type": "image", "mimeType": b.String("mimeType"), "data": base64.StdEncoding.EncodeToString(data)}})
-			afterText = true
-		case archive.BlockImageOmitted:
-			text := archive.ImageOmittedText
-			if afterText {
-				text = "\n\n" + text
-			}
-			ss.chunk(userMessageChunk, text)
-			afterText = true
-		}
-	}
 }

@@ -1,0 +1,168 @@
+package acp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
+	"spbridge/internal/money"
+	"spbridge/internal/prices"
+	"spbridge/internal/session"
+)
+
+// sender sends one session's notifications to the client at once, through
+// the server's writer: session/update (chunks, tool calls, plans, usage,
+// the conversation replayed), _spbridge/item and _spbridge/edited. A
+// turn's own updates go through its host (acpHost), which batches them.
+// It holds no lock: the writer takes its own.
+type sender struct {
+	id    string       // the session's id
+	w     *writer      // the server's
+	items *atomic.Bool // the client asked for _spbridge/item (Server.items)
+}
+
+// newSender returns the sender of session id of s.
+func newSender(s *Server, id string) sender {
+	return sender{id: id, w: s.w, items: &s.items}
+}
+
+// item sends the _spbridge/item of a whole item, with its approval card
+// when card is not nil.
+func (u sender) item(op string, item map[string]any, card any) {
+	u.w.write(func(b []byte) []byte { return appendItem(b, u.id, op, item, card) })
+}
+
+// chunk sends a session/update with a text chunk of kind.
+func (u sender) chunk(kind, text string) {
+	u.w.write(func(b []byte) []byte { return appendChunk(b, u.id, kind, text) })
+}
+
+// tool sends a tool_call or tool_call_update.
+func (u sender) tool(t toolUpdate) {
+	u.w.write(func(b []byte) []byte { return appendTool(b, u.id, t) })
+}
+
+// plan sends a plan with these entries.
+func (u sender) plan(entries []itemmap.PlanEntry) {
+	u.w.write(func(b []byte) []byte { return appendPlan(b, u.id, entries) })
+}
+
+// usage sends a usage_update after a turn that reported its usage: the
+// tokens in context after its last request, the model's context window
+// (as the CLI reported it, else from the bundled table; no update when
+// neither knows it) and the conversation's cost so far when known.
+func (u sender) usage(end *itemmap.TurnEnd, conv *session.Session) {
+	lr := end.LastRound
+	used := tokens(lr.Input) + tokens(lr.CacheRead) + tokens(lr.CacheWrite) + tokens(lr.Output)
+	size := end.ContextWindow
+	if size <= 0 {
+		size, _ = prices.ContextWindow(end.Model)
+	}
+	if size <= 0 || used == 0 {
+		return
+	}
+	up := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
+	cost := conv.Cost()
+	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
+		if amount, err := strconv.ParseFloat(string(money.JSON(cost.Dollars)), 64); err == nil {
+			up["cost"] = map[string]any{"amount": amount, "currency": "USD"}
+		}
+	}
+	u.w.notify("session/update", map[string]any{"sessionId": u.id, "update": up})
+}
+
+// tokens is a token count as a number, 0 when absent or not a count.
+func tokens(n json.Number) int64 {
+	v, err := n.Int64()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// edited tells the client the conversation changed, when it is kept in the
+// document and the client asked for spbridge's extensions (the initialize
+// opt-in of _spbridge/item): a plain ACP client gets ACP alone.
+func (u sender) edited() {
+	if !u.items.Load() {
+		return
+	}
+	u.w.notify("_spbridge/edited", map[string]any{"sessionId": u.id})
+}
+
+// update sends one session/update.
+func (u sender) update(up map[string]any) {
+	u.w.notify("session/update", map[string]any{"sessionId": u.id, "update": up})
+}
+
+// replay sends a loaded conversation to the client as session/update
+// notifications (and its items as _spbridge/item to a client that asked
+// for them), in order.
+func (u sender) replay(r session.Replay, cwd string) {
+	list, cards, sent := r.Items, r.Cards, r.Sent
+	items := u.items.Load()
+	for i, it := range list {
+		if items {
+			var card any
+			if c, ok := cards[it.ID()]; ok && it.Type() == archive.TypeToolApproval {
+				card = c
+			}
+			u.item("add", it.Map(), card)
+		}
+		switch it.Type() {
+		case archive.TypeUser:
+			text := it.String("text")
+			if text != "" || !it.Bool("hasImage") {
+				u.chunk(userMessageChunk, text)
+			}
+			if it.Bool("hasImage") {
+				u.replayImages(sent[i], text != "")
+			}
+		case archive.TypeAssistant:
+			u.chunk(agentMessageChunk, it.String("text"))
+		case archive.TypeThinking:
+			u.chunk(agentThoughtChunk, it.String("text"))
+		case archive.TypeDirections:
+			if entries, todo := todoEntries(it.String("text")); todo {
+				// A todo list (Codex's) as it last stood.
+				u.plan(entries)
+				break
+			}
+			u.tool(toolUpdateOf("tool_call", it, nil, cwd))
+		case archive.TypeTool, archive.TypeWebSearch:
+			u.tool(toolUpdateOf("tool_call", it, nil, cwd))
+		case archive.TypeFailure, archive.TypeQuestions:
+			u.chunk(agentMessageChunk, plainText(it))
+		}
+	}
+}
+
+// replayImages sends a replayed user message's images, in their order, as
+// user_message_chunk image content after its text. An image the package
+// no longer holds (omitted for the size cap, missing or altered) is the
+// text archive.ImageOmittedText, a paragraph of its own after what came
+// before it.
+func (u sender) replayImages(msg archive.Message, afterText bool) {
+	for _, b := range msg.Content {
+		switch b.Type() {
+		case archive.BlockImage:
+			data := b.ImageData()
+			if data == nil {
+				continue
+			}
+			u.update(map[string]any{"sessionUpdate": userMessageChunk, "content": map[string]any{
+				"type": "image", "mimeType": b.String("mimeType"), "data": base64.StdEncoding.EncodeToString(data)}})
+			afterText = true
+		case archive.BlockImageOmitted:
+			text := archive.ImageOmittedText
+			if afterText {
+				text = "\n\n" + text
+			}
+			u.chunk(userMessageChunk, text)
+			afterText = true
+		}
+	}
+}
