@@ -17,13 +17,17 @@ import (
 // own record of the folders it trusts, and what in a folder it would
 // apply.
 
-// configDir is Claude Code's configuration folder: $CLAUDE_CONFIG_DIR,
-// else ~/.claude.
+// configDir is Claude Code's configuration folder, as env (spbridge's own
+// environment when nil) says: $CLAUDE_CONFIG_DIR, else ~/.claude; ""
+// when neither can be told.
 func configDir(env []string) string {
 	if d := trust.Getenv(env, "CLAUDE_CONFIG_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join(trust.Home(env), ".claude")
+	if home := trust.Home(env); home != "" {
+		return filepath.Join(home, ".claude")
+	}
+	return ""
 }
 
 // configFile is the file where Claude Code 2.1.328 keeps its global

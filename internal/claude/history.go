@@ -29,16 +29,7 @@ func (historyStore) Display() string { return "Claude Code" }
 
 // Dir is where Claude Code keeps its state: $CLAUDE_CONFIG_DIR, else
 // ~/.claude; "" when neither can be told.
-func (historyStore) Dir() string {
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".claude")
-}
+func (historyStore) Dir() string { return configDir(nil) }
 
 func (historyStore) Where(dir string) string { return filepath.Join(dir, "projects") }
 

@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
 
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/trust"
 )
 
 // LoginArgs are the arguments of the Codex CLI's own log-in.
@@ -30,7 +30,7 @@ const NotLoggedInText = itemmap.CodexNotLoggedIn
 // whatever it stored.
 func AuthStatus(ctx context.Context, program string, env []string) (backend.AuthStatus, error) {
 	if name := configProviderKey(env); name != "" {
-		return backend.AuthStatus{LoggedIn: lookupEnv(env, name) != "", Method: "api_key", Source: name}, nil
+		return backend.AuthStatus{LoggedIn: trust.Getenv(env, name) != "", Method: "api_key", Source: name}, nil
 	}
 	path, err := Program(program)
 	if err != nil {
@@ -88,19 +88,4 @@ func Logout(ctx context.Context, program string, env []string) error {
 		return fmt.Errorf("codex logout: %w: %s", err, backend.LastLine(out))
 	}
 	return nil
-}
-
-// lookupEnv is the value of name in env, or in spbridge's own environment
-// when env is nil.
-func lookupEnv(env []string, name string) string {
-	if env == nil {
-		return os.Getenv(name)
-	}
-	v := ""
-	for _, kv := range env {
-		if s, ok := strings.CutPrefix(kv, name+"="); ok {
-			v = s
-		}
-	}
-	return v
 }

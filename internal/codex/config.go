@@ -2,8 +2,6 @@ package codex
 
 import (
 	"bufio"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -16,26 +14,11 @@ import (
 // [model_providers.x]. It reads only what spbridge needs, key = "string"
 // lines; nil when there is no configuration.
 func configFile(env []string) map[string]map[string]string {
-	home := ""
-	userHome := os.Getenv("HOME")
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
-			home = v
-		}
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			userHome = v
-		}
+	path := configTOML(env)
+	if path == "" {
+		return nil
 	}
-	if home == "" && env == nil {
-		home = os.Getenv("CODEX_HOME")
-	}
-	if home == "" {
-		if userHome == "" {
-			return nil
-		}
-		home = filepath.Join(userHome, ".codex")
-	}
-	f, err := regfile.Open(filepath.Join(home, "config.toml"))
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil
 	}

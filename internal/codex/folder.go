@@ -16,12 +16,25 @@ import (
 // own record of the folders it trusts, and what in a folder it would
 // apply.
 
-// configTOML is Codex's config.toml: in $CODEX_HOME, else ~/.codex.
-func configTOML(env []string) string {
+// homeDir is Codex's home, as env (spbridge's own environment when nil)
+// says: $CODEX_HOME, else ~/.codex; "" when neither can be told.
+func homeDir(env []string) string {
 	if d := trust.Getenv(env, "CODEX_HOME"); d != "" {
-		return filepath.Join(d, "config.toml")
+		return d
 	}
-	return filepath.Join(trust.Home(env), ".codex", "config.toml")
+	if home := trust.Home(env); home != "" {
+		return filepath.Join(home, ".codex")
+	}
+	return ""
+}
+
+// configTOML is Codex's config.toml, in its home; "" when that cannot be
+// told.
+func configTOML(env []string) string {
+	if home := homeDir(env); home != "" {
+		return filepath.Join(home, "config.toml")
+	}
+	return ""
 }
 
 // trustedFolders is every folder Codex's config.toml trusts: a

@@ -2,7 +2,6 @@ package codex
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -28,16 +27,7 @@ func (historyStore) Display() string { return "Codex" }
 
 // Dir is where the Codex CLI keeps its state: $CODEX_HOME, else
 // ~/.codex; "" when neither can be told.
-func (historyStore) Dir() string {
-	if d := os.Getenv("CODEX_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".codex")
-}
+func (historyStore) Dir() string { return homeDir(nil) }
 
 func (historyStore) Where(dir string) string { return filepath.Join(dir, "sessions") }
 
