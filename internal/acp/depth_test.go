@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"spbridge/internal/jsonrpc"
 )
 
 // deep is a JSON value nested levels deep, objects and arrays by turns.
@@ -32,14 +34,14 @@ func deep(levels int) string {
 // the limit is served.
 func TestTooDeepRequestKeepsItsID(t *testing.T) {
 	c := startServer(t)
-	over := deep(maxMessageDepth) // inside params: one level more
+	over := deep(jsonrpc.MaxDepth) // inside params: one level more
 	tests := []struct {
 		line string
 		id   any // the response's id as read; nil for null
 	}{
 		{`{"jsonrpc":"2.0","id":41,"method":"initialize","params":` + over + `}`, 41.0},
 		{`{"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":"x","prompt":` + over + `},"id":"deep \"one\""}`, `deep "one"`},
-		{`{"id":-7e2,"params":` + strings.Repeat("[", 3*maxMessageDepth), -700.0}, // not even complete
+		{`{"id":-7e2,"params":` + strings.Repeat("[", 3*jsonrpc.MaxDepth), -700.0}, // not even complete
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"initialize","params":` + over + `}`, nil},
 		{`{"jsonrpc":"2.0","id":true,"method":"initialize","params":` + over + `}`, nil},
 		{`{"jsonrpc":"2.0","method":"session/cancel","params":` + over + `}`, nil},
@@ -55,7 +57,7 @@ func TestTooDeepRequestKeepsItsID(t *testing.T) {
 	}
 	// At the limit (the message, its params, then the rest): read and
 	// served.
-	res, _ := c.request("initialize", json.RawMessage(`{"protocolVersion":1,"x":`+deep(maxMessageDepth-2)+`}`))
+	res, _ := c.request("initialize", json.RawMessage(`{"protocolVersion":1,"x":`+deep(jsonrpc.MaxDepth-2)+`}`))
 	if res["protocolVersion"] != 1.0 {
 		t.Errorf("initialize at the limit = %v", res)
 	}
@@ -74,7 +76,7 @@ func TestTooDeepAnswer(t *testing.T) {
 	prompt := c.call("session/prompt", promptParams(pkg, "ask"))
 	asked, _ := c.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" })
 	id, _ := json.Marshal(asked["id"])
-	c.raw(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + deep(maxMessageDepth) + `}`)
+	c.raw(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + deep(jsonrpc.MaxDepth) + `}`)
 	m, seen := c.response(prompt)
 	if m["error"] != nil {
 		t.Fatalf("prompt: %v", m)

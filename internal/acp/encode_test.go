@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -114,32 +113,6 @@ func FuzzEncode(f *testing.F) {
 		check("item", appendItem(buf[:0], sid, "update", item, card),
 			note("_spbridge/item", map[string]any{"sessionId": sid, "op": "update", "item": item, "card": card}))
 	})
-}
-
-// TestWriterFlushesWhenIdle: the buffered writer holds no message once no
-// writer waits: after concurrent writers return, every line is out.
-func TestWriterFlushesWhenIdle(t *testing.T) {
-	var out bytes.Buffer
-	w := newWriter(&out)
-	done := make(chan struct{})
-	for g := range 8 {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := range 1000 {
-				w.write(func(b []byte) []byte { return appendChunk(b, "s", agentMessageChunk, fmt.Sprint(g, " ", i)) })
-			}
-		}()
-	}
-	for range 8 {
-		<-done
-	}
-	if n := bytes.Count(out.Bytes(), []byte("\n")); n != 8000 {
-		t.Errorf("%d lines out after every writer returned, want 8000", n)
-	}
-	w.send(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{}})
-	if !bytes.HasSuffix(out.Bytes(), []byte(`{"id":1,"jsonrpc":"2.0","result":{}}`+"\n")) {
-		t.Errorf("a lone message was held: %q", out.Bytes()[max(0, out.Len()-80):])
-	}
 }
 
 // fenced is the text content appendTool writes for a command's output,

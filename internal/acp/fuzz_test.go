@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/jsonrpc"
 )
 
 // fuzzSeeds are whole conversations with the server; "PKG" stands for a
@@ -47,8 +48,8 @@ var fuzzSeeds = []string{
 "just a string"
 {"jsonrpc":"2.0","id":3,"method":"no/such"}`,
 	// Nested deeper than the reader takes: answered by the top-level id.
-	`{"jsonrpc":"2.0","id":"deep","method":"initialize","params":` + strings.Repeat("[", maxMessageDepth) + strings.Repeat("]", maxMessageDepth) + `}
-{"id":7,"result":` + strings.Repeat(`{"a":`, maxMessageDepth) + "1" + strings.Repeat("}", maxMessageDepth) + `}`,
+	`{"jsonrpc":"2.0","id":"deep","method":"initialize","params":` + strings.Repeat("[", jsonrpc.MaxDepth) + strings.Repeat("]", jsonrpc.MaxDepth) + `}
+{"id":7,"result":` + strings.Repeat(`{"a":`, jsonrpc.MaxDepth) + "1" + strings.Repeat("}", jsonrpc.MaxDepth) + `}`,
 }
 
 // FuzzServe feeds arbitrary lines to a server whose sessions run on fake
@@ -123,13 +124,13 @@ func wantAnswers(input []byte) map[string]int {
 	want := map[string]int{}
 	for _, line := range bytes.Split(input, []byte("\n")) {
 		line = bytes.Trim(line, " \t\r")
-		if len(line) > 0 && !json.Valid(line) && tooDeep(line, maxMessageDepth) {
+		if len(line) > 0 && !json.Valid(line) && jsonrpc.TooDeep(line, jsonrpc.MaxDepth) {
 			// Too deep to be read whole: answered by its top-level id,
 			// unless it is a response.
 			id := gjson.GetBytes(line, "id")
 			r := gjson.GetManyBytes(line, "method", "result", "error")
 			response := !r[0].Exists() && (r[1].Exists() || r[2].Exists())
-			if id.Exists() && json.Valid([]byte(id.Raw)) && validID(json.RawMessage(id.Raw)) && string(id.Raw) != "null" && !response {
+			if id.Exists() && json.Valid([]byte(id.Raw)) && jsonrpc.ValidID(json.RawMessage(id.Raw)) && string(id.Raw) != "null" && !response {
 				want[compactID(json.RawMessage(id.Raw))]++
 			}
 			continue

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/jsonrpc"
 )
 
 // outputGuard only keeps a broken output or server from hanging a test:
@@ -30,87 +30,6 @@ func await[T any](t *testing.T, what string, ch <-chan T) T {
 	case <-time.After(outputGuard):
 		t.Fatalf("%s did not end within %v", what, outputGuard)
 		panic("unreachable")
-	}
-}
-
-// unreadOutputs are writers whose reader never reads: an os.Pipe (a write
-// deadline gives up where the system's poller drives pipes) and an io.Pipe
-// (no deadlines: the output's own goroutine writes).
-func unreadOutputs(t *testing.T) map[string]io.Writer {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ir, iw := io.Pipe()
-	t.Cleanup(func() { r.Close(); w.Close(); ir.Close(); iw.Close() })
-	return map[string]io.Writer{"os.Pipe": w, "io.Pipe": iw}
-}
-
-// TestOutputGivesUpAtShutdown: a write the client does not take is given
-// up once drain was called, whether it began before or after; the output
-// is then gone, says why once, and drops what follows at once.
-func TestOutputGivesUpAtShutdown(t *testing.T) {
-	for name, w := range unreadOutputs(t) {
-		t.Run(name, func(t *testing.T) {
-			o := newOutput(w)
-			var whys []error
-			o.onGone = func(err error) { whys = append(whys, err) }
-			big := make([]byte, 4<<20) // more than any pipe holds
-			type result struct {
-				n   int
-				err error
-			}
-			res := make(chan result, 1)
-			go func() { n, err := o.Write(big); res <- result{n, err} }()
-			o.drain()
-			r := await(t, "a write to a client that reads nothing", res)
-			if r.err == nil || r.n == len(big) {
-				t.Fatalf("write = %d, %v; want it given up", r.n, r.err)
-			}
-			select {
-			case <-o.gone():
-			default:
-				t.Fatal("the output is not gone after a write was given up")
-			}
-			if n, err := o.Write([]byte("more\n")); n != 0 || err == nil {
-				t.Errorf("write after the give-up = %d, %v", n, err)
-			}
-			if len(whys) != 1 || whys[0] != errStalled {
-				t.Errorf("told %v, want errStalled once", whys)
-			}
-		})
-	}
-}
-
-// TestOutputClientGone: a write to a client that closed its end fails at
-// once, and the output is gone: the server ends as at the end of its
-// input.
-func TestOutputClientGone(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	ir, iw := io.Pipe()
-	r.Close()
-	ir.Close()
-	for name, w := range map[string]io.Writer{"os.Pipe": w, "io.Pipe": iw} {
-		t.Run(name, func(t *testing.T) {
-			o := newOutput(w)
-			var whys []error
-			o.onGone = func(err error) { whys = append(whys, err) }
-			if _, err := o.Write([]byte("hello\n")); err == nil {
-				t.Fatal("a write to a closed pipe did not fail")
-			}
-			select {
-			case <-o.gone():
-			default:
-				t.Fatal("the output is not gone after a failed write")
-			}
-			if len(whys) != 1 || !strings.HasPrefix(whys[0].Error(), "the client is gone") {
-				t.Errorf("told %v", whys)
-			}
-		})
 	}
 }
 
@@ -223,7 +142,7 @@ func TestServeEndsWhileClientReadsNothing(t *testing.T) {
 	if items := savedTurn(t, s.pkg); !partialTurn(items) {
 		t.Errorf("saved %d items, want the prompt and the reply so far", len(items))
 	}
-	if !strings.Contains(s.logged(), errStalled.Error()) {
+	if !strings.Contains(s.logged(), jsonrpc.ErrStalled.Error()) {
 		t.Errorf("log %q does not say the output was given up", s.logged())
 	}
 }

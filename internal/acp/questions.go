@@ -72,7 +72,7 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) se
 				"rawInput": input, "_meta": map[string]any{"spbridge": map[string]any{"question": i}}},
 			"options": opts,
 		}
-		m, err := ss.srv.request(ctx, "session/request_permission", params)
+		m, err := ss.srv.w.Call(ctx, "session/request_permission", params)
 		if err != nil {
 			return session.Answer{Message: "The question was not answered: " + err.Error()}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 )
 
@@ -141,7 +142,7 @@ var redPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAgAAAA
 func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, provider string, terminal bool) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	srv := &Server{w: newWriter(&out)}
+	srv := &Server{w: jsonrpc.NewConn(&out, jsonrpc.Options{})}
 	srv.terminal.Store(terminal)
 	// The session holds conv itself (imported), which the turns' ends
 	// below are applied to.
@@ -160,7 +161,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 		for _, a := range r.Approvals {
 			tc := permissionToolCall(a.ToolItemID, a, ss.set.cwd)
 			delete(tc, "rawInput")
-			srv.w.send(map[string]any{"permission": tc})
+			srv.w.Send(map[string]any{"permission": tc})
 			m.Answered(a.RequestID, allowed[a.RequestID])
 		}
 		if r.End != nil {

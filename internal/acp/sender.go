@@ -8,6 +8,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/money"
 	"spbridge/internal/prices"
 	"spbridge/internal/session"
@@ -19,35 +20,35 @@ import (
 // turn's own updates go through its host (acpHost), which batches them.
 // It holds no lock: the writer takes its own.
 type sender struct {
-	id    string       // the session's id
-	w     *writer      // the server's
-	items *atomic.Bool // the client asked for _spbridge/item (Server.items)
+	id    string          // the session's id
+	w     *jsonrpc.Writer // the server's
+	items *atomic.Bool    // the client asked for _spbridge/item (Server.items)
 }
 
 // newSender returns the sender of session id of s.
 func newSender(s *Server, id string) sender {
-	return sender{id: id, w: s.w, items: &s.items}
+	return sender{id: id, w: s.w.Writer, items: &s.items}
 }
 
 // item sends the _spbridge/item of a whole item, with its approval card
 // when card is not nil.
 func (u sender) item(op string, item map[string]any, card any) {
-	u.w.write(func(b []byte) []byte { return appendItem(b, u.id, op, item, card) })
+	u.w.Write(func(b []byte) []byte { return appendItem(b, u.id, op, item, card) })
 }
 
 // chunk sends a session/update with a text chunk of kind.
 func (u sender) chunk(kind, text string) {
-	u.w.write(func(b []byte) []byte { return appendChunk(b, u.id, kind, text) })
+	u.w.Write(func(b []byte) []byte { return appendChunk(b, u.id, kind, text) })
 }
 
 // tool sends a tool_call or tool_call_update.
 func (u sender) tool(t toolUpdate) {
-	u.w.write(func(b []byte) []byte { return appendTool(b, u.id, t) })
+	u.w.Write(func(b []byte) []byte { return appendTool(b, u.id, t) })
 }
 
 // plan sends a plan with these entries.
 func (u sender) plan(entries []itemmap.PlanEntry) {
-	u.w.write(func(b []byte) []byte { return appendPlan(b, u.id, entries) })
+	u.w.Write(func(b []byte) []byte { return appendPlan(b, u.id, entries) })
 }
 
 // usage sends a usage_update after a turn that reported its usage: the
@@ -71,7 +72,7 @@ func (u sender) usage(end *itemmap.TurnEnd, conv *session.Session) {
 			up["cost"] = map[string]any{"amount": amount, "currency": "USD"}
 		}
 	}
-	u.w.notify("session/update", map[string]any{"sessionId": u.id, "update": up})
+	u.w.Notify("session/update", map[string]any{"sessionId": u.id, "update": up})
 }
 
 // tokens is a token count as a number, 0 when absent or not a count.
@@ -90,12 +91,12 @@ func (u sender) edited() {
 	if !u.items.Load() {
 		return
 	}
-	u.w.notify("_spbridge/edited", map[string]any{"sessionId": u.id})
+	u.w.Notify("_spbridge/edited", map[string]any{"sessionId": u.id})
 }
 
 // update sends one session/update.
 func (u sender) update(up map[string]any) {
-	u.w.notify("session/update", map[string]any{"sessionId": u.id, "update": up})
+	u.w.Notify("session/update", map[string]any{"sessionId": u.id, "update": up})
 }
 
 // replay sends a loaded conversation to the client as session/update

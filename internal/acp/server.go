@@ -13,8 +13,8 @@ import (
 
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
-	"spbridge/internal/cliproc"
 	"spbridge/internal/history"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
@@ -89,7 +89,7 @@ const CodeAuthRequired = -32000
 // the others go on.
 type Server struct {
 	cfg Config
-	w   *writer
+	w   *jsonrpc.Conn // the client, and the requests spbridge sent it
 	// audit appends the sessions' audit records in the background: a
 	// prompt's answer does not wait for the disk. Shutdown waits for it.
 	audit *audit.Queue
@@ -112,9 +112,7 @@ type Server struct {
 	// ACP notice updates too.
 	notices atomic.Bool
 
-	nextID  atomic.Int64
-	pmu     sync.Mutex
-	pending map[int64]chan *message // our requests to the client, by id
+	pmu sync.Mutex
 	// prompts are the session/prompt requests not answered yet, by their
 	// id's JSON, for $/cancel_request (under pmu).
 	prompts map[string]promptRequest
@@ -134,9 +132,11 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	s := &Server{cfg: cfg, w: newWriter(out), sessions: make(map[string]*acpSession), pending: make(map[int64]chan *message),
-		prompts: make(map[string]promptRequest)}
-	s.w.dst.onGone = func(err error) { cfg.Log.Printf("output: %v; what is left to send is dropped", err) }
+	s := &Server{cfg: cfg, sessions: make(map[string]*acpSession), prompts: make(map[string]promptRequest)}
+	s.w = jsonrpc.NewConn(out, jsonrpc.Options{
+		OnGone:  func(err error) { cfg.Log.Printf("output: %v; what is left to send is dropped", err) },
+		OnPanic: func(r any) { s.recovered("reading a message", r) },
+	})
 	if cfg.AuditDir != "" {
 		s.audit = audit.NewQueue(func(path string, err error) { cfg.Log.Printf("audit %s: %v", path, err) })
 	}
@@ -154,39 +154,9 @@ func NewServer(out io.Writer, cfg Config) *Server {
 // It returns the first error of that shutdown; nothing is written after
 // it returns.
 func (s *Server) Serve(ctx context.Context, in io.Reader) error {
-	lines := make(chan cliproc.Line)
-	readErr := make(chan error, 1)
-	go func() {
-		readErr <- cliproc.ReadLines(in, 0, func(l cliproc.Line) bool {
-			select {
-			case lines <- l:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		})
-		close(lines)
-	}()
-loop:
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				break loop
-			}
-			if l.Oversize > 0 {
-				s.w.fail(nil, rpcErrorf(CodeInvalidRequest, "message of %d bytes is too long", l.Oversize))
-				continue
-			}
-			s.handleLine(ctx, l.Data)
-		case <-ctx.Done():
-			break loop
-		case <-s.w.gone():
-			break loop
-		}
-	}
+	readErr := s.w.Read(ctx, in, func(m *message) { s.dispatch(ctx, m) })
 	err := s.shutdown()
-	s.w.close()
+	s.w.Close()
 	select {
 	case e := <-readErr:
 		if e != nil && !errors.Is(e, context.Canceled) {
@@ -203,80 +173,14 @@ func (s *Server) recovered(where string, r any) string {
 	return fmt.Sprint(r)
 }
 
-// handleLine reads one line and routes the message it holds. It never
-// blocks on a session's work.
-func (s *Server) handleLine(ctx context.Context, line []byte) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.recovered("reading a message", r)
-		}
-	}()
-	line = trimSpace(line)
-	if len(line) == 0 {
-		return
-	}
-	if !json.Valid(line) {
-		if tooDeep(line, maxMessageDepth) {
-			s.tooDeepMessage(line)
-			return
-		}
-		s.w.fail(nil, rpcErrorf(CodeParseError, "parse error: the line is not JSON"))
-		return
-	}
-	if line[0] != '{' {
-		// A batch (an array) or a lone value: spbridge takes one request a
-		// line, and answers once.
-		s.w.fail(nil, rpcErrorf(CodeInvalidRequest, "invalid request: one JSON-RPC object a line (batches are not supported)"))
-		return
-	}
-	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
-		var idOnly struct {
-			ID json.RawMessage `json:"id"`
-		}
-		json.Unmarshal(line, &idOnly)
-		if !validID(idOnly.ID) {
-			idOnly.ID = nil
-		}
-		s.w.fail(idOnly.ID, rpcErrorf(CodeInvalidRequest, "invalid request: %v", err))
-		return
-	}
-	switch {
-	case m.isResponse():
-		// An answer to one of our requests; one that matches none (a
-		// client's reply to a notification, an unknown id) is dropped:
-		// a response is never answered.
-		s.answer(&m)
-	case !validID(m.ID):
-		s.w.fail(nil, rpcErrorf(CodeInvalidRequest, "invalid request: id must be a string, a number or null"))
-	case m.JSONRPC != "2.0":
-		s.w.fail(m.ID, rpcErrorf(CodeInvalidRequest, "invalid request: jsonrpc must be \"2.0\""))
-	case m.Method == "":
-		s.w.fail(m.ID, rpcErrorf(CodeInvalidRequest, "invalid request: no method"))
-	default:
-		s.dispatch(ctx, &m)
-	}
-}
-
 // reply answers a request (a notification gets nothing).
 func (s *Server) reply(m *message, result any, err error) {
-	if !m.isRequest() {
-		return
-	}
-	if m.Method == "session/prompt" {
+	if m.IsRequest() && m.Method == "session/prompt" {
 		s.pmu.Lock()
 		delete(s.prompts, string(m.ID))
 		s.pmu.Unlock()
 	}
-	if err != nil {
-		var rerr *RPCError
-		if !errors.As(err, &rerr) {
-			rerr = rpcErrorf(CodeInternalError, "%v", err)
-		}
-		s.w.fail(m.ID, rerr)
-		return
-	}
-	s.w.result(m.ID, result)
+	s.w.Reply(m, result, err)
 }
 
 // sessionMethods are handled by the session they name, in order.
@@ -353,7 +257,7 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		j := &job{m: m, run: handle}
 		if m.Method == "session/prompt" {
 			j.ctx, j.cancel = context.WithCancel(context.Background())
-			if m.isRequest() {
+			if m.IsRequest() {
 				s.pmu.Lock()
 				s.prompts[string(m.ID)] = promptRequest{ss, j}
 				s.pmu.Unlock()
@@ -419,78 +323,12 @@ func (s *Server) cancelRequest(m *message) {
 		return
 	}
 	s.pmu.Lock()
-	pr, ok := s.prompts[string(trimSpace(p.RequestID))]
+	pr, ok := s.prompts[string(p.RequestID)]
 	s.pmu.Unlock()
 	if !ok {
 		return
 	}
 	pr.ss.work.cancelPrompt(pr.j)
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// answer delivers a client's response to one of our requests; any other
-// response is dropped.
-func (s *Server) answer(m *message) {
-	var id int64
-	if err := json.Unmarshal(m.ID, &id); err != nil {
-		return
-	}
-	s.pmu.Lock()
-	ch, ok := s.pending[id]
-	delete(s.pending, id)
-	s.pmu.Unlock()
-	if ok {
-		ch <- m
-	}
-}
-
-// request sends a request to the client and waits for its answer.
-func (s *Server) request(ctx context.Context, method string, params any) (*message, error) {
-	id := s.nextID.Add(1)
-	ch := make(chan *message, 1)
-	s.pmu.Lock()
-	s.pending[id] = ch
-	s.pmu.Unlock()
-	defer func() {
-		s.pmu.Lock()
-		delete(s.pending, id)
-		s.pmu.Unlock()
-	}()
-	if err := s.w.send(request{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
-		return nil, err
-	}
-	select {
-	case m := <-ch:
-		if e := m.rpcError(); e != nil {
-			return nil, e
-		}
-		return m, nil
-	case <-ctx.Done():
-		// The client may stop asking (a permission request of a turn that
-		// was cancelled, say): its answer is no longer wanted.
-		s.w.notify("$/cancel_request", map[string]any{"requestId": id})
-		return nil, ctx.Err()
-	}
-}
-
-// decode reads params into v; missing or wrong params are invalid.
-func decode(params json.RawMessage, v any) error {
-	if len(params) == 0 || string(params) == "null" {
-		return rpcErrorf(CodeInvalidParams, "invalid params: missing")
-	}
-	if err := json.Unmarshal(params, v); err != nil {
-		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
-	}
-	return nil
 }
 
 // wantsItems reports whether initialize's params ask for _spbridge/item:
@@ -578,7 +416,7 @@ func (s *Server) forget(ss *acpSession) {
 // releases the locks. The sessions end at the same time: shutdown takes
 // as long as the slowest, whatever their number.
 func (s *Server) shutdown() error {
-	s.w.drain()
+	s.w.Drain()
 	s.mu.Lock()
 	s.stopping = true
 	all := make([]*acpSession, 0, len(s.sessions))

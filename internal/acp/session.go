@@ -512,7 +512,7 @@ func (ss *acpSession) offerRecovery(res map[string]any, r *session.Recovery) {
 	ss.srv.cfg.Log.Printf("session %s: %s", ss.id, text)
 	if ss.srv.notices.Load() {
 		sid := ss.id
-		ss.srv.w.write(func(b []byte) []byte { return appendNotice(b, sid, text) })
+		ss.srv.w.Write(func(b []byte) []byte { return appendNotice(b, sid, text) })
 	}
 }
 

@@ -36,7 +36,7 @@ func (h *acpHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 	for k, v := range call {
 		announce[k] = v
 	}
-	ss.srv.w.flush()
+	ss.srv.w.Flush()
 	ss.send.update(announce)
 	params := map[string]any{
 		"sessionId": ss.id,
@@ -49,7 +49,7 @@ func (h *acpHost) AskTrust(ctx context.Context, q trust.Question) trust.Answer {
 		},
 	}
 	answer := trust.NotNow
-	if m, err := ss.srv.request(ctx, "session/request_permission", params); err == nil {
+	if m, err := ss.srv.w.Call(ctx, "session/request_permission", params); err == nil {
 		switch optionID, _ := selected(m); optionID {
 		case TrustAlways:
 			answer = trust.TrustAlways

@@ -69,7 +69,7 @@ func (f turns) Ended(r session.Request, o session.Outcome) {
 	if m != nil {
 		ss.srv.reply(m, answer, answerErr)
 	}
-	ss.srv.w.flush() // what the turn buffered, when nothing answered it
+	ss.srv.w.Flush() // what the turn buffered, when nothing answered it
 	ss.work.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error", ss.id))
 }
 

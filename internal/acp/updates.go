@@ -296,17 +296,17 @@ func (h *acpHost) itemChange(c itemmap.Change) {
 // in few writes, and nothing waits once the CLI does.
 func (h *acpHost) send(enc func([]byte) []byte) {
 	if h.batched.Load() {
-		h.ss.srv.w.buffer(enc)
+		h.ss.srv.w.Buffer(enc)
 		return
 	}
-	h.ss.srv.w.write(enc)
+	h.ss.srv.w.Write(enc)
 }
 
 // Idle is called by the backend when it has handled every line the CLI
 // wrote so far: what the turn sent since is flushed.
 func (h *acpHost) Idle() {
 	h.batched.Store(true)
-	h.ss.srv.w.flush()
+	h.ss.srv.w.Flush()
 }
 
 // chunk sends a text chunk of kind.
@@ -407,7 +407,7 @@ func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answ
 		"toolCall":  permissionToolCall(id, a, ss.set.cwd),
 		"options":   options,
 	}
-	m, err := ss.srv.request(ctx, "session/request_permission", params)
+	m, err := ss.srv.w.Call(ctx, "session/request_permission", params)
 	if err != nil {
 		return session.Answer{Message: "The request was not answered: " + err.Error()}
 	}

@@ -1,4 +1,4 @@
-package acp
+package jsonrpc
 
 import (
 	"errors"
@@ -134,13 +134,14 @@ func (o *output) writeDeadline(p []byte) (int, error) {
 // why says why a write failed.
 func (o *output) why(err error) error {
 	if o.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-		return errStalled
+		return ErrStalled
 	}
 	return fmt.Errorf("the client is gone: %w", err)
 }
 
-// errStalled is the error of a write given up.
-var errStalled = fmt.Errorf("the client took no output for %v after shutdown began", stalledOutputGrace)
+// ErrStalled is the error of a write given up (told to NewWriter's
+// onGone).
+var ErrStalled = fmt.Errorf("the client took no output for %v after shutdown began", stalledOutputGrace)
 
 func (o *output) handOff(p []byte) (int, error) {
 	o.startOnce.Do(func() {
@@ -168,8 +169,8 @@ func (o *output) handOff(p []byte) (int, error) {
 			defer t.Stop()
 			expired = t.C
 		case <-expired:
-			o.end(errStalled)
-			return 0, errStalled
+			o.end(ErrStalled)
+			return 0, ErrStalled
 		case <-o.goneCh:
 			return 0, o.goneErr
 		}
