@@ -1,40 +1,18 @@
 package acp
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"spbridge/internal/archive"
-	"spbridge/internal/clis"
+	"spbridge/internal/catalog"
 	"spbridge/internal/history"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
-
-// cliSession is a CLI's own session as session/list names it: the CLI
-// and its session id, written "BACKEND:ID" ("claude:4f0c…").
-type cliSession struct {
-	backend, id string
-}
-
-func (c cliSession) String() string { return c.backend + ":" + c.id }
-
-// parseCLISession reads a session id session/list gave a CLI's own
-// session; nil for any other id (a package's path).
-func parseCLISession(sid string) *cliSession {
-	backend, id, ok := strings.Cut(sid, ":")
-	if _, known := clis.Lookup(backend); !ok || id == "" || !known {
-		return nil
-	}
-	return &cliSession{backend: backend, id: id}
-}
 
 // importCLI resolves the package of a load or resume of a CLI's own
 // session: the one it was imported into before (the sessions index
@@ -54,8 +32,8 @@ func (s *Server) importCLI(op *openParams) error {
 		}
 	}
 	opts := *s.cfg.History
-	opts.Backend = op.cli.backend
-	entry, err := history.Find(opts, op.cli.id)
+	opts.Backend = op.cli.CLI
+	entry, err := history.Find(opts, op.cli.ID)
 	if err != nil {
 		return rpcErrorf(CodeNotFound, "session %q: %v", op.sid, err)
 	}
@@ -77,7 +55,7 @@ func (s *Server) importCLI(op *openParams) error {
 	// cache (a later open tells a new CLI session the conversation so far,
 	// as for any reopened one).
 	op.imported = conv
-	op.resume = op.cli.id
+	op.resume = op.cli.ID
 	if ix != nil {
 		cwd := report.Cwd
 		if cwd == "" {
@@ -85,208 +63,12 @@ func (s *Server) importCLI(op *openParams) error {
 		}
 		id, sid, cli, title := op.id, op.sid, *op.cli, entry.Title
 		op.onImported = func() {
-			if err := ix.Imported(id, cwd, sid, cli.backend, cli.id, title); err != nil {
+			if err := ix.Imported(id, cwd, sid, cli.CLI, cli.ID, title); err != nil {
 				s.cfg.Log.Printf("session %s: sessions index: %v", sid, err)
 			}
 		}
 	}
 	return nil
-}
-
-// listEntry is one session of session/list.
-type listEntry struct {
-	id, cwd, title string
-	updated        time.Time
-	dirs           []string
-	meta           map[string]any // _meta.spbridge
-}
-
-// listCursor names the last entry of a page of session/list, and the
-// listing it was taken from (a snapshot still kept, 0 for none).
-type listCursor struct {
-	UpdatedAt time.Time `json:"u"`
-	ID        string    `json:"i"`
-	Snapshot  uint64    `json:"s,omitempty"`
-}
-
-// parseListCursor reads a cursor listPage gave; nil for "".
-func parseListCursor(cursor string) (*listCursor, error) {
-	if cursor == "" {
-		return nil, nil
-	}
-	data, err := base64.RawURLEncoding.DecodeString(cursor)
-	var c listCursor
-	if err != nil || json.Unmarshal(data, &c) != nil || c.ID == "" {
-		return nil, sessionindex.ErrBadCursor
-	}
-	return &c, nil
-}
-
-// maxListSnapshots is how many listings session/list keeps for the pages
-// after their first.
-const maxListSnapshots = 4
-
-// listSnapshots keeps the last listings session/list made, so that the
-// pages after a first are cut from the listing the first page was (one
-// consistent list, whatever changed meanwhile) without listing every
-// session again: a page costs the same over 10,000 sessions as over 100.
-// A first page (no cursor) always lists anew; a listing's last page, and
-// a session/delete, drop it.
-type listSnapshots struct {
-	mu   sync.Mutex
-	last uint64
-	kept []*listSnapshot // oldest first
-}
-
-type listSnapshot struct {
-	id      uint64
-	cwd     string
-	entries []listEntry
-}
-
-// get is the listing id for cwd, nil when it is no longer kept.
-func (l *listSnapshots) get(id uint64, cwd string) []listEntry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range l.kept {
-		if s.id == id && s.cwd == cwd {
-			return s.entries
-		}
-	}
-	return nil
-}
-
-// put keeps a listing for cwd and returns its id.
-func (l *listSnapshots) put(cwd string, entries []listEntry) uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.last++
-	l.kept = append(l.kept, &listSnapshot{id: l.last, cwd: cwd, entries: entries})
-	if len(l.kept) > maxListSnapshots {
-		l.kept = slices.Delete(l.kept, 0, len(l.kept)-maxListSnapshots)
-	}
-	return l.last
-}
-
-// drop forgets the listing id.
-func (l *listSnapshots) drop(id uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.kept = slices.DeleteFunc(l.kept, func(s *listSnapshot) bool { return s.id == id })
-}
-
-func (l *listSnapshots) clear() {
-	l.mu.Lock()
-	l.kept = nil
-	l.mu.Unlock()
-}
-
-// listPageSize is how many sessions a page of session/list holds.
-const listPageSize = sessionindex.DefaultPageSize
-
-// listAll is every session session/list offers for cwd ("" for all
-// folders): the packages opened through serve that are still there, and
-// the CLIs' own sessions not imported into one, the most recently updated
-// first (ties by id).
-func (s *Server) listAll(cwd string) ([]listEntry, error) {
-	var out []listEntry
-	imported := map[string]bool{}
-	if ix := s.cfg.Index; ix != nil {
-		hidden, err := ix.Hidden()
-		if err != nil {
-			return nil, err
-		}
-		for id := range hidden {
-			imported[id] = true
-		}
-		page, err := ix.List(cwd, "", int(^uint(0)>>1), sessionindex.Present)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range page.Entries {
-			meta := map[string]any{"package": e.Package}
-			if e.CLISession != "" {
-				imported[e.Backend+":"+e.CLISession] = true
-				meta["backend"], meta["cliSession"] = e.Backend, e.CLISession
-			}
-			for _, r := range e.Ran {
-				imported[r] = true
-			}
-			if n := len(e.Ran); n > 0 {
-				// The CLI session the conversation last ran on, and how a
-				// terminal continues it while that CLI still has it.
-				if c := parseCLISession(e.Ran[n-1]); c != nil {
-					last := map[string]any{"backend": c.backend, "id": c.id}
-					if cmd := continueCommand(c.backend, c.id); cmd != "" {
-						last["continueCommand"] = cmd
-					}
-					meta["lastCLISession"] = last
-				}
-			}
-			out = append(out, listEntry{id: e.ID(), cwd: e.Cwd, title: e.Title, updated: e.UpdatedAt, dirs: e.AdditionalDirectories, meta: meta})
-		}
-	}
-	if s.cfg.History != nil {
-		opts := *s.cfg.History
-		opts.Cwd = cwd
-		entries, err := history.List(opts)
-		if err != nil {
-			s.cfg.Log.Printf("session/list: the CLIs' sessions: %v", err)
-		}
-		for _, e := range entries {
-			id := cliSession{e.Backend, e.ID}.String()
-			if imported[id] {
-				continue
-			}
-			meta := map[string]any{"backend": e.Backend, "cliSession": e.ID}
-			if c := continueCommand(e.Backend, e.ID); c != "" {
-				meta["continueCommand"] = c
-			}
-			out = append(out, listEntry{id: id, cwd: e.Cwd, title: e.Title, updated: e.UpdatedAt, meta: meta})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b listEntry) int {
-		if c := b.updated.Compare(a.updated); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	return out, nil
-}
-
-// continueCommand is the command that continues a CLI's session in a
-// terminal, in its folder; "" for a CLI spbridge does not have.
-func continueCommand(backend, id string) string {
-	cli, ok := clis.Lookup(backend)
-	if !ok {
-		return ""
-	}
-	return cli.Continue(id)
-}
-
-// listPage is the page of entries after c (nil for the first), and the
-// cursor of the next page ("" on the last), which names the listing
-// snapshot (0: none).
-func listPage(entries []listEntry, c *listCursor, snapshot uint64) ([]listEntry, string) {
-	start := 0
-	if c != nil {
-		start = len(entries)
-		for i, e := range entries {
-			if e.updated.Before(c.UpdatedAt) || (e.updated.Equal(c.UpdatedAt) && e.id > c.ID) {
-				start = i
-				break
-			}
-		}
-	}
-	end := min(start+listPageSize, len(entries))
-	page := entries[start:end]
-	next := ""
-	if end < len(entries) {
-		last := page[len(page)-1]
-		data, _ := json.Marshal(listCursor{last.updated, last.id, snapshot})
-		next = base64.RawURLEncoding.EncodeToString(data)
-	}
-	return page, next
 }
 
 // fork puts a copy of the conversation of the session op forks into op's
@@ -322,15 +104,15 @@ func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conver
 		return c.Fork
 	}
 	src := op.forkFrom
-	if c := parseCLISession(src); c != nil && s.cfg.History != nil {
+	if c := catalog.ParseSession(src); c != nil && s.cfg.History != nil {
 		e, ok, err := s.indexSession(src)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			opts := *s.cfg.History
-			opts.Backend = c.backend
-			entry, err := history.Find(opts, c.id)
+			opts.Backend = c.CLI
+			entry, err := history.Find(opts, c.ID)
 			if err != nil {
 				return nil, rpcErrorf(CodeNotFound, "session %q: %v", src, err)
 			}
@@ -433,7 +215,7 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 		if err := ix.Remove(e.Package); err != nil {
 			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
 		}
-	case parseCLISession(p.SessionID) != nil:
+	case catalog.ParseSession(p.SessionID) != nil:
 		hide = append(hide, p.SessionID)
 	default:
 		return nil, rpcErrorf(CodeNotFound, "unknown session %q", p.SessionID)
@@ -443,7 +225,7 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
 		}
 	}
-	s.lists.clear()
+	s.list.Forget()
 	meta := map[string]any{"removed": removed, "hidden": nonNil(hide)}
 	if pkg != "" {
 		meta["package"] = pkg
@@ -453,7 +235,7 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 
 // listSessions handles session/list: the packages opened through serve
 // (those that no longer exist left out) and the CLIs' own sessions not
-// imported into one, newest first (listAll).
+// imported into one, newest first (catalog.Catalog.All).
 func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	var p struct {
 		Cwd    string `json:"cwd"`
@@ -467,44 +249,24 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
-	cursor, err := parseListCursor(p.Cursor)
+	cursor, err := catalog.ParseCursor(p.Cursor)
 	if err != nil {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
 	}
-	// A page after the first is cut from the listing the first page was,
-	// while it is kept; else (and for a first page) every session is
-	// listed anew.
-	var all []listEntry
-	var snapshot uint64
-	if cursor != nil && cursor.Snapshot != 0 {
-		if all = s.lists.get(cursor.Snapshot, p.Cwd); all != nil {
-			snapshot = cursor.Snapshot
-		}
-	}
-	if snapshot == 0 {
-		if all, err = s.listAll(p.Cwd); err != nil {
-			return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
-		}
-		if len(all) > listPageSize {
-			snapshot = s.lists.put(p.Cwd, all)
-		}
-	}
-	page, next := listPage(all, cursor, snapshot)
-	if next == "" && snapshot != 0 {
-		s.lists.drop(snapshot) // its last page: the editor has it all
+	page, next, err := s.list.Page(p.Cwd, cursor)
+	if err != nil {
+		return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
 	}
 	sessions := []any{}
 	for _, e := range page {
-		info := map[string]any{"sessionId": e.id, "cwd": e.cwd, "updatedAt": e.updated.UTC().Format(time.RFC3339)}
-		if e.title != "" {
-			info["title"] = e.title
+		info := map[string]any{"sessionId": e.ID, "cwd": e.Cwd, "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)}
+		if e.Title != "" {
+			info["title"] = e.Title
 		}
-		if len(e.dirs) > 0 {
-			info["additionalDirectories"] = e.dirs
+		if len(e.Dirs) > 0 {
+			info["additionalDirectories"] = e.Dirs
 		}
-		if e.meta != nil {
-			info["_meta"] = map[string]any{"spbridge": e.meta}
-		}
+		info["_meta"] = map[string]any{"spbridge": listMeta(e)}
 		sessions = append(sessions, info)
 	}
 	res := map[string]any{"sessions": sessions}
@@ -512,6 +274,33 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 		res["nextCursor"] = next
 	}
 	return res, nil
+}
+
+// listMeta is an entry's _meta.spbridge: a package's path, the CLI
+// session it was imported from and the one it last ran on (and how a
+// terminal continues that one while that CLI still has it); a CLI's own
+// session's CLI and id, and how a terminal continues it.
+func listMeta(e catalog.Entry) map[string]any {
+	meta := map[string]any{}
+	if e.Package != "" {
+		meta["package"] = e.Package
+	}
+	if e.From != nil {
+		meta["backend"], meta["cliSession"] = e.From.CLI, e.From.ID
+		if e.Package == "" {
+			if c := e.From.Continue(); c != "" {
+				meta["continueCommand"] = c
+			}
+		}
+	}
+	if c := e.LastRan; c != nil {
+		last := map[string]any{"backend": c.CLI, "id": c.ID}
+		if cmd := c.Continue(); cmd != "" {
+			last["continueCommand"] = cmd
+		}
+		meta["lastCLISession"] = last
+	}
+	return meta
 }
 
 // touch records the session's open in the index, and reads its title.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"spbridge/internal/catalog"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/sessionindex"
@@ -75,7 +76,7 @@ func TestListPagesOneListing(t *testing.T) {
 		return ids, next
 	}
 	first, next := page("")
-	if len(first) != listPageSize || first[0] != "claude:s0000" || next == "" {
+	if len(first) != catalog.PageSize || first[0] != "claude:s0000" || next == "" {
 		t.Fatalf("first page %v, next %q", first, next)
 	}
 	// Every session file gone: the next pages are still the first
@@ -90,7 +91,7 @@ func TestListPagesOneListing(t *testing.T) {
 		ids, cursor = page(cursor)
 		rest = append(rest, ids...)
 	}
-	if len(rest) != 60-listPageSize || rest[0] != fmt.Sprintf("claude:s%04d", listPageSize) || rest[len(rest)-1] != "claude:s0059" {
+	if len(rest) != 60-catalog.PageSize || rest[0] != fmt.Sprintf("claude:s%04d", catalog.PageSize) || rest[len(rest)-1] != "claude:s0059" {
 		t.Errorf("the pages after the first: %d, %v", len(rest), rest)
 	}
 	// A first page lists anew.
@@ -103,22 +104,22 @@ func TestListPagesOneListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, next = page("")
-	var cur listCursor
+	var cur catalog.Cursor
 	data, _ := base64.RawURLEncoding.DecodeString(next)
 	if err := json.Unmarshal(data, &cur); err != nil || cur.Snapshot == 0 {
 		t.Fatalf("cursor %s: %v", data, err)
 	}
-	for range maxListSnapshots {
+	for range catalog.MaxSnapshots {
 		page("")
 	}
-	if ids, _ := page(next); len(ids) != listPageSize || ids[0] != fmt.Sprintf("claude:s%04d", listPageSize) {
+	if ids, _ := page(next); len(ids) != catalog.PageSize || ids[0] != fmt.Sprintf("claude:s%04d", catalog.PageSize) {
 		t.Errorf("a page of a listing no longer kept: %v", ids)
 	}
 	// After a session/delete, the next page lists anew: the session
 	// deleted is not in it.
 	_, next = page("")
-	c.request("session/delete", map[string]any{"sessionId": fmt.Sprintf("claude:s%04d", listPageSize)})
-	if ids, _ := page(next); len(ids) == 0 || ids[0] != fmt.Sprintf("claude:s%04d", listPageSize+1) {
+	c.request("session/delete", map[string]any{"sessionId": fmt.Sprintf("claude:s%04d", catalog.PageSize)})
+	if ids, _ := page(next); len(ids) == 0 || ids[0] != fmt.Sprintf("claude:s%04d", catalog.PageSize+1) {
 		t.Errorf("a page after a delete: %v", ids)
 	}
 }
@@ -145,7 +146,7 @@ func BenchmarkSessionList(b *testing.B) {
 		list("") // the head cache filled
 		b.Run(fmt.Sprintf("%d/first-page", n), func(b *testing.B) {
 			for b.Loop() {
-				if got, _ := list(""); got != listPageSize {
+				if got, _ := list(""); got != catalog.PageSize {
 					b.Fatal(got)
 				}
 			}
@@ -153,7 +154,7 @@ func BenchmarkSessionList(b *testing.B) {
 		b.Run(fmt.Sprintf("%d/next-page", n), func(b *testing.B) {
 			_, next := list("")
 			for b.Loop() {
-				if got, _ := list(next); got != listPageSize {
+				if got, _ := list(next); got != catalog.PageSize {
 					b.Fatal(got)
 				}
 			}

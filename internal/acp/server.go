@@ -13,6 +13,7 @@ import (
 
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
+	"spbridge/internal/catalog"
 	"spbridge/internal/history"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
@@ -119,8 +120,8 @@ type Server struct {
 
 	wg sync.WaitGroup // handlers, session workers, turns and interrupts
 
-	// lists are the last listings session/list paged through.
-	lists listSnapshots
+	// list is what session/list pages through, and the listings it keeps.
+	list *catalog.Catalog
 
 	// allowPackage, when set, vets each package path a session would open
 	// (the fuzz test keeps sessions inside its own folder).
@@ -132,7 +133,10 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	s := &Server{cfg: cfg, sessions: make(map[string]*acpSession), prompts: make(map[string]promptRequest)}
+	s := &Server{cfg: cfg, sessions: make(map[string]*acpSession), prompts: make(map[string]promptRequest),
+		list: &catalog.Catalog{Index: cfg.Index, History: cfg.History, Logf: func(format string, args ...any) {
+			cfg.Log.Printf("session/list: "+format, args...)
+		}}}
 	s.w = jsonrpc.NewConn(out, jsonrpc.Options{
 		OnGone:  func(err error) { cfg.Log.Printf("output: %v; what is left to send is dropped", err) },
 		OnPanic: func(r any) { s.recovered("reading a message", r) },

@@ -14,6 +14,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/catalog"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/session"
@@ -113,7 +114,7 @@ type openParams struct {
 	id   string // the package's absolute path ("" for cli, until resolved)
 	// cli is the CLI session a load or resume names, when its id is one
 	// session/list gave a CLI's own session.
-	cli *cliSession
+	cli *catalog.Session
 	// forkFrom is the session a fork copies (its id), atItem the item the
 	// copy ends with ("" for all).
 	forkFrom, atItem string
@@ -168,7 +169,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		op.forkFrom, op.atItem = p.SessionID, m.AtItem
 	}
 	if load && p.SessionID != "" && s.cfg.History != nil {
-		op.cli = parseCLISession(p.SessionID)
+		op.cli = catalog.ParseSession(p.SessionID)
 	}
 	if m.Package == "" && load && op.cli == nil {
 		if p.SessionID == "" {
@@ -191,10 +192,10 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
 	}
 	if m.Backend == "" && op.cli != nil {
-		m.Backend = op.cli.backend
+		m.Backend = op.cli.CLI
 	}
-	if c := parseCLISession(op.forkFrom); m.Backend == "" && c != nil && s.cfg.History != nil {
-		m.Backend = c.backend
+	if c := catalog.ParseSession(op.forkFrom); m.Backend == "" && c != nil && s.cfg.History != nil {
+		m.Backend = c.CLI
 	}
 	if m.Backend == "" {
 		m.Backend, op.defaulted = s.cfg.DefaultBackend, true
@@ -393,7 +394,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		named = ""
 	}
 	if op.cli != nil {
-		resumeCLI = op.cli.backend
+		resumeCLI = op.cli.CLI
 	}
 	// The folder's files and the CLIs' records are read with no lock of
 	// the session held.

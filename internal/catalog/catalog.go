@@ -1,0 +1,275 @@
+// Package catalog is the list of a user's sessions that spbridge serve
+// offers an editor (session/list): the packages opened through serve that
+// are still there (internal/sessionindex) merged with the CLIs' own
+// sessions (internal/history's stores) not imported into one, the most
+// recently updated first, in pages cut from a snapshot of the listing so
+// that the pages after a first are one consistent list. A CLI's own
+// session is named "CLI:ID" (Session). What a page means in the protocol
+// is the caller's (internal/acp).
+package catalog
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"spbridge/internal/clis"
+	"spbridge/internal/history"
+	"spbridge/internal/sessionindex"
+)
+
+// Session is a CLI's own session: the CLI and its session id, written
+// "CLI:ID" ("claude:4f0c…").
+type Session struct {
+	CLI, ID string
+}
+
+func (c Session) String() string { return c.CLI + ":" + c.ID }
+
+// ParseSession reads the id of a CLI's own session; nil for any other id
+// (a package's path) and for a CLI spbridge does not have.
+func ParseSession(sid string) *Session {
+	cli, id, ok := strings.Cut(sid, ":")
+	if _, known := clis.Lookup(cli); !ok || id == "" || !known {
+		return nil
+	}
+	return &Session{CLI: cli, ID: id}
+}
+
+// Continue is the command that continues the session in a terminal, in
+// its folder; "" for a CLI spbridge does not have.
+func (c Session) Continue() string {
+	cli, ok := clis.Lookup(c.CLI)
+	if !ok {
+		return ""
+	}
+	return cli.Continue(c.ID)
+}
+
+// Entry is one session of the list: a package, or a CLI's own session.
+type Entry struct {
+	ID, Cwd, Title string
+	UpdatedAt      time.Time
+	Dirs           []string // a package's additional folders
+	// Package is the package's path; "" for a CLI's own session.
+	Package string
+	// From is, for a package, the CLI session it was imported from (its
+	// CLI as the index has it, known or not; nil for none); for a CLI's
+	// own session, itself.
+	From *Session
+	// LastRan is the CLI session a package last ran on, of a CLI
+	// spbridge has; nil when none.
+	LastRan *Session
+}
+
+// PageSize is how many sessions a page holds.
+const PageSize = sessionindex.DefaultPageSize
+
+// Catalog lists a user's sessions. Its zero value lists none.
+type Catalog struct {
+	// Index keeps the packages opened through serve; nil lists none.
+	Index *sessionindex.Index
+	// History is where the CLIs keep their own sessions; nil lists none.
+	History *history.Options
+	// Logf, when set, is told why the CLIs' sessions could not all be
+	// listed (the list goes on without them).
+	Logf func(format string, args ...any)
+
+	snapshots snapshots
+}
+
+// All is every session for cwd ("" for all folders): the packages opened
+// through serve that are still there, and the CLIs' own sessions not
+// imported into one, the most recently updated first (ties by id).
+func (c *Catalog) All(cwd string) ([]Entry, error) {
+	var out []Entry
+	imported := map[string]bool{}
+	if ix := c.Index; ix != nil {
+		hidden, err := ix.Hidden()
+		if err != nil {
+			return nil, err
+		}
+		for id := range hidden {
+			imported[id] = true
+		}
+		page, err := ix.List(cwd, "", int(^uint(0)>>1), sessionindex.Present)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page.Entries {
+			entry := Entry{ID: e.ID(), Cwd: e.Cwd, Title: e.Title, UpdatedAt: e.UpdatedAt, Dirs: e.AdditionalDirectories, Package: e.Package}
+			if e.CLISession != "" {
+				imported[e.Backend+":"+e.CLISession] = true
+				entry.From = &Session{CLI: e.Backend, ID: e.CLISession}
+			}
+			for _, r := range e.Ran {
+				imported[r] = true
+			}
+			if n := len(e.Ran); n > 0 {
+				entry.LastRan = ParseSession(e.Ran[n-1])
+			}
+			out = append(out, entry)
+		}
+	}
+	if c.History != nil {
+		opts := *c.History
+		opts.Cwd = cwd
+		entries, err := history.List(opts)
+		if err != nil && c.Logf != nil {
+			c.Logf("the CLIs' sessions: %v", err)
+		}
+		for _, e := range entries {
+			s := Session{CLI: e.Backend, ID: e.ID}
+			id := s.String()
+			if imported[id] {
+				continue
+			}
+			out = append(out, Entry{ID: id, Cwd: e.Cwd, Title: e.Title, UpdatedAt: e.UpdatedAt, From: &s})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Cursor names the last entry of a page, and the listing it was taken
+// from (a snapshot still kept, 0 for none).
+type Cursor struct {
+	UpdatedAt time.Time `json:"u"`
+	ID        string    `json:"i"`
+	Snapshot  uint64    `json:"s,omitempty"`
+}
+
+// ParseCursor reads a cursor Page gave; nil for "".
+func ParseCursor(cursor string) (*Cursor, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	data, err := base64.RawURLEncoding.DecodeString(cursor)
+	var c Cursor
+	if err != nil || json.Unmarshal(data, &c) != nil || c.ID == "" {
+		return nil, sessionindex.ErrBadCursor
+	}
+	return &c, nil
+}
+
+// Page is the page of sessions for cwd after cursor (nil for the first),
+// and the cursor of the next page ("" on the last). A page after the
+// first is cut from the listing the first page was, while it is kept;
+// else (and for a first page) every session is listed anew.
+func (c *Catalog) Page(cwd string, cursor *Cursor) ([]Entry, string, error) {
+	var all []Entry
+	var snapshot uint64
+	if cursor != nil && cursor.Snapshot != 0 {
+		if all = c.snapshots.get(cursor.Snapshot, cwd); all != nil {
+			snapshot = cursor.Snapshot
+		}
+	}
+	if snapshot == 0 {
+		var err error
+		if all, err = c.All(cwd); err != nil {
+			return nil, "", err
+		}
+		if len(all) > PageSize {
+			snapshot = c.snapshots.put(cwd, all)
+		}
+	}
+	page, next := cut(all, cursor, snapshot)
+	if next == "" && snapshot != 0 {
+		c.snapshots.drop(snapshot) // its last page: the editor has it all
+	}
+	return page, next, nil
+}
+
+// Forget drops every listing kept (a session was deleted).
+func (c *Catalog) Forget() { c.snapshots.clear() }
+
+// cut is the page of entries after c (nil for the first), and the cursor
+// of the next page ("" on the last), which names the listing snapshot (0:
+// none).
+func cut(entries []Entry, c *Cursor, snapshot uint64) ([]Entry, string) {
+	start := 0
+	if c != nil {
+		start = len(entries)
+		for i, e := range entries {
+			if e.UpdatedAt.Before(c.UpdatedAt) || (e.UpdatedAt.Equal(c.UpdatedAt) && e.ID > c.ID) {
+				start = i
+				break
+			}
+		}
+	}
+	end := min(start+PageSize, len(entries))
+	page := entries[start:end]
+	next := ""
+	if end < len(entries) {
+		last := page[len(page)-1]
+		data, _ := json.Marshal(Cursor{last.UpdatedAt, last.ID, snapshot})
+		next = base64.RawURLEncoding.EncodeToString(data)
+	}
+	return page, next
+}
+
+// MaxSnapshots is how many listings a Catalog keeps for the pages after
+// their first.
+const MaxSnapshots = 4
+
+// snapshots keeps the last listings made, so that the pages after a
+// first are cut from the listing the first page was (one consistent list,
+// whatever changed meanwhile) without listing every session again: a page
+// costs the same over 10,000 sessions as over 100. A first page (no
+// cursor) always lists anew; a listing's last page, and Forget, drop it.
+type snapshots struct {
+	mu   sync.Mutex
+	last uint64
+	kept []*snapshot // oldest first
+}
+
+type snapshot struct {
+	id      uint64
+	cwd     string
+	entries []Entry
+}
+
+// get is the listing id for cwd, nil when it is no longer kept.
+func (l *snapshots) get(id uint64, cwd string) []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.kept {
+		if s.id == id && s.cwd == cwd {
+			return s.entries
+		}
+	}
+	return nil
+}
+
+// put keeps a listing for cwd and returns its id.
+func (l *snapshots) put(cwd string, entries []Entry) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last++
+	l.kept = append(l.kept, &snapshot{id: l.last, cwd: cwd, entries: entries})
+	if len(l.kept) > MaxSnapshots {
+		l.kept = slices.Delete(l.kept, 0, len(l.kept)-MaxSnapshots)
+	}
+	return l.last
+}
+
+// drop forgets the listing id.
+func (l *snapshots) drop(id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kept = slices.DeleteFunc(l.kept, func(s *snapshot) bool { return s.id == id })
+}
+
+func (l *snapshots) clear() {
+	l.mu.Lock()
+	l.kept = nil
+	l.mu.Unlock()
+}

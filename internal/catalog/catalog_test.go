@@ -1,0 +1,126 @@
+package catalog
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"spbridge/internal/clis"
+	"spbridge/internal/history"
+	"spbridge/internal/sessionindex"
+)
+
+// claudeSessions makes Claude Code sessions of the folder cwd in a new
+// store, each id updated at its time, and returns the store.
+func claudeSessions(t *testing.T, cwd string, at map[string]time.Time) string {
+	t.Helper()
+	store := t.TempDir()
+	dir := filepath.Join(store, "projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for id, mod := range at {
+		data := `{"type":"user","sessionId":"` + id + `","cwd":"` + cwd + `","message":{"role":"user","content":"message ` + id + `"}}` + "\n"
+		p := filepath.Join(dir, id+".jsonl")
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store
+}
+
+// TestCatalogMerges: the list is the packages of the index still there
+// and the CLIs' own sessions not imported into one, not ran on by one and
+// not hidden, newest first; a package says the CLI session it came from
+// and the one it last ran on.
+func TestCatalogMerges(t *testing.T) {
+	cwd := t.TempDir()
+	now := time.Now()
+	store := claudeSessions(t, cwd, map[string]time.Time{
+		"own": now.Add(-time.Hour), "imported": now.Add(-2 * time.Hour),
+		"ran": now.Add(-3 * time.Hour), "hidden": now.Add(-4 * time.Hour),
+	})
+	state := t.TempDir()
+	ix := sessionindex.New(state)
+	pkg, gone := filepath.Join(t.TempDir(), "Doc.silverpoint"), filepath.Join(t.TempDir(), "Gone.silverpoint")
+	for _, p := range []string{pkg, gone} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Imported(pkg, cwd, "claude:imported", "claude", "imported", "Doc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Ran(pkg, "claude", "ran"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Touch(gone, cwd, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(gone)
+	if err := ix.Hide("claude:hidden"); err != nil {
+		t.Fatal(err)
+	}
+	c := &Catalog{Index: ix, History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}}}
+	all, err := c.All(cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range all {
+		got = append(got, fmt.Sprintf("%s pkg=%q from=%v last=%v", e.ID, e.Package, e.From, e.LastRan))
+	}
+	want := []string{
+		fmt.Sprintf("claude:imported pkg=%q from=claude:imported last=claude:ran", pkg), // an imported package keeps its CLI session's id
+		`claude:own pkg="" from=claude:own last=<nil>`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("listed\n%q\nwant\n%q", got, want)
+	}
+	if s := ParseSession("claude:own"); s == nil || s.String() != "claude:own" || s.Continue() == "" {
+		t.Errorf("ParseSession(claude:own) = %v", s)
+	}
+	if s := ParseSession("nocli:own"); s != nil {
+		t.Errorf("ParseSession of a CLI spbridge does not have = %v", s)
+	}
+}
+
+// TestCatalogPages: the pages after a first are cut from the first's
+// listing while it is kept, whatever changed meanwhile; after Forget, a
+// page lists anew from its cursor's place.
+func TestCatalogPages(t *testing.T) {
+	cwd := t.TempDir()
+	base := time.Now().Add(-time.Hour)
+	at := map[string]time.Time{}
+	for i := range PageSize + 10 {
+		at[fmt.Sprintf("s%04d", i)] = base.Add(-time.Duration(i) * time.Minute)
+	}
+	store := claudeSessions(t, cwd, at)
+	c := &Catalog{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}}}
+	first, next, err := c.Page(cwd, nil)
+	if err != nil || len(first) != PageSize || first[0].ID != "claude:s0000" || next == "" {
+		t.Fatalf("first page: %d entries, next %q, %v", len(first), next, err)
+	}
+	cursor, err := ParseCursor(next)
+	if err != nil || cursor.Snapshot == 0 {
+		t.Fatalf("cursor %+v, %v", cursor, err)
+	}
+	os.Remove(filepath.Join(store, "projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-"), fmt.Sprintf("s%04d.jsonl", PageSize)))
+	rest, next, err := c.Page(cwd, cursor)
+	if err != nil || len(rest) != 10 || rest[0].ID != fmt.Sprintf("claude:s%04d", PageSize) || next != "" {
+		t.Fatalf("the page after: %d entries, next %q, %v", len(rest), next, err)
+	}
+	c.Forget()
+	if rest, _, _ = c.Page(cwd, cursor); len(rest) != 9 || rest[0].ID != fmt.Sprintf("claude:s%04d", PageSize+1) {
+		t.Errorf("a page listed anew: %d entries from %v", len(rest), rest)
+	}
+	if _, err := ParseCursor("not a cursor"); err != sessionindex.ErrBadCursor {
+		t.Errorf("a bad cursor: %v", err)
+	}
+}
