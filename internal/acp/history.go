@@ -175,8 +175,7 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 	if p.SessionID == "" {
 		return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId is required")
 	}
-	ix := s.cfg.Index
-	if ix == nil {
+	if s.cfg.Index == nil {
 		return nil, rpcErrorf(CodeInvalidRequest, "this serve keeps no list of sessions")
 	}
 	s.mu.Lock()
@@ -185,50 +184,18 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 	if open {
 		return nil, rpcErrorf(CodeInvalidRequest, "session %q is open: close it first", p.SessionID)
 	}
-	var hide []string
-	removed, pkg := false, ""
-	e, ok, err := s.indexSession(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	if !ok && filepath.IsAbs(p.SessionID) {
-		e, ok, err = ix.Get(p.SessionID)
-		if err != nil {
-			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
-		}
-	}
+	d, err := s.list.Delete(p.SessionID, s.cfg.SessionsDir)
 	switch {
-	case ok:
-		pkg = e.Package
-		hide = append(hide, e.Ran...)
-		if e.CLISession != "" {
-			hide = append(hide, e.Backend+":"+e.CLISession)
-		}
-		if s.cfg.SessionsDir != "" && filepath.Dir(e.Package) == filepath.Clean(s.cfg.SessionsDir) {
-			if err := session.Remove(e.Package); errors.Is(err, session.ErrLocked) {
-				return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
-			} else if err != nil {
-				return nil, rpcErrorf(CodeInternalError, "remove %s: %v", e.Package, err)
-			}
-			removed = true
-		}
-		if err := ix.Remove(e.Package); err != nil {
-			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
-		}
-	case catalog.ParseSession(p.SessionID) != nil:
-		hide = append(hide, p.SessionID)
-	default:
+	case errors.Is(err, catalog.ErrUnknown):
 		return nil, rpcErrorf(CodeNotFound, "unknown session %q", p.SessionID)
+	case errors.Is(err, session.ErrLocked):
+		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
+	case err != nil:
+		return nil, rpcErrorf(CodeInternalError, "%v", err)
 	}
-	for _, id := range hide {
-		if err := ix.Hide(id); err != nil {
-			return nil, rpcErrorf(CodeInternalError, "sessions index: %v", err)
-		}
-	}
-	s.list.Forget()
-	meta := map[string]any{"removed": removed, "hidden": nonNil(hide)}
-	if pkg != "" {
-		meta["package"] = pkg
+	meta := map[string]any{"removed": d.Removed, "hidden": nonNil(d.Hidden)}
+	if d.Package != "" {
+		meta["package"] = d.Package
 	}
 	return map[string]any{"_meta": map[string]any{"spbridge": meta}}, nil
 }

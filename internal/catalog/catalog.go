@@ -3,14 +3,18 @@
 // are still there (internal/sessionindex) merged with the CLIs' own
 // sessions (internal/history's stores) not imported into one, the most
 // recently updated first, in pages cut from a snapshot of the listing so
-// that the pages after a first are one consistent list. A CLI's own
-// session is named "CLI:ID" (Session). What a page means in the protocol
+// that the pages after a first are one consistent list; and Delete, which
+// forgets a session (removing a package spbridge made, hiding a CLI's own
+// session). A CLI's own session is named "CLI:ID" (Session). What a page means in the protocol
 // is the caller's (internal/acp).
 package catalog
 
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +22,7 @@ import (
 
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
+	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
 
@@ -188,8 +193,66 @@ func (c *Catalog) Page(cwd string, cursor *Cursor) ([]Entry, string, error) {
 	return page, next, nil
 }
 
-// Forget drops every listing kept (a session was deleted).
-func (c *Catalog) Forget() { c.snapshots.clear() }
+// Deleted is what Delete did.
+type Deleted struct {
+	Removed bool     // the package was removed from the disk
+	Package string   // the package forgotten; "" for a CLI's own session
+	Hidden  []string // the CLI sessions hidden from the list
+}
+
+// ErrUnknown is Delete's error for a session it does not know.
+var ErrUnknown = errors.New("unknown session")
+
+// Delete forgets the session id (the index must be set): a package the
+// index keeps leaves it, and is removed when spbridge made it in
+// sessionsDir (a user's document never is; one open elsewhere is not:
+// session.ErrLocked); a CLI's own session, and those a forgotten package
+// ran on or came from, are hidden from the list instead (a CLI's files are
+// never touched). The listings kept are dropped.
+func (c *Catalog) Delete(id, sessionsDir string) (Deleted, error) {
+	ix := c.Index
+	var d Deleted
+	e, ok, err := ix.Session(id)
+	if err != nil {
+		return d, fmt.Errorf("sessions index: %w", err)
+	}
+	ok = ok && sessionindex.Present(e)
+	if !ok && filepath.IsAbs(id) {
+		if e, ok, err = ix.Get(id); err != nil {
+			return d, fmt.Errorf("sessions index: %w", err)
+		}
+	}
+	switch {
+	case ok:
+		d.Package = e.Package
+		d.Hidden = append(d.Hidden, e.Ran...)
+		if e.CLISession != "" {
+			d.Hidden = append(d.Hidden, e.Backend+":"+e.CLISession)
+		}
+		if sessionsDir != "" && filepath.Dir(e.Package) == filepath.Clean(sessionsDir) {
+			if err := session.Remove(e.Package); errors.Is(err, session.ErrLocked) {
+				return d, err
+			} else if err != nil {
+				return d, fmt.Errorf("remove %s: %w", e.Package, err)
+			}
+			d.Removed = true
+		}
+		if err := ix.Remove(e.Package); err != nil {
+			return d, fmt.Errorf("sessions index: %w", err)
+		}
+	case ParseSession(id) != nil:
+		d.Hidden = append(d.Hidden, id)
+	default:
+		return d, ErrUnknown
+	}
+	for _, h := range d.Hidden {
+		if err := ix.Hide(h); err != nil {
+			return d, fmt.Errorf("sessions index: %w", err)
+		}
+	}
+	c.snapshots.clear()
+	return d, nil
+}
 
 // cut is the page of entries after c (nil for the first), and the cursor
 // of the next page ("" on the last), which names the listing snapshot (0:
@@ -224,7 +287,7 @@ const MaxSnapshots = 4
 // first are cut from the listing the first page was (one consistent list,
 // whatever changed meanwhile) without listing every session again: a page
 // costs the same over 10,000 sessions as over 100. A first page (no
-// cursor) always lists anew; a listing's last page, and Forget, drop it.
+// cursor) always lists anew; a listing's last page, and Delete, drop it.
 type snapshots struct {
 	mu   sync.Mutex
 	last uint64

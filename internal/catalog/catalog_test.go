@@ -116,11 +116,60 @@ func TestCatalogPages(t *testing.T) {
 	if err != nil || len(rest) != 10 || rest[0].ID != fmt.Sprintf("claude:s%04d", PageSize) || next != "" {
 		t.Fatalf("the page after: %d entries, next %q, %v", len(rest), next, err)
 	}
-	c.Forget()
+	c.snapshots.clear() // as a Delete does
 	if rest, _, _ = c.Page(cwd, cursor); len(rest) != 9 || rest[0].ID != fmt.Sprintf("claude:s%04d", PageSize+1) {
 		t.Errorf("a page listed anew: %d entries from %v", len(rest), rest)
 	}
 	if _, err := ParseCursor("not a cursor"); err != sessionindex.ErrBadCursor {
 		t.Errorf("a bad cursor: %v", err)
+	}
+}
+
+// TestCatalogDelete: a package spbridge made in the sessions folder is
+// removed and forgotten, with the CLI sessions it came from and ran on
+// hidden; a user's document is only forgotten; a CLI's own session is
+// hidden; an unknown one is ErrUnknown.
+func TestCatalogDelete(t *testing.T) {
+	state := t.TempDir()
+	sessions := filepath.Join(state, "sessions")
+	ix := sessionindex.New(state)
+	made, doc := filepath.Join(sessions, "a"), filepath.Join(t.TempDir(), "Doc.silverpoint")
+	for _, p := range []string{made, doc} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Imported(made, "/w", "claude:from", "claude", "from", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Ran(made, "claude", "ran"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Touch(doc, "/w", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := &Catalog{Index: ix}
+	d, err := c.Delete("claude:from", sessions)
+	if err != nil || !d.Removed || d.Package != made || fmt.Sprint(d.Hidden) != "[claude:ran claude:from]" {
+		t.Errorf("delete of a made package: %+v, %v", d, err)
+	}
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Errorf("the made package is still there: %v", err)
+	}
+	if d, err = c.Delete(doc, sessions); err != nil || d.Removed || d.Package != doc {
+		t.Errorf("delete of a document: %+v, %v", d, err)
+	}
+	if _, err := os.Stat(doc); err != nil {
+		t.Errorf("the document was removed: %v", err)
+	}
+	if d, err = c.Delete("claude:own", sessions); err != nil || fmt.Sprint(d.Hidden) != "[claude:own]" {
+		t.Errorf("delete of a CLI's session: %+v, %v", d, err)
+	}
+	hidden, err := ix.Hidden()
+	if err != nil || !hidden["claude:own"] || !hidden["claude:from"] || !hidden["claude:ran"] {
+		t.Errorf("hidden %v, %v", hidden, err)
+	}
+	if _, err := c.Delete("/nowhere", sessions); err != ErrUnknown {
+		t.Errorf("delete of an unknown session: %v", err)
 	}
 }
