@@ -161,7 +161,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	}
 	paceGC()
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
-		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"),
+		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"), CLIs: clis.All,
 		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
 		// Without --backend the conversation goes on with the CLI it last
 		// ran on (the reopen rule), else the default.

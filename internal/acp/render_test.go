@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
@@ -147,7 +148,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 	// The session holds conv itself (imported), which the turns' ends
 	// below are applied to.
 	conv := &archive.Conversation{}
-	s, err := session.Open(session.Options{Dir: t.TempDir(), Keep: true, Import: conv, Settings: session.Settings{CLI: "claude"}})
+	s, err := session.Open(session.Options{Dir: t.TempDir(), Keep: true, Import: conv, Settings: session.Settings{CLI: "claude"}, CLIs: clis.All})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/catalog"
+	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
@@ -132,6 +133,9 @@ type Server struct {
 func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.New(io.Discard, "", 0)
+	}
+	if cfg.CLIs == nil {
+		cfg.CLIs = clis.All
 	}
 	s := &Server{cfg: cfg, sessions: make(map[string]*acpSession), prompts: make(map[string]promptRequest),
 		list: &catalog.Catalog{Index: cfg.Index, History: cfg.History, Logf: func(format string, args ...any) {

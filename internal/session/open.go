@@ -10,7 +10,6 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
-	"spbridge/internal/clis"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
 )
@@ -52,8 +51,8 @@ type Options struct {
 	// backend from them, from the row of the CLI they name (or, by the
 	// reopen rule, of the CLI the saved conversation last ran on).
 	Settings Settings
-	// CLIs are the rows the session makes its backends from (clis.All
-	// when nil).
+	// CLIs are the rows the session makes its backends from (the front
+	// end passes clis.All, or a test's own).
 	CLIs []backend.Plugin
 	// Models, when set, keeps the models each CLI's program listed, so
 	// that an open knows them before its CLI starts.
@@ -114,11 +113,7 @@ func Open(o Options) (_ *Session, err error) {
 			o.Imported()
 		}
 	}
-	rows := o.CLIs
-	if rows == nil {
-		rows = clis.All
-	}
-	row, err := choose(rows, o.Settings, pkg.Conv)
+	row, err := choose(o.CLIs, o.Settings, pkg.Conv)
 	if err != nil {
 		return nil, err
 	}
