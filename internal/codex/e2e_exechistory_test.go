@@ -5,7 +5,6 @@ package codex
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,8 +16,6 @@ import (
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 )
-
-var record = flag.Bool("record", false, "record testdata/exec_history.* and testdata/history/ from the real codex")
 
 // execHistoryReplies is the script of the exec_history recording: a turn
 // with a message and a command whose arguments have odd bytes, a patch, a

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,10 @@ import (
 	"spbridge/internal/fakeapi"
 	"spbridge/internal/itemmap"
 )
+
+// record is -record: the recording tests (here and in
+// e2e_exechistory_test.go) write their fixtures from the real codex.
+var record = flag.Bool("record", false, "record testdata/exec_history.* and testdata/history/ from the real codex")
 
 func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {
 	t.Helper()
