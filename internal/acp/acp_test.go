@@ -602,7 +602,9 @@ func TestPromptStreams(t *testing.T) {
 	if sid != pkg {
 		t.Errorf("sessionId %q, want the package path", sid)
 	}
-	if opts := res["configOptions"].([]any); len(opts) != 1 || opts[0].(map[string]any)["category"] != "model" {
+	// The model, and the CLI (the test's server has both CLIs' rows).
+	if opts := res["configOptions"].([]any); len(opts) != 2 || opts[0].(map[string]any)["category"] != "model" ||
+		opts[1].(map[string]any)["id"] != "cli" || opts[1].(map[string]any)["currentValue"] != "claude" {
 		t.Errorf("configOptions = %v", opts)
 	}
 	res, seen := c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}})

@@ -36,6 +36,7 @@ const (
 	optionModel  = "model"
 	optionMode   = "mode"
 	optionEffort = "reasoning_effort"
+	optionCLI    = "cli"
 )
 
 // effortDefault is the reasoning effort option's value for the CLI's own.
@@ -179,6 +180,17 @@ func configOptions(conv *session.Session) []any {
 		all = append(all, map[string]any{"id": optionMode, "name": "Mode", "category": "mode", "type": "select",
 			"currentValue": current, "options": modes})
 	}
+	if rows := conv.CLIs(); len(rows) > 1 {
+		var copts []any
+		for _, r := range rows {
+			// A display name reads in a sentence ("the Codex CLI").
+			name := strings.TrimPrefix(r.Display, "the ")
+			copts = append(copts, map[string]any{"value": r.Name, "name": name})
+		}
+		all = append(all, map[string]any{"id": optionCLI, "name": "CLI", "type": "select",
+			"description":  "The CLI the next turns run on; a switch tells it the conversation so far",
+			"currentValue": conv.CLI(), "options": copts})
+	}
 	return all
 }
 
@@ -202,7 +214,7 @@ func (ss *acpSession) setMode(j *job) (any, error) {
 }
 
 // setConfigOption handles session/set_config_option: the model, the
-// reasoning effort or the mode.
+// reasoning effort, the mode or the CLI.
 func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	var p struct {
 		ConfigID string `json:"configId"`
@@ -212,8 +224,9 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		return nil, err
 	}
 	value, ok := p.Value.(string)
-	if (p.ConfigID != optionModel && p.ConfigID != optionMode && p.ConfigID != optionEffort) || !ok || value == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\" and \"mode\", each a string value")
+	known := []string{optionModel, optionEffort, optionMode, optionCLI}
+	if !slices.Contains(known, p.ConfigID) || !ok || value == "" {
+		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\", \"mode\" and \"cli\", each a string value")
 	}
 	if err := ss.ready(); err != nil {
 		return nil, err
@@ -226,6 +239,8 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		err = switchMode(conv, value)
 	case optionEffort:
 		err = setEffort(conv, value)
+	case optionCLI:
+		err = switchCLI(conv, value)
 	default:
 		conv.SetModel(value)
 	}
@@ -233,6 +248,19 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"configOptions": configOptions(conv)}, nil
+}
+
+// switchCLI asks the conversation to run on the CLI named name, as ACP's
+// errors.
+func switchCLI(conv *session.Session, name string) error {
+	err := conv.SwitchCLI(name)
+	switch {
+	case errors.Is(err, session.ErrUnknownCLI):
+		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
+	case errors.Is(err, session.ErrBusy):
+		return rpcErrorf(CodeInvalidRequest, "a turn is running: the CLI can be switched between turns")
+	}
+	return err
 }
 
 // switchMode asks the conversation for mode id (it tells the client when the

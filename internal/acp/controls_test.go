@@ -470,3 +470,29 @@ func TestModels(t *testing.T) {
 		t.Errorf("model %q", got)
 	}
 }
+
+// TestSwitchCLIOption: the "cli" option lists the CLIs and switches the
+// session's between turns: a backend of the other CLI's row is made, with
+// its own mode, and the answer's options say so; an unknown CLI is
+// -32602 and changes nothing.
+func TestSwitchCLIOption(t *testing.T) {
+	c, made := startControls(t, Config{}, nil)
+	res, _ := c.request("session/new", newSessionParams(newPackage(t)))
+	sid := res["sessionId"].(string)
+	o := option(res["configOptions"].([]any), "cli")
+	if o == nil || o["currentValue"] != "claude" || len(o["options"].([]any)) != 2 {
+		t.Fatalf("cli option %v", res["configOptions"])
+	}
+	c.request("session/set_mode", map[string]any{"sessionId": sid, "modeId": "acceptEdits"})
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "cli", "value": "gemini"})); errCode(m) != CodeInvalidParams {
+		t.Errorf("an unknown CLI: %v", m)
+	}
+	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "cli", "value": "codex"})
+	opts := res["configOptions"].([]any)
+	if option(opts, "cli")["currentValue"] != "codex" || option(opts, "mode")["currentValue"] != "default" {
+		t.Errorf("after the switch: %v", opts)
+	}
+	if b := made(1); b.opts.Mode != "" {
+		t.Errorf("the new CLI's backend was made with the old mode %q", b.opts.Mode)
+	}
+}

@@ -120,7 +120,7 @@ func Open(o Options) (_ *Session, err error) {
 	s := &Session{pkg: pkg, provider: row.Provider, auditDir: o.AuditDir, auditQueue: o.AuditQueue, cwd: o.Cwd, lock: lock, keep: o.Keep,
 		saving: o.Saving, recoveryDir: o.RecoveryDir, onSaveFailed: o.SaveFailed,
 		writing: o.Writing, panicked: o.Panicked, endSaving: o.EndSaving,
-		row: row, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
+		row: row, rows: o.CLIs, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
 	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
 	resume := ""
 	if o.Settings.ResumeCLI == row.Name {

@@ -108,6 +108,7 @@ type Session struct {
 	// The CLI (settings.go): the row of the backend's CLI (under mu), what
 	// the user chose for it, and what its controls offer (under ctl.mu).
 	row        backend.Plugin
+	rows       []backend.Plugin // the CLIs the session may switch to
 	set        Settings
 	ctl        controls
 	modelCache ModelCache

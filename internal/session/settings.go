@@ -11,6 +11,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/restore"
 )
 
 // Settings are what the user chose for a session's CLI. The session makes
@@ -237,6 +238,76 @@ func (s *Session) CLI() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.row.Name
+}
+
+// CLIs are the rows of the CLIs the session can run on (SwitchCLI), in
+// the list's order.
+func (s *Session) CLIs() []backend.Plugin {
+	return slices.Clone(s.rows)
+}
+
+// ErrUnknownCLI is the error of SwitchCLI for a CLI the session does not
+// have.
+var ErrUnknownCLI = errors.New("no such CLI")
+
+// SwitchCLI makes the session run on the CLI named name from the next
+// turn on: a backend of its row, with the CLI's own model, effort and mode
+// (another CLI's would mean nothing to it). The conversation stays; the
+// next turn tells the new CLI the conversation so far, as after a reopen.
+// The front end is told the models, modes and commands changed. It fails
+// with ErrBusy while a turn runs; the CLI the session runs on already is
+// no change.
+func (s *Session) SwitchCLI(name string) error {
+	i := slices.IndexFunc(s.rows, func(r backend.Plugin) bool { return r.Name == name })
+	if i < 0 {
+		return fmt.Errorf("%w: %q", ErrUnknownCLI, name)
+	}
+	row := s.rows[i]
+	if s.CLI() == name {
+		return nil
+	}
+	if s.Running() {
+		return ErrBusy
+	}
+	s.ctl.mu.Lock()
+	model, effort, mode := s.ctl.model, s.ctl.effort, s.ctl.mode
+	s.ctl.model, s.ctl.effort, s.ctl.mode = "", "", ""
+	s.ctl.mu.Unlock()
+	be, gen, err := s.makeBackend(row, "")
+	if err != nil {
+		s.ctl.mu.Lock()
+		s.ctl.model, s.ctl.effort, s.ctl.mode = model, effort, mode
+		s.ctl.mu.Unlock()
+		return err
+	}
+	s.mu.Lock()
+	if s.turn != nil || s.running || s.closed {
+		busy := s.closed
+		s.mu.Unlock()
+		be.Close()
+		s.ctl.mu.Lock()
+		s.ctl.model, s.ctl.effort, s.ctl.mode = model, effort, mode
+		s.ctl.mu.Unlock()
+		if busy {
+			return ErrClosed
+		}
+		return ErrBusy
+	}
+	old := s.be
+	s.be, s.row, s.provider = be, row, row.Provider
+	if s.restore == nil && len(s.pkg.Conv.Items) > 0 {
+		s.restore = restore.Restored(slices.Clone(s.pkg.Conv.Items))
+	}
+	s.mu.Unlock()
+	s.takeControls(row, be, gen)
+	s.watchBackend(be)
+	if err := old.Close(); err != nil {
+		s.logf("stop the CLI switched from: %v", err)
+	}
+	s.tell(ModelsChanged)
+	s.tell(ModeChanged)
+	s.tell(CommandsChanged)
+	return nil
 }
 
 // HasControls reports whether the session's backend has modes, commands,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -211,5 +212,80 @@ func TestReopenRule(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(pkg, "agent")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed open wrote the package: %v", err)
+	}
+}
+
+// TestSwitchCLI: a switch of CLI inside one open makes a backend of the
+// other CLI's row with that CLI's own model, effort and mode, tells the
+// front end, keeps the conversation, and tells the new CLI the
+// conversation so far in its first turn, as after a reopen; the old
+// backend is closed and its word counts no more.
+func TestSwitchCLI(t *testing.T) {
+	pkg, _ := newPackage(t)
+	s, made, told := openCtl(t, pkg, Settings{CLI: "claude", Model: "opus", Mode: "plan"})
+	if _, err := s.Send(context.Background(), "first words", nil, nopHost{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SwitchCLI("gemini"); !errors.Is(err, ErrUnknownCLI) {
+		t.Errorf("a CLI the session does not have: %v", err)
+	}
+	if err := s.SwitchCLI("claude"); err != nil || len(made()) != 1 {
+		t.Errorf("a switch to the CLI it runs on: %v, %d backends", err, len(made()))
+	}
+	if err := s.SwitchCLI("codex"); err != nil {
+		t.Fatal(err)
+	}
+	bs := made()
+	if len(bs) != 2 || bs[1].Name() != "codex" || s.CLI() != "codex" {
+		t.Fatalf("after the switch: %d backends, session on %q", len(bs), s.CLI())
+	}
+	if model, mode, efforts := bs[1].state(); model != "" || mode != "default" || len(efforts) != 0 {
+		t.Errorf("the new CLI's backend: model %q, mode %q, efforts %q; want its own", model, mode, efforts)
+	}
+	if _, current := s.Models(); current != DefaultModel {
+		t.Errorf("the model after the switch: %q", current)
+	}
+	for _, w := range []What{ModelsChanged, ModeChanged, CommandsChanged} {
+		if !slices.Contains(told(), w) {
+			t.Errorf("the front end was not told %v: %v", w, told())
+		}
+	}
+	if _, err := s.Send(context.Background(), "second words", nil, nopHost{}); err != nil {
+		t.Fatal(err)
+	}
+	sent := bs[1].sent
+	if len(sent) != 1 || !strings.Contains(sent[0], "# Conversation so far") || !strings.Contains(sent[0], "first words") ||
+		!strings.Contains(sent[0], "reply claude") || !strings.HasSuffix(sent[0], "second words") {
+		t.Errorf("the new CLI's first message: %q", sent)
+	}
+	if texts := bs[1].texts; len(texts) != 1 || texts[0] != "second words" {
+		t.Errorf("the user's words: %q", texts)
+	}
+	if n := len(bs[0].sent); n != 1 {
+		t.Errorf("the old CLI got %d messages, want 1", n)
+	}
+	if got := s.ItemCount(); got != 4 {
+		t.Errorf("%d items, want the 4 of both turns", got)
+	}
+	if _, err := s.Send(context.Background(), "third words", nil, nopHost{}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := bs[1].sent; len(sent) != 2 || sent[1] != "third words" {
+		t.Errorf("the next turn on the new CLI: %q", sent)
+	}
+	// The old backend's word counts no more.
+	bs[0].opts.Events.ModeChanged("plan")
+	if _, mode := s.Modes(); mode != "default" {
+		t.Errorf("the old backend changed the mode to %q", mode)
+	}
+	if _, err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Conv.Provider != codex.Provider {
+		t.Errorf("the conversation's provider after a turn on codex: %q", p.Conv.Provider)
 	}
 }
