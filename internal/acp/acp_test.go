@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
@@ -1153,7 +1154,7 @@ func TestTerminalOutput(t *testing.T) {
 			}
 			data = append(data, o["data"].(string))
 		}
-		if want := []string{"tick 1\n", "tick 2\n", clearTerminal + "start\ntick 1\ntick 2\n"}; !slices.Equal(data, want) {
+		if want := []string{"tick 1\n", "tick 2\n", wire.ClearTerminal + "start\ntick 1\ntick 2\n"}; !slices.Equal(data, want) {
 			t.Errorf("terminal on: data %q, want %q", data, want)
 		}
 		last := ups[len(ups)-1]
@@ -1162,24 +1163,6 @@ func TestTerminalOutput(t *testing.T) {
 			last["status"] != "failed" || !reflect.DeepEqual(last["content"], term) {
 			t.Errorf("terminal on: last update %v", last)
 		}
-	}
-}
-
-func TestTerminalOutputNext(t *testing.T) {
-	var st outputState
-	if got := st.next("ab", "ab"); got != "ab" {
-		t.Errorf("next = %q, want %q", got, "ab")
-	}
-	if got := st.next("abc", ""); got != "c" {
-		t.Errorf("next = %q, want %q", got, "c")
-	}
-	big := strings.Repeat("x", maxTerminalOutput+10)
-	got := st.next(big, "")
-	if want := clearTerminal + big[:maxTerminalOutput] + "\r\n… 10 bytes more\r\n"; got != want {
-		t.Errorf("next over the cap = %d bytes, want %d", len(got), len(want))
-	}
-	if got := st.next(big+"y", "y"); got != "" {
-		t.Errorf("next after the cap = %q, want nothing", got)
 	}
 }
 

@@ -1,6 +1,10 @@
 package acp
 
-import "testing"
+import (
+	"testing"
+
+	"spbridge/internal/acp/wire"
+)
 
 // chunkText is the text of a session/update's agent_message_chunk, or "".
 func chunkText(m map[string]any) string {
@@ -8,7 +12,7 @@ func chunkText(m map[string]any) string {
 		return ""
 	}
 	u, _ := m["params"].(map[string]any)["update"].(map[string]any)
-	if u["sessionUpdate"] != agentMessageChunk {
+	if u["sessionUpdate"] != wire.AgentMessageChunk {
 		return ""
 	}
 	c, _ := u["content"].(map[string]any)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/backend"
 	"spbridge/internal/session"
 )
@@ -326,6 +327,6 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 		n := len(r.(map[string]any)["written"].([]string))
 		say = fmt.Sprintf("Saved the conversation (%d files written).", n)
 	}
-	ss.send.chunk(agentMessageChunk, say)
+	ss.send.chunk(wire.AgentMessageChunk, say)
 	return map[string]any{"stopReason": "end_turn"}, nil
 }

@@ -3,7 +3,7 @@ package acp
 import (
 	"encoding/json"
 
-	"spbridge/internal/canonjson"
+	"spbridge/internal/acp/wire"
 )
 
 // wantsNotices reports whether initialize's params say the client presents
@@ -24,17 +24,6 @@ func wantsNotices(params json.RawMessage) bool {
 	return len(n) > 0 && n[0] == '{'
 }
 
-// appendNotice encodes a session/update notice: an info notice whose
-// title is text. Notices are live: a loaded conversation's are not sent
-// again.
-func appendNotice(b []byte, sid, text string) []byte {
-	b = append(b, updatePrefix...)
-	b = canonjson.AppendString(b, sid)
-	b = append(b, `,"update":{"sessionUpdate":"notice","severity":"info","title":`...)
-	b = canonjson.AppendString(b, text)
-	return append(b, "}}}\n"...)
-}
-
 // notice sends a notice item's text as an ACP notice, to a client that
 // presents them.
 func (h *acpHost) notice(text string) {
@@ -42,5 +31,5 @@ func (h *acpHost) notice(text string) {
 		return
 	}
 	sid := h.ss.id
-	h.send(func(b []byte) []byte { return appendNotice(b, sid, text) })
+	h.send(func(b []byte) []byte { return wire.AppendNotice(b, sid, text) })
 }

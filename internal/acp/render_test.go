@@ -8,12 +8,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
@@ -160,7 +160,7 @@ func render(t *testing.T, m mapper, lines [][]byte, allowed map[string]bool, pro
 			h.Change(c)
 		}
 		for _, a := range r.Approvals {
-			tc := permissionToolCall(a.ToolItemID, a, ss.set.cwd)
+			tc := wire.PermissionToolCall(a.ToolItemID, a, ss.set.cwd)
 			delete(tc, "rawInput")
 			srv.w.Send(map[string]any{"permission": tc})
 			m.Answered(a.RequestID, allowed[a.RequestID])
@@ -290,22 +290,4 @@ func appServerLines(t *testing.T, path string) ([][]byte, map[string]bool) {
 		}
 	}
 	return lines, allowed
-}
-
-func TestTodoEntries(t *testing.T) {
-	tests := []struct {
-		text    string
-		entries []itemmap.PlanEntry
-		todo    bool
-	}{
-		{"[x] a\n[ ] b\n", []itemmap.PlanEntry{{Content: "a", Status: "completed"}, {Content: "b", Status: "pending"}}, true},
-		{"# Plan\n[x] a", []itemmap.PlanEntry{{Content: "# Plan", Status: "pending"}, {Content: "a", Status: "completed"}}, false},
-		{"", []itemmap.PlanEntry{}, false},
-	}
-	for _, tt := range tests {
-		entries, todo := todoEntries(tt.text)
-		if !reflect.DeepEqual(entries, tt.entries) || todo != tt.todo {
-			t.Errorf("todoEntries(%q) = %v, %v, want %v, %v", tt.text, entries, todo, tt.entries, tt.todo)
-		}
-	}
 }

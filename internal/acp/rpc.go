@@ -8,8 +8,9 @@
 // what the CLI does
 // between turns (the session.Between the session tells once it brought it
 // in), configuration options (the session's settings as ACP's modes,
-// configOptions and available_commands: acp keeps no copy of them) and
-// encoding. Each ACP session is one internal/session.Session, which owns
+// configOptions and available_commands: acp keeps no copy of them);
+// what an item looks like over ACP, and its encoding, is
+// internal/acp/wire's. Each ACP session is one internal/session.Session, which owns
 // the open document package, its CLI and the settings it runs with, its
 // turns and what happens between them; what ACP
 // has no words for travels as `_spbridge/…` extension methods and

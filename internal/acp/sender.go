@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
@@ -33,22 +34,22 @@ func newSender(s *Server, id string) sender {
 // item sends the _spbridge/item of a whole item, with its approval card
 // when card is not nil.
 func (u sender) item(op string, item map[string]any, card any) {
-	u.w.Write(func(b []byte) []byte { return appendItem(b, u.id, op, item, card) })
+	u.w.Write(func(b []byte) []byte { return wire.AppendItem(b, u.id, op, item, card) })
 }
 
 // chunk sends a session/update with a text chunk of kind.
 func (u sender) chunk(kind, text string) {
-	u.w.Write(func(b []byte) []byte { return appendChunk(b, u.id, kind, text) })
+	u.w.Write(func(b []byte) []byte { return wire.AppendChunk(b, u.id, kind, text) })
 }
 
 // tool sends a tool_call or tool_call_update.
-func (u sender) tool(t toolUpdate) {
-	u.w.Write(func(b []byte) []byte { return appendTool(b, u.id, t) })
+func (u sender) tool(t wire.Tool) {
+	u.w.Write(func(b []byte) []byte { return wire.AppendTool(b, u.id, t) })
 }
 
 // plan sends a plan with these entries.
 func (u sender) plan(entries []itemmap.PlanEntry) {
-	u.w.Write(func(b []byte) []byte { return appendPlan(b, u.id, entries) })
+	u.w.Write(func(b []byte) []byte { return wire.AppendPlan(b, u.id, entries) })
 }
 
 // usage sends a usage_update after a turn that reported its usage: the
@@ -117,26 +118,26 @@ func (u sender) replay(r session.Replay, cwd string) {
 		case archive.TypeUser:
 			text := it.String("text")
 			if text != "" || !it.Bool("hasImage") {
-				u.chunk(userMessageChunk, text)
+				u.chunk(wire.UserMessageChunk, text)
 			}
 			if it.Bool("hasImage") {
 				u.replayImages(sent[i], text != "")
 			}
 		case archive.TypeAssistant:
-			u.chunk(agentMessageChunk, it.String("text"))
+			u.chunk(wire.AgentMessageChunk, it.String("text"))
 		case archive.TypeThinking:
-			u.chunk(agentThoughtChunk, it.String("text"))
+			u.chunk(wire.AgentThoughtChunk, it.String("text"))
 		case archive.TypeDirections:
-			if entries, todo := todoEntries(it.String("text")); todo {
+			if entries, todo := wire.TodoEntries(it.String("text")); todo {
 				// A todo list (Codex's) as it last stood.
 				u.plan(entries)
 				break
 			}
-			u.tool(toolUpdateOf("tool_call", it, nil, cwd))
+			u.tool(wire.ToolOf("tool_call", it, nil, cwd))
 		case archive.TypeTool, archive.TypeWebSearch:
-			u.tool(toolUpdateOf("tool_call", it, nil, cwd))
+			u.tool(wire.ToolOf("tool_call", it, nil, cwd))
 		case archive.TypeFailure, archive.TypeQuestions:
-			u.chunk(agentMessageChunk, plainText(it))
+			u.chunk(wire.AgentMessageChunk, wire.PlainText(it))
 		}
 	}
 }
@@ -154,7 +155,7 @@ func (u sender) replayImages(msg archive.Message, afterText bool) {
 			if data == nil {
 				continue
 			}
-			u.update(map[string]any{"sessionUpdate": userMessageChunk, "content": map[string]any{
+			u.update(map[string]any{"sessionUpdate": wire.UserMessageChunk, "content": map[string]any{
 				"type": "image", "mimeType": b.String("mimeType"), "data": base64.StdEncoding.EncodeToString(data)}})
 			afterText = true
 		case archive.BlockImageOmitted:
@@ -162,7 +163,7 @@ func (u sender) replayImages(msg archive.Message, afterText bool) {
 			if afterText {
 				text = "\n\n" + text
 			}
-			u.chunk(userMessageChunk, text)
+			u.chunk(wire.UserMessageChunk, text)
 			afterText = true
 		}
 	}

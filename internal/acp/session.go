@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/catalog"
@@ -513,7 +514,7 @@ func (ss *acpSession) offerRecovery(res map[string]any, r *session.Recovery) {
 	ss.srv.cfg.Log.Printf("session %s: %s", ss.id, text)
 	if ss.srv.notices.Load() {
 		sid := ss.id
-		ss.srv.w.Write(func(b []byte) []byte { return appendNotice(b, sid, text) })
+		ss.srv.w.Write(func(b []byte) []byte { return wire.AppendNotice(b, sid, text) })
 	}
 }
 

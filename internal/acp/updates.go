@@ -3,14 +3,11 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
-	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/session"
 )
@@ -31,7 +28,7 @@ type acpHost struct {
 
 	mu       sync.Mutex
 	sent     map[string]int          // item id → bytes of its text sent as chunks
-	out      map[string]*outputState // tool item id → its command output as shown
+	out      map[string]*wire.Output // tool item id → its command output as shown
 	edited   bool                    // _spbridge/edited went out for this turn
 	failure  string                  // the text of the turn's last failure item
 	panicked string                  // a panic in a callback, "" when none
@@ -107,9 +104,9 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 	switch it.Type() {
 	case archive.TypeAssistant, archive.TypeThinking:
-		kind := agentMessageChunk
+		kind := wire.AgentMessageChunk
 		if it.Type() == archive.TypeThinking {
-			kind = agentThoughtChunk
+			kind = wire.AgentThoughtChunk
 		}
 		if chunk := h.newText(it, c.Delta); chunk != "" {
 			h.chunk(kind, chunk)
@@ -118,10 +115,10 @@ func (h *acpHost) Change(c itemmap.Change) {
 		switch {
 		case c.Tool != nil:
 			// The plan the agent proposes before it leaves planning.
-			h.sendTool(toolUpdateOf("tool_call", it, c.Tool, ss.set.cwd))
+			h.sendTool(wire.ToolOf("tool_call", it, c.Tool, ss.set.cwd))
 		case c.Plan == nil:
 			// A todo list without its plan: one entry a line.
-			h.plan(planEntries(it))
+			h.plan(wire.PlanEntries(it))
 		}
 	case archive.TypeTool, archive.TypeWebSearch:
 		if c.Op == itemmap.OpAdd {
@@ -131,7 +128,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 		}
 	case archive.TypeFailure, archive.TypeQuestions:
 		if c.Op == itemmap.OpAdd {
-			h.chunk(agentMessageChunk, plainText(it))
+			h.chunk(wire.AgentMessageChunk, wire.PlainText(it))
 		}
 	case archive.TypeNotice:
 		if c.Op == itemmap.OpAdd {
@@ -143,62 +140,16 @@ func (h *acpHost) Change(c itemmap.Change) {
 	}
 }
 
-// maxTerminalOutput caps the output of one command sent to a client's
-// terminal.
-const maxTerminalOutput = 1 << 20
-
-// clearTerminal erases a terminal's screen and scrollback and puts the
-// cursor home: the output shown is written again from its start.
-const clearTerminal = "\x1b[2J\x1b[3J\x1b[H"
-
-// outputState is a command's output as a turn showed it.
-type outputState struct {
-	shown  string // what the client's terminal has, the output's first bytes
-	capped bool   // the output shown reached its cap: the rest is not sent
-	opened bool   // the client was told of the terminal (_meta.terminal_info)
-}
-
-// next returns what to write to the client's terminal so that it shows
-// full (capped), the command's output now; delta is what full grew by
-// since the last call ("" when not known). A full that does not begin
-// with what was shown (a CLI that streamed only part of its output)
-// clears the terminal and is written whole.
-func (st *outputState) next(full, delta string) string {
-	if st.capped {
-		return ""
-	}
-	from := len(full) - len(delta)
-	prefix := ""
-	if delta == "" || len(st.shown) != from {
-		if strings.HasPrefix(full, st.shown) {
-			from = len(st.shown)
-		} else {
-			from, prefix = 0, clearTerminal
-		}
-	}
-	data := full[from:]
-	if room := maxTerminalOutput - from; len(data) > room {
-		cut := room
-		for cut > 0 && !utf8.RuneStart(data[cut]) {
-			cut--
-		}
-		st.capped, st.shown = true, full[:from+cut]
-		return prefix + data[:cut] + "\r\n… " + strconv.Itoa(len(data)-cut) + " bytes more\r\n"
-	}
-	st.shown = full
-	return prefix + data
-}
-
 // outputOf is the output state of tool item id.
-func (h *acpHost) outputOf(id string) *outputState {
+func (h *acpHost) outputOf(id string) *wire.Output {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.out == nil {
-		h.out = make(map[string]*outputState)
+		h.out = make(map[string]*wire.Output)
 	}
 	st := h.out[id]
 	if st == nil {
-		st = &outputState{}
+		st = &wire.Output{}
 		h.out[id] = st
 	}
 	return st
@@ -206,70 +157,38 @@ func (h *acpHost) outputOf(id string) *outputState {
 
 // output shows a running command's output grown by delta: to a client
 // with terminals, the new bytes alone; to others, the output so far as
-// the call's text content, until it passes the cap (the call's end shows
-// it whole, capped): so traffic stays bounded.
+// the call's text content, until it passes the cap (wire.Output.Grown).
 func (h *acpHost) output(it archive.Item, v *itemmap.ToolView, delta string) {
 	ss := h.ss
-	st := h.outputOf(it.ID())
-	if v.Terminal && ss.srv.terminal.Load() {
-		if data := st.next(v.Output, delta); data != "" {
-			h.terminalOutput(it.ID(), data)
-		}
-		return
+	data, u := h.outputOf(it.ID()).Grown(it, v, delta, ss.set.cwd, ss.srv.terminal.Load())
+	if data != "" {
+		h.terminalOutput(it.ID(), data)
 	}
-	if st.capped {
-		return
+	if u != nil {
+		h.sendTool(*u)
 	}
-	st.capped = len(v.Output) > maxOutput
-	h.sendTool(toolUpdateOf("tool_call_update", it, v, ss.set.cwd))
 }
 
 // tool sends a tool_call or tool_call_update for a tool or webSearch item
-// with its view. A command's call, to a client with terminals, opens one
-// (terminal content and, the first time, _meta.terminal_info: on the
-// tool_call, or on the update that first says the call runs a command)
-// and, when it ends, writes
-// what of its output the terminal lacks, then closes it
-// (_meta.terminal_exit).
+// with its view. A command's call, to a client with terminals, opens one,
+// and when it ends, writes what of its output the terminal lacks, then
+// closes it (wire.Output.Terminal).
 func (h *acpHost) tool(update string, it archive.Item, v *itemmap.ToolView) {
 	ss := h.ss
-	u := toolUpdateOf(update, it, v, ss.set.cwd)
 	if v == nil || !v.Terminal || !ss.srv.terminal.Load() {
-		h.sendTool(u)
+		h.sendTool(wire.ToolOf(update, it, v, ss.set.cwd))
 		return
 	}
-	u.terminal = true
-	u.hasContent = false
-	st := h.outputOf(it.ID())
-	status := it.String("status")
-	if status == archive.StatusRunning || !st.opened {
-		u.termInfo, u.termCwd = !st.opened, ss.set.cwd
-		st.opened = true
-		h.sendTool(u)
-		if status == archive.StatusRunning {
-			return
-		}
-		u = toolUpdateOf("tool_call_update", it, v, ss.set.cwd)
-		u.terminal, u.hasContent = true, false
+	open, data, end := h.outputOf(it.ID()).Terminal(update, it, v, ss.set.cwd)
+	if open != nil {
+		h.sendTool(*open)
 	}
-	if data := st.next(v.Output, ""); data != "" {
+	if data != "" {
 		h.terminalOutput(it.ID(), data)
 	}
-	if d := it.String("detail"); v.Output == "" && d != "" {
-		// Why it ended without output (denied, failed to start).
-		u.content, u.hasContent = d, true
+	if end != nil {
+		h.sendTool(*end)
 	}
-	u.termExit, u.exitCode = true, v.ExitCode
-	if u.exitCode == nil {
-		switch status {
-		case archive.StatusSucceeded:
-			u.exitCode = new(int)
-		case archive.StatusFailed:
-			one := 1
-			u.exitCode = &one
-		}
-	}
-	h.sendTool(u)
 }
 
 // itemChange sends one change as _spbridge/item. Text that grew by
@@ -282,11 +201,11 @@ func (h *acpHost) itemChange(c itemmap.Change) {
 	sid := h.ss.id
 	if c.Op == itemmap.OpUpdate && c.Delta != "" {
 		id, delta := c.Item.ID(), c.Delta
-		h.send(func(b []byte) []byte { return appendItemText(b, sid, id, delta) })
+		h.send(func(b []byte) []byte { return wire.AppendItemText(b, sid, id, delta) })
 		return
 	}
 	op, item := c.Op.String(), c.Item.Map()
-	h.send(func(b []byte) []byte { return appendItem(b, sid, op, item, nil) })
+	h.send(func(b []byte) []byte { return wire.AppendItem(b, sid, op, item, nil) })
 }
 
 // send writes one of the turn's messages: at once until the backend first
@@ -312,25 +231,25 @@ func (h *acpHost) Idle() {
 // chunk sends a text chunk of kind.
 func (h *acpHost) chunk(kind, text string) {
 	sid := h.ss.id
-	h.send(func(b []byte) []byte { return appendChunk(b, sid, kind, text) })
+	h.send(func(b []byte) []byte { return wire.AppendChunk(b, sid, kind, text) })
 }
 
 // sendTool sends a tool_call or tool_call_update.
-func (h *acpHost) sendTool(u toolUpdate) {
+func (h *acpHost) sendTool(u wire.Tool) {
 	sid := h.ss.id
-	h.send(func(b []byte) []byte { return appendTool(b, sid, u) })
+	h.send(func(b []byte) []byte { return wire.AppendTool(b, sid, u) })
 }
 
 // plan sends a plan with these entries.
 func (h *acpHost) plan(entries []itemmap.PlanEntry) {
 	sid := h.ss.id
-	h.send(func(b []byte) []byte { return appendPlan(b, sid, entries) })
+	h.send(func(b []byte) []byte { return wire.AppendPlan(b, sid, entries) })
 }
 
 // terminalOutput writes data to the client's terminal of tool call id.
 func (h *acpHost) terminalOutput(id, data string) {
 	sid := h.ss.id
-	h.send(func(b []byte) []byte { return appendTerminalOutput(b, sid, id, data) })
+	h.send(func(b []byte) []byte { return wire.AppendTerminalOutput(b, sid, id, data) })
 }
 
 // newText returns the part of a streaming item's text not sent yet; delta
@@ -404,7 +323,7 @@ func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answ
 	}
 	params := map[string]any{
 		"sessionId": ss.id,
-		"toolCall":  permissionToolCall(id, a, ss.set.cwd),
+		"toolCall":  wire.PermissionToolCall(id, a, ss.set.cwd),
 		"options":   options,
 	}
 	m, err := ss.srv.w.Call(ctx, "session/request_permission", params)
@@ -464,54 +383,6 @@ func selected(m *message) (string, bool) {
 	return r.Outcome.OptionID, true
 }
 
-// permissionToolCall is the toolCall of a session/request_permission for
-// approval a, shown as tool call id: its title and kind, and for an edit
-// the change it asks to make (diffs, locations), to review before it is
-// written.
-func permissionToolCall(id string, a itemmap.Approval, cwd string) map[string]any {
-	var input any
-	json.Unmarshal(a.Input, &input)
-	title := a.ToolName
-	if s := summaryOf(a.Input); s != "" {
-		title += ": " + s
-	}
-	toolCall := map[string]any{"toolCallId": id, "title": title, "kind": toolKind(a.ToolName),
-		"status": "pending", "rawInput": input}
-	if v := a.Tool; v != nil {
-		if v.Title != "" {
-			toolCall["title"] = v.Title
-		}
-		if v.Kind != "" {
-			toolCall["kind"] = v.Kind
-		}
-		// The change the call asks to make, to review before it is
-		// written.
-		locs, diffs := viewFiles(v, cwd)
-		var content, locations []any
-		for _, d := range diffs {
-			var old any
-			if d.OldText != nil {
-				old = *d.OldText
-			}
-			content = append(content, map[string]any{"type": "diff", "path": d.Path, "oldText": old, "newText": d.NewText})
-		}
-		for _, l := range locs {
-			loc := map[string]any{"path": l.Path}
-			if l.Line > 0 {
-				loc["line"] = l.Line
-			}
-			locations = append(locations, loc)
-		}
-		if content != nil {
-			toolCall["content"] = content
-		}
-		if locations != nil {
-			toolCall["locations"] = locations
-		}
-	}
-	return toolCall
-}
-
 // card records how a toolApproval was answered in the conversation's
 // approvalCards, tells the client (the item again, with its card) and marks
 // the conversation edited.
@@ -530,103 +401,4 @@ func (h *acpHost) card(itemID, state string) {
 	if keep {
 		ss.send.edited()
 	}
-}
-
-// summaryOf is a short account of a tool's input for a permission title.
-func summaryOf(input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return ""
-	}
-	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description"} {
-		if s, ok := m[k].(string); ok && s != "" {
-			if i := strings.IndexByte(s, '\n'); i >= 0 {
-				s = s[:i] + "…"
-			}
-			return s
-		}
-	}
-	return ""
-}
-
-// toolKind is the ACP kind of a tool, by name, as the CLIs' vocabularies
-// say it (a conversation may hold the tools of more than one CLI).
-func toolKind(name string) string { return clis.ToolKind(name) }
-
-// toolStatus is the nearest ACP status; the exact one (denied, cancelled)
-// travels in _spbridge/item.
-func toolStatus(status string) string {
-	switch status {
-	case archive.StatusRunning:
-		return "in_progress"
-	case archive.StatusSucceeded:
-		return "completed"
-	case archive.StatusFailed, archive.StatusDenied, archive.StatusCancelled:
-		return "failed"
-	}
-	return "pending"
-}
-
-func toolTitle(it archive.Item) string {
-	if it.Type() == archive.TypeWebSearch {
-		return "Web search: " + it.String("query")
-	}
-	title := it.String("name")
-	if s := it.String("summary"); s != "" {
-		title += ": " + s
-	}
-	return title
-}
-
-// planEntries are a directions item's lines, one plan entry each: a todo
-// list's "[x] step" completed, "[ ] step" (and any other line) pending.
-func planEntries(it archive.Item) []itemmap.PlanEntry {
-	entries, _ := todoEntries(it.String("text"))
-	return entries
-}
-
-// todoEntries reads text as plan entries, one a line, and reports whether
-// every line is a todo list's ("[x] step" or "[ ] step", as Codex's
-// todo lists are kept).
-func todoEntries(text string) ([]itemmap.PlanEntry, bool) {
-	entries := []itemmap.PlanEntry{}
-	todo := true
-	for line := range strings.SplitSeq(text, "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		e := itemmap.PlanEntry{Content: line, Status: itemmap.PlanPending}
-		if rest, ok := strings.CutPrefix(line, "[x] "); ok {
-			e.Content, e.Status = rest, itemmap.PlanCompleted
-		} else if rest, ok := strings.CutPrefix(line, "[ ] "); ok {
-			e.Content = rest
-		} else {
-			todo = false
-		}
-		entries = append(entries, e)
-	}
-	return entries, todo && len(entries) > 0
-}
-
-// plainText is what an ACP client without spbridge's extensions is shown
-// for a failure or questions.
-func plainText(it archive.Item) string {
-	switch it.Type() {
-	case archive.TypeFailure:
-		return "Error: " + it.String("text")
-	case archive.TypeQuestions:
-		var qs []string
-		list, _ := it.Get("questions").([]any)
-		for _, q := range list {
-			m, _ := q.(map[string]any)
-			if s, _ := m["question"].(string); s != "" {
-				if a, _ := m["answer"].(string); a != "" {
-					s += " " + a
-				}
-				qs = append(qs, s)
-			}
-		}
-		return strings.Join(qs, "\n")
-	}
-	return it.String("text")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 )
 
@@ -246,7 +247,7 @@ func (w *worker) endFailed() {
 		if ss.srv.items.Load() {
 			ss.send.item("add", f.Map(), nil)
 		}
-		ss.send.chunk(agentMessageChunk, plainText(f))
+		ss.send.chunk(wire.AgentMessageChunk, wire.PlainText(f))
 	}
 	if err := ss.close(); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)

@@ -1,4 +1,4 @@
-package acp
+package wire
 
 import (
 	"bytes"
@@ -46,13 +46,13 @@ func FuzzEncode(f *testing.F) {
 		text2 := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 		buf := []byte("left from the last message")
 
-		for _, kind := range []string{agentMessageChunk, agentThoughtChunk, userMessageChunk} {
-			check(kind, appendChunk(buf[:0], sid, kind, text), update(map[string]any{"sessionUpdate": kind, "content": text2(text)}))
+		for _, kind := range []string{AgentMessageChunk, AgentThoughtChunk, UserMessageChunk} {
+			check(kind, AppendChunk(buf[:0], sid, kind, text), update(map[string]any{"sessionUpdate": kind, "content": text2(text)}))
 		}
 
 		it := archive.ItemFromMap(map[string]any{"id": id, "type": archive.TypeTool, "name": name, "summary": path,
 			"status": archive.StatusSucceeded, "detail": detail})
-		u := toolUpdateOf("tool_call_update", it, nil, "")
+		u := ToolOf("tool_call_update", it, nil, "")
 		want := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
 			"kind": toolKind(name), "status": "completed"}
 		if detail != "" {
@@ -61,14 +61,14 @@ func FuzzEncode(f *testing.F) {
 		if len(u.locations) > 0 {
 			want["locations"] = []any{map[string]any{"path": path}}
 		}
-		check("tool", appendTool(buf[:0], sid, u), update(want))
+		check("tool", AppendTool(buf[:0], sid, u), update(want))
 
 		// With a view: diffs (one new file), locations with a line, output
 		// fenced, a parent.
 		view := &itemmap.ToolView{Kind: name, Title: text, ParentID: plan, Output: detail,
 			Locations: []itemmap.Location{{Path: path, Line: len(text)}},
 			Diffs:     []itemmap.Diff{{Path: path, OldText: &plan, NewText: text}, {Path: path, NewText: detail}}}
-		u = toolUpdateOf("tool_call_update", it, view, "")
+		u = ToolOf("tool_call_update", it, view, "")
 		want = map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
 			"kind": toolKind(name), "status": "completed"}
 		if text != "" {
@@ -97,25 +97,25 @@ func FuzzEncode(f *testing.F) {
 		if plan != "" {
 			want["_meta"] = map[string]any{"spbridge": map[string]any{"parentToolCallId": plan}}
 		}
-		check("tool view", appendTool(buf[:0], sid, u), update(want))
+		check("tool view", AppendTool(buf[:0], sid, u), update(want))
 
 		entries := []itemmap.PlanEntry{{Content: plan, Status: text, Priority: name}, {Content: detail, Status: itemmap.PlanInProgress, Priority: "high"}}
 		list := []any{
 			map[string]any{"content": plan, "priority": planPriority(name), "status": planStatus(text)},
 			map[string]any{"content": detail, "priority": "high", "status": "in_progress"},
 		}
-		check("plan", appendPlan(buf[:0], sid, entries), update(map[string]any{"sessionUpdate": "plan", "entries": list}))
+		check("plan", AppendPlan(buf[:0], sid, entries), update(map[string]any{"sessionUpdate": "plan", "entries": list}))
 
-		check("append", appendItemText(buf[:0], sid, id, text),
+		check("append", AppendItemText(buf[:0], sid, id, text),
 			note("_spbridge/item", map[string]any{"sessionId": sid, "op": "append", "id": id, "field": "text", "text": text}))
 		item := map[string]any{"id": id, "type": "assistant", "text": text, name: []any{detail, true, nil, json.Number("1.5e3"), map[string]any{path: plan}}}
 		card := map[string]any{"state": detail}
-		check("item", appendItem(buf[:0], sid, "update", item, card),
+		check("item", AppendItem(buf[:0], sid, "update", item, card),
 			note("_spbridge/item", map[string]any{"sessionId": sid, "op": "update", "item": item, "card": card}))
 	})
 }
 
-// fenced is the text content appendTool writes for a command's output,
+// fenced is the text content AppendTool writes for a command's output,
 // made whole: the reference the encoder is checked against.
 func fenced(out string, n int) string {
 	body, fence, more := fence(out, n)

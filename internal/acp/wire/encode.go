@@ -1,4 +1,11 @@
-package acp
+// Package wire is what spbridge's conversation items look like over ACP:
+// the session/update payloads a turn, a replayed conversation and a
+// permission request carry (text chunks, tool calls, plans, notices, a
+// command's output in the client's terminal) and the _spbridge/item
+// lines, made from archive items and their itemmap views and encoded as
+// whole JSON-RPC lines. It is pure translation: it holds no session and
+// sends nothing (internal/acp does).
+package wire
 
 import (
 	"encoding/base64"
@@ -28,14 +35,14 @@ const (
 
 // Session update kinds with a text content block.
 const (
-	agentMessageChunk = "agent_message_chunk"
-	agentThoughtChunk = "agent_thought_chunk"
-	userMessageChunk  = "user_message_chunk"
+	AgentMessageChunk = "agent_message_chunk"
+	AgentThoughtChunk = "agent_thought_chunk"
+	UserMessageChunk  = "user_message_chunk"
 )
 
-// appendChunk appends a session/update whose update is a text chunk of
+// AppendChunk appends a session/update whose update is a text chunk of
 // kind (one of the chunk kinds above).
-func appendChunk(b []byte, sid, kind, text string) []byte {
+func AppendChunk(b []byte, sid, kind, text string) []byte {
 	b = append(b, updatePrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"update":{"sessionUpdate":"`...)
@@ -45,8 +52,8 @@ func appendChunk(b []byte, sid, kind, text string) []byte {
 	return append(b, "}}}}\n"...)
 }
 
-// toolUpdate is a tool_call or tool_call_update as ACP shows a tool item.
-type toolUpdate struct {
+// Tool is a tool_call or tool_call_update as ACP shows a tool item.
+type Tool struct {
 	update  string // tool_call or tool_call_update
 	id      string
 	title   string
@@ -77,15 +84,15 @@ type toolUpdate struct {
 	exitCode *int
 }
 
-// toolUpdateOf is what ACP shows of a tool, webSearch or directions item,
+// ToolOf is what ACP shows of a tool, webSearch or directions item,
 // with its view when the turn gave one (nil for a restored item); cwd is
 // the session's working folder, for paths the CLI gave relative.
-func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) toolUpdate {
+func ToolOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) Tool {
 	if it.Type() == archive.TypeDirections {
 		// The plan the agent proposes before it leaves planning: its
 		// markdown whole, under the call that asks to go on (the
 		// permission request names this id).
-		return toolUpdate{update: update, id: it.ID(), title: "Ready to code?", kind: itemmap.KindSwitchMode,
+		return Tool{update: update, id: it.ID(), title: "Ready to code?", kind: itemmap.KindSwitchMode,
 			status: "completed", content: it.String("text"), hasContent: true}
 	}
 	name := it.String("name")
@@ -94,7 +101,7 @@ func toolUpdateOf(update string, it archive.Item, view *itemmap.ToolView, cwd st
 		kind = itemmap.KindFetch
 	}
 	status := it.String("status")
-	u := toolUpdate{update: update, id: it.ID(), title: toolTitle(it), kind: kind, status: toolStatus(status)}
+	u := Tool{update: update, id: it.ID(), title: toolTitle(it), kind: kind, status: toolStatus(status)}
 	done := status != archive.StatusRunning
 	if d := it.String("detail"); d != "" && done {
 		u.content, u.hasContent = d, true
@@ -192,8 +199,8 @@ func moreText(more int) string {
 	return "\n… " + strconv.Itoa(more) + " bytes more"
 }
 
-// appendTool appends a session/update carrying u.
-func appendTool(b []byte, sid string, u toolUpdate) []byte {
+// AppendTool appends a session/update carrying u.
+func AppendTool(b []byte, sid string, u Tool) []byte {
 	b = append(b, updatePrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"update":{"sessionUpdate":"`...)
@@ -311,11 +318,11 @@ func appendTool(b []byte, sid string, u toolUpdate) []byte {
 	return append(b, "}}}\n"...)
 }
 
-// appendTerminalOutput appends the tool_call_update that writes data, what
+// AppendTerminalOutput appends the tool_call_update that writes data, what
 // a command printed, to the client's terminal of tool call id
 // (_meta.terminal_output), and nothing else: each update carries only the
 // new bytes.
-func appendTerminalOutput(b []byte, sid, id, data string) []byte {
+func AppendTerminalOutput(b []byte, sid, id, data string) []byte {
 	b = append(b, updatePrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"update":{"sessionUpdate":"tool_call_update","toolCallId":`...)
@@ -327,8 +334,8 @@ func appendTerminalOutput(b []byte, sid, id, data string) []byte {
 	return append(b, "}}}}}\n"...)
 }
 
-// appendPlan appends a session/update with a plan of these entries.
-func appendPlan(b []byte, sid string, entries []itemmap.PlanEntry) []byte {
+// AppendPlan appends a session/update with a plan of these entries.
+func AppendPlan(b []byte, sid string, entries []itemmap.PlanEntry) []byte {
 	b = append(b, updatePrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"update":{"sessionUpdate":"plan","entries":[`...)
@@ -365,8 +372,8 @@ func planStatus(s string) string {
 	return itemmap.PlanPending
 }
 
-// appendItemText appends the _spbridge/item of a text that grew by delta.
-func appendItemText(b []byte, sid, id, delta string) []byte {
+// AppendItemText appends the _spbridge/item of a text that grew by delta.
+func AppendItemText(b []byte, sid, id, delta string) []byte {
 	b = append(b, itemPrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"op":"append","id":`...)
@@ -376,10 +383,10 @@ func appendItemText(b []byte, sid, id, delta string) []byte {
 	return append(b, "}}\n"...)
 }
 
-// appendItem appends the _spbridge/item that carries a whole item (its
+// AppendItem appends the _spbridge/item that carries a whole item (its
 // fields as the archive keeps them) with op, and the approval card when
 // card is not nil.
-func appendItem(b []byte, sid, op string, item map[string]any, card any) []byte {
+func AppendItem(b []byte, sid, op string, item map[string]any, card any) []byte {
 	b = append(b, itemPrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"op":`...)
@@ -405,4 +412,15 @@ func appendValue(b []byte, v any) []byte {
 		}
 	}
 	return append(b, data...)
+}
+
+// AppendNotice appends a session/update notice: an info notice whose
+// title is text. Notices are live: a loaded conversation's are not sent
+// again.
+func AppendNotice(b []byte, sid, text string) []byte {
+	b = append(b, updatePrefix...)
+	b = canonjson.AppendString(b, sid)
+	b = append(b, `,"update":{"sessionUpdate":"notice","severity":"info","title":`...)
+	b = canonjson.AppendString(b, text)
+	return append(b, "}}}\n"...)
 }

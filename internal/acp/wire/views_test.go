@@ -1,9 +1,11 @@
-package acp
+package wire
 
 import (
+	"reflect"
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
 )
 
 // TestToolKindEveryName: the ACP kind of every tool name the CLIs' tool
@@ -38,14 +40,32 @@ func TestRestoredToolFile(t *testing.T) {
 	} {
 		it := archive.ItemFromMap(map[string]any{"id": "t1", "type": archive.TypeTool, "name": name, "summary": "src/a.go",
 			"status": archive.StatusSucceeded})
-		u := toolUpdateOf("tool_call", it, nil, "/w")
+		u := ToolOf("tool_call", it, nil, "/w")
 		got := len(u.locations) == 1 && u.locations[0].Path == absPath("src/a.go", "/w")
 		if got != want || !want && len(u.locations) != 0 {
 			t.Errorf("%s: locations %+v, want the file %v", name, u.locations, want)
 		}
 	}
 	ws := archive.ItemFromMap(map[string]any{"id": "w1", "type": archive.TypeWebSearch, "query": "go", "status": archive.StatusSucceeded})
-	if u := toolUpdateOf("tool_call", ws, nil, "/w"); u.kind != "fetch" {
+	if u := ToolOf("tool_call", ws, nil, "/w"); u.kind != "fetch" {
 		t.Errorf("a restored web search is of kind %q", u.kind)
+	}
+}
+
+func TestTodoEntries(t *testing.T) {
+	tests := []struct {
+		text    string
+		entries []itemmap.PlanEntry
+		todo    bool
+	}{
+		{"[x] a\n[ ] b\n", []itemmap.PlanEntry{{Content: "a", Status: "completed"}, {Content: "b", Status: "pending"}}, true},
+		{"# Plan\n[x] a", []itemmap.PlanEntry{{Content: "# Plan", Status: "pending"}, {Content: "a", Status: "completed"}}, false},
+		{"", []itemmap.PlanEntry{}, false},
+	}
+	for _, tt := range tests {
+		entries, todo := TodoEntries(tt.text)
+		if !reflect.DeepEqual(entries, tt.entries) || todo != tt.todo {
+			t.Errorf("TodoEntries(%q) = %v, %v, want %v, %v", tt.text, entries, todo, tt.entries, tt.todo)
+		}
 	}
 }
