@@ -22,6 +22,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/pkglock"
 )
 
@@ -562,7 +563,7 @@ func TestInitializeAndErrors(t *testing.T) {
 	}
 	c.raw("{not json")
 	m, _ := c.until(func(m map[string]any) bool { return m["error"] != nil })
-	if errCode(m) != CodeParseError || m["id"] != nil {
+	if errCode(m) != jsonrpc.CodeParseError || m["id"] != nil {
 		t.Errorf("parse error = %v", m)
 	}
 	tests := []struct {
@@ -570,13 +571,13 @@ func TestInitializeAndErrors(t *testing.T) {
 		params any
 		code   float64
 	}{
-		{"no/such/method", map[string]any{}, CodeMethodNotFound},
-		{"initialize", map[string]any{}, CodeInvalidParams},
-		{"session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, CodeInvalidParams},
-		{"session/new", map[string]any{"cwd": "/", "mcpServers": []any{}, "_meta": map[string]any{"spbridge": map[string]any{"package": "/nonexistent/x", "backend": "claude"}}}, CodeInvalidParams},
-		{"session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"spbridge": map[string]any{"package": "/tmp", "backend": "gemini"}}}, CodeInvalidParams},
+		{"no/such/method", map[string]any{}, jsonrpc.CodeMethodNotFound},
+		{"initialize", map[string]any{}, jsonrpc.CodeInvalidParams},
+		{"session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, jsonrpc.CodeInvalidParams},
+		{"session/new", map[string]any{"cwd": "/", "mcpServers": []any{}, "_meta": map[string]any{"spbridge": map[string]any{"package": "/nonexistent/x", "backend": "claude"}}}, jsonrpc.CodeInvalidParams},
+		{"session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"spbridge": map[string]any{"package": "/tmp", "backend": "gemini"}}}, jsonrpc.CodeInvalidParams},
 		{"session/prompt", map[string]any{"sessionId": "nope", "prompt": []any{textBlock("hi")}}, CodeNotFound},
-		{"session/prompt", "not an object", CodeInvalidParams},
+		{"session/prompt", "not an object", jsonrpc.CodeInvalidParams},
 		{"_spbridge/save", map[string]any{"sessionId": "nope"}, CodeNotFound},
 	}
 	for _, tt := range tests {
@@ -586,7 +587,7 @@ func TestInitializeAndErrors(t *testing.T) {
 		}
 	}
 	c.raw(`{"jsonrpc":"1.0","id":99,"method":"initialize"}`)
-	if m, _ := c.response(99); errCode(m) != CodeInvalidRequest {
+	if m, _ := c.response(99); errCode(m) != jsonrpc.CodeInvalidRequest {
 		t.Errorf("jsonrpc 1.0: %v", m)
 	}
 	// Still serving.
@@ -944,7 +945,7 @@ func TestLoadReplaysAndRestores(t *testing.T) {
 	}
 	// Opening the same package twice is refused.
 	m, _ := c2.response(c2.call("session/new", newSessionParams(pkg)))
-	if errCode(m) != CodeInvalidRequest {
+	if errCode(m) != jsonrpc.CodeInvalidRequest {
 		t.Errorf("second open: %v", m)
 	}
 }
@@ -1025,7 +1026,7 @@ func TestNewConversationKeepAndModel(t *testing.T) {
 	if opt := res["configOptions"].([]any)[0].(map[string]any); opt["currentValue"] != "opus" {
 		t.Errorf("model option %v", opt)
 	}
-	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "mode", "value": "x"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "mode", "value": "x"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("unknown option: %v", m)
 	}
 	// New Conversation removes agent/ and a new CLI takes the next prompt.
@@ -1050,10 +1051,10 @@ func TestNewConversationKeepAndModel(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(pkg, "agent")); !os.IsNotExist(err) {
 		t.Errorf("agent/ with keep off: %v", err)
 	}
-	if m, _ := c.response(c.call("_spbridge/setKeepConversation", map[string]any{"sessionId": sid})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("_spbridge/setKeepConversation", map[string]any{"sessionId": sid})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("keep missing: %v", m)
 	}
-	if m, _ := c.response(c.call("_spbridge/rate", map[string]any{"sessionId": sid, "itemId": "x", "rating": "meh"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("_spbridge/rate", map[string]any{"sessionId": sid, "itemId": "x", "rating": "meh"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("bad rating: %v", m)
 	}
 }
@@ -1074,7 +1075,7 @@ func TestAuthenticate(t *testing.T) {
 		!strings.Contains(m["error"].(map[string]any)["message"].(string), "spbridge login --backend codex") {
 		t.Errorf("codex not logged in: %v", m)
 	}
-	if m, _ := c.response(c.call("authenticate", map[string]any{"methodId": "other"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("authenticate", map[string]any{"methodId": "other"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("unknown method: %v", m)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"spbridge/internal/backend"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/sessionindex"
 )
 
@@ -60,8 +61,8 @@ func TestAdditionalDirectories(t *testing.T) {
 	} {
 		m, _ := c.response(c.call("session/new", withDirs(newSessionParams(pkg), tc.dirs...)))
 		msg, _ := m["error"].(map[string]any)["message"].(string)
-		if errCode(m) != CodeInvalidParams || !strings.Contains(msg, tc.says) {
-			t.Errorf("session/new with additionalDirectories %q = %v, want %d naming %q", tc.dirs, m, CodeInvalidParams, tc.says)
+		if errCode(m) != jsonrpc.CodeInvalidParams || !strings.Contains(msg, tc.says) {
+			t.Errorf("session/new with additionalDirectories %q = %v, want %d naming %q", tc.dirs, m, jsonrpc.CodeInvalidParams, tc.says)
 		}
 	}
 	if n := len(made()); n != 0 {

@@ -6,6 +6,7 @@ import (
 
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
+	"spbridge/internal/jsonrpc"
 )
 
 // This file holds the log-in: the methods offered, authenticate, and the
@@ -72,8 +73,8 @@ func notLoggedIn(backendName, failure string) bool {
 }
 
 // authRequired is the answer to a prompt whose CLI is not logged in.
-func authRequired(backendName, failure string) *RPCError {
-	return &RPCError{Code: CodeAuthRequired, Message: "authentication required: " + failure,
+func authRequired(backendName, failure string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: CodeAuthRequired, Message: "authentication required: " + failure,
 		Data: map[string]any{"authMethods": authMethodIDs(), "backend": backendName}}
 }
 
@@ -83,23 +84,23 @@ func (s *Server) authenticate(ctx context.Context, params json.RawMessage) (any,
 	var p struct {
 		MethodID string `json:"methodId"`
 	}
-	if err := decode(params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	cli, ok := authBackend(p.MethodID)
 	backend := cli.Name
 	if !ok {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: unknown methodId %q", p.MethodID)
 	}
 	if s.cfg.AuthStatus == nil {
 		return struct{}{}, nil
 	}
 	in, err := s.cfg.AuthStatus(ctx, backend)
 	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "%s auth status: %v", backend, err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%s auth status: %v", backend, err)
 	}
 	if !in {
-		return nil, rpcErrorf(CodeAuthRequired, "authentication required: %s is not logged in; run spbridge login --backend %s", backend, backend)
+		return nil, jsonrpc.Errorf(CodeAuthRequired, "authentication required: %s is not logged in; run spbridge login --backend %s", backend, backend)
 	}
 	return struct{}{}, nil
 }

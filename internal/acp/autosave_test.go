@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 )
 
@@ -63,7 +64,7 @@ func TestWhoSaves(t *testing.T) {
 		if r, err := session.ReadRecovery(recovery, pkg); r == nil || err != nil || r.Items == 0 {
 			t.Fatalf("no recovery copy: %+v %v", r, err)
 		}
-		if m, _ := c.response(c.call("_spbridge/recover", map[string]any{"sessionId": pkg})); errCode(m) != CodeInvalidRequest {
+		if m, _ := c.response(c.call("_spbridge/recover", map[string]any{"sessionId": pkg})); errCode(m) != jsonrpc.CodeInvalidRequest {
 			t.Fatalf("recover with none offered: %v", m)
 		}
 		c.request("_spbridge/save", map[string]any{"sessionId": pkg})

@@ -11,6 +11,7 @@ import (
 
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/backend"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 )
 
@@ -200,7 +201,7 @@ func (ss *acpSession) setMode(j *job) (any, error) {
 	var p struct {
 		ModeID string `json:"modeId"`
 	}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if err := ss.ready(); err != nil {
@@ -221,13 +222,13 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		ConfigID string `json:"configId"`
 		Value    any    `json:"value"`
 	}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	value, ok := p.Value.(string)
 	known := []string{optionModel, optionEffort, optionMode, optionCLI}
 	if !slices.Contains(known, p.ConfigID) || !ok || value == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\", \"mode\" and \"cli\", each a string value")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\", \"mode\" and \"cli\", each a string value")
 	}
 	if err := ss.ready(); err != nil {
 		return nil, err
@@ -257,9 +258,9 @@ func switchCLI(conv *session.Session, name string) error {
 	err := conv.SwitchCLI(name)
 	switch {
 	case errors.Is(err, session.ErrUnknownCLI):
-		return rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 	case errors.Is(err, session.ErrBusy):
-		return rpcErrorf(CodeInvalidRequest, "a turn is running: the CLI can be switched between turns")
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "a turn is running: the CLI can be switched between turns")
 	}
 	return err
 }
@@ -269,11 +270,11 @@ func switchCLI(conv *session.Session, name string) error {
 func switchMode(conv *session.Session, id string) error {
 	switch err := conv.SetMode(context.Background(), id); {
 	case errors.Is(err, session.ErrNoModes):
-		return rpcErrorf(CodeInvalidParams, "invalid params: this session has no modes")
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: this session has no modes")
 	case errors.Is(err, backend.ErrUnknownMode):
-		return rpcErrorf(CodeInvalidParams, "invalid params: unknown mode %q", id)
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: unknown mode %q", id)
 	case err != nil:
-		return rpcErrorf(CodeInternalError, "set mode %s: %v", id, err)
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "set mode %s: %v", id, err)
 	}
 	return nil
 }
@@ -287,10 +288,10 @@ func setEffort(conv *session.Session, value string) error {
 	_, model := conv.Models()
 	switch err := conv.SetEffort(value); {
 	case errors.Is(err, session.ErrNoEffort):
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q has no reasoning effort", model)
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the model %q has no reasoning effort", model)
 	case errors.Is(err, session.ErrUnknownEffort):
 		levels, _ := conv.Efforts()
-		return rpcErrorf(CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", model, strings.Join(levels, ", "))
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the model %q takes the reasoning efforts %s", model, strings.Join(levels, ", "))
 	}
 	return nil
 }
@@ -315,12 +316,12 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 	var say string
 	switch name {
 	case commandNew:
-		if _, err := ss.newConversation(&job{m: &message{Params: json.RawMessage("{}")}}); err != nil {
+		if _, err := ss.newConversation(&job{m: &jsonrpc.Message{Params: json.RawMessage("{}")}}); err != nil {
 			return nil, err
 		}
 		say = "Started a new conversation."
 	case commandSave:
-		r, err := ss.save(&job{m: &message{Params: json.RawMessage("{}")}})
+		r, err := ss.save(&job{m: &jsonrpc.Message{Params: json.RawMessage("{}")}})
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/sessionindex"
 )
@@ -197,7 +198,7 @@ func TestModes(t *testing.T) {
 	if u := updates(seen, "config_option_update"); len(u) != 1 || option(u[0]["configOptions"].([]any), "mode")["currentValue"] != "acceptEdits" {
 		t.Errorf("config_option_update %v", u)
 	}
-	if m, _ := c.response(c.call("session/set_mode", map[string]any{"sessionId": sid, "modeId": "yolo"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/set_mode", map[string]any{"sessionId": sid, "modeId": "yolo"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("unknown mode: %v", m)
 	}
 	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "mode", "value": "default"})
@@ -263,7 +264,7 @@ func TestMCPServers(t *testing.T) {
 	}
 	p = newSessionParams(newPackage(t))
 	p["mcpServers"] = []any{map[string]any{"name": "broken", "args": []any{}, "env": []any{}}}
-	if m, _ := c.response(c.call("session/new", p)); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/new", p)); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("a stdio server without command: %v", m)
 	}
 }
@@ -308,7 +309,7 @@ func TestListResumeClose(t *testing.T) {
 	if list := res["sessions"].([]any); len(list) != 1 || list[0].(map[string]any)["sessionId"] != b {
 		t.Errorf("session/list by cwd %v", list)
 	}
-	if m, _ := c.response(c.call("session/list", map[string]any{"cursor": "bogus"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/list", map[string]any{"cursor": "bogus"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("bad cursor: %v", m)
 	}
 
@@ -453,14 +454,14 @@ func TestModels(t *testing.T) {
 	if o := option(res["configOptions"].([]any), "reasoning_effort"); o["currentValue"] != "max" {
 		t.Errorf("reasoning_effort after set %v", o)
 	}
-	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "extreme"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "extreme"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("unknown effort: %v", m)
 	}
 	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "model", "value": "haiku"})
 	if o := option(res["configOptions"].([]any), "reasoning_effort"); o != nil {
 		t.Errorf("reasoning_effort for haiku %v", o)
 	}
-	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "low"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "reasoning_effort", "value": "low"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("effort on a model without: %v", m)
 	}
 	if got := be(0).setEfforts(); !slices.Equal(got, []string{"max", ""}) {
@@ -484,7 +485,7 @@ func TestSwitchCLIOption(t *testing.T) {
 		t.Fatalf("cli option %v", res["configOptions"])
 	}
 	c.request("session/set_mode", map[string]any{"sessionId": sid, "modeId": "acceptEdits"})
-	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "cli", "value": "gemini"})); errCode(m) != CodeInvalidParams {
+	if m, _ := c.response(c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": "cli", "value": "gemini"})); errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Errorf("an unknown CLI: %v", m)
 	}
 	res, _ = c.request("session/set_config_option", map[string]any{"sessionId": sid, "configId": "cli", "value": "codex"})

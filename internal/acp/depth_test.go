@@ -51,7 +51,7 @@ func TestTooDeepRequestKeepsItsID(t *testing.T) {
 		c.raw(tt.line)
 		m, _ := c.until(func(m map[string]any) bool { return m["error"] != nil })
 		e, _ := m["error"].(map[string]any)
-		if m["id"] != tt.id || errCode(m) != CodeInvalidRequest || !strings.Contains(e["message"].(string), "nested deeper than 10000 levels") {
+		if m["id"] != tt.id || errCode(m) != jsonrpc.CodeInvalidRequest || !strings.Contains(e["message"].(string), "nested deeper than 10000 levels") {
 			t.Errorf("%.60s…: %v, want -32600 with id %v", tt.line, m, tt.id)
 		}
 	}

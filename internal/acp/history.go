@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/catalog"
 	"spbridge/internal/history"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
@@ -24,7 +25,7 @@ func (s *Server) importCLI(op *openParams) error {
 	if ix != nil {
 		e, ok, err := ix.Session(op.sid)
 		if err != nil {
-			return rpcErrorf(CodeInternalError, "sessions index: %v", err)
+			return jsonrpc.Errorf(jsonrpc.CodeInternalError, "sessions index: %v", err)
 		}
 		if ok && sessionindex.Present(e) && (op.id == "" || op.id == e.Package) {
 			op.id = e.Package
@@ -35,20 +36,20 @@ func (s *Server) importCLI(op *openParams) error {
 	opts.Backend = op.cli.CLI
 	entry, err := history.Find(opts, op.cli.ID)
 	if err != nil {
-		return rpcErrorf(CodeNotFound, "session %q: %v", op.sid, err)
+		return jsonrpc.Errorf(CodeNotFound, "session %q: %v", op.sid, err)
 	}
 	conv, report, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
 	if err != nil {
-		return rpcErrorf(CodeInternalError, "import session %q: %v", op.sid, err)
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "import session %q: %v", op.sid, err)
 	}
 	if op.id == "" {
 		if s.cfg.SessionsDir == "" {
-			return rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.package is required to import %s", op.sid)
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta.spbridge.package is required to import %s", op.sid)
 		}
 		op.id = filepath.Join(s.cfg.SessionsDir, archive.NewID())
 	}
 	if err := os.MkdirAll(op.id, 0o700); err != nil {
-		return rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "make a package for the session: %v", err)
 	}
 	// The open saves it into the package. The CLI holds the session now:
 	// the first turn continues it, with the whole history and the prompt
@@ -85,13 +86,13 @@ func (s *Server) fork(op *openParams) error {
 	}
 	conv, err := from(op.atItem)
 	if errors.Is(err, archive.ErrNoItem) {
-		return rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.atItem: no item %q in the conversation", op.atItem)
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta.spbridge.atItem: no item %q in the conversation", op.atItem)
 	}
 	if err != nil {
-		return rpcErrorf(CodeInternalError, "fork: %v", err)
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "fork: %v", err)
 	}
 	if err := os.MkdirAll(op.id, 0o700); err != nil {
-		return rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "make a package for the session: %v", err)
 	}
 	op.imported = &conv // the open saves it into the package
 	return nil
@@ -114,11 +115,11 @@ func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conver
 			opts.Backend = c.CLI
 			entry, err := history.Find(opts, c.ID)
 			if err != nil {
-				return nil, rpcErrorf(CodeNotFound, "session %q: %v", src, err)
+				return nil, jsonrpc.Errorf(CodeNotFound, "session %q: %v", src, err)
 			}
 			conv, _, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
 			if err != nil {
-				return nil, rpcErrorf(CodeInternalError, "import session %q: %v", src, err)
+				return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "import session %q: %v", src, err)
 			}
 			return given(conv), nil
 		}
@@ -136,14 +137,14 @@ func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conver
 		}
 	}
 	if !filepath.IsAbs(src) {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId %q names no session to fork", src)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: sessionId %q names no session to fork", src)
 	}
 	pkg, err := archive.Open(src, archive.KindDocument, true)
 	if err != nil {
-		return nil, rpcErrorf(CodeNotFound, "session %q: %v", src, err)
+		return nil, jsonrpc.Errorf(CodeNotFound, "session %q: %v", src, err)
 	}
 	if pkg.Unreadable != "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: the conversation of %s cannot be read: %s", src, pkg.Unreadable)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the conversation of %s cannot be read: %s", src, pkg.Unreadable)
 	}
 	return given(pkg.Conv), nil
 }
@@ -155,7 +156,7 @@ func (s *Server) indexSession(sid string) (sessionindex.Entry, bool, error) {
 	}
 	e, ok, err := s.cfg.Index.Session(sid)
 	if err != nil {
-		return e, false, rpcErrorf(CodeInternalError, "sessions index: %v", err)
+		return e, false, jsonrpc.Errorf(jsonrpc.CodeInternalError, "sessions index: %v", err)
 	}
 	return e, ok && sessionindex.Present(e), nil
 }
@@ -169,29 +170,29 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := decode(params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	if p.SessionID == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId is required")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: sessionId is required")
 	}
 	if s.cfg.Index == nil {
-		return nil, rpcErrorf(CodeInvalidRequest, "this serve keeps no list of sessions")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "this serve keeps no list of sessions")
 	}
 	s.mu.Lock()
 	_, open := s.sessions[p.SessionID]
 	s.mu.Unlock()
 	if open {
-		return nil, rpcErrorf(CodeInvalidRequest, "session %q is open: close it first", p.SessionID)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "session %q is open: close it first", p.SessionID)
 	}
 	d, err := s.list.Delete(p.SessionID, s.cfg.SessionsDir)
 	switch {
 	case errors.Is(err, catalog.ErrUnknown):
-		return nil, rpcErrorf(CodeNotFound, "unknown session %q", p.SessionID)
+		return nil, jsonrpc.Errorf(CodeNotFound, "unknown session %q", p.SessionID)
 	case errors.Is(err, session.ErrLocked):
-		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	case err != nil:
-		return nil, rpcErrorf(CodeInternalError, "%v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}
 	meta := map[string]any{"removed": d.Removed, "hidden": nonNil(d.Hidden)}
 	if d.Package != "" {
@@ -209,20 +210,20 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 		Cursor string `json:"cursor"`
 	}
 	if len(params) > 0 && string(params) != "null" {
-		if err := decode(params, &p); err != nil {
+		if err := jsonrpc.DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 	}
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
 	cursor, err := catalog.ParseCursor(p.Cursor)
 	if err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cursor: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cursor: %v", err)
 	}
 	page, next, err := s.list.Page(p.Cwd, cursor)
 	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "list sessions: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "list sessions: %v", err)
 	}
 	sessions := []any{}
 	for _, e := range page {

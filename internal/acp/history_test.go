@@ -13,6 +13,7 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/sessionindex"
 )
 
@@ -222,7 +223,7 @@ func TestForkAndDelete(t *testing.T) {
 		t.Fatalf("the fork of a CLI session %q: %v", cliFork, err)
 	}
 
-	if m, _ := c.response(c.call("session/delete", map[string]any{"sessionId": fork})); errCode(m) != CodeInvalidRequest {
+	if m, _ := c.response(c.call("session/delete", map[string]any{"sessionId": fork})); errCode(m) != jsonrpc.CodeInvalidRequest {
 		t.Errorf("delete of an open session: %v", m)
 	}
 	c.request("session/close", map[string]any{"sessionId": fork})

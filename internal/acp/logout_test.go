@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"spbridge/internal/jsonrpc"
 )
 
 // TestLogout: with a Logout, initialize advertises auth.logout and logout
@@ -24,7 +26,7 @@ func TestLogout(t *testing.T) {
 		t.Errorf("logout: %v after %d calls", m, calls)
 	}
 	fail = errors.New("codex logout: exit status 1: cannot remove auth.json")
-	if m, _ := c.response(c.call("logout", map[string]any{})); errCode(m) != CodeInternalError {
+	if m, _ := c.response(c.call("logout", map[string]any{})); errCode(m) != jsonrpc.CodeInternalError {
 		t.Errorf("a failed logout: %v", m)
 	}
 
@@ -35,7 +37,7 @@ func TestLogout(t *testing.T) {
 	if caps := init["result"].(map[string]any)["agentCapabilities"].(map[string]any); caps["auth"] != nil {
 		t.Errorf("auth.logout advertised without a Logout: %v", caps)
 	}
-	if m, _ := plain.response(plain.call("logout", map[string]any{})); errCode(m) != CodeMethodNotFound {
+	if m, _ := plain.response(plain.call("logout", map[string]any{})); errCode(m) != jsonrpc.CodeMethodNotFound {
 		t.Errorf("logout without a Logout: %v", m)
 	}
 }

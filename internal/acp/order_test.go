@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/pkglock"
 )
 
@@ -310,7 +311,7 @@ func TestPanicInATurn(t *testing.T) {
 	slow := c.call("session/prompt", promptParams(b, "slow"))
 	<-c.backend(1).began
 	m, _ := c.response(c.call("session/prompt", promptParams(a, "panic now")))
-	if errCode(m) != CodeInternalError {
+	if errCode(m) != jsonrpc.CodeInternalError {
 		t.Errorf("the panicking turn: %v", m)
 	}
 	if !strings.Contains(logs.String(), "the fake backend panics") || !strings.Contains(logs.String(), "goroutine") {
@@ -374,7 +375,7 @@ func TestPanicsElsewhere(t *testing.T) {
 		}
 	})
 	opening, handler, interrupt, closing := newPackage(t), newPackage(t), newPackage(t), newPackage(t)
-	if m, _ := c.response(c.call("session/new", newSessionParams(opening))); errCode(m) != CodeInternalError {
+	if m, _ := c.response(c.call("session/new", newSessionParams(opening))); errCode(m) != jsonrpc.CodeInternalError {
 		t.Errorf("a panic while opening: %v", m)
 	}
 	if l, err := pkglock.Acquire(opening); err != nil {
@@ -387,7 +388,7 @@ func TestPanicsElsewhere(t *testing.T) {
 	c.request("session/prompt", promptParams(handler, "hi"))
 	ids := c.lines(req("session/set_config_option", map[string]any{"sessionId": handler, "configId": "model", "value": "panic"}),
 		req("_spbridge/save", map[string]any{"sessionId": handler}))
-	if m, _ := c.response(ids[0]); errCode(m) != CodeInternalError {
+	if m, _ := c.response(ids[0]); errCode(m) != jsonrpc.CodeInternalError {
 		t.Errorf("a panic in a handler: %v", m)
 	}
 	if m, _ := c.response(ids[1]); errCode(m) != CodeNotFound {
@@ -441,7 +442,7 @@ func TestBatchAndStrayResponses(t *testing.T) {
 	c.raw(`[]`)
 	for range 2 {
 		m, _ := c.until(func(m map[string]any) bool { return m["error"] != nil })
-		if errCode(m) != CodeInvalidRequest || m["id"] != nil {
+		if errCode(m) != jsonrpc.CodeInvalidRequest || m["id"] != nil {
 			t.Errorf("batch: %v", m)
 		}
 	}

@@ -17,29 +17,8 @@
 // notifications.
 package acp
 
-import "spbridge/internal/jsonrpc"
-
-// The JSON-RPC vocabulary acp answers in (internal/jsonrpc carries it),
-// and ACP's own error codes.
-type (
-	// RPCError is a JSON-RPC error object.
-	RPCError = jsonrpc.Error
-	message  = jsonrpc.Message
-)
-
-// JSON-RPC and ACP error codes.
+// ACP's own error codes (JSON-RPC's are internal/jsonrpc's).
 const (
-	CodeParseError     = jsonrpc.CodeParseError
-	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
-	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
-	CodeInvalidParams  = jsonrpc.CodeInvalidParams
-	CodeInternalError  = jsonrpc.CodeInternalError
-	CodeBusy           = -32001 // New Conversation while a prompt runs
-	CodeNotFound       = -32002 // ACP: resource not found (an unknown session)
-)
-
-var (
-	rpcErrorf = jsonrpc.Errorf
-	// decode reads params into v; missing or wrong params are invalid.
-	decode = jsonrpc.DecodeParams
+	CodeBusy     = -32001 // New Conversation while a prompt runs
+	CodeNotFound = -32002 // ACP: resource not found (an unknown session)
 )

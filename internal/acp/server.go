@@ -162,7 +162,7 @@ func NewServer(out io.Writer, cfg Config) *Server {
 // It returns the first error of that shutdown; nothing is written after
 // it returns.
 func (s *Server) Serve(ctx context.Context, in io.Reader) error {
-	readErr := s.w.Read(ctx, in, func(m *message) { s.dispatch(ctx, m) })
+	readErr := s.w.Read(ctx, in, func(m *jsonrpc.Message) { s.dispatch(ctx, m) })
 	err := s.shutdown()
 	s.w.Close()
 	select {
@@ -182,7 +182,7 @@ func (s *Server) recovered(where string, r any) string {
 }
 
 // reply answers a request (a notification gets nothing).
-func (s *Server) reply(m *message, result any, err error) {
+func (s *Server) reply(m *jsonrpc.Message, result any, err error) {
 	if m.IsRequest() && m.Method == "session/prompt" {
 		s.pmu.Lock()
 		delete(s.prompts, string(m.ID))
@@ -206,7 +206,7 @@ var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 }
 
 // dispatch routes a request or notification.
-func (s *Server) dispatch(ctx context.Context, m *message) {
+func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 	switch m.Method {
 	case "initialize":
 		// Read here, in arrival order, so that what the client writes after
@@ -220,10 +220,10 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 	case "logout":
 		s.goReply(m, func() (any, error) {
 			if s.cfg.Logout == nil {
-				return nil, rpcErrorf(CodeMethodNotFound, "method not found: logout")
+				return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: logout")
 			}
 			if err := s.cfg.Logout(ctx); err != nil {
-				return nil, rpcErrorf(CodeInternalError, "logout: %v", err)
+				return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "logout: %v", err)
 			}
 			return struct{}{}, nil
 		})
@@ -247,13 +247,13 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 		handle, ok := sessionMethods[m.Method]
 		if !ok {
 			// An unknown notification is ignored, as JSON-RPC asks.
-			s.reply(m, nil, rpcErrorf(CodeMethodNotFound, "method not found: %s", m.Method))
+			s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s", m.Method))
 			return
 		}
 		var p struct {
 			SessionID string `json:"sessionId"`
 		}
-		if err := decode(m.Params, &p); err != nil {
+		if err := jsonrpc.DecodeParams(m.Params, &p); err != nil {
 			s.reply(m, nil, err)
 			return
 		}
@@ -272,19 +272,19 @@ func (s *Server) dispatch(ctx context.Context, m *message) {
 			}
 		}
 		if !ss.work.enqueue(j) {
-			s.reply(m, nil, rpcErrorf(CodeNotFound, "session %q has ended", p.SessionID))
+			s.reply(m, nil, jsonrpc.Errorf(CodeNotFound, "session %q has ended", p.SessionID))
 		}
 	}
 }
 
 // goReply runs a request that belongs to no session on its own goroutine.
-func (s *Server) goReply(m *message, f func() (any, error)) {
+func (s *Server) goReply(m *jsonrpc.Message, f func() (any, error)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
 			if r := recover(); r != nil {
-				s.reply(m, nil, rpcErrorf(CodeInternalError, "internal error: %s", s.recovered(m.Method, r)))
+				s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error: %s", s.recovered(m.Method, r)))
 			}
 		}()
 		result, err := f()
@@ -294,11 +294,11 @@ func (s *Server) goReply(m *message, f func() (any, error)) {
 
 // cancel handles session/cancel at once, ahead of the session's queue: it
 // cancels the prompts that arrived before it, started or not.
-func (s *Server) cancel(m *message) {
+func (s *Server) cancel(m *jsonrpc.Message) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := decode(m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(m.Params, &p); err != nil {
 		s.reply(m, nil, err)
 		return
 	}
@@ -323,11 +323,11 @@ type promptRequest struct {
 // (the CLI stays) and it answers cancelled. The session's other prompts go
 // on. A request that is answered already, or that takes no time, is left
 // as it is.
-func (s *Server) cancelRequest(m *message) {
+func (s *Server) cancelRequest(m *jsonrpc.Message) {
 	var p struct {
 		RequestID json.RawMessage `json:"requestId"`
 	}
-	if decode(m.Params, &p) != nil {
+	if jsonrpc.DecodeParams(m.Params, &p) != nil {
 		return
 	}
 	s.pmu.Lock()
@@ -372,11 +372,11 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	var p struct {
 		ProtocolVersion *int `json:"protocolVersion"`
 	}
-	if err := decode(params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	if p.ProtocolVersion == nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: protocolVersion is required")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: protocolVersion is required")
 	}
 	caps := map[string]any{
 		"loadSession":         true,
@@ -404,7 +404,7 @@ func (s *Server) session(id string) (*acpSession, error) {
 	defer s.mu.Unlock()
 	ss, ok := s.sessions[id]
 	if !ok {
-		return nil, &RPCError{Code: CodeNotFound, Message: fmt.Sprintf("unknown session %q", id)}
+		return nil, &jsonrpc.Error{Code: CodeNotFound, Message: fmt.Sprintf("unknown session %q", id)}
 	}
 	return ss, nil
 }

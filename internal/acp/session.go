@@ -18,6 +18,7 @@ import (
 	"spbridge/internal/catalog"
 	"spbridge/internal/clis"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 	"spbridge/internal/trust"
@@ -155,7 +156,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 			Spbridge *spbridgeMeta `json:"spbridge"`
 		} `json:"_meta"`
 	}
-	if err := decode(params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	m := p.Meta.Spbridge
@@ -165,7 +166,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	op := &openParams{how: how, load: load}
 	if how == openFork {
 		if p.SessionID == "" {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId (the session to fork) is required")
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: sessionId (the session to fork) is required")
 		}
 		op.forkFrom, op.atItem = p.SessionID, m.AtItem
 	}
@@ -174,7 +175,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	}
 	if m.Package == "" && load && op.cli == nil {
 		if p.SessionID == "" {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: sessionId is required")
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: sessionId is required")
 		}
 		m.Package = p.SessionID
 	}
@@ -190,7 +191,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		op.fresh = true
 	}
 	if m.Package == "" && op.cli == nil {
-		return nil, rpcErrorf(CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, `invalid params: _meta.spbridge.package is required`)
 	}
 	if m.Backend == "" && op.cli != nil {
 		m.Backend = op.cli.CLI
@@ -202,16 +203,16 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		m.Backend, op.defaulted = s.cfg.DefaultBackend, true
 	}
 	if m.Backend == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: _meta.spbridge.backend is required (%s)", clis.Choices())
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta.spbridge.backend is required (%s)", clis.Choices())
 	}
 	if _, ok := clis.Lookup(m.Backend); !ok {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: unknown backend %q", m.Backend)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: unknown backend %q", m.Backend)
 	}
 	op.kind = archive.KindDocument
 	if m.Kind != "" {
 		k, err := archive.ParseKind(m.Kind)
 		if err != nil {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 		}
 		op.kind = k
 	}
@@ -220,10 +221,10 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	if m.Package != "" {
 		var err error
 		if pkgPath, err = filepath.Abs(m.Package); err != nil {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: package: %v", err)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: package: %v", err)
 		}
 		if s.allowPackage != nil && !s.allowPackage(pkgPath) {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: package %s is not allowed here", pkgPath)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: package %s is not allowed here", pkgPath)
 		}
 	}
 	op.cwd = p.Cwd
@@ -231,10 +232,10 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		op.cwd = filepath.Dir(pkgPath)
 	}
 	if op.cwd == "" {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd is required")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cwd is required")
 	}
 	if !filepath.IsAbs(op.cwd) {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: cwd must be an absolute path")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
 	if op.addDirs, err = parseAddDirs(p.AdditionalDirectories); err != nil {
 		return nil, err
@@ -253,7 +254,7 @@ func parseAddDirs(dirs []string) ([]string, error) {
 	var out []string
 	for i, d := range dirs {
 		if d == "" || !filepath.IsAbs(d) {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: additionalDirectories[%d] %q must be an absolute path", i, d)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: additionalDirectories[%d] %q must be an absolute path", i, d)
 		}
 		if d = filepath.Clean(d); !slices.Contains(out, d) {
 			out = append(out, d)
@@ -270,7 +271,7 @@ func checkAddDirs(dirs []string) error {
 			err = errors.New("not a folder")
 		}
 		if err != nil {
-			return rpcErrorf(CodeInvalidParams, "invalid params: additional directory %s: %v", d, err)
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: additional directory %s: %v", d, err)
 		}
 	}
 	return nil
@@ -292,18 +293,18 @@ func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
 		Headers []struct{ Name, Value string } `json:"headers"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers: %v", err)
 	}
 	var out []backend.MCPServer
 	for i, s := range list {
 		if s.Name == "" {
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: name is required", i)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: name is required", i)
 		}
 		m := backend.MCPServer{Name: s.Name}
 		switch s.Type {
 		case "", backend.MCPStdio:
 			if s.Command == "" {
-				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: command is required", i)
+				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: command is required", i)
 			}
 			m.Transport, m.Command, m.Args = backend.MCPStdio, s.Command, s.Args
 			for _, e := range s.Env {
@@ -311,14 +312,14 @@ func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
 			}
 		case backend.MCPHTTP, backend.MCPSSE:
 			if s.URL == "" {
-				return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: url is required", i)
+				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: url is required", i)
 			}
 			m.Transport, m.URL = s.Type, s.URL
 			for _, h := range s.Headers {
 				m.Headers = append(m.Headers, backend.NameValue{Name: h.Name, Value: h.Value})
 			}
 		default:
-			return nil, rpcErrorf(CodeInvalidParams, "invalid params: mcpServers[%d]: unknown type %q", i, s.Type)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: unknown type %q", i, s.Type)
 		}
 		out = append(out, m)
 	}
@@ -328,7 +329,7 @@ func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
 // open handles session/new and session/load: the session is known by its
 // id at once, so what a client pipelines after it waits in its queue, and
 // its worker opens the package first.
-func (s *Server) open(m *message, how openHow) {
+func (s *Server) open(m *jsonrpc.Message, how openHow) {
 	op, err := s.parseOpen(m.Params, how)
 	if err != nil {
 		s.reply(m, nil, err)
@@ -337,12 +338,12 @@ func (s *Server) open(m *message, how openHow) {
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
-		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "spbridge is shutting down"))
+		s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "spbridge is shutting down"))
 		return
 	}
 	if _, open := s.sessions[op.sid]; open {
 		s.mu.Unlock()
-		s.reply(m, nil, rpcErrorf(CodeInvalidRequest, "the session %s is already open in this session", op.sid))
+		s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
 	ss := newSession(s, op.sid, op.id)
@@ -385,7 +386,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	if op.fresh {
 		if err := os.MkdirAll(op.id, 0o700); err != nil {
-			return nil, rpcErrorf(CodeInternalError, "make a package for the session: %v", err)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "make a package for the session: %v", err)
 		}
 	}
 	named, resumeCLI := op.backend, ""
@@ -412,10 +413,10 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		Writing: ss.srv.saveWriteHook(ss.id), EndSaving: ss.srv.endSavingHook(ss.id),
 		Settings: session.Settings{CLI: named, DefaultCLI: op.backend, Model: op.model, Backend: opts, Own: ss.srv.cfg.Own, Resume: op.resume, ResumeCLI: resumeCLI}})
 	if errors.Is(err, session.ErrLocked) {
-		return nil, rpcErrorf(CodeInvalidRequest, "%v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	}
 	if err != nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 	}
 	op.imported = nil // the session has it now
 	conv.WaitModels(modelsWait)
@@ -547,7 +548,7 @@ func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 		} `json:"resource"`
 	}
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt: %v", err)
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt: %v", err)
 	}
 	var texts []string
 	var images []backend.Image
@@ -558,7 +559,7 @@ func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 		case "image":
 			data, err := base64.StdEncoding.DecodeString(b.Data)
 			if err != nil {
-				return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: image data is not base64", i)
+				return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: image data is not base64", i)
 			}
 			images = append(images, backend.Image{MimeType: b.MimeType, Data: data})
 		case "resource_link":
@@ -571,25 +572,25 @@ func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
 			r := b.Resource
 			switch {
 			case r == nil:
-				return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: a resource block without its resource", i)
+				return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: a resource block without its resource", i)
 			case r.Text != nil:
 				texts = append(texts, fmt.Sprintf("[%s](%s)\n<context ref=%q>\n%s\n</context>", resourceName(r.URI), r.URI, r.URI, *r.Text))
 			case strings.HasPrefix(r.MimeType, "image/"):
 				data, err := base64.StdEncoding.DecodeString(r.Blob)
 				if err != nil {
-					return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: the resource's blob is not base64", i)
+					return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: the resource's blob is not base64", i)
 				}
 				images = append(images, backend.Image{MimeType: r.MimeType, Data: data})
 			default:
 				texts = append(texts, fmt.Sprintf("[%s](%s)", resourceName(r.URI), r.URI))
 			}
 		default:
-			return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: prompt[%d]: %q content is not supported", i, b.Type)
+			return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: %q content is not supported", i, b.Type)
 		}
 	}
 	text := strings.Join(texts, "\n")
 	if strings.TrimSpace(text) == "" && len(images) == 0 {
-		return "", nil, rpcErrorf(CodeInvalidParams, "invalid params: the prompt is empty")
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the prompt is empty")
 	}
 	return text, images, nil
 }
@@ -616,7 +617,7 @@ func (ss *acpSession) prompt(j *job) (any, error) {
 	var p struct {
 		Prompt json.RawMessage `json:"prompt"`
 	}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	text, images, err := promptContent(p.Prompt)
@@ -657,7 +658,7 @@ func (ss *acpSession) submit(r session.Request, queue bool) (queued bool, err er
 		}
 	}
 	if stopping || errors.Is(err, session.ErrClosed) {
-		return false, rpcErrorf(CodeNotFound, "session %q is closing", ss.id)
+		return false, jsonrpc.Errorf(CodeNotFound, "session %q is closing", ss.id)
 	}
 	return queued, err
 }
@@ -722,7 +723,7 @@ func (ss *acpSession) close() error {
 // answered as for an unknown session.
 func (ss *acpSession) closeSession(j *job) (any, error) {
 	var p struct{}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	ss.work.cancelPrompts()
@@ -734,7 +735,7 @@ func (ss *acpSession) closeSession(j *job) (any, error) {
 	err := ss.close()
 	ss.work.endJobs(jobs, fmt.Sprintf("session %q was closed", ss.id))
 	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "close: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "close: %v", err)
 	}
 	return struct{}{}, nil
 }
@@ -761,7 +762,7 @@ func (ss *acpSession) ready() error {
 	ss.mu.Lock()
 	if ss.closed || ss.conv == nil {
 		ss.mu.Unlock()
-		return rpcErrorf(CodeNotFound, "session %q has ended", ss.id)
+		return jsonrpc.Errorf(CodeNotFound, "session %q has ended", ss.id)
 	}
 	return nil
 }
@@ -772,11 +773,11 @@ func (ss *acpSession) rate(j *job) (any, error) {
 		Rating  string   `json:"rating"`
 		Reasons []string `json:"reasons"`
 	}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if p.ItemID == "" || (p.Rating != "good" && p.Rating != "bad") {
-		return nil, rpcErrorf(CodeInvalidParams, `invalid params: itemId and a rating of "good" or "bad" are required`)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, `invalid params: itemId and a rating of "good" or "bad" are required`)
 	}
 	if err := ss.ready(); err != nil {
 		return nil, err
@@ -794,7 +795,7 @@ func (ss *acpSession) queueMessage(j *job) (any, error) {
 	var p struct {
 		Prompt json.RawMessage `json:"prompt"`
 	}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	text, images, err := promptContent(p.Prompt)
@@ -817,7 +818,7 @@ func (ss *acpSession) queueMessage(j *job) (any, error) {
 // turn streams on meanwhile.
 func (ss *acpSession) save(j *job) (any, error) {
 	var p struct{}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if err := ss.ready(); err != nil {
@@ -826,7 +827,7 @@ func (ss *acpSession) save(j *job) (any, error) {
 	ss.mu.Unlock()
 	r, err := ss.conv.Save()
 	if err != nil {
-		return nil, rpcErrorf(CodeInternalError, "save: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "save: %v", err)
 	}
 	return map[string]any{"written": nonNil(r.Written), "removed": nonNil(r.Removed)}, nil
 }
@@ -850,11 +851,11 @@ func nonNil(s []string) []string {
 }
 
 // errBusyNew answers a New Conversation asked for while a turn runs.
-var errBusyNew = &RPCError{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
+var errBusyNew = &jsonrpc.Error{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
 
 func (ss *acpSession) newConversation(j *job) (any, error) {
 	var p struct{}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if err := ss.ready(); err != nil {
@@ -874,7 +875,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		if errors.Is(err, session.ErrBusy) {
 			return nil, errBusyNew
 		}
-		return nil, rpcErrorf(CodeInternalError, "new conversation: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "new conversation: %v", err)
 	}
 	ss.clearTitle()
 	if ss.conv.Keep() {
@@ -888,7 +889,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 // (the client saves it).
 func (ss *acpSession) recoverCopy(j *job) (any, error) {
 	var p struct{}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if err := ss.ready(); err != nil {
@@ -898,11 +899,11 @@ func (ss *acpSession) recoverCopy(j *job) (any, error) {
 	n, err := ss.conv.Recover()
 	switch {
 	case errors.Is(err, session.ErrNoRecovery):
-		return nil, rpcErrorf(CodeInvalidRequest, "no recovery copy is offered in session %s (a turn ran since it opened, or the copy was taken)", ss.id)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "no recovery copy is offered in session %s (a turn ran since it opened, or the copy was taken)", ss.id)
 	case errors.Is(err, session.ErrBusy):
 		return nil, errBusyNew
 	case err != nil:
-		return nil, rpcErrorf(CodeInternalError, "recover: %v", err)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "recover: %v", err)
 	}
 	ss.send.replay(ss.conv.Replay(), ss.set.cwd)
 	if ss.conv.Keep() {
@@ -915,11 +916,11 @@ func (ss *acpSession) setKeep(j *job) (any, error) {
 	var p struct {
 		Keep *bool `json:"keep"`
 	}
-	if err := decode(j.m.Params, &p); err != nil {
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return nil, err
 	}
 	if p.Keep == nil {
-		return nil, rpcErrorf(CodeInvalidParams, "invalid params: keep (a boolean) is required")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: keep (a boolean) is required")
 	}
 	if err := ss.ready(); err != nil {
 		return nil, err

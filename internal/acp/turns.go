@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 )
 
@@ -34,7 +35,7 @@ func (f turns) Changed() { f.ss.send.edited() }
 // saved and closed, and the prompt answers with the internal error.
 func (f turns) Ended(r session.Request, o session.Outcome) {
 	ss := f.ss
-	var m *message
+	var m *jsonrpc.Message
 	if j, ok := r.Tag.(*job); ok {
 		m = j.m
 	}
@@ -57,7 +58,7 @@ func (f turns) Ended(r session.Request, o session.Outcome) {
 		why = fmt.Sprint(o.Panic)
 	}
 	if why != "" {
-		answer, answerErr = nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why)
+		answer, answerErr = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error: %s; the session was ended", why)
 	}
 	failed := ss.work.failedWith(why)
 	var jobs []*job // queued behind a failure
@@ -90,7 +91,7 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 			msg = fmt.Sprintf("%v: %v", session.ErrNotStarted, o.Err)
 		}
 		ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg)
-		return nil, &RPCError{Code: CodeNotStarted, Message: msg}
+		return nil, &jsonrpc.Error{Code: CodeNotStarted, Message: msg}
 	}
 	end := res.End
 	if res.AuditErr != nil {

@@ -9,6 +9,7 @@ import (
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 )
 
@@ -370,7 +371,7 @@ func (h *acpHost) Granted(a itemmap.Approval, allowed bool) {
 
 // selected is the option a session/request_permission answer selected;
 // false when the request was cancelled or the answer is not understood.
-func selected(m *message) (string, bool) {
+func selected(m *jsonrpc.Message) (string, bool) {
 	var r struct {
 		Outcome struct {
 			Outcome  string `json:"outcome"`

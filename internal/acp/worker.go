@@ -7,6 +7,7 @@ import (
 
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
+	"spbridge/internal/jsonrpc"
 )
 
 // worker handles one session's messages (its jobs) one at a time, in the
@@ -32,7 +33,7 @@ type worker struct {
 
 // job is one message for a session, handled by its worker.
 type job struct {
-	m       *message
+	m       *jsonrpc.Message
 	run     func(*acpSession, *job) (any, error)
 	opening bool // session/new or session/load
 	// ctx of a prompt: cancelled by session/cancel (or shutdown) whether
@@ -102,7 +103,7 @@ func (w *worker) runJob(j *job) {
 		if r := recover(); r != nil {
 			why := ss.srv.recovered(j.m.Method+" of session "+ss.id, r)
 			jobs := w.fail(why)
-			ss.srv.reply(j.m, nil, rpcErrorf(CodeInternalError, "internal error: %s; the session was ended", why))
+			ss.srv.reply(j.m, nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error: %s; the session was ended", why))
 			w.endJobs(jobs, fmt.Sprintf("session %q ended after an internal error: %s", ss.id, why))
 		}
 	}()
@@ -201,7 +202,7 @@ func (w *worker) endJobs(jobs []*job, why string) {
 		if j.cancel != nil {
 			j.cancel()
 		}
-		w.ss.srv.reply(j.m, nil, rpcErrorf(CodeNotFound, "%s", why))
+		w.ss.srv.reply(j.m, nil, jsonrpc.Errorf(CodeNotFound, "%s", why))
 	}
 }
 

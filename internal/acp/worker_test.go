@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"spbridge/internal/jsonrpc"
 )
 
 // workerServer is a server writing to out whose sessions the tests below
@@ -36,7 +38,7 @@ func startWorker(srv *Server, sid string) *acpSession {
 
 // testJob is a request with this id that run handles.
 func testJob(id int, run func(*acpSession, *job) (any, error)) *job {
-	return &job{m: &message{JSONRPC: "2.0", ID: json.RawMessage(strconv.Itoa(id)), Method: "_test/job"}, run: run}
+	return &job{m: &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(strconv.Itoa(id)), Method: "_test/job"}, run: run}
 }
 
 // promptJob is testJob with a prompt's context.
@@ -291,7 +293,7 @@ func TestWorkerPanicEndsTheSession(t *testing.T) {
 	default:
 	}
 	got := replies(t, out)
-	if code, msg := errorOf(got["1"]); code != CodeInternalError || !strings.Contains(msg, "internal error: boom; the session was ended") {
+	if code, msg := errorOf(got["1"]); code != jsonrpc.CodeInternalError || !strings.Contains(msg, "internal error: boom; the session was ended") {
 		t.Errorf("the job that panicked answered %v", got["1"])
 	}
 	for _, id := range []string{"2", "3"} {
