@@ -201,14 +201,10 @@ func (ss *acpSession) setMode(j *job) (any, error) {
 	var p struct {
 		ModeID string `json:"modeId"`
 	}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+	conv, err := ss.begin(j, &p, nil)
+	if err != nil {
 		return nil, err
 	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
-	conv := ss.conv
-	ss.mu.Unlock()
 	if err := switchMode(conv, p.ModeID); err != nil {
 		return nil, err
 	}
@@ -222,20 +218,19 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		ConfigID string `json:"configId"`
 		Value    any    `json:"value"`
 	}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+	var value string
+	conv, err := ss.begin(j, &p, func() error {
+		v, ok := p.Value.(string)
+		known := []string{optionModel, optionEffort, optionMode, optionCLI}
+		if !slices.Contains(known, p.ConfigID) || !ok || v == "" {
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\", \"mode\" and \"cli\", each a string value")
+		}
+		value = v
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	value, ok := p.Value.(string)
-	known := []string{optionModel, optionEffort, optionMode, optionCLI}
-	if !slices.Contains(known, p.ConfigID) || !ok || value == "" {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\", \"mode\" and \"cli\", each a string value")
-	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
-	conv := ss.conv
-	ss.mu.Unlock()
-	var err error
 	switch p.ConfigID {
 	case optionMode:
 		err = switchMode(conv, value)

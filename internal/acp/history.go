@@ -129,10 +129,7 @@ func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conver
 	open := s.sessions[src]
 	s.mu.Unlock()
 	if open != nil {
-		open.mu.Lock()
-		conv := open.conv
-		open.mu.Unlock()
-		if conv != nil {
+		if conv := open.openConv(); conv != nil {
 			return conv.Fork, nil
 		}
 	}

@@ -250,14 +250,7 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 			s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s", m.Method))
 			return
 		}
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if err := jsonrpc.DecodeParams(m.Params, &p); err != nil {
-			s.reply(m, nil, err)
-			return
-		}
-		ss, err := s.session(p.SessionID)
+		ss, err := s.session(m.Params)
 		if err != nil {
 			s.reply(m, nil, err)
 			return
@@ -272,7 +265,7 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 			}
 		}
 		if !ss.work.enqueue(j) {
-			s.reply(m, nil, jsonrpc.Errorf(CodeNotFound, "session %q has ended", p.SessionID))
+			s.reply(m, nil, jsonrpc.Errorf(CodeNotFound, "session %q has ended", ss.id))
 		}
 	}
 }
@@ -295,14 +288,7 @@ func (s *Server) goReply(m *jsonrpc.Message, f func() (any, error)) {
 // cancel handles session/cancel at once, ahead of the session's queue: it
 // cancels the prompts that arrived before it, started or not.
 func (s *Server) cancel(m *jsonrpc.Message) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := jsonrpc.DecodeParams(m.Params, &p); err != nil {
-		s.reply(m, nil, err)
-		return
-	}
-	ss, err := s.session(p.SessionID)
+	ss, err := s.session(m.Params)
 	if err != nil {
 		s.reply(m, nil, err)
 		return
@@ -398,13 +384,20 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	}, nil
 }
 
-// session returns the session with this id, open or still opening.
-func (s *Server) session(id string) (*acpSession, error) {
+// session returns the session a message's params name (sessionId), open
+// or still opening.
+func (s *Server) session(params json.RawMessage) (*acpSession, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := jsonrpc.DecodeParams(params, &p); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, ok := s.sessions[id]
+	ss, ok := s.sessions[p.SessionID]
 	if !ok {
-		return nil, &jsonrpc.Error{Code: CodeNotFound, Message: fmt.Sprintf("unknown session %q", id)}
+		return nil, &jsonrpc.Error{Code: CodeNotFound, Message: fmt.Sprintf("unknown session %q", p.SessionID)}
 	}
 	return ss, nil
 }

@@ -526,6 +526,18 @@ func (ss *acpSession) openConv() *session.Session {
 	return ss.conv
 }
 
+// promptOf reads the prompt of a session/prompt or _spbridge/queue
+// (promptContent).
+func promptOf(j *job) (string, []backend.Image, error) {
+	var p struct {
+		Prompt json.RawMessage `json:"prompt"`
+	}
+	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+		return "", nil, err
+	}
+	return promptContent(p.Prompt)
+}
+
 // promptContent reads an ACP prompt: its text blocks, links and embedded
 // resources joined by newlines, and its images. A link is `[name](uri)`;
 // an embedded text resource (a file the editor attached, perhaps unsaved)
@@ -614,13 +626,7 @@ func resourceName(uri string) string {
 const CodeNotStarted = -32003
 
 func (ss *acpSession) prompt(j *job) (any, error) {
-	var p struct {
-		Prompt json.RawMessage `json:"prompt"`
-	}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
-		return nil, err
-	}
-	text, images, err := promptContent(p.Prompt)
+	text, images, err := promptOf(j)
 	if err != nil {
 		return nil, err
 	}
@@ -644,11 +650,10 @@ func (ss *acpSession) prompt(j *job) (any, error) {
 // (queued). The session's worker calls it: what came after the prompt
 // waits until it is started or queued.
 func (ss *acpSession) submit(r session.Request, queue bool) (queued bool, err error) {
-	if err := ss.ready(); err != nil {
+	conv, err := ss.live()
+	if err != nil {
 		return false, err
 	}
-	conv := ss.conv
-	ss.mu.Unlock()
 	stopping := ss.work.stopped()
 	if !stopping {
 		if queue {
@@ -740,13 +745,6 @@ func (ss *acpSession) closeSession(j *job) (any, error) {
 	return struct{}{}, nil
 }
 
-// saveNow saves, logging a failure.
-func (ss *acpSession) saveNow() {
-	if err := ss.safely("save", func() error { _, err := ss.conv.Save(); return err }); err != nil {
-		ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
-	}
-}
-
 // safely runs f, turning a panic into an error.
 func (ss *acpSession) safely(what string, f func() error) (err error) {
 	defer func() {
@@ -757,14 +755,30 @@ func (ss *acpSession) safely(what string, f func() error) (err error) {
 	return f()
 }
 
-// ready locks mu for a handler, or fails when the session has closed.
-func (ss *acpSession) ready() error {
-	ss.mu.Lock()
-	if ss.closed || ss.conv == nil {
-		ss.mu.Unlock()
-		return jsonrpc.Errorf(CodeNotFound, "session %q has ended", ss.id)
+// begin is a handler's opening: its params decoded into p (missing or
+// wrong ones are invalid), checked by check when it is not nil, and the
+// session's open conversation (live).
+func (ss *acpSession) begin(j *job, p any, check func() error) (*session.Session, error) {
+	if err := jsonrpc.DecodeParams(j.m.Params, p); err != nil {
+		return nil, err
 	}
-	return nil
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return ss.live()
+}
+
+// live is the session's open conversation, or the error of a session that
+// has closed (or never opened).
+func (ss *acpSession) live() (*session.Session, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed || ss.conv == nil {
+		return nil, jsonrpc.Errorf(CodeNotFound, "session %q has ended", ss.id)
+	}
+	return ss.conv, nil
 }
 
 func (ss *acpSession) rate(j *job) (any, error) {
@@ -773,17 +787,15 @@ func (ss *acpSession) rate(j *job) (any, error) {
 		Rating  string   `json:"rating"`
 		Reasons []string `json:"reasons"`
 	}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+	conv, err := ss.begin(j, &p, func() error {
+		if p.ItemID == "" || (p.Rating != "good" && p.Rating != "bad") {
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, `invalid params: itemId and a rating of "good" or "bad" are required`)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if p.ItemID == "" || (p.Rating != "good" && p.Rating != "bad") {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, `invalid params: itemId and a rating of "good" or "bad" are required`)
-	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
-	conv := ss.conv
-	ss.mu.Unlock()
 	conv.Rate(p.ItemID, p.Rating, p.Reasons)
 	if conv.Keep() {
 		ss.send.edited()
@@ -792,13 +804,7 @@ func (ss *acpSession) rate(j *job) (any, error) {
 }
 
 func (ss *acpSession) queueMessage(j *job) (any, error) {
-	var p struct {
-		Prompt json.RawMessage `json:"prompt"`
-	}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
-		return nil, err
-	}
-	text, images, err := promptContent(p.Prompt)
+	text, images, err := promptOf(j)
 	if err != nil {
 		return nil, err
 	}
@@ -817,15 +823,11 @@ func (ss *acpSession) queueMessage(j *job) (any, error) {
 // writes the conversation as it stands (the turn's end saves again); the
 // turn streams on meanwhile.
 func (ss *acpSession) save(j *job) (any, error) {
-	var p struct{}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+	conv, err := ss.begin(j, &struct{}{}, nil)
+	if err != nil {
 		return nil, err
 	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
-	ss.mu.Unlock()
-	r, err := ss.conv.Save()
+	r, err := conv.Save()
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "save: %v", err)
 	}
@@ -835,11 +837,12 @@ func (ss *acpSession) save(j *job) (any, error) {
 // saveRunning saves the conversation as it stands when a turn runs (the
 // turn's end saves again).
 func (ss *acpSession) saveRunning() {
-	ss.mu.Lock()
-	ok := ss.conv != nil && !ss.closed
-	ss.mu.Unlock()
-	if ok && ss.conv.Running() {
-		ss.saveNow()
+	conv, err := ss.live()
+	if err != nil || !conv.Running() {
+		return
+	}
+	if err := ss.safely("save", func() error { _, err := conv.Save(); return err }); err != nil {
+		ss.srv.cfg.Log.Printf("session %s: save: %v", ss.id, err)
 	}
 }
 
@@ -854,18 +857,13 @@ func nonNil(s []string) []string {
 var errBusyNew = &jsonrpc.Error{Code: CodeBusy, Message: "a prompt is running in this session; cancel it first"}
 
 func (ss *acpSession) newConversation(j *job) (any, error) {
-	var p struct{}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
-		return nil, err
-	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
 	// The session's worker runs this handler: no prompt starts a turn, and
 	// no other handler runs, until it returns; mu is not held while the
 	// CLI ends and the agent folder is removed.
-	conv := ss.conv
-	ss.mu.Unlock()
+	conv, err := ss.begin(j, &struct{}{}, nil)
+	if err != nil {
+		return nil, err
+	}
 	if conv.Running() {
 		return nil, errBusyNew
 	}
@@ -878,7 +876,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "new conversation: %v", err)
 	}
 	ss.clearTitle()
-	if ss.conv.Keep() {
+	if conv.Keep() {
 		ss.send.edited()
 	}
 	return struct{}{}, nil
@@ -888,15 +886,11 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 // becomes the copy's, replayed as session/load replays it, and edited
 // (the client saves it).
 func (ss *acpSession) recoverCopy(j *job) (any, error) {
-	var p struct{}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+	conv, err := ss.begin(j, &struct{}{}, nil)
+	if err != nil {
 		return nil, err
 	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
-	ss.mu.Unlock()
-	n, err := ss.conv.Recover()
+	n, err := conv.Recover()
 	switch {
 	case errors.Is(err, session.ErrNoRecovery):
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "no recovery copy is offered in session %s (a turn ran since it opened, or the copy was taken)", ss.id)
@@ -905,8 +899,8 @@ func (ss *acpSession) recoverCopy(j *job) (any, error) {
 	case err != nil:
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "recover: %v", err)
 	}
-	ss.send.replay(ss.conv.Replay(), ss.set.cwd)
-	if ss.conv.Keep() {
+	ss.send.replay(conv.Replay(), ss.set.cwd)
+	if conv.Keep() {
 		ss.send.edited()
 	}
 	return map[string]any{"items": n}, nil
@@ -916,17 +910,15 @@ func (ss *acpSession) setKeep(j *job) (any, error) {
 	var p struct {
 		Keep *bool `json:"keep"`
 	}
-	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
+	conv, err := ss.begin(j, &p, func() error {
+		if p.Keep == nil {
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: keep (a boolean) is required")
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if p.Keep == nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: keep (a boolean) is required")
-	}
-	if err := ss.ready(); err != nil {
-		return nil, err
-	}
-	conv := ss.conv
-	ss.mu.Unlock()
 	conv.SetKeep(*p.Keep) // the next save writes or removes agent/
 	return struct{}{}, nil
 }

@@ -234,12 +234,7 @@ func (w *worker) endFailed() {
 		return
 	}
 	ss := w.ss
-	ss.mu.Lock()
-	conv := ss.conv
-	if ss.closed {
-		conv = nil
-	}
-	ss.mu.Unlock()
+	conv, _ := ss.live() // nil once closed
 	var f archive.Item
 	if conv != nil {
 		f = conv.AddFailure("spbridge hit an internal error and ended this session; open it again to go on.", why)

@@ -304,7 +304,7 @@ func TestWorkerPanicEndsTheSession(t *testing.T) {
 	if r, _ := got["10"]["result"].(map[string]any); r == nil || r["ok"] != true {
 		t.Errorf("the other session's job answered %v", got["10"])
 	}
-	if _, err := srv.session("S"); err == nil {
+	if _, err := srv.session(json.RawMessage(`{"sessionId":"S"}`)); err == nil {
 		t.Error("the failed session is still known")
 	}
 	if ss.work.enqueue(testJob(4, after(4))) {
