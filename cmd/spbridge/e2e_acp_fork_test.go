@@ -126,7 +126,7 @@ func checkForkDelete(t *testing.T, f *forkE2E, pkg, sid, hidden, file string, bo
 	caps, _ := response(t, events, 0)["agentCapabilities"].(map[string]any)
 	sc, _ := caps["sessionCapabilities"].(map[string]any)
 	meta, _ := caps["_meta"].(map[string]any)
-	if sp, _ := meta["spbridge"].(map[string]any); sc["delete"] == nil || sp["sessionFork"] == nil {
+	if sp, _ := meta["spbridge"].(map[string]any); sc["delete"] == nil || sc["fork"] == nil || sp["sessionFork"] == nil {
 		t.Errorf("capabilities: %v", caps)
 	}
 	f1, _ := response(t, events, 1)["sessionId"].(string)

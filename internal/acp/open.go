@@ -57,9 +57,10 @@ type openParams struct {
 	// cli is the CLI session a load or resume names, when its id is one
 	// session/list gave a CLI's own session.
 	cli *catalog.Session
-	// forkFrom is the session a fork copies (its id), atItem the item the
-	// copy ends with ("" for all).
-	forkFrom, atItem string
+	// forkFrom is the session a fork copies (its id), at where the copy
+	// ends.
+	forkFrom string
+	at       forkPoint
 	// resume is the CLI session the first turn continues: one this open
 	// imported, while its CLI still holds it and the backend is its CLI.
 	resume string
@@ -105,7 +106,11 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		if p.SessionID == "" {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: sessionId (the session to fork) is required")
 		}
-		op.forkFrom, op.atItem = p.SessionID, m.AtItem
+		at, err := parseForkPoint(params, m.AtItem)
+		if err != nil {
+			return nil, err
+		}
+		op.forkFrom, op.at = p.SessionID, at
 	}
 	if load && p.SessionID != "" && s.cfg.History != nil {
 		op.cli = catalog.ParseSession(p.SessionID)

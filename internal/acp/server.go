@@ -365,13 +365,13 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: protocolVersion is required")
 	}
 	caps := map[string]any{
-		"loadSession":         true,
-		"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
-		"mcpCapabilities":     map[string]any{"http": true, "sse": true},
-		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{}, "additionalDirectories": map[string]any{}},
-		// session/fork is ACP's unstable method: the stable schema has no
-		// capability for it, so it is told under spbridge's _meta.
-		"_meta": map[string]any{"spbridge": map[string]any{"sessionFork": map[string]any{}}},
+		"loadSession":        true,
+		"promptCapabilities": map[string]any{"image": true, "audio": false, "embeddedContext": true},
+		"mcpCapabilities":    map[string]any{"http": true, "sse": true},
+		// fork is ACP's unstable session/fork (also at a message); older
+		// clients read it under spbridge's _meta.
+		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{}, "additionalDirectories": map[string]any{}, "fork": map[string]any{}},
+		"_meta":               map[string]any{"spbridge": map[string]any{"sessionFork": map[string]any{}}},
 	}
 	if s.cfg.Logout != nil {
 		caps["auth"] = map[string]any{"logout": map[string]any{}}

@@ -173,20 +173,35 @@ function check(schema, value) {
   return strict ? lossless(value, r.data) : [];
 }
 
+// checkNewest validates value with the stable schema of that name and,
+// when that finds issues, with the unstable one (the newest ACP v1, its
+// unstable parts included, such as sessionCapabilities.fork): a value
+// either accepts whole is valid. Else the stable schema's issues (the
+// unstable one's for a schema only it has).
+function checkNewest(name, value) {
+  const stable = schemas[name];
+  const issues = stable ? check(stable, value) : null;
+  if (issues !== null && issues.length === 0) return issues;
+  const unstable = unstableSchemas[name];
+  if (!unstable) return issues ?? [issue(`no schema ${name}`)];
+  const u = check(unstable, value);
+  return u.length === 0 || issues === null ? u : issues;
+}
+
 const responseSchemas = {
-  initialize: schemas.zInitializeResponse,
-  authenticate: schemas.zAuthenticateResponse,
-  logout: schemas.zLogoutResponse,
-  "session/new": schemas.zNewSessionResponse,
-  "session/load": schemas.zLoadSessionResponse,
-  "session/list": schemas.zListSessionsResponse,
-  "session/delete": schemas.zDeleteSessionResponse,
-  "session/fork": unstableSchemas.zForkSessionResponse,
-  "session/resume": schemas.zResumeSessionResponse,
-  "session/close": schemas.zCloseSessionResponse,
-  "session/set_mode": schemas.zSetSessionModeResponse,
-  "session/set_config_option": schemas.zSetSessionConfigOptionResponse,
-  "session/prompt": schemas.zPromptResponse,
+  initialize: "zInitializeResponse",
+  authenticate: "zAuthenticateResponse",
+  logout: "zLogoutResponse",
+  "session/new": "zNewSessionResponse",
+  "session/load": "zLoadSessionResponse",
+  "session/list": "zListSessionsResponse",
+  "session/delete": "zDeleteSessionResponse",
+  "session/fork": "zForkSessionResponse",
+  "session/resume": "zResumeSessionResponse",
+  "session/close": "zCloseSessionResponse",
+  "session/set_mode": "zSetSessionModeResponse",
+  "session/set_config_option": "zSetSessionConfigOptionResponse",
+  "session/prompt": "zPromptResponse",
 };
 
 // Client methods an agent may only call when the client advertised them.
@@ -355,7 +370,7 @@ function handleResponse(msg, issues) {
   if (hasError) {
     issues.push(...check(schemas.zError, msg.error).map((i) => ({ ...i, path: ["error", ...i.path] })));
   } else if (hasResult && responseSchemas[req.method]) {
-    issues.push(...check(responseSchemas[req.method], msg.result).map((i) => ({ ...i, path: ["result", ...i.path] })));
+    issues.push(...checkNewest(responseSchemas[req.method], msg.result).map((i) => ({ ...i, path: ["result", ...i.path] })));
   }
   if (issues.length > 0) invalid("response", req.method, issues, msg, { id: msg.id });
 }
