@@ -113,6 +113,11 @@ type Server struct {
 	// (clientCapabilities.session.notices): notice items then go out as
 	// ACP notice updates too.
 	notices atomic.Bool
+	// compaction is set when the client shows compactions
+	// (clientCapabilities.session.compaction): a CLI's compaction then
+	// goes out as compaction_update and compaction_summary_chunk instead
+	// of its notice.
+	compaction atomic.Bool
 
 	pmu sync.Mutex
 	// prompts are the session/prompt requests not answered yet, by their
@@ -214,6 +219,7 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 		s.items.Store(wantsItems(m.Params))
 		s.terminal.Store(wantsTerminal(m.Params))
 		s.notices.Store(wantsNotices(m.Params))
+		s.compaction.Store(wantsCompaction(m.Params))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })

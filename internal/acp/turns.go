@@ -100,6 +100,9 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 	if res.SaveErr != nil {
 		ss.saveFailed(res.SaveErr)
 	}
+	if h != nil {
+		h.endCompactions()
+	}
 	ss.send.usage(end, ss.conv)
 	ss.recordTurn(r.Text, end.SessionID)
 	var failure string

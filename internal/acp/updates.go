@@ -33,6 +33,8 @@ type acpHost struct {
 	edited   bool                    // _spbridge/edited went out for this turn
 	failure  string                  // the text of the turn's last failure item
 	panicked string                  // a panic in a callback, "" when none
+
+	compacts compactions // the CLI's compactions the client was told of
 }
 
 // recovered is called by the callbacks with what they recovered from a
@@ -132,7 +134,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 			h.chunk(wire.AgentMessageChunk, wire.PlainText(it))
 		}
 	case archive.TypeNotice:
-		if c.Op == itemmap.OpAdd {
+		if c.Op == itemmap.OpAdd && !h.compactionNotice(c.Compaction) {
 			h.notice(it.String("text"))
 		}
 	}

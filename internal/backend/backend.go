@@ -110,6 +110,20 @@ func Idle(h Host) {
 	}
 }
 
+// Compactor is a Host that shows the CLI's compactions as they go (see
+// itemmap.Compaction); any other host sees only the notice a finished
+// compaction adds.
+type Compactor interface {
+	Compaction(itemmap.Compaction)
+}
+
+// Compacted tells h, when it is a Compactor, a step of a compaction.
+func Compacted(h Host, c itemmap.Compaction) {
+	if k, ok := h.(Compactor); ok {
+		k.Compaction(c)
+	}
+}
+
 // AuthStatus is whether a CLI is logged in, without any secret: how, and
 // where the credential comes from (an environment variable's name, never
 // its value) when the CLI says.
@@ -144,6 +158,13 @@ func FailBeforeStart(newID itemmap.IDFunc, h Host, text, detail string) *itemmap
 // Notice adds a notice item saying text, named by newID when it is set.
 func Notice(newID itemmap.IDFunc, h Host, text string) {
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: newItem(archive.TypeNotice, newID, text)})
+}
+
+// CompactionNotice adds the notice text of a finished compaction, naming
+// it (Change.Compaction): the notice a host that does not show
+// compactions shows.
+func CompactionNotice(newID itemmap.IDFunc, h Host, text, id string) {
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: newItem(archive.TypeNotice, newID, text), Compaction: &itemmap.Compaction{ID: id}})
 }
 
 func newItem(typ string, newID itemmap.IDFunc, text string) archive.Item {

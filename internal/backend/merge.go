@@ -51,6 +51,12 @@ func (g *Merger) Approve(ctx context.Context, a itemmap.Approval) Decision {
 	return g.h.Approve(ctx, a)
 }
 
+// Compaction sends what was joined, then tells the host.
+func (g *Merger) Compaction(c itemmap.Compaction) {
+	g.Flush()
+	Compacted(g.h, c)
+}
+
 // Idle sends what was joined, then tells the host.
 func (g *Merger) Idle() {
 	g.Flush()

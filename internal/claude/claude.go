@@ -63,6 +63,9 @@ type Backend struct {
 	effort   string            // the reasoning effort asked for, "" for the CLI's
 	mcpSaid  map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
 	mcpFile  func()            // removes the running process's --mcp-config file, until it has read it
+	// compacting is the compaction the process's lines tell of (read by
+	// the line reader only).
+	compacting compaction
 	// procTrusted: the running process was started with the folder's
 	// own configuration (Opts.Folder trusted then).
 	procTrusted bool

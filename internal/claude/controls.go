@@ -191,8 +191,8 @@ const initRequestID = "spbridge-init"
 // observe reads what a line of claude says besides items: the mode it is
 // in (system/status permissionMode), the commands it has (the initialize
 // answer, else the init line's slash_commands), a mode it refused, and,
-// when h is set, a notice for each MCP server that did not start and for a
-// compaction (system/compact_boundary).
+// when h is set, a notice for each MCP server that did not start, and the
+// steps of a compaction (compactionLine).
 func (b *Backend) observe(line []byte, h backend.Host) {
 	if resp, ok := controlResponse(line); ok {
 		id := resp.Get("request_id").String()
@@ -220,22 +220,13 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 		}
 		return
 	}
+	b.compactionLine(line, h)
 	if !isType(line, "system") {
 		return
 	}
 	// The subtype alone for the many lines that say nothing of this (a
 	// status, thinking tokens): the line is parsed only when it does.
 	switch gjson.GetBytes(line, "subtype").String() {
-	case "compact_boundary":
-		// Claude Code's own /compact (or its automatic one) ran.
-		if h != nil {
-			md := gjson.GetBytes(line, "compact_metadata")
-			text := "Claude Code compacted the conversation"
-			if md.Get("pre_tokens").Exists() {
-				text += fmt.Sprintf(" (%d tokens before, %d after)", md.Get("pre_tokens").Int(), md.Get("post_tokens").Int())
-			}
-			backend.Notice(b.Opts.NewID, h, text+".")
-		}
 	case "status":
 		if mode := gjson.GetBytes(line, "permissionMode").String(); mode != "" {
 			b.confirmMode(mode)

@@ -194,7 +194,11 @@ func (b *Backend) appCall(ctx context.Context, h backend.Host, interruptCh <-cha
 					return msg.Get("result"), nil
 				}
 				b.observeApp(line.Data, h)
-				for _, c := range b.app.mapper.Line(line.Data).Changes {
+				r := b.app.mapper.Line(line.Data)
+				for _, k := range r.Compactions {
+					backend.Compacted(h, k)
+				}
+				for _, c := range r.Changes {
 					h.Change(c)
 				}
 			}
@@ -307,6 +311,9 @@ func (c *appConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemma
 	r := c.m.Line(data)
 	if r.Skipped {
 		b.Skipped()
+	}
+	for _, k := range r.Compactions {
+		backend.Compacted(h, k)
 	}
 	for _, ch := range r.Changes {
 		h.Change(ch)

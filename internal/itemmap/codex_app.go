@@ -454,11 +454,16 @@ func (a *CodexApp) item(it gjson.Result, completed bool) Result {
 		return a.notice(text)
 	case "contextCompaction":
 		// /compact (thread/compact/start), or codex's own when the context
-		// filled up.
+		// filled up: in progress from its start, its notice once it
+		// completed (codex keeps no summary a user may read).
+		id := it.Get("id").String()
 		if !completed {
-			return Result{}
+			return Result{Compactions: []Compaction{{ID: id, Status: CompactionInProgress}}}
 		}
-		return a.notice("Codex compacted the conversation.")
+		r := a.notice("Codex compacted the conversation.")
+		r.Changes[len(r.Changes)-1].Compaction = &Compaction{ID: id}
+		r.Compactions = []Compaction{{ID: id, Status: CompactionCompleted}}
+		return r
 	default:
 		return Result{} // the user's own message, and kinds not shown
 	}

@@ -111,6 +111,10 @@ type Change struct {
 	// OutputDelta; Item is as it was), so a receiver that shows no live
 	// output may skip it, and one that does may send the delta alone.
 	OutputDelta string
+	// Compaction, on the notice that a finished compaction adds, names
+	// the compaction it tells of (its ID): an editor that shows
+	// compactions shows that instead of the notice (see Compaction).
+	Compaction *Compaction
 }
 
 // The presentation of a tool call: what an editor needs to show it well
@@ -297,6 +301,9 @@ type Result struct {
 	ControlRequests []ControlRequest
 	// ControlResponses are the request ids the CLI answered.
 	ControlResponses []string
+	// Compactions are the steps of the CLI's compactions the line
+	// reported (see Compaction), to hand the host before Changes.
+	Compactions []Compaction
 	// End is set when the line ended the turn.
 	End *TurnEnd
 	// Skipped is set when the line was not a JSON object or not an event this

@@ -728,6 +728,14 @@ func (a *applier) Idle() {
 	}
 }
 
+// Compaction passes a step of the CLI's compaction on to the host, when
+// it shows compactions (backend.Compactor).
+func (a *applier) Compaction(c itemmap.Compaction) {
+	if k, ok := a.host.(backend.Compactor); ok {
+		k.Compaction(c)
+	}
+}
+
 // Approve decides a permission request of the turn (Grants.Decide),
 // asking the turn's host.
 func (a *applier) Approve(ctx context.Context, ap itemmap.Approval) backend.Decision {
