@@ -46,6 +46,7 @@ type Backend struct {
 	mapper *itemmap.Claude
 	lines  sync.Mutex // held by a turn, which reads the process's lines, and by Prepare while it starts one
 	bt     between    // the lines between turns
+	steer  steering   // the messages steered into the running turn (steer.go)
 	inTurn atomic.Bool
 	// starting is held while a process is started: a mode or effort asked
 	// for meanwhile is either on its command line or told to the process
@@ -145,6 +146,9 @@ func (b *Backend) args() []string { return b.argsTrusted(b.Opts.Folder.Trusted(N
 func (b *Backend) argsTrusted(trusted bool) []string {
 	a := []string{"-p", "--output-format", "stream-json", "--input-format", "stream-json",
 		"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio",
+		// Each user message echoed as claude takes it: where a steered
+		// message goes (steer.go).
+		"--replay-user-messages",
 		"--settings", sameFolderSettings}
 	if !trusted {
 		// The folder's own settings (hooks, env, permission mode) and
@@ -328,12 +332,16 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 				return failBeforeStart(b.Opts.NewID, h, text, err.Error())
 			}
 		}
-		d := b.driver(p, interruptCh)
+		d := b.driver(p, interruptCh, msg.CLIText())
 		end, err := d.AwaitWrite(ctx, p.Send(data), h)
 		switch {
 		case end != nil:
 			return end
 		case err == nil:
+			// claude took the message: the turn takes steered ones
+			// until it ends.
+			b.openSteering(p)
+			defer b.closeSteering()
 			return d.Run(ctx, h)
 		}
 		closed := b.Proc() != p
@@ -382,8 +390,8 @@ func failBeforeStart(newID itemmap.IDFunc, h backend.Host, text, detail string) 
 }
 
 // driver is the turn driver of p, which the message is written to.
-func (b *Backend) driver(p *cliproc.Proc, interruptCh <-chan struct{}) *backend.Driver {
-	return &backend.Driver{Conn: &turnConn{b: b, p: p}, Proc: p, Opts: b.Opts, Who: "Claude Code",
+func (b *Backend) driver(p *cliproc.Proc, interruptCh <-chan struct{}, text string) *backend.Driver {
+	return &backend.Driver{Conn: &turnConn{b: b, p: p, ownText: text}, Proc: p, Opts: b.Opts, Who: "Claude Code",
 		// Permission requests asked between turns may be answered now.
 		Interrupt: interruptCh, Asked: b.asks(p, false)}
 }
@@ -393,6 +401,14 @@ func (b *Backend) driver(p *cliproc.Proc, interruptCh <-chan struct{}) *backend.
 type turnConn struct {
 	b *Backend
 	p *cliproc.Proc
+	// ownText is the text of the turn's own message, and own is set once
+	// claude echoed it; held is claude's end of a turn that ended with a
+	// steered message not taken yet (steer.go), and interrupted says the
+	// turn was asked to stop.
+	ownText     string
+	own         bool
+	held        *itemmap.TurnEnd
+	interrupted bool
 }
 
 // Line maps a line (the mapper keeps nothing of it), hands its control
@@ -406,7 +422,27 @@ func (c *turnConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemm
 		b.Skipped()
 	}
 	b.apply(c.p, h, r)
-	return r.Approvals, r.End
+	if msg, ok := b.echoed(data, &c.own, c.ownText); ok {
+		b.steered(msg, h)
+	}
+	end := r.End
+	if end != nil {
+		switch {
+		case c.interrupted:
+			b.closeSteering()
+		case !b.endable():
+			// A steered message waits: claude runs it next, in this
+			// turn.
+			if c.held != nil {
+				end = mergeEnds(c.held, end)
+			}
+			c.held, end = end, nil
+		}
+	}
+	if end != nil && c.held != nil {
+		end, c.held = mergeEnds(c.held, end), nil
+	}
+	return r.Approvals, end
 }
 
 func (c *turnConn) Answer(id string, d backend.Decision, _ backend.Host) {
@@ -420,6 +456,7 @@ func (c *turnConn) Written(err error) error { return err }
 // Interrupt asks through the control protocol; the process stays for the
 // next turn.
 func (c *turnConn) Interrupt() {
+	c.interrupted = true
 	post(c.p, map[string]any{"type": "control_request", "request_id": "spbridge-interrupt",
 		"request": map[string]any{"subtype": "interrupt"}})
 }
@@ -448,7 +485,22 @@ func (c *turnConn) Ended(end *itemmap.TurnEnd, interrupted bool, _ backend.Host)
 func (c *turnConn) Drained(backend.Host) {}
 
 func (c *turnConn) Finish(interrupted bool, text, detail string) itemmap.Result {
-	return c.b.mapper.Finish(interrupted, text, detail)
+	r := c.b.mapper.Finish(interrupted, text, detail)
+	if c.held != nil {
+		// claude ended a turn before the one it ran for a steered
+		// message: its history and usage are the turn's too.
+		if r.End != nil {
+			r.End = mergeEnds(c.held, r.End)
+		} else {
+			r.End = c.held
+			r.End.Status = itemmap.TurnFailed
+			if interrupted {
+				r.End.Status = itemmap.TurnInterrupted
+			}
+		}
+		c.held = nil
+	}
+	return r
 }
 
 func (c *turnConn) Reap() string {

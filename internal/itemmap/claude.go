@@ -122,6 +122,13 @@ func (m *Claude) ensureTurn() *claudeTurn {
 	return m.turn
 }
 
+// UserMessage adds msg, a message the user sent into the running turn
+// (steering), to the turn's history where the CLI took it.
+func (m *Claude) UserMessage(msg archive.Message) {
+	t := m.ensureTurn()
+	t.history = append(t.history, msg)
+}
+
 // InTurn reports whether a turn has started and not ended.
 func (m *Claude) InTurn() bool { return m.turn != nil }
 

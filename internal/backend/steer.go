@@ -1,0 +1,53 @@
+package backend
+
+import (
+	"errors"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
+)
+
+// Steerer is a Backend that can take a message into the turn it is
+// running (steering): the user typed while the agent works. The session
+// is its only caller (session.Steer), from any goroutine while Turn runs.
+type Steerer interface {
+	// Steer hands msg to the running turn. When it returns nil the CLI
+	// takes the message in this turn: the turn does not end before the
+	// CLI took it, and the turn's history (TurnEnd.History) holds it as a
+	// user message where the CLI took it. Otherwise nothing was sent: an
+	// error matching ErrNoTurn when no turn runs or the running one is
+	// ending, one matching ErrCannotSteer when the running turn cannot take
+	// a message (its error says why), else why the CLI refused it.
+	Steer(msg Message) error
+}
+
+// ErrNoTurn is matched by Steer's error when no turn runs, or the
+// running one ended before it could take the message.
+var ErrNoTurn = errors.New("no turn is running")
+
+// ErrCannotSteer is matched by Steer's error when the running turn cannot
+// take a message (codex exec's turns, a review or a compaction).
+var ErrCannotSteer = errors.New("the running turn cannot take a message")
+
+// SteeredItem is the user item of msg, a message the running turn took
+// (Steer), named by newID when it is set: the backend reports it to the
+// turn's host where the CLI took the message.
+func SteeredItem(newID itemmap.IDFunc, msg Message) archive.Item {
+	it := newItem(archive.TypeUser, newID, msg.Text)
+	if len(msg.Images) > 0 {
+		it.Set("hasImage", true)
+	}
+	return it
+}
+
+// SteeredMessage is msg as the turn's history holds it: a user message of
+// its text and images. An image that cannot be stored is left out.
+func SteeredMessage(msg Message) archive.Message {
+	m := archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(msg.Text)}}
+	for _, img := range msg.Images {
+		if b, err := archive.NewImageBlock(img.MimeType, img.Data); err == nil {
+			m.Content = append(m.Content, b)
+		}
+	}
+	return m
+}

@@ -1,0 +1,320 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+)
+
+// steerBackend is a gate backend whose turns take steered messages while
+// they run: each is reported where the turn took it (a user item and a
+// user message in the history), as a CLI's backend does. closing is told
+// when a turn stops taking messages, and the turn then waits for hold
+// before it returns: the test steers a turn that ended on the CLI's side
+// while the session's turn still runs.
+type steerBackend struct {
+	*gateBackend
+	mu      sync.Mutex
+	open    bool
+	pending []backend.Message
+	steered chan string
+	closing chan struct{}
+	hold    chan struct{}
+	refuse  error // Steer's error when set
+}
+
+func newSteerBackend() *steerBackend {
+	return &steerBackend{gateBackend: newGate(), steered: make(chan string, 16)}
+}
+
+func (b *steerBackend) Steer(msg backend.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refuse != nil {
+		return b.refuse
+	}
+	if !b.open {
+		return backend.ErrNoTurn
+	}
+	b.pending = append(b.pending, msg)
+	b.steered <- msg.Text
+	return nil
+}
+
+func (b *steerBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	b.began <- msg.Text
+	part := archive.NewItem(archive.TypeAssistant)
+	part.Set("text", "working on "+msg.Text)
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: part})
+	history := []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("working on " + msg.Text)}}}
+	b.mu.Lock()
+	b.open = true
+	b.mu.Unlock()
+	<-b.finish
+	b.mu.Lock()
+	taken := b.pending
+	b.open, b.pending = false, nil
+	b.mu.Unlock()
+	if b.closing != nil {
+		b.closing <- struct{}{}
+		<-b.hold
+	}
+	for _, m := range taken {
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: backend.SteeredItem(nil, m)})
+		history = append(history, backend.SteeredMessage(m))
+	}
+	b.started = true
+	reply := archive.NewItem(archive.TypeAssistant)
+	reply.Set("text", "done "+msg.Text)
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: reply})
+	history = append(history, archive.Message{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("done " + msg.Text)}})
+	return &itemmap.TurnEnd{Status: itemmap.TurnCompleted, History: history}
+}
+
+// conversationText is the conversation's items and history as "type:text"
+// lines, in order.
+func conversationText(s *Session) (items, history []string) {
+	view(s, func(conv *archive.Conversation) {
+		for _, it := range conv.Items {
+			items = append(items, it.Type()+":"+it.String("text"))
+		}
+		for _, m := range conv.History {
+			for _, b := range m.Content {
+				if b.Type() == archive.BlockText {
+					history = append(history, m.Role+":"+b.String("text"))
+				}
+			}
+		}
+	})
+	return items, history
+}
+
+// TestSteerInjected: a message steered while a turn runs is taken into
+// it: one user item where the turn took it and one user message in its
+// history, in order, and no turn of its own.
+func TestSteerInjected(t *testing.T) {
+	b, f := newSteerBackend(), newFront()
+	s := gateSession(b.gateBackend)
+	s.be = b
+	if _, err := s.Prompt(f, Request{Text: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	<-b.began
+	res, err := s.Steer(f, Request{Text: "use blue"}, SteerOptions{})
+	if err != nil || res.Outcome != SteerInjected {
+		t.Fatalf("Steer = %+v, %v; want injected", res, err)
+	}
+	if got := <-b.steered; got != "use blue" {
+		t.Fatalf("the backend was steered with %q", got)
+	}
+	b.finish <- struct{}{}
+	<-f.ended
+	s.WaitTurns()
+	items, history := conversationText(s)
+	wantItems := []string{"user:a", "assistant:working on a", "user:use blue", "assistant:done a"}
+	if !slices.Equal(items, wantItems) {
+		t.Errorf("items %q, want %q", items, wantItems)
+	}
+	wantHistory := []string{"user:a", "assistant:working on a", "user:use blue", "assistant:done a"}
+	if !slices.Equal(history, wantHistory) {
+		t.Errorf("history %q, want %q", history, wantHistory)
+	}
+	if got := f.log(); !slices.Equal(got, []string{"ended a completed cancelled=false"}) {
+		t.Errorf("front was told %q: the steered message ran a turn of its own", got)
+	}
+}
+
+// TestSteerTwiceAtOnce: two messages steered at once are both taken, each
+// once.
+func TestSteerTwiceAtOnce(t *testing.T) {
+	b, f := newSteerBackend(), newFront()
+	s := gateSession(b.gateBackend)
+	s.be = b
+	if _, err := s.Prompt(f, Request{Text: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	<-b.began
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, text := range []string{"one", "two"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.Steer(f, Request{Text: text}, SteerOptions{})
+			if err == nil && res.Outcome != SteerInjected {
+				err = fmt.Errorf("%s: %v", text, res.Outcome)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.finish <- struct{}{}
+	<-f.ended
+	s.WaitTurns()
+	got := userTexts(s)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "one", "two"}) {
+		t.Errorf("user items %q", got)
+	}
+}
+
+// TestSteerNoTurn: with no turn running, a steered message starts one,
+// or, asked to, is handed back and leaves the conversation as it was.
+func TestSteerNoTurn(t *testing.T) {
+	b, f := newSteerBackend(), newFront()
+	s := gateSession(b.gateBackend)
+	s.be = b
+	res, err := s.Steer(f, Request{Text: "x"}, SteerOptions{HandBack: true})
+	if err != nil || res.Outcome != SteerHandedBack || res.Reason != NoRunningTurn {
+		t.Fatalf("Steer with HandBack = %+v, %v", res, err)
+	}
+	if items, _ := conversationText(s); len(items) != 0 || s.Running() {
+		t.Fatalf("a handed back message left %q (running %v)", items, s.Running())
+	}
+	res, err = s.Steer(f, Request{Text: "x"}, SteerOptions{})
+	if err != nil || res.Outcome != SteerStarted || res.Queued {
+		t.Fatalf("Steer = %+v, %v; want a new turn", res, err)
+	}
+	if got := <-b.began; got != "x" {
+		t.Fatalf("the turn runs %q", got)
+	}
+	b.finish <- struct{}{}
+	<-f.ended
+	s.WaitTurns()
+	if got := userTexts(s); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("user items %q", got)
+	}
+}
+
+// TestSteerAsTheTurnEnds: a message steered when the CLI's turn already
+// ended, while the session's turn is still finishing, is not taken by it:
+// it begins the next turn, or is handed back, and is in the conversation
+// once.
+func TestSteerAsTheTurnEnds(t *testing.T) {
+	for _, handBack := range []bool{false, true} {
+		t.Run(fmt.Sprint("handBack=", handBack), func(t *testing.T) {
+			b, f := newSteerBackend(), newFront()
+			b.closing, b.hold = make(chan struct{}), make(chan struct{})
+			s := gateSession(b.gateBackend)
+			s.be = b
+			if _, err := s.Prompt(f, Request{Text: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			<-b.began
+			b.finish <- struct{}{}
+			<-b.closing // the CLI's turn is over; the session's is not
+			res, err := s.Steer(f, Request{Text: "late"}, SteerOptions{HandBack: handBack})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.closing = nil
+			close(b.hold)
+			<-f.ended
+			if handBack {
+				if res.Outcome != SteerHandedBack {
+					t.Fatalf("Steer = %+v; want handed back", res)
+				}
+			} else {
+				if res.Outcome != SteerStarted || !res.Queued {
+					t.Fatalf("Steer = %+v; want the next turn", res)
+				}
+				if got := <-b.began; got != "late" {
+					t.Fatalf("the next turn runs %q", got)
+				}
+				b.finish <- struct{}{}
+				<-f.ended
+			}
+			s.WaitTurns()
+			want := []string{"a"}
+			if !handBack {
+				want = []string{"a", "late"}
+			}
+			if got := userTexts(s); !slices.Equal(got, want) {
+				t.Errorf("user items %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSteerQueuedWhenTheTurnCannotTake: a turn whose backend cannot take
+// a message (none that steers, or one that says this turn cannot) gets it
+// queued behind it, with the reason; it runs as the next turn.
+func TestSteerQueuedWhenTheTurnCannotTake(t *testing.T) {
+	for _, name := range []string{"no steerer", "cannot steer"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFront()
+			g := newGate()
+			s := gateSession(g)
+			if name == "cannot steer" {
+				b := newSteerBackend()
+				b.gateBackend = g
+				b.refuse = fmt.Errorf("%w: a review takes no message", backend.ErrCannotSteer)
+				s.be = b
+			}
+			if _, err := s.Prompt(f, Request{Text: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			<-g.began
+			res, err := s.Steer(f, Request{Text: "later"}, SteerOptions{})
+			if err != nil || res.Outcome != SteerQueued || res.Reason == "" {
+				t.Fatalf("Steer = %+v, %v; want queued with a reason", res, err)
+			}
+			if name == "cannot steer" && !strings.Contains(res.Reason, "a review takes no message") {
+				t.Errorf("reason %q", res.Reason)
+			}
+			view(s, func(conv *archive.Conversation) {
+				if fmt.Sprint(conv.Queued) != "[later]" {
+					t.Errorf("queued %q", conv.Queued)
+				}
+			})
+			g.finish <- struct{}{}
+			if got := <-g.began; got != "later" {
+				t.Fatalf("next turn %q", got)
+			}
+			g.finish <- struct{}{}
+			<-f.ended
+			<-f.ended
+			s.WaitTurns()
+			if got := userTexts(s); !slices.Equal(got, []string{"a", "later"}) {
+				t.Errorf("user items %q", got)
+			}
+		})
+	}
+}
+
+// TestSteerBadInput: an empty or too long message, and any after Stop,
+// are refused and leave nothing behind.
+func TestSteerBadInput(t *testing.T) {
+	b, f := newSteerBackend(), newFront()
+	s := gateSession(b.gateBackend)
+	s.be = b
+	for _, c := range []struct {
+		text string
+		want error
+	}{{"", ErrSteerEmpty}, {" \n\t", ErrSteerEmpty}, {strings.Repeat("x", MaxSteerBytes+1), ErrSteerTooLong}} {
+		if _, err := s.Steer(f, Request{Text: c.text}, SteerOptions{}); !errors.Is(err, c.want) {
+			t.Errorf("Steer(%d bytes) = %v, want %v", len(c.text), err, c.want)
+		}
+	}
+	s.Stop()
+	if _, err := s.Steer(f, Request{Text: "x"}, SteerOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Steer after Stop = %v", err)
+	}
+	if items, _ := conversationText(s); len(items) != 0 {
+		t.Errorf("refused messages left %q", items)
+	}
+}
