@@ -23,82 +23,30 @@ import (
 	"testing"
 
 	"spbridge/internal/fakeapi"
+	"spbridge/internal/history/historytest"
 )
 
 var record = flag.Bool("record", false, "record Claude Code's session files into testdata/history/ (needs the real claude)")
 
-func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, out, stderr.String())
-	}
-	return out
+func has(s string, yes bool) func([]byte) bool {
+	return func(body []byte) bool { return bytes.Contains(body, []byte(s)) == yes }
 }
 
-// sessionID is the session_id of claude's stream-json output.
+// sessionID is the session_id of claude's stream-json output (its
+// result).
 func sessionID(t *testing.T, out []byte) string {
 	t.Helper()
 	for _, l := range bytes.Split(out, []byte("\n")) {
 		var v struct {
 			Type      string `json:"type"`
 			SessionID string `json:"session_id"`
-			ThreadID  string `json:"thread_id"`
 		}
-		if json.Unmarshal(l, &v) == nil {
-			if v.Type == "result" && v.SessionID != "" {
-				return v.SessionID
-			}
-			if v.Type == "thread.started" && v.ThreadID != "" {
-				return v.ThreadID
-			}
+		if json.Unmarshal(l, &v) == nil && v.Type == "result" && v.SessionID != "" {
+			return v.SessionID
 		}
 	}
 	t.Fatalf("no session id in\n%s", out)
 	return ""
-}
-
-// keep copies the files under from matching the glob pattern into
-// testdata/history/dst (a folder, made anew), with the paths of root replaced.
-func keep(t *testing.T, from, pattern, dst string, repl *strings.Replacer) []string {
-	t.Helper()
-	var names []string
-	if err := os.RemoveAll(filepath.Join("testdata", "history", dst)); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if ok, _ := filepath.Match(pattern, filepath.Base(p)); !ok {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join("testdata", "history", dst, repl.Replace(rel))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		names = append(names, out)
-		return os.WriteFile(out, []byte(repl.Replace(string(data))), 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
-}
-
-func has(s string, yes bool) func([]byte) bool {
-	return func(body []byte) bool { return bytes.Contains(body, []byte(s)) == yes }
 }
 
 func TestRecordClaude(t *testing.T) {
@@ -125,7 +73,7 @@ func TestRecordClaude(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		return runCLI(t, work, srv.ClaudeEnv(home), stdin, bin, append(append([]string{"-p"}, args...), common...)...)
+		return historytest.Run(t, work, srv.ClaudeEnv(home), stdin, bin, append(append([]string{"-p"}, args...), common...)...)
 	}
 	// Turn 1: thinking and text.
 	id := sessionID(t, turn("", []string{"Say hello"}, fakeapi.Reply{Blocks: []fakeapi.Block{
@@ -182,7 +130,7 @@ func TestRecordClaude(t *testing.T) {
 	turn("", []string{"Anything else?", "--resume", id},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Nothing else."}}})
 	repl := strings.NewReplacer(work, "/work/project", home, "/home/user", munge(work), munge("/work/project"))
-	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude", "projects"), repl) {
+	for _, n := range historytest.Keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude", "projects"), repl) {
 		t.Log(n)
 	}
 }
@@ -265,7 +213,7 @@ func TestRecordClaudeInterrupt(t *testing.T) {
 		t.Logf("claude: %v\n%s", err, stderr.String())
 	}
 	repl := strings.NewReplacer(work, "/work/project", home, "/home/user", munge(work), munge("/work/project"))
-	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-interrupt", "projects"), repl) {
+	for _, n := range historytest.Keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-interrupt", "projects"), repl) {
 		t.Log(n)
 	}
 }
@@ -293,7 +241,7 @@ func TestRecordClaudeFork(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		return runCLI(t, work, srv.ClaudeEnv(home), "", bin, append(append([]string{"-p"}, args...), common...)...)
+		return historytest.Run(t, work, srv.ClaudeEnv(home), "", bin, append(append([]string{"-p"}, args...), common...)...)
 	}
 	id := sessionID(t, turn([]string{"Remember the number 7"}, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "I will remember 7."}}}))
 	fork := sessionID(t, turn([]string{"What was the number?", "--resume", id, "--fork-session"}, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "It was 7."}}}))
@@ -301,7 +249,7 @@ func TestRecordClaudeFork(t *testing.T) {
 		t.Fatalf("the fork kept the session id %s", id)
 	}
 	repl := strings.NewReplacer(work, "/work/project", home, "/home/user", munge(work), munge("/work/project"))
-	for _, n := range keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-fork", "projects"), repl) {
+	for _, n := range historytest.Keep(t, filepath.Join(home, ".claude", "projects"), "*.jsonl", filepath.Join("claude-fork", "projects"), repl) {
 		t.Log(n)
 	}
 }

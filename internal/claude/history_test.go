@@ -1,31 +1,19 @@
 package claude
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/codex"
 	"spbridge/internal/history"
-	"spbridge/internal/itemmap"
+	"spbridge/internal/history/historytest"
 )
 
 const (
 	claudeFixture = "testdata/history/claude/projects/-work-project/ca0632fd-a8b0-4a1c-9271-caa77e5d4c40.jsonl"
 	claudeStopped = "testdata/history/claude-interrupt/projects/-work-project/06c063d3-5368-41f8-87b9-778f42872b06.jsonl"
 )
-
-func importFixture(t *testing.T, backend, path string) (*archive.Conversation, *history.Report) {
-	t.Helper()
-	conv, rep, err := history.ImportFile(backend, path, history.ImportOptions{Stores: stores, NewID: itemmap.SequentialIDs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conv, rep
-}
 
 // stores are the stores an import tells a file's CLI among: Claude
 // Code's and the Codex CLI's, as the table has them.
@@ -37,69 +25,21 @@ func dirs(claudeDir, codexHome string) map[string]string {
 }
 
 // TestImportGolden: each recorded session imports to its golden
-// conversation.json, byte for byte in format 1's canonical encoding, and
-// the backend told by the content is the one that wrote it.
+// conversation.json (historytest.Golden), and the backend told by the
+// content is the one that wrote it.
 func TestImportGolden(t *testing.T) {
-	for _, tc := range []struct{ name, backend, path string }{
-		{"claude", "claude", claudeFixture},
-		{"claude-interrupt", "claude", claudeStopped},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			conv, rep := importFixture(t, "", tc.path)
-			if rep.Backend != tc.backend || rep.Skipped != 0 || rep.Partial {
-				t.Errorf("report %+v", rep)
-			}
-			got, err := conv.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden := filepath.Join("testdata", "history", "golden", tc.name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the import (run with -update to see how)", golden)
-			}
-			// What was imported reads back as format 1.
-			back, err := archive.Decode(got)
-			if err != nil || len(back.Items) != len(conv.Items) {
-				t.Errorf("decode: %v", err)
-			}
-		})
-	}
-}
-
-// kinds lists items as "type name status text", one a string.
-func kinds(c *archive.Conversation) []string {
-	var out []string
-	for _, it := range c.Items {
-		s := it.Type()
-		if n := it.String("name"); n != "" {
-			s += " " + n + " " + it.String("status")
-		}
-		if tx := it.String("text"); tx != "" {
-			s += " " + tx
-		}
-		out = append(out, s)
-	}
-	return out
+	historytest.Golden(t, stores, []historytest.Case{
+		{Name: "claude", Backend: "claude", Path: claudeFixture},
+		{Name: "claude-interrupt", Backend: "claude", Path: claudeStopped},
+	}, *update)
 }
 
 // TestImportClaude: the recorded Claude Code session's turns, tools (a
 // failed one failed), subagent call, compaction, images, usage, cost and
 // model.
 func TestImportClaude(t *testing.T) {
-	conv, rep := importFixture(t, "claude", claudeFixture)
-	got := strings.Join(kinds(conv), "\n")
+	conv, rep := historytest.Import(t, stores, "claude", claudeFixture)
+	got := strings.Join(historytest.Kinds(conv), "\n")
 	for _, want := range []string{
 		"user Say hello\nthinking The user greets me; I greet back.\nassistant Hello! How can I help?",
 		"tool Bash succeeded\ntool Write succeeded\ntool Edit succeeded\ntool Bash failed\ntool Read succeeded",
@@ -156,20 +96,12 @@ func TestImportClaude(t *testing.T) {
 // while its command ran ends interrupted, the command stopped; the next
 // message is a turn of its own.
 func TestImportClaudeInterrupt(t *testing.T) {
-	conv, rep := importFixture(t, "claude", claudeStopped)
-	got := strings.Join(kinds(conv), "\n")
+	conv, rep := historytest.Import(t, stores, "claude", claudeStopped)
+	got := strings.Join(historytest.Kinds(conv), "\n")
 	want := "user Wait for me\nassistant Waiting a while.\ntool Bash cancelled\nnotice Interrupted.\nuser Never mind\nassistant Stopped, as you asked."
 	if got != want || rep.Turns != 2 {
 		t.Errorf("items\n%s\nwant\n%s", got, want)
 	}
-}
-
-func describe(es []history.Entry) string {
-	var s []string
-	for _, e := range es {
-		s = append(s, e.Backend+" "+e.ID+" "+e.Cwd+" "+e.Title+" "+e.UpdatedAt.UTC().Format("15:04"))
-	}
-	return strings.Join(s, "\n")
 }
 
 // TestResumedSession: a session that resumed another as a fork is listed
@@ -179,7 +111,7 @@ func TestResumedSession(t *testing.T) {
 	opts := history.Options{Stores: stores, Backend: "claude", Dirs: dirs("testdata/history/claude-fork", "")}
 	got, err := history.List(opts)
 	if err != nil || len(got) != 2 {
-		t.Fatalf("%s %v", describe(got), err)
+		t.Fatalf("%s %v", historytest.Describe(got), err)
 	}
 	ids := map[string]bool{got[0].ID: true, got[1].ID: true}
 	if !ids["3cdf0d34-ea70-404f-8d93-6a4a68f4a2e6"] || !ids["5a725827-2930-4cf8-99a8-6122e69908fb"] {
@@ -193,7 +125,7 @@ func TestResumedSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := strings.Join(kinds(conv), "\n"); k != "user Remember the number 7\nassistant I will remember 7.\nuser What was the number?\nassistant It was 7." ||
+	if k := strings.Join(historytest.Kinds(conv), "\n"); k != "user Remember the number 7\nassistant I will remember 7.\nuser What was the number?\nassistant It was 7." ||
 		rep.ID != e.ID || rep.Turns != 2 {
 		t.Errorf("%s\n%+v", k, rep)
 	}

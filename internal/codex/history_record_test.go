@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/fakeapi"
+	"spbridge/internal/history/historytest"
 	"spbridge/internal/itemmap"
 )
 
@@ -35,74 +35,21 @@ import (
 // e2e_exechistory_test.go) write their fixtures from the real codex.
 var record = flag.Bool("record", false, "record testdata/exec_history.* and testdata/history/ from the real codex")
 
-func runCLI(t *testing.T, dir string, env []string, stdin string, name string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, out, stderr.String())
-	}
-	return out
-}
-
-// sessionID is the session_id of claude's stream-json output.
+// sessionID is the thread id of codex exec's --json output (its
+// thread.started).
 func sessionID(t *testing.T, out []byte) string {
 	t.Helper()
 	for _, l := range bytes.Split(out, []byte("\n")) {
 		var v struct {
-			Type      string `json:"type"`
-			SessionID string `json:"session_id"`
-			ThreadID  string `json:"thread_id"`
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
 		}
-		if json.Unmarshal(l, &v) == nil {
-			if v.Type == "result" && v.SessionID != "" {
-				return v.SessionID
-			}
-			if v.Type == "thread.started" && v.ThreadID != "" {
-				return v.ThreadID
-			}
+		if json.Unmarshal(l, &v) == nil && v.Type == "thread.started" && v.ThreadID != "" {
+			return v.ThreadID
 		}
 	}
 	t.Fatalf("no session id in\n%s", out)
 	return ""
-}
-
-// keep copies the files under from matching the glob pattern into
-// testdata/history/dst (a folder, made anew), with the paths of root replaced.
-func keep(t *testing.T, from, pattern, dst string, repl *strings.Replacer) []string {
-	t.Helper()
-	var names []string
-	if err := os.RemoveAll(filepath.Join("testdata", "history", dst)); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if ok, _ := filepath.Match(pattern, filepath.Base(p)); !ok {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join("testdata", "history", dst, repl.Replace(rel))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		names = append(names, out)
-		return os.WriteFile(out, []byte(repl.Replace(string(data))), 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
 }
 
 func TestRecordCodex(t *testing.T) {
@@ -133,12 +80,12 @@ func TestRecordCodex(t *testing.T) {
 	}
 	env := srv.CodexEnv(t, root)
 	pre := []string{"-c", `sandbox_mode="workspace-write"`, "exec"}
-	out := runCLI(t, work, env, "Say hello", bin, append(pre, "--json", "--skip-git-repo-check", "-")...)
+	out := historytest.Run(t, work, env, "Say hello", bin, append(pre, "--json", "--skip-git-repo-check", "-")...)
 	id := sessionID(t, out)
-	runCLI(t, work, env, "Use the tools", bin, append(pre, "resume", "--json", "--skip-git-repo-check", id, "-")...)
-	runCLI(t, work, env, "What colour is this?", bin, append(pre, "--json", "-i", "red.png", "--skip-git-repo-check", "-")...)
+	historytest.Run(t, work, env, "Use the tools", bin, append(pre, "resume", "--json", "--skip-git-repo-check", id, "-")...)
+	historytest.Run(t, work, env, "What colour is this?", bin, append(pre, "--json", "-i", "red.png", "--skip-git-repo-check", "-")...)
 	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
-	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex", "sessions"), repl) {
+	for _, n := range historytest.Keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex", "sessions"), repl) {
 		t.Log(n)
 	}
 }
@@ -164,12 +111,12 @@ func TestRecordCodexPicture(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := srv.CodexEnv(t, root)
-	runCLI(t, work, env, "What colour is this?", bin, "-c", `sandbox_mode="workspace-write"`, "exec", "--json", "-i", "blue.png", "--skip-git-repo-check", "-")
+	historytest.Run(t, work, env, "What colour is this?", bin, "-c", `sandbox_mode="workspace-write"`, "exec", "--json", "-i", "blue.png", "--skip-git-repo-check", "-")
 	if reqs := srv.Requests(); len(reqs) == 0 || !bytes.Contains(reqs[len(reqs)-1].Body, []byte("data:image/png;base64,")) {
 		t.Fatalf("codex did not send the picture")
 	}
 	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
-	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-picture", "sessions"), repl) {
+	for _, n := range historytest.Keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-picture", "sessions"), repl) {
 		t.Log(n)
 	}
 }
@@ -225,7 +172,7 @@ func TestRecordCodexAppServer(t *testing.T) {
 	}
 	b.Close()
 	repl := strings.NewReplacer(work, "/work/project", root, "/home/user")
-	for _, n := range keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-app", "sessions"), repl) {
+	for _, n := range historytest.Keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*.jsonl", filepath.Join("codex-app", "sessions"), repl) {
 		t.Log(n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/claude"
 	"spbridge/internal/history"
-	"spbridge/internal/itemmap"
+	"spbridge/internal/history/historytest"
 )
 
 const (
@@ -24,15 +23,6 @@ const (
 	codexImage   = "testdata/history/codex/sessions/2026/12/02/rollout-2026-12-02T05-37-56-01a23542-7241-71b3-8ca5-629e22deb51c.jsonl"
 	codexPicture = "testdata/history/codex-picture/sessions/2026/12/02/rollout-2026-12-02T09-49-32-01a23628-c9a8-74e0-8e3b-16baa728c919.jsonl"
 )
-
-func importFixture(t *testing.T, backend, path string) (*archive.Conversation, *history.Report) {
-	t.Helper()
-	conv, rep, err := history.ImportFile(backend, path, history.ImportOptions{Stores: stores, NewID: itemmap.SequentialIDs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conv, rep
-}
 
 // stores are the stores an import tells a file's CLI among: Claude
 // Code's and the Codex CLI's, as the table has them.
@@ -44,84 +34,23 @@ func dirs(claudeDir, codexHome string) map[string]string {
 }
 
 // TestImportGolden: each recorded session imports to its golden
-// conversation.json, byte for byte in format 1's canonical encoding, and
-// the backend told by the content is the one that wrote it.
+// conversation.json (historytest.Golden), and the backend told by the
+// content is the one that wrote it.
 func TestImportGolden(t *testing.T) {
-	for _, tc := range []struct{ name, backend, path string }{
-		{"codex", "codex", codexFixture},
-		{"codex-image", "codex", codexImage},
-		{"codex-picture", "codex", codexPicture},
-		{"codex-app", "codex", codexApp},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			conv, rep := importFixture(t, "", tc.path)
-			if rep.Backend != tc.backend || rep.Skipped != 0 || rep.Partial {
-				t.Errorf("report %+v", rep)
-			}
-			got, err := conv.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden := filepath.Join("testdata", "history", "golden", tc.name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the import (run with -update to see how)", golden)
-			}
-			// What was imported reads back as format 1.
-			back, err := archive.Decode(got)
-			if err != nil || len(back.Items) != len(conv.Items) {
-				t.Errorf("decode: %v", err)
-			}
-		})
-	}
-}
-
-// kinds lists items as "type name status text", one a string.
-func kinds(c *archive.Conversation) []string {
-	var out []string
-	for _, it := range c.Items {
-		s := it.Type()
-		if n := it.String("name"); n != "" {
-			s += " " + n + " " + it.String("status")
-		}
-		if tx := it.String("text"); tx != "" {
-			s += " " + tx
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// write writes a file under dir and returns its path.
-func write(t *testing.T, dir, name, data string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	historytest.Golden(t, stores, []historytest.Case{
+		{Name: "codex", Backend: "codex", Path: codexFixture},
+		{Name: "codex-image", Backend: "codex", Path: codexImage},
+		{Name: "codex-picture", Backend: "codex", Path: codexPicture},
+		{Name: "codex-app", Backend: "codex", Path: codexApp},
+	}, *update)
 }
 
 // TestImportCodex: the recorded Codex thread's two turns, commands (the
 // failing one failed), patches, reasoning, the model's own calls in the
 // history, usage and model.
 func TestImportCodex(t *testing.T) {
-	conv, rep := importFixture(t, "codex", codexFixture)
-	got := strings.Join(kinds(conv), "\n")
+	conv, rep := historytest.Import(t, stores, "codex", codexFixture)
+	got := strings.Join(historytest.Kinds(conv), "\n")
 	want := "user Say hello\nthinking Greeting back.\nassistant Hello! How can I help?\n" +
 		"user Use the tools\nassistant Running a command.\ntool shell succeeded\ntool apply_patch succeeded\n" +
 		"tool apply_patch succeeded\ntool shell failed\nassistant Done: notes.txt is edited and the command failed with 3."
@@ -153,8 +82,8 @@ func TestImportCodexPicture(t *testing.T) {
 		path   string
 		images int
 	}{{codexPicture, 1}, {codexImage, 0}} {
-		conv, _ := importFixture(t, "codex", tc.path)
-		if got := strings.Join(kinds(conv), "\n"); !strings.HasPrefix(got, "user What colour is this?\nassistant It is ") {
+		conv, _ := historytest.Import(t, stores, "codex", tc.path)
+		if got := strings.Join(historytest.Kinds(conv), "\n"); !strings.HasPrefix(got, "user What colour is this?\nassistant It is ") {
 			t.Errorf("%s: items\n%s", tc.path, got)
 		}
 		if conv.Items[0].Bool("hasImage") != (tc.images > 0) {
@@ -180,8 +109,8 @@ func TestImportCodexPicture(t *testing.T) {
 // TestImportCodexAppServer: a thread run through codex app-server: its
 // reasoning, plan, command and answer, then a turn interrupted.
 func TestImportCodexAppServer(t *testing.T) {
-	conv, rep := importFixture(t, "codex", codexApp)
-	got := strings.Join(kinds(conv), "\n")
+	conv, rep := historytest.Import(t, stores, "codex", codexApp)
+	got := strings.Join(historytest.Kinds(conv), "\n")
 	want := "user List the files\nthinking Planning.\ndirections [ ] List the files\n[ ] Report\ntool shell succeeded\n" +
 		"assistant There is one file: red.png.\nuser Tell me a long story\nnotice Interrupted."
 	if got != want || rep.Turns != 2 {
@@ -221,7 +150,7 @@ func codexUser(text string) string {
 // aborted, with its command cancelled; a compaction.
 func TestImportCodexEvents(t *testing.T) {
 	png := base64.StdEncoding.EncodeToString(cutPNG)
-	p := write(t, t.TempDir(), "rollout-x.jsonl", codexLines(
+	p := historytest.Write(t, t.TempDir(), "rollout-x.jsonl", codexLines(
 		codexMeta, codexStarted,
 		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,`+png+`"}]}}`,
 		codexUser("look"),
@@ -236,8 +165,8 @@ func TestImportCodexEvents(t *testing.T) {
 		codexStarted, codexUser("again"),
 		`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"c3","command":["/bin/bash","-lc","echo it's"],"status":"completed","aggregated_output":"it's\n","exit_code":0}}}`,
 	))
-	conv, rep := importFixture(t, "", p)
-	got := strings.Join(kinds(conv), "\n")
+	conv, rep := historytest.Import(t, stores, "", p)
+	got := strings.Join(historytest.Kinds(conv), "\n")
 	want := "user look\ndirections [ ] Look\n[ ] Say\nassistant Red.\nuser run it\nnotice Interrupted.\nnotice Codex compacted the conversation.\n" +
 		"user again\ntool shell succeeded\nnotice Interrupted."
 	if got != want || rep.Turns != 3 || rep.Backend != "codex" {
@@ -264,25 +193,17 @@ func TestImportCodexEvents(t *testing.T) {
 	}
 }
 
-func describe(es []history.Entry) string {
-	var s []string
-	for _, e := range es {
-		s = append(s, e.Backend+" "+e.ID+" "+e.Cwd+" "+e.Title+" "+e.UpdatedAt.UTC().Format("15:04"))
-	}
-	return strings.Join(s, "\n")
-}
-
 // TestListCodexNames: a thread's name from codex's session index is its
 // title; a subagent's thread is not listed.
 func TestListCodexNames(t *testing.T) {
 	home := t.TempDir()
 	day := filepath.Join(home, "sessions", "2026", "12", "01")
-	write(t, day, "rollout-2026-12-01T10-00-00-01a23542-0000-7000-8000-000000000001.jsonl", codexLines(codexMeta, codexStarted, codexUser("first words")))
+	historytest.Write(t, day, "rollout-2026-12-01T10-00-00-01a23542-0000-7000-8000-000000000001.jsonl", codexLines(codexMeta, codexStarted, codexUser("first words")))
 	sub := strings.Replace(strings.ReplaceAll(codexMeta, "000000000001", "000000000002"), `"thread_source":"user"`, `"thread_source":"subagent"`, 1)
-	write(t, day, "rollout-2026-12-01T10-00-00-01a23542-0000-7000-8000-000000000002.jsonl", codexLines(sub, codexStarted, codexUser("sub")))
-	write(t, home, "session_index.jsonl", `{"id":"01a23542-0000-7000-8000-000000000001","thread_name":"Named by codex","updated_at":"x"}`+"\n")
+	historytest.Write(t, day, "rollout-2026-12-01T10-00-00-01a23542-0000-7000-8000-000000000002.jsonl", codexLines(sub, codexStarted, codexUser("sub")))
+	historytest.Write(t, home, "session_index.jsonl", `{"id":"01a23542-0000-7000-8000-000000000001","thread_name":"Named by codex","updated_at":"x"}`+"\n")
 	got, err := history.List(history.Options{Stores: stores, Backend: "codex", Dirs: dirs("", home)})
 	if err != nil || len(got) != 1 || got[0].Title != "Named by codex" || got[0].Cwd != "/w" {
-		t.Errorf("%s %v", describe(got), err)
+		t.Errorf("%s %v", historytest.Describe(got), err)
 	}
 }

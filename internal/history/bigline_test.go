@@ -16,6 +16,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/history"
+	"spbridge/internal/history/historytest"
 )
 
 // noisePNG is a PNG of noise of about n bytes: a photograph's size, which
@@ -111,7 +112,7 @@ func TestBigFirstLine(t *testing.T) {
 	}
 	want := "claude " + claudeID + " /work/pictures What is in this picture? 12:00\n" +
 		"codex " + codexID + " /work/project What colour is this? 11:00"
-	if d := describe(got); d != want {
+	if d := historytest.Describe(got); d != want {
 		t.Errorf("list\n%s\nwant\n%s", d, want)
 	}
 	for _, tc := range []struct{ backend, id, path string }{{"claude", claudeID, claudePath}, {"codex", codexID, codexPath}} {
@@ -122,12 +123,12 @@ func TestBigFirstLine(t *testing.T) {
 		}
 		// By its content (as spbridge import FILE reads it), and as found.
 		for _, backend := range []string{"", tc.backend} {
-			conv, rep := importFixture(t, backend, tc.path)
+			conv, rep := historytest.Import(t, stores, backend, tc.path)
 			if rep.Backend != tc.backend || rep.Skipped != 0 {
 				t.Errorf("%s: report %+v", tc.backend, rep)
 			}
 			if !conv.Items[0].Bool("hasImage") || imagesIn(t, conv, pic) != 1 {
-				t.Errorf("%s: the picture was not imported: items %q", tc.backend, kinds(conv))
+				t.Errorf("%s: the picture was not imported: items %q", tc.backend, historytest.Kinds(conv))
 			}
 		}
 	}
@@ -147,7 +148,7 @@ func TestListLineLongerThanImportTakes(t *testing.T) {
 		`"}},{"type":"text","text":"And this one?"}]},"sessionId":"s1","cwd":"/w"}`
 	setFile(t, filepath.Join(opts.Dirs["claude"], "projects", "-w", "s1.jsonl"), []byte(user+"\n"+claudeReply+"\n"), base)
 	got, err := history.List(opts)
-	if d := describe(got); err != nil || d != "claude s1 /w And this one? 10:00" {
+	if d := historytest.Describe(got); err != nil || d != "claude s1 /w And this one? 10:00" {
 		t.Errorf("list %q, %v", d, err)
 	}
 }

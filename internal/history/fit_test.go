@@ -9,6 +9,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
 	"spbridge/internal/history"
+	"spbridge/internal/history/historytest"
 	"spbridge/internal/itemmap"
 )
 
@@ -46,7 +47,7 @@ func compactSize(t *testing.T, c *archive.Conversation) int {
 // without a notice; one whose last turn alone does not fit is an error.
 func TestImportFits(t *testing.T) {
 	dir := t.TempDir()
-	path := write(t, dir, "s.jsonl", toolSession(10, 200<<10))
+	path := historytest.Write(t, dir, "s.jsonl", toolSession(10, 200<<10))
 	imp := func(limit int64) (*archive.Conversation, *history.Report, error) {
 		return history.ImportFile("claude", path, history.ImportOptions{Stores: stores, NewID: itemmap.SequentialIDs(), MaxSize: limit})
 	}
@@ -59,7 +60,7 @@ func TestImportFits(t *testing.T) {
 		t.Fatalf("the session makes only %d bytes", full)
 	}
 	last := func(c *archive.Conversation) string {
-		got := kinds(c)
+		got := historytest.Kinds(c)
 		return strings.Join(got[len(got)-3:], "|")
 	}
 	wantLast := "user turn 9|tool Bash succeeded|assistant done 9"

@@ -10,46 +10,9 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/history"
+	"spbridge/internal/history/historytest"
 	"spbridge/internal/itemmap"
 )
-
-func importFixture(t *testing.T, backend, path string) (*archive.Conversation, *history.Report) {
-	t.Helper()
-	conv, rep, err := history.ImportFile(backend, path, history.ImportOptions{Stores: stores, NewID: itemmap.SequentialIDs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conv, rep
-}
-
-// kinds lists items as "type name status text", one a string.
-func kinds(c *archive.Conversation) []string {
-	var out []string
-	for _, it := range c.Items {
-		s := it.Type()
-		if n := it.String("name"); n != "" {
-			s += " " + n + " " + it.String("status")
-		}
-		if tx := it.String("text"); tx != "" {
-			s += " " + tx
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// write writes a file under dir and returns its path.
-func write(t *testing.T, dir, name, data string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 const (
 	claudeUser  = `{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":"hello"}}`
@@ -62,31 +25,31 @@ const (
 func TestImportBadInput(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("unknown lines", func(t *testing.T) {
-		p := write(t, dir, "u.jsonl", claudeUser+"\nnot json\n"+`{"type":"brand-new-kind"}`+"\n"+claudeReply+"\n")
-		conv, rep := importFixture(t, "", p)
+		p := historytest.Write(t, dir, "u.jsonl", claudeUser+"\nnot json\n"+`{"type":"brand-new-kind"}`+"\n"+claudeReply+"\n")
+		conv, rep := historytest.Import(t, stores, "", p)
 		if rep.Skipped != 2 || rep.Partial {
 			t.Errorf("report %+v", rep)
 		}
-		got := kinds(conv)
+		got := historytest.Kinds(conv)
 		if len(got) != 3 || got[0] != "user hello" || got[1] != "assistant hi" ||
 			got[2] != "notice 2 lines of the session file were not understood and were skipped." {
 			t.Errorf("items %q", got)
 		}
 	})
 	t.Run("cut last line", func(t *testing.T) {
-		p := write(t, dir, "c.jsonl", claudeUser+"\n"+claudeReply+"\n"+claudeReply[:40])
-		conv, rep := importFixture(t, "claude", p)
+		p := historytest.Write(t, dir, "c.jsonl", claudeUser+"\n"+claudeReply+"\n"+claudeReply[:40])
+		conv, rep := historytest.Import(t, stores, "claude", p)
 		if rep.Skipped != 1 || !rep.Partial {
 			t.Errorf("report %+v", rep)
 		}
-		if got := kinds(conv); len(got) != 3 || !strings.Contains(got[2], "(the last line was cut short)") {
+		if got := historytest.Kinds(conv); len(got) != 3 || !strings.Contains(got[2], "(the last line was cut short)") {
 			t.Errorf("items %q", got)
 		}
 	})
 	t.Run("invalid UTF-8", func(t *testing.T) {
-		p := write(t, dir, "i.jsonl", strings.Replace(claudeUser, "hello", "hel\xff\xfelo", 1)+"\n"+claudeReply+"\n")
-		conv, _ := importFixture(t, "claude", p)
-		if got := kinds(conv); len(got) != 2 || got[0] != "user hel\uFFFDlo" {
+		p := historytest.Write(t, dir, "i.jsonl", strings.Replace(claudeUser, "hello", "hel\xff\xfelo", 1)+"\n"+claudeReply+"\n")
+		conv, _ := historytest.Import(t, stores, "claude", p)
+		if got := historytest.Kinds(conv); len(got) != 2 || got[0] != "user hel\uFFFDlo" {
 			t.Errorf("items %q", got)
 		}
 		if _, err := conv.Encode(); err != nil {
@@ -94,19 +57,19 @@ func TestImportBadInput(t *testing.T) {
 		}
 	})
 	t.Run("not a session", func(t *testing.T) {
-		p := write(t, dir, "n.jsonl", "hello\nworld\n")
+		p := historytest.Write(t, dir, "n.jsonl", "hello\nworld\n")
 		if _, _, err := history.ImportFile("", p, history.ImportOptions{Stores: stores}); !errors.Is(err, history.ErrUnknownFormat) {
 			t.Errorf("err %v", err)
 		}
 		if _, _, err := history.ImportFile("claude", p, history.ImportOptions{Stores: stores}); !errors.Is(err, history.ErrUnknownFormat) {
 			t.Errorf("err %v", err)
 		}
-		if _, _, err := history.ImportFile("", write(t, dir, "e.jsonl", ""), history.ImportOptions{Stores: stores}); !errors.Is(err, history.ErrUnknownFormat) {
+		if _, _, err := history.ImportFile("", historytest.Write(t, dir, "e.jsonl", ""), history.ImportOptions{Stores: stores}); !errors.Is(err, history.ErrUnknownFormat) {
 			t.Errorf("empty: err %v", err)
 		}
 	})
 	t.Run("symbolic link", func(t *testing.T) {
-		target := write(t, t.TempDir(), "outside.jsonl", claudeUser+"\n"+claudeReply+"\n")
+		target := historytest.Write(t, t.TempDir(), "outside.jsonl", claudeUser+"\n"+claudeReply+"\n")
 		link := filepath.Join(dir, "link.jsonl")
 		if err := os.Symlink(target, link); err != nil {
 			t.Skip(err)
@@ -127,9 +90,9 @@ func TestImportBadInput(t *testing.T) {
 		// error result, then the mark.
 		res := `{"type":"user","sessionId":"s1","message":{"role":"user","content":[{"type":"tool_result","content":"[Request interrupted by user for tool use]","is_error":true,"tool_use_id":"t1"}]}}`
 		stop := `{"type":"user","sessionId":"s1","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}`
-		p := write(t, dir, "x.jsonl", claudeUser+"\n"+call+"\n"+res+"\n"+stop+"\n"+strings.Replace(claudeUser, "hello", "again", 1)+"\n"+claudeReply+"\n")
-		conv, rep := importFixture(t, "claude", p)
-		got := strings.Join(kinds(conv), "\n")
+		p := historytest.Write(t, dir, "x.jsonl", claudeUser+"\n"+call+"\n"+res+"\n"+stop+"\n"+strings.Replace(claudeUser, "hello", "again", 1)+"\n"+claudeReply+"\n")
+		conv, rep := historytest.Import(t, stores, "claude", p)
+		got := strings.Join(historytest.Kinds(conv), "\n")
 		if rep.Turns != 2 || got != "user hello\ntool Bash cancelled\nnotice Interrupted.\nuser again\nassistant hi" {
 			t.Errorf("turns %d items\n%s", rep.Turns, got)
 		}

@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/claude"
 	"spbridge/internal/codex"
 	"spbridge/internal/history"
+	"spbridge/internal/history/historytest"
 )
 
 // copyFile copies src to dst (made with its folders) and sets its
@@ -87,14 +88,6 @@ func store(t *testing.T) history.Options {
 	return history.Options{Stores: stores, Dirs: dirs(cl, cx)}
 }
 
-func describe(es []history.Entry) string {
-	var s []string
-	for _, e := range es {
-		s = append(s, e.Backend+" "+e.ID+" "+e.Cwd+" "+e.Title+" "+e.UpdatedAt.UTC().Format("15:04"))
-	}
-	return strings.Join(s, "\n")
-}
-
 // TestList: every session of both stores, newest first, with its folder
 // and title; files that are not sessions left out.
 func TestList(t *testing.T) {
@@ -107,21 +100,21 @@ func TestList(t *testing.T) {
 		"claude ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 /work/project Say hello 13:00\n" +
 		"claude s2 /elsewhere My own title 12:00\n" +
 		"codex 01a23542-7241-71b3-8ca5-629e22deb51c /work/project What colour is this? 11:00"
-	if d := describe(got); d != want {
+	if d := historytest.Describe(got); d != want {
 		t.Errorf("list\n%s\nwant\n%s", d, want)
 	}
 	// One folder, one CLI.
 	opts.Cwd = "/elsewhere"
-	if got, _ := history.List(opts); describe(got) != "claude s2 /elsewhere My own title 12:00" {
-		t.Errorf("cwd: %s", describe(got))
+	if got, _ := history.List(opts); historytest.Describe(got) != "claude s2 /elsewhere My own title 12:00" {
+		t.Errorf("cwd: %s", historytest.Describe(got))
 	}
 	opts.Cwd, opts.Backend = "/work/project", "codex"
 	if got, _ := history.List(opts); len(got) != 2 || got[0].Backend != "codex" || got[1].Backend != "codex" {
-		t.Errorf("codex in /work/project: %s", describe(got))
+		t.Errorf("codex in /work/project: %s", historytest.Describe(got))
 	}
 	opts.Cwd, opts.Backend = "/nowhere", ""
 	if got, err := history.List(opts); len(got) != 0 || err != nil {
-		t.Errorf("another folder: %s %v", describe(got), err)
+		t.Errorf("another folder: %s %v", historytest.Describe(got), err)
 	}
 }
 
@@ -142,8 +135,8 @@ func TestListPages(t *testing.T) {
 			break
 		}
 	}
-	if describe(got) != describe(all) || cursor != "" {
-		t.Errorf("pages\n%s\nall\n%s\ncursor %q", describe(got), describe(all), cursor)
+	if historytest.Describe(got) != historytest.Describe(all) || cursor != "" {
+		t.Errorf("pages\n%s\nall\n%s\ncursor %q", historytest.Describe(got), historytest.Describe(all), cursor)
 	}
 	// The last page, whose files after it are not sessions, has no cursor.
 	p, err := history.ListPage(opts, "", len(all))

@@ -1,98 +1,30 @@
-package history
+package history_test
 
 import (
-	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tidwall/gjson"
-
-	"spbridge/internal/archive"
+	"spbridge/internal/history"
+	"spbridge/internal/history/historytest"
 	"spbridge/internal/itemmap"
 )
 
-// lineStore is a store this package knows nothing of: its sessions are
-// DIR/<id>.log, a first line {"log":ID,"cwd":FOLDER} and then one line
-// {"say":TEXT} a message of the user's; DIR/titles.json names some.
-type lineStore struct{}
+var update = flag.Bool("update", false, "rewrite the golden files")
 
-func (lineStore) Name() string            { return "lines" }
-func (lineStore) Display() string         { return "Lines" }
-func (lineStore) Dir() string             { return "" }
-func (lineStore) Where(dir string) string { return dir }
-func (lineStore) Files(dir, _ string) []File {
-	return RegularFiles(dir, func(name string) bool { return strings.HasSuffix(name, ".log") })
+// TestImportGolden: the golden import (historytest.Golden, each CLI's
+// recordings' test) on the store of a CLI history knows nothing of: told
+// by its content, imported to its golden conversation.json byte for byte,
+// read back as format 1.
+func TestImportGolden(t *testing.T) {
+	historytest.Golden(t, []history.Store{historytest.Lines{}}, []historytest.Case{
+		{Name: "lines", Backend: "lines", Path: "testdata/history/lines/a1.log"},
+	}, *update)
 }
-func (lineStore) FileID(path string) string { return strings.TrimSuffix(filepath.Base(path), ".log") }
-func (lineStore) Sniff(v gjson.Result) bool { return v.Get("log").Exists() }
-func (lineStore) TitleIndex(dir string) string {
-	return filepath.Join(dir, "titles.json")
-}
-func (lineStore) ReadTitles(path string) map[string]string {
-	m := map[string]string{}
-	if data, err := os.ReadFile(path); err == nil {
-		json.Unmarshal(data, &m)
-	}
-	return m
-}
-
-func (s lineStore) Summarize(f File) (Entry, bool) {
-	r, size, err := OpenRegular(f.Path)
-	if err != nil {
-		return Entry{}, false
-	}
-	defer r.Close()
-	e := Entry{Backend: s.Name(), ID: s.FileID(f.Path), Path: f.Path, UpdatedAt: f.Mod, Size: size}
-	HeadLines(r, size, func(line []byte) bool {
-		v, ok := Object(line)
-		if ok && v.Get("cwd").Exists() {
-			e.Cwd = v.Get("cwd").String()
-		}
-		if ok && v.Get("say").String() != "" {
-			e.Title = CutTitle(v.Get("say").String())
-			return false
-		}
-		return true
-	})
-	return e, e.Title != ""
-}
-
-func (lineStore) NewImporter(newID itemmap.IDFunc, rep *Report) Importer {
-	return &lineImport{newID: newID, rep: rep, conv: &archive.Conversation{}}
-}
-
-type lineImport struct {
-	newID itemmap.IDFunc
-	rep   *Report
-	conv  *archive.Conversation
-	turn  Turn
-}
-
-func (li *lineImport) Line(line []byte) bool {
-	v, ok := Object(line)
-	switch {
-	case !ok:
-		return false
-	case v.Get("log").Exists():
-		li.rep.ID, li.rep.Cwd = v.Get("log").String(), v.Get("cwd").String()
-		return true
-	case v.Get("say").String() != "":
-		text := v.Get("say").String()
-		li.rep.Turns++
-		li.turn = Turn{User: &archive.Message{Role: "user", Content: []archive.Block{archive.NewTextBlock(text)}}, First: len(li.conv.Items), Model: "line-model", Active: true}
-		it := archive.ItemFromMap(map[string]any{"id": li.newID(), "type": archive.TypeUser, "text": text})
-		ApplyResult(li.conv, itemmap.Result{Changes: []itemmap.Change{{Op: itemmap.OpAdd, Item: it}}})
-		EndTurn(li.conv, &li.turn, &itemmap.TurnEnd{Status: itemmap.TurnCompleted}, "line-provider")
-		return true
-	}
-	return false
-}
-
-func (li *lineImport) Finish() *archive.Conversation { return li.conv }
 
 // TestStoreOfAnotherCLI: a store history knows nothing of lists (newest
 // first, its title index before a file's own title, one folder's, through
@@ -115,8 +47,8 @@ func TestStoreOfAnotherCLI(t *testing.T) {
 	put("b.log", `{"log":"b","cwd":"/x"}`+"\n"+`{"say":"bye  now"}`+"\n", base.Add(2*time.Hour))
 	put("c.log", `{"log":"c","cwd":"/w"}`+"\n", base.Add(3*time.Hour)) // no message: not a session
 	put("titles.json", `{"a":"Named by the CLI"}`, base)
-	opts := Options{Stores: []Store{lineStore{}}, Dirs: map[string]string{"lines": dir}}
-	describe := func(es []Entry) string {
+	opts := history.Options{Stores: []history.Store{historytest.Lines{}}, Dirs: map[string]string{"lines": dir}}
+	describe := func(es []history.Entry) string {
 		var s []string
 		for _, e := range es {
 			s = append(s, e.Backend+" "+e.ID+" "+e.Cwd+" "+e.Title)
@@ -124,32 +56,32 @@ func TestStoreOfAnotherCLI(t *testing.T) {
 		return strings.Join(s, "\n")
 	}
 	want := "lines b /x bye now\nlines a /w Named by the CLI"
-	for _, cache := range []*HeadCache{nil, NewHeadCache(t.TempDir())} {
+	for _, cache := range []*history.HeadCache{nil, history.NewHeadCache(t.TempDir())} {
 		o := opts
 		o.Cache = cache
 		for range 2 { // the second from the cache, when there is one
-			if got, err := List(o); err != nil || describe(got) != want {
+			if got, err := history.List(o); err != nil || describe(got) != want {
 				t.Errorf("list (cache %v)\n%s\nwant\n%s\n%v", cache != nil, describe(got), want, err)
 			}
 		}
 	}
 	o := opts
 	o.Cwd = "/w"
-	if got, err := List(o); err != nil || describe(got) != "lines a /w Named by the CLI" {
+	if got, err := history.List(o); err != nil || describe(got) != "lines a /w Named by the CLI" {
 		t.Errorf("one folder: %s %v", describe(got), err)
 	}
 	o = opts
 	o.Backend = "other"
-	if _, err := List(o); err == nil || err.Error() != `unknown backend "other": lines` {
+	if _, err := history.List(o); err == nil || err.Error() != `unknown backend "other": lines` {
 		t.Errorf("another backend: %v", err)
 	}
-	if e, err := Find(opts, "b"); err != nil || e.Cwd != "/x" {
+	if e, err := history.Find(opts, "b"); err != nil || e.Cwd != "/x" {
 		t.Errorf("find: %+v %v", e, err)
 	}
-	if _, err := Find(opts, "c"); err == nil || err.Error() != "no Lines session c (looked in "+dir+")" {
+	if _, err := history.Find(opts, "c"); err == nil || err.Error() != "no Lines session c (looked in "+dir+")" {
 		t.Errorf("find c: %v", err)
 	}
-	conv, rep, err := ImportFile("", a, ImportOptions{Stores: opts.Stores, NewID: itemmap.SequentialIDs()})
+	conv, rep, err := history.ImportFile("", a, history.ImportOptions{Stores: opts.Stores, NewID: itemmap.SequentialIDs()})
 	if err != nil || rep.Backend != "lines" || rep.ID != "a" || rep.Cwd != "/w" || rep.Turns != 1 {
 		t.Fatalf("import: %+v %v", rep, err)
 	}
@@ -158,11 +90,11 @@ func TestStoreOfAnotherCLI(t *testing.T) {
 		t.Errorf("imported %d items, %d messages, %q %q", len(conv.Items), len(conv.History), conv.Provider, conv.Model)
 	}
 	other := put("other.txt", `{"text":"not a log"}`+"\n", base)
-	if _, _, err := ImportFile("", other, ImportOptions{Stores: opts.Stores}); !errors.Is(err, ErrUnknownFormat) ||
+	if _, _, err := history.ImportFile("", other, history.ImportOptions{Stores: opts.Stores}); !errors.Is(err, history.ErrUnknownFormat) ||
 		!strings.Contains(err.Error(), "not a Lines session file") {
 		t.Errorf("another file: %v", err)
 	}
-	if _, _, err := ImportFile("other", a, ImportOptions{Stores: opts.Stores}); err == nil || !strings.Contains(err.Error(), `unknown backend "other": lines`) {
+	if _, _, err := history.ImportFile("other", a, history.ImportOptions{Stores: opts.Stores}); err == nil || !strings.Contains(err.Error(), `unknown backend "other": lines`) {
 		t.Errorf("another backend: %v", err)
 	}
 }
