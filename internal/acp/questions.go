@@ -9,15 +9,20 @@ import (
 	"spbridge/internal/session"
 )
 
-// question is one question of an AskUserQuestion call.
+// question is one question of an AskUserQuestion call
+// (itemmap.QuestionsTool).
 type question struct {
-	Question string `json:"question"`
-	Header   string `json:"header"`
-	Options  []struct {
-		Label       string `json:"label"`
-		Description string `json:"description"`
-	} `json:"options"`
-	MultiSelect bool `json:"multiSelect"`
+	Question    string           `json:"question"`
+	Header      string           `json:"header"`
+	Options     []questionOption `json:"options"`
+	MultiSelect bool             `json:"multiSelect"`
+	IsOther     *bool            `json:"isOther"` // nil: takes the user's own words
+}
+
+// questionOption is one option of a question.
+type questionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
 }
 
 // questionsOf is the questions a permission request of

@@ -118,6 +118,10 @@ type Server struct {
 	// goes out as compaction_update and compaction_summary_chunk instead
 	// of its notice.
 	compaction atomic.Bool
+	// forms is set when the client fills in forms
+	// (clientCapabilities.elicitation.form): a questions request is then
+	// one elicitation/create form (askForm).
+	forms atomic.Bool
 
 	pmu sync.Mutex
 	// prompts are the session/prompt requests not answered yet, by their
@@ -220,6 +224,7 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 		s.terminal.Store(wantsTerminal(m.Params))
 		s.notices.Store(wantsNotices(m.Params))
 		s.compaction.Store(wantsCompaction(m.Params))
+		s.forms.Store(wantsForms(m.Params))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })

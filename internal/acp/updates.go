@@ -305,6 +305,9 @@ func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answ
 	ss := h.ss
 	a := q.Approval
 	if qs := questionsOf(a); qs != nil {
+		if ss.srv.forms.Load() {
+			return h.askForm(ctx, a, qs)
+		}
 		return h.ask(ctx, a, qs)
 	}
 	id := a.ToolItemID

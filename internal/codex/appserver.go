@@ -364,7 +364,7 @@ func (c *appConn) started(msg gjson.Result, h backend.Host) *itemmap.TurnEnd {
 // answers, an MCP elicitation, or an approval.
 func (c *appConn) Answer(id string, d backend.Decision, h backend.Host) {
 	c.m.Answered(id, d.Allow)
-	if result, r, ok := c.m.AnswerQuestions(id, answersOf(d)); ok {
+	if result, r, ok := c.m.AnswerQuestions(id, answersOf(d), notesOf(d)); ok {
 		for _, ch := range r.Changes {
 			h.Change(ch)
 		}
@@ -449,6 +449,21 @@ func answersOf(d backend.Decision) map[string]string {
 		})
 	}
 	return answers
+}
+
+// notesOf reads the notes the user added to a questions request's answers
+// (annotations: question text to {"notes"}) from the host's decision.
+func notesOf(d backend.Decision) map[string]string {
+	notes := map[string]string{}
+	if d.Allow {
+		gjson.GetBytes(d.UpdatedInput, "annotations").ForEach(func(k, v gjson.Result) bool {
+			if n := v.Get("notes").String(); n != "" {
+				notes[k.String()] = n
+			}
+			return true
+		})
+	}
+	return notes
 }
 
 // turnSettings adds to turn/start's params what the turn runs with: the

@@ -55,9 +55,14 @@ func (a *CodexApp) TakeElicitation(requestID string) bool {
 // QuestionsTool is the tool name of an Approval that asks the user to
 // choose (Claude Code's AskUserQuestion; Codex's requestUserInput is
 // presented the same way). Its Input is {"questions": [{question, header,
-// options: [{label, description}], multiSelect}]}, and an answer allows it
-// with "answers" added to the input: an object of each question's text to
-// the label chosen.
+// options: [{label, description}], multiSelect, isOther}]}: isOther false
+// says the question takes no answer of the user's own words (Codex's
+// question without it, an MCP server's form); absent, it does (Claude
+// Code's always do). An answer allows it with "answers" added to the
+// input: an object of each question's text to the label chosen, or the
+// user's own words, or a multi-select's labels joined as Claude Code joins
+// them; and "annotations", an object of a question's text to {"notes"}
+// where the user added a note to the label chosen (session.Replied).
 const QuestionsTool = "AskUserQuestion"
 
 // codexQuestions is a request that asks the user to choose (requestUserInput,
@@ -77,6 +82,7 @@ type askedQuestion struct {
 	descriptions     []string
 	values           []any
 	required         bool
+	other            bool // takes an answer in the user's own words
 }
 
 // NewCodexApp returns a mapper that names new items with newID (nil: random
@@ -766,7 +772,8 @@ func (a *CodexApp) escalated(callID string, p gjson.Result) bool {
 func (a *CodexApp) askUser(id, callID string, p gjson.Result) Result {
 	var qs []askedQuestion
 	for _, qu := range p.Get("questions").Array() {
-		q := askedQuestion{id: qu.Get("id").String(), text: qu.Get("question").String(), header: qu.Get("header").String()}
+		q := askedQuestion{id: qu.Get("id").String(), text: qu.Get("question").String(), header: qu.Get("header").String(),
+			other: qu.Get("isOther").Bool()}
 		for _, o := range qu.Get("options").Array() {
 			q.labels = append(q.labels, o.Get("label").String())
 			q.descriptions = append(q.descriptions, o.Get("description").String())
@@ -850,7 +857,8 @@ func (a *CodexApp) ask(id, callID, name string, qs []askedQuestion) Result {
 			opts = append(opts, map[string]any{"label": l, "description": qu.descriptions[i]})
 		}
 		shown = append(shown, map[string]any{"question": qu.text, "options": labels})
-		asked = append(asked, map[string]any{"question": qu.text, "header": qu.header, "options": opts, "multiSelect": false})
+		asked = append(asked, map[string]any{"question": qu.text, "header": qu.header, "options": opts, "multiSelect": false,
+			"isOther": qu.other})
 	}
 	q.item = a.m.newItem(archive.TypeQuestions)
 	q.item.Set("questions", shown)
@@ -869,13 +877,16 @@ func (a *CodexApp) ask(id, callID, name string, qs []askedQuestion) Result {
 }
 
 // AnswerQuestions gives a questions request (requestUserInput, or an MCP
-// server's form) its answers (each question's text to the label chosen;
-// none when the user did not answer): the questions item keeps them, and
-// result is the response codex takes: {"answers": {question id:
-// {"answers": [label]}}}, or for a form {"action": "accept", "content":
-// {field: value}} ("decline" when a field it requires, or every field, has
-// no answer). ok is false when requestID is no such request.
-func (a *CodexApp) AnswerQuestions(requestID string, answers map[string]string) (result map[string]any, r Result, ok bool) {
+// server's form) its answers (each question's text to the label chosen, or
+// the user's own words; none when the user did not answer) and the notes
+// the user added to an answer (by question text): the questions item
+// keeps the answers, and result is the response codex takes: {"answers":
+// {question id: {"answers": [label, "user_note: " + note]}}} (the note as
+// codex's own terminal adds it, when there is one), or for a form
+// {"action": "accept", "content": {field: value}} ("decline" when a field
+// it requires, or every field, has no answer). ok is false when requestID
+// is no such request.
+func (a *CodexApp) AnswerQuestions(requestID string, answers, notes map[string]string) (result map[string]any, r Result, ok bool) {
 	q := a.questions[requestID]
 	if q == nil {
 		return nil, r, false
@@ -890,7 +901,11 @@ func (a *CodexApp) AnswerQuestions(requestID string, answers map[string]string) 
 		i := slices.Index(qu.labels, ans)
 		switch {
 		case found && !q.form:
-			out[qu.id] = map[string]any{"answers": []any{ans}}
+			list := []any{ans}
+			if note := notes[qu.text]; note != "" {
+				list = append(list, "user_note: "+note)
+			}
+			out[qu.id] = map[string]any{"answers": list}
 		case found && i >= 0:
 			out[qu.id] = qu.values[i]
 		case qu.required:

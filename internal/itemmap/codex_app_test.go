@@ -86,7 +86,7 @@ func runCodexApp(t *testing.T, r io.Reader, answers map[string]gjson.Result) *pa
 					}
 					return true
 				})
-				_, r, ok := m.AnswerQuestions(a.RequestID, chosen)
+				_, r, ok := m.AnswerQuestions(a.RequestID, chosen, nil)
 				if !ok {
 					t.Errorf("AnswerQuestions(%s) not a question", a.RequestID)
 				}

@@ -228,13 +228,13 @@ func TestCodexFormQuestions(t *testing.T) {
 		{nil, `{"action":"decline","content":null}`},
 	} {
 		a.ask("7", "", "elicitation", qs)
-		res, _, ok := a.AnswerQuestions("7", tc.answers)
+		res, _, ok := a.AnswerQuestions("7", tc.answers, nil)
 		got, _ := json.Marshal(res)
 		if !ok || string(got) != tc.want {
 			t.Errorf("AnswerQuestions(%v) = %s, %v, want %s", tc.answers, got, ok, tc.want)
 		}
 	}
-	if _, _, ok := a.AnswerQuestions("7", nil); ok {
+	if _, _, ok := a.AnswerQuestions("7", nil, nil); ok {
 		t.Error("a request answered twice")
 	}
 }

@@ -296,6 +296,12 @@ function handleRequest(msg, issues) {
   if (method === "session/request_permission") {
     issues.push(...check(schemas.zRequestPermissionRequest, params));
     checkSessionId(params, issues);
+  } else if (method === "elicitation/create") {
+    if (!capabilityMethods[method](clientCapabilities)) {
+      issues.push(issue(`agent called ${method}, which the client did not advertise in clientCapabilities`));
+    }
+    issues.push(...check(schemas.zCreateElicitationRequest, params));
+    checkSessionId(params, issues);
   } else if (method in capabilityMethods) {
     if (!capabilityMethods[method](clientCapabilities)) {
       issues.push(issue(`agent called ${method}, which the client did not advertise in clientCapabilities`));
@@ -488,6 +494,9 @@ async function flushWrites() {
 // ---------------------------------------------------------------- client app
 
 const permissionAnswers = [...(scenario.permissions ?? [])];
+// Forms (elicitation/create) the agent asked and no elicit step answered
+// yet, oldest first: {id, params, resolve}.
+const openForms = [];
 
 const app = acp
   .client({ name: "spbridge-acp-client" })
@@ -503,6 +512,23 @@ const app = acp
     }
     emit({ event: "request", method: ctx.method, params, answer });
     return answer;
+  })
+  .onRequest(acp.methods.client.elicitation.create, (ctx) => {
+    // Answered by an elicit step; a request the agent takes back
+    // ($/cancel_request) ends unanswered.
+    const params = rawRequests.get(JSON.stringify(ctx.requestId)) ?? ctx.params;
+    return new Promise((resolve, reject) => {
+      const form = { id: ctx.requestId, params, resolve };
+      openForms.push(form);
+      ctx.signal?.addEventListener("abort", () => {
+        const n = openForms.indexOf(form);
+        if (n >= 0) openForms.splice(n, 1);
+        emit({ event: "request", method: ctx.method, params, answer: null, cancelled: true });
+        reject(ctx.signal.reason);
+        wake();
+      });
+      wake();
+    });
   })
   .onNotification(acp.methods.client.session.update, () => {})
   .onRequest("*", (ctx) => {
@@ -627,6 +653,7 @@ async function runStep(i, step, prevStart) {
         fs: { readTextFile: false, writeTextFile: false },
         terminal: false,
       };
+      if (step.elicitation) clientCapabilities = { ...clientCapabilities, elicitation: { form: {} } };
       const params = {
         protocolVersion: step.protocolVersion ?? acp.PROTOCOL_VERSION,
         clientCapabilities,
@@ -717,6 +744,28 @@ async function runStep(i, step, prevStart) {
       lastMatch = found;
       return;
     }
+    case "elicit": {
+      // Answers the oldest form the agent asked and no elicit step
+      // answered, waiting for one: with `answer` as it is (an
+      // elicitation/create result).
+      // before: the name of an async step whose answer must not come
+      // first (the form will not come once the prompt is answered).
+      const before = step.before !== undefined ? asyncCalls.get(step.before) : undefined;
+      if (step.before !== undefined && !before) throw new StepFailure(`no async step named ${JSON.stringify(step.before)}`);
+      let settled = false;
+      before?.promise.then(() => {
+        settled = true;
+        wake();
+      });
+      await waitUntil(() => openForms.length > 0 || settled || (childExited && exitEmitted));
+      const form = openForms.shift();
+      if (!form && settled) throw new StepFailure(`elicit: ${step.before} was answered without a form`);
+      if (!form) throw new StepFailure("elicit: the agent exited without asking a form");
+      const answer = step.answer ?? { action: "cancel" };
+      emit({ event: "request", step: i, method: "elicitation/create", params: form.params, answer });
+      form.resolve(answer);
+      return;
+    }
     case "raw":
       await flushWrites();
       writeToChild(step.line + (step.newline === false ? "" : "\n"));
@@ -780,6 +829,8 @@ function childrenOf(pid) {
 // does at the end of its input. After a failed step (the agent may be in
 // the middle of something) it is killed instead.
 async function shutdown() {
+  // A form no step answered is cancelled, so that nothing waits on it.
+  for (const form of openForms.splice(0)) form.resolve({ action: "cancel" });
   if (!childExited) {
     await flushWrites();
     if (stdinOpen()) child.stdin.end();
