@@ -52,19 +52,6 @@ func authMethods(terminal bool) []any {
 	return out
 }
 
-// wantsTerminalAuth reports whether initialize's params say the client runs
-// terminal log-ins: clientCapabilities.auth.terminal is true.
-func wantsTerminalAuth(params json.RawMessage) bool {
-	var p struct {
-		ClientCapabilities struct {
-			Auth struct {
-				Terminal bool `json:"terminal"`
-			} `json:"auth"`
-		} `json:"clientCapabilities"`
-	}
-	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Auth.Terminal
-}
-
 // notLoggedIn reports whether a turn's failure is the missing or refused
 // credentials of its CLI, the one named backendName, as its row tells.
 func notLoggedIn(backendName, failure string) bool {

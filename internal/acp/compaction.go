@@ -1,31 +1,11 @@
 package acp
 
 import (
-	"encoding/json"
 	"sync"
 
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/itemmap"
 )
-
-// wantsCompaction reports whether initialize's params say the client
-// shows compactions (clientCapabilities.session.compaction is an object):
-// a CLI's compaction then goes out as compaction_update and
-// compaction_summary_chunk, in place of its notice.
-func wantsCompaction(params json.RawMessage) bool {
-	var p struct {
-		ClientCapabilities struct {
-			Session struct {
-				Compaction json.RawMessage `json:"compaction"`
-			} `json:"session"`
-		} `json:"clientCapabilities"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	c := p.ClientCapabilities.Session.Compaction
-	return len(c) > 0 && c[0] == '{'
-}
 
 // compactions are the compactions one host told the client of: each
 // entity starts once and ends once (ACP's rule); one still in progress

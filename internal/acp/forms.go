@@ -14,25 +14,6 @@ import (
 	"spbridge/internal/session"
 )
 
-// wantsForms reports whether initialize's params say the client fills in
-// forms (clientCapabilities.elicitation.form is an object): a questions
-// request is then asked as one elicitation/create form, not one permission
-// request a question.
-func wantsForms(params json.RawMessage) bool {
-	var p struct {
-		ClientCapabilities struct {
-			Elicitation struct {
-				Form json.RawMessage `json:"form"`
-			} `json:"elicitation"`
-		} `json:"clientCapabilities"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	f := p.ClientCapabilities.Elicitation.Form
-	return len(f) > 0 && f[0] == '{'
-}
-
 // A form's fields: question i is field "q<i>" (its options, one or many,
 // or its answer when it has no options) and, where the user may answer in
 // their own words beside the options, "q<i>_other".

@@ -172,7 +172,7 @@ func TestNoFormsCapability(t *testing.T) {
 	for _, caps := range []any{map[string]any{}, map[string]any{"elicitation": map[string]any{}},
 		map[string]any{"elicitation": map[string]any{"form": nil, "url": map[string]any{}}}, map[string]any{"elicitation": true}} {
 		p, _ := json.Marshal(map[string]any{"protocolVersion": 1, "clientCapabilities": caps})
-		if wantsForms(p) {
+		if isObject(readCapabilities(p).Elicitation.Form) {
 			t.Errorf("%s: forms", p)
 		}
 	}

@@ -220,12 +220,13 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 	case "initialize":
 		// Read here, in arrival order, so that what the client writes after
 		// initialize already sees its choice.
-		s.items.Store(wantsItems(m.Params))
-		s.terminal.Store(wantsTerminal(m.Params))
-		s.notices.Store(wantsNotices(m.Params))
-		s.compaction.Store(wantsCompaction(m.Params))
-		s.forms.Store(wantsForms(m.Params))
-		s.goReply(m, func() (any, error) { return s.initialize(m.Params) })
+		caps := readCapabilities(m.Params)
+		s.items.Store(caps.Meta.Spbridge.Items)
+		s.terminal.Store(caps.Meta.TerminalOutput)
+		s.notices.Store(isObject(caps.Session.Notices))
+		s.compaction.Store(isObject(caps.Session.Compaction))
+		s.forms.Store(isObject(caps.Elicitation.Form))
+		s.goReply(m, func() (any, error) { return s.initialize(m.Params, caps.Auth.Terminal) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })
 	case "logout":
@@ -336,36 +337,9 @@ func (s *Server) cancelRequest(m *jsonrpc.Message) {
 	pr.ss.work.cancelPrompt(pr.j)
 }
 
-// wantsItems reports whether initialize's params ask for _spbridge/item:
-// clientCapabilities._meta.spbridge.items is true.
-func wantsItems(params json.RawMessage) bool {
-	var p struct {
-		ClientCapabilities struct {
-			Meta struct {
-				Spbridge struct {
-					Items bool `json:"items"`
-				} `json:"spbridge"`
-			} `json:"_meta"`
-		} `json:"clientCapabilities"`
-	}
-	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Meta.Spbridge.Items
-}
-
-// wantsTerminal reports whether initialize's params say the client shows
-// command output in terminals of its own: clientCapabilities._meta.
-// terminal_output is true.
-func wantsTerminal(params json.RawMessage) bool {
-	var p struct {
-		ClientCapabilities struct {
-			Meta struct {
-				TerminalOutput bool `json:"terminal_output"`
-			} `json:"_meta"`
-		} `json:"clientCapabilities"`
-	}
-	return json.Unmarshal(params, &p) == nil && p.ClientCapabilities.Meta.TerminalOutput
-}
-
-func (s *Server) initialize(params json.RawMessage) (any, error) {
+// initialize answers initialize; terminalAuth: the client runs terminal
+// log-ins.
+func (s *Server) initialize(params json.RawMessage, terminalAuth bool) (any, error) {
 	var p struct {
 		ProtocolVersion *int `json:"protocolVersion"`
 	}
@@ -390,7 +364,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	return map[string]any{
 		"protocolVersion":   ProtocolVersion,
 		"agentCapabilities": caps,
-		"authMethods":       authMethods(wantsTerminalAuth(params)),
+		"authMethods":       authMethods(terminalAuth),
 		"agentInfo":         map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
 	}, nil
 }

@@ -1,0 +1,55 @@
+package acp
+
+import "encoding/json"
+
+// clientCapabilities is what spbridge reads of initialize's
+// clientCapabilities: each turns on something the client shows, and a
+// client that sends none of them sees plain ACP (docs/acp.md lists them).
+// They are read once, when initialize arrives, so that what the client
+// writes after it already sees its choice.
+type clientCapabilities struct {
+	Meta struct {
+		// spbridge.items: _spbridge/item notifications (and
+		// _spbridge/edited, and saving by the client).
+		Spbridge struct {
+			Items bool `json:"items"`
+		} `json:"spbridge"`
+		// terminal_output: the client shows a command's output in a
+		// terminal of its own (Zed's display-only terminal), streamed as
+		// _meta.terminal_output.
+		TerminalOutput bool `json:"terminal_output"`
+	} `json:"_meta"`
+	// auth.terminal: the client runs terminal log-ins.
+	Auth struct {
+		Terminal bool `json:"terminal"`
+	} `json:"auth"`
+	Session struct {
+		// notices (an object): a notice item also goes out as ACP's
+		// notice update.
+		Notices json.RawMessage `json:"notices"`
+		// compaction (an object): a CLI's compaction goes out as
+		// compaction_update and compaction_summary_chunk, in place of its
+		// notice.
+		Compaction json.RawMessage `json:"compaction"`
+	} `json:"session"`
+	// elicitation.form (an object): the client fills in forms; a
+	// questions request is asked as one elicitation/create form, not one
+	// permission request a question.
+	Elicitation struct {
+		Form json.RawMessage `json:"form"`
+	} `json:"elicitation"`
+}
+
+// readCapabilities reads the clientCapabilities of initialize's params.
+// One that is missing, or not of its type, is off; the others are read.
+func readCapabilities(params json.RawMessage) clientCapabilities {
+	var p struct {
+		ClientCapabilities clientCapabilities `json:"clientCapabilities"`
+	}
+	json.Unmarshal(params, &p) // a field not of its type is left off, and the rest read
+	return p.ClientCapabilities
+}
+
+// isObject reports whether a capability is given as an object, the way
+// ACP turns one on.
+func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
