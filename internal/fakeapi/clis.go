@@ -82,15 +82,25 @@ const CodexModel = "gpt-5.5"
 // cannot write the folders.
 func (s *OpenAIServer) CodexEnv(tb testing.TB, dir string) []string {
 	tb.Helper()
+	env, err := s.WriteCodexHome(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return env
+}
+
+// WriteCodexHome is CodexEnv for a program: it returns the error of
+// writing the folders instead of failing a test.
+func (s *OpenAIServer) WriteCodexHome(dir string) ([]string, error) {
 	home := filepath.Join(dir, "home")
 	codexHome := filepath.Join(dir, "codex-home")
 	for _, d := range []string{home, codexHome} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			tb.Fatal(err)
+			return nil, err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(s.CodexConfig()), 0o600); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	return []string{
 		"HOME=" + home,
@@ -98,7 +108,7 @@ func (s *OpenAIServer) CodexEnv(tb testing.TB, dir string) []string {
 		"PATH=" + os.Getenv("PATH"),
 		"FAKE_API_KEY=dummy",
 		"LANG=C.UTF-8",
-	}
+	}, nil
 }
 
 // CodexConfig returns the config.toml that CodexEnv writes.
