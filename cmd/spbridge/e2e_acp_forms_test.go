@@ -57,19 +57,24 @@ func resultText(content string) string {
 
 // TestE2EServeQuestionForm drives the real claude through spbridge serve
 // with the official ACP client, which advertises forms
-// (clientCapabilities.elicitation.form): Claude's AskUserQuestion of two
-// questions is ONE elicitation/create form (a multi-select, a single
-// choice, and a box of the user's own words beside each), no permission
+// (clientCapabilities.elicitation.form): Claude's AskUserQuestion of three
+// questions is ONE elicitation/create form (a multi-select, two single
+// choices, and a box of the user's own words beside each), no permission
 // request; the answers (two options and typed text for the multi-select,
-// typed text alone for the other) reach the model as the tool's result,
-// and the saved conversation's questions item keeps them.
+// typed text alone, an option with a note) reach the model as the tool's
+// result, and the saved conversation's questions item keeps them.
 func TestE2EServeQuestionForm(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
-	e.srv.Push(askTwo("toolu_form1"), fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Checks chosen."}}})
+	ask := askTwo("toolu_form1")
+	in := ask.Blocks[0].Input.(map[string]any)
+	in["questions"] = append(in["questions"].([]any), map[string]any{"question": "Which editor?", "header": "Editor", "multiSelect": false,
+		"options": []any{map[string]any{"label": "zed", "description": "Zed"}, map[string]any{"label": "vim", "description": "Vim"}}})
+	e.srv.Push(ask, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Checks chosen."}}})
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
-	content := map[string]any{"q0": []any{"vet", "lint"}, "q0_other": "race, then fuzz", "q1_other": "a lock file of my own"}
+	content := map[string]any{"q0": []any{"vet", "lint"}, "q0_other": "race, then fuzz", "q1_other": "a lock file of my own",
+		"q2": "zed", "q2_other": "with vim keys"}
 	events := runACPClient(t, map[string]any{
 		"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work,
 		"steps": []any{
@@ -101,8 +106,8 @@ func TestE2EServeQuestionForm(t *testing.T) {
 	for k := range props {
 		keys = append(keys, k)
 	}
-	if len(props) != 4 {
-		t.Fatalf("form fields %v, want q0, q0_other, q1, q1_other", keys)
+	if len(props) != 6 {
+		t.Fatalf("form fields %v, want q0, q0_other, q1, q1_other, q2, q2_other", keys)
 	}
 	q0, _ := props["q0"].(map[string]any)
 	q1, _ := props["q1"].(map[string]any)
@@ -117,7 +122,8 @@ func TestE2EServeQuestionForm(t *testing.T) {
 	}
 
 	got := resultText(toolResults(t, e.srv)["toolu_form1"])
-	for _, want := range []string{`"Which checks?"="vet, lint, "race, then fuzz""`, `"Which lock?"="a lock file of my own"`} {
+	for _, want := range []string{`"Which checks?"="vet, lint, "race, then fuzz""`, `"Which lock?"="a lock file of my own"`,
+		`"Which editor?"="zed" notes: with vim keys`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the model's tool result %s lacks %s", got, want)
 		}
@@ -137,7 +143,7 @@ func TestE2EServeQuestionForm(t *testing.T) {
 			card = conv.ApprovalCards[it.ID()]
 		}
 	}
-	if len(answers) != 2 || answers[0] != `vet, lint, "race, then fuzz"` || answers[1] != "a lock file of my own" {
+	if len(answers) != 3 || answers[0] != `vet, lint, "race, then fuzz"` || answers[1] != "a lock file of my own" || answers[2] != "zed" {
 		t.Errorf("the questions item's answers %q", answers)
 	}
 	if c, _ := card.(map[string]any); c["state"] != "allowed" {

@@ -56,7 +56,7 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) se
 	}
 	var input map[string]any
 	json.Unmarshal(a.Input, &input)
-	answers := map[string]any{}
+	replies := make([]session.Reply, 0, len(qs))
 	for i, q := range qs {
 		var opts []any
 		for j, o := range q.Options {
@@ -91,16 +91,11 @@ func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) se
 			h.card(a.ItemID, CardRejected)
 			return session.Answer{Message: "The user did not answer the question."}
 		}
-		answers[q.Question] = q.Options[j].Label
+		replies = append(replies, session.Reply{Question: q.Question, Chosen: []string{q.Options[j].Label}})
 	}
-	if input == nil {
-		input = map[string]any{}
+	ans := session.Replied(a.Input, replies)
+	if ans.Allow {
+		h.card(a.ItemID, CardAllowed)
 	}
-	input["answers"] = answers
-	raw, err := json.Marshal(input)
-	if err != nil {
-		return session.Answer{Message: "spbridge could not pass the answers on."}
-	}
-	h.card(a.ItemID, CardAllowed)
-	return session.Answer{Allow: true, UpdatedInput: raw}
+	return ans
 }
