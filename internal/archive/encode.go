@@ -128,7 +128,11 @@ type itemMark struct {
 
 type msgMark struct {
 	role   string
-	blocks []blockMark // nil for a message with Extra, which may change in place
+	blocks []blockMark
+	// extra is the encoding of the message's Extra ("" when it has none):
+	// a message with Extra may change in place, so same never takes it
+	// for the same; the journal (delta) compares the encodings.
+	extra string
 }
 
 type blockMark struct {
@@ -155,7 +159,11 @@ func (c *Conversation) fingerprint(omit map[string]bool) (*fingerprint, error) {
 	for i, m := range c.History {
 		f.history[i].role = m.Role
 		if m.Extra != nil {
-			continue
+			e, err := canonjson.EncodeCompact(m.Extra)
+			if err != nil {
+				return nil, err
+			}
+			f.history[i].extra = "x" + string(e)
 		}
 		start := len(blocks)
 		for _, b := range m.Content {
@@ -178,7 +186,7 @@ func (f *fingerprint) same(g *fingerprint) bool {
 	}
 	for i, m := range f.history {
 		o := g.history[i]
-		if m.blocks == nil || o.blocks == nil || m.role != o.role || len(m.blocks) != len(o.blocks) {
+		if m.extra != "" || o.extra != "" || m.role != o.role || len(m.blocks) != len(o.blocks) {
 			return false
 		}
 		for j, b := range m.blocks {

@@ -83,6 +83,7 @@ func Inspect(dirPath string) (*CheckReport, error) {
 	var convProblems []string
 	addConv := func(format string, args ...any) { convProblems = append(convProblems, fmt.Sprintf(format, args...)) }
 	var conv *Conversation
+	journaled := 0
 	if hasConv {
 		data, _, err := agent.readFile(ConversationFile, sizeLimit)
 		var tl *TooLargeError
@@ -95,7 +96,7 @@ func Inspect(dirPath string) (*CheckReport, error) {
 			if cfi, err := agent.lstat(ConversationFile); err == nil {
 				checkMode(addConv, "agent/"+ConversationFile, cfi, fileMode)
 			}
-			conv, err = Decode(data)
+			conv, _, journaled, err = decodeJournaled(agent, data)
 			var verr *VersionError
 			var derr *canonjson.DepthError
 			switch {
@@ -114,6 +115,14 @@ func Inspect(dirPath string) (*CheckReport, error) {
 	for _, e := range entries {
 		switch name := e.Name(); {
 		case name == ConversationFile, name == ImagesDir:
+		case isJournal(e) && journaled > 0:
+			if jfi, err := agent.lstat(name); err == nil {
+				checkMode(add, "agent/"+name, jfi, fileMode)
+			}
+		case cleaned && isJournal(e):
+			// A journal of another conversation.json: a whole save
+			// interrupted before it removed it, or another program's.
+			rep.Leftovers = append(rep.Leftovers, "agent/"+name)
 		case cleaned && isTemp(name) && e.Type().IsRegular():
 			rep.Leftovers = append(rep.Leftovers, "agent/"+name)
 		default:
@@ -374,7 +383,7 @@ func summarize(path string) (Summary, bool) {
 	data, _, err := agent.readFile(ConversationFile, sizeLimit)
 	if err == nil {
 		var conv *Conversation
-		if conv, err = Decode(data); err == nil {
+		if conv, _, _, err = decodeJournaled(agent, data); err == nil {
 			s.Items, s.Provider, s.Model, s.Cost = len(conv.Items), conv.Provider, conv.Model, conv.EstimatedCost
 			if s.Cost.Kind == "" {
 				s.Cost.Kind = CostUnknown

@@ -72,6 +72,14 @@ type Package struct {
 	jsonStamp stamp
 	jsonKnown bool
 	images    map[string]stamp // verified image files by name
+
+	// What the package made durable: the fingerprint of the conversation
+	// conversation.json and the journal hold together (nil when not known:
+	// the next Append is a whole Write), the journal the package appends
+	// to (Append), and the number of records of one it read at the open.
+	durable *fingerprint
+	jr      journal
+	jrRead  int
 }
 
 // SaveReport lists what a save changed, as paths relative to the package.
@@ -129,7 +137,7 @@ func (p *Package) load() {
 		p.unreadable(err.Error())
 		return
 	}
-	conv, err := Decode(data)
+	conv, sum, applied, err := decodeJournaled(agent, data)
 	if err != nil {
 		p.unreadable(describeLoadError(err))
 		return
@@ -142,7 +150,14 @@ func (p *Package) load() {
 	}
 	p.restoreImages(conv, images)
 	p.Conv = conv
-	p.known(sha256.Sum256(data), int64(len(data)), conv, nil, st)
+	p.known(sum, int64(len(data)), conv, nil, st)
+	p.jrRead = applied
+	if applied == 0 {
+		// What the package holds is what was read: the next Append
+		// appends on it. After a journal was read, the next save is whole.
+		omit, _ := capImages(conv.History)
+		p.durable, _ = conv.fingerprint(omit)
+	}
 }
 
 // known records what conversation.json holds: bytes of this hash and size,
@@ -167,6 +182,7 @@ func (p *Package) SavedHash() string {
 // forget records that conversation.json is gone.
 func (p *Package) forget() {
 	p.jsonPrint, p.jsonKnown = nil, false
+	p.durable, p.jr, p.jrRead = nil, journal{}, 0
 }
 
 // restoreImages reads every image the history references from the images
@@ -436,6 +452,9 @@ func (p *Package) WriteContext(ctx context.Context, s *Snapshot) (*SaveReport, e
 		}
 		return r, err
 	}
+	// conversation.json holds it all: a journal on it is stale, removed
+	// below, and the next Append starts one anew.
+	p.durable, p.jr, p.jrRead = fp, journal{}, 0
 	if err := p.removeStray(t, keepImages, r); err != nil {
 		return r, err
 	}
@@ -741,6 +760,13 @@ func (p *Package) removeStray(t *agentTree, keep map[string]Block, r *SaveReport
 				removed = true
 			}
 		}
+		if isJournal(e) {
+			if err := agent.root.Remove(e.Name()); err != nil {
+				return fmt.Errorf("remove the journal: %w", err)
+			}
+			r.Removed = append(r.Removed, AgentDir+"/"+JournalFile)
+			removed = true
+		}
 	}
 	if t.images == nil {
 		// A file where the images folder belongs holds nothing of ours.
@@ -832,6 +858,7 @@ func (p *Package) removeOwn(r *SaveReport) error {
 	for _, e := range agentEntries {
 		switch name := e.Name(); {
 		case name == ConversationFile && e.Type().IsRegular():
+		case isJournal(e):
 		case name == ImagesDir && t.images != nil:
 		case isTemp(name) && e.Type().IsRegular():
 		default:
@@ -889,7 +916,11 @@ func (p *Package) removeOwn(r *SaveReport) error {
 		if isTemp(e.Name()) && e.Type().IsRegular() {
 			agent.root.Remove(e.Name())
 		}
+		if isJournal(e) && agent.root.Remove(e.Name()) == nil {
+			gone = append(gone, AgentDir+"/"+JournalFile)
+		}
 	}
+	p.durable, p.jr, p.jrRead = nil, journal{}, 0
 	if err := agent.sync(); err != nil {
 		return fmt.Errorf("remove conversation: %w", err)
 	}
