@@ -87,7 +87,7 @@ func (s *Session) saveSafely() (err error) {
 			err = fmt.Errorf("panic: %v", v)
 		}
 	}()
-	_, err = s.save(true)
+	_, err = s.save(true, true)
 	return err
 }
 
@@ -129,7 +129,7 @@ func (s *Session) endSave() error {
 	}
 	switch policy {
 	case SaveAuto:
-		if _, err := s.save(true); err != nil {
+		if _, err := s.save(true, true); err != nil {
 			return stillUnsaved(err)
 		}
 		return nil

@@ -136,6 +136,13 @@ type Session struct {
 	autoRunning bool
 	autoWG      sync.WaitGroup
 	ownSaved    func(error) // tests: told each background save's end
+	// SaveAuto's whole writes (journal.go): folding while one runs (autoWG),
+	// foldTimer the quiet period's; folded tells tests each one's end.
+	folding   bool
+	foldTimer *time.Timer
+	folded    func(error)
+	quiet     time.Duration // the quiet period when set (tests), else foldQuiet
+	folds     int           // the folds started (tests)
 	// rec is the recovery copy's package (SaveByHost), under saveMu; offer
 	// the copy the open found newer than the package (Recovery).
 	rec   *archive.Package
@@ -354,13 +361,14 @@ func grewBy(stored, item archive.Item, delta string) bool {
 // With SaveByHost, a save that succeeds removes the recovery copy: the
 // package holds all it held.
 func (s *Session) Save() (*archive.SaveReport, error) {
-	return s.save(false)
+	return s.save(false, false)
 }
 
 // save is Save; own marks a save the session makes of its own
 // (SaveAuto's), which writes nothing once the session closed or with the
-// keep switch off.
-func (s *Session) save(own bool) (*archive.SaveReport, error) {
+// keep switch off, and journal one that appends to the package's journal
+// (archive.Package.Append) rather than writing the whole conversation.
+func (s *Session) save(own, journal bool) (*archive.SaveReport, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.mu.Lock()
@@ -378,10 +386,18 @@ func (s *Session) save(own bool) (*archive.SaveReport, error) {
 	if s.writing != nil {
 		s.writing()
 	}
-	r, err := s.pkg.Write(snap)
+	var r *archive.SaveReport
+	var err error
+	if journal {
+		r, err = s.pkg.Append(snap)
+	} else {
+		r, err = s.pkg.Write(snap)
+	}
 	if err == nil {
+		behind := s.journalBehind()
 		s.mu.Lock()
 		s.saved = max(s.saved, gen)
+		s.paceLocked(behind)
 		s.mu.Unlock()
 		if !own && s.saving == SaveByHost {
 			if rerr := s.removeRecoveryLocked(); rerr != nil {
@@ -636,14 +652,22 @@ func usageValue(u archive.Usage) any {
 }
 
 // Close ends the backend's CLI and releases the package's lock when Open
-// took it (it is called once). It does not save, and does not wait for a
-// running turn (Stop and WaitTurns do); no turn starts after it.
+// took it (it is called once). It does not save what is unsaved (with
+// SaveAuto it writes what the journal holds into conversation.json), and
+// does not wait for a running turn (Stop and WaitTurns do); no turn
+// starts after it.
 func (s *Session) Close() (err error) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.endPrepare()  // the CLI's early start ends before the CLI
+	s.endPrepare() // the CLI's early start ends before the CLI
+	s.stopFoldTimer()
 	s.autoWG.Wait() // no save of its own writes once the lock is released
+	// What the journal holds goes into conversation.json before the lock
+	// is released.
+	if ferr := s.fold(true); ferr != nil {
+		s.saveFailed(ferr)
+	}
 	if lock := s.lock; lock != nil {
 		s.lock = nil
 		// Released even when ending the CLI panics.

@@ -1,0 +1,153 @@
+package session
+
+import (
+	"fmt"
+	"time"
+)
+
+// SaveAuto's saves of its own (a turn's end, the changes between) append
+// to the package's journal (archive.Package.Append): a record of what
+// changed, synced, at a cost that follows the change and not the
+// conversation. The whole conversation.json is written again (a fold: a
+// whole save, which removes the journal) in the background, one at a
+// time and outside the session's lock: once the journal passes half of
+// conversation.json's size (and foldAtLeast), after foldQuiet with no
+// save, and at the close. Meanwhile readers apply the journal on
+// conversation.json (archive.Open).
+
+// foldAtLeast is the size the journal reaches before its size alone
+// calls for a fold; below it only the quiet period and the close do.
+const foldAtLeast = 1 << 20
+
+// foldQuiet is the quiet period after which what the journal holds is
+// written whole.
+const foldQuiet = 2 * time.Second
+
+// foldWhen says when the journal asks for a fold.
+type foldWhen int
+
+const (
+	foldNone  foldWhen = iota // no journal
+	foldLater                 // after the quiet period
+	foldNow                   // at once: it passed its share
+)
+
+// journalBehind says when the package's journal asks for a fold. saveMu
+// is held.
+func (s *Session) journalBehind() foldWhen {
+	if s.saving != SaveAuto || s.pkg.Journaled() == 0 {
+		return foldNone
+	}
+	if s.pkg.JournalSize() >= max(s.pkg.SavedSize()/2, foldAtLeast) {
+		return foldNow
+	}
+	return foldLater
+}
+
+// paceLocked starts the fold the journal asks for: now, or once the
+// quiet period passes with no save. s.mu is held.
+func (s *Session) paceLocked(when foldWhen) {
+	switch when {
+	case foldNone:
+		if s.foldTimer != nil {
+			s.foldTimer.Stop()
+		}
+	case foldNow:
+		s.foldLocked()
+	case foldLater:
+		quiet := foldQuiet
+		if s.quiet > 0 {
+			quiet = s.quiet
+		}
+		if s.foldTimer == nil {
+			s.foldTimer = time.AfterFunc(quiet, s.foldQuietly)
+		} else {
+			s.foldTimer.Reset(quiet)
+		}
+	}
+}
+
+// foldQuietly is the quiet period's end.
+func (s *Session) foldQuietly() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.foldLocked()
+}
+
+// foldLocked starts a fold in the background unless one runs or the
+// session closed (the close folds). s.mu is held.
+func (s *Session) foldLocked() {
+	if s.folding || s.closed {
+		return
+	}
+	if s.foldTimer != nil {
+		s.foldTimer.Stop()
+	}
+	s.folding = true
+	s.folds++
+	s.autoWG.Add(1)
+	go s.foldLoop()
+}
+
+// foldLoop is the background fold; a failure is reported (SaveFailed),
+// and the journal keeps what it holds meanwhile.
+func (s *Session) foldLoop() {
+	defer s.autoWG.Done()
+	err := s.foldSafely()
+	s.mu.Lock()
+	s.folding = false
+	s.mu.Unlock()
+	if err != nil {
+		s.saveFailed(fmt.Errorf("%w (the journal keeps the conversation; a later save writes it whole)", err))
+	}
+	if s.folded != nil {
+		s.folded(err)
+	}
+}
+
+func (s *Session) foldSafely() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return s.fold(false)
+}
+
+// fold writes the conversation whole (archive.Package.Write) when the
+// package's journal holds records: conversation.json then holds them and
+// the journal goes. final is the close's, which folds once the session
+// closed. The snapshot is taken under s.mu and written without it, among
+// the saves (saveMu).
+func (s *Session) fold(final bool) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if s.saving != SaveAuto || s.pkg.Journaled() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	if !s.keep || (s.closed && !final) {
+		s.mu.Unlock()
+		return nil
+	}
+	snap := s.pkg.Snapshot(true)
+	gen := s.changes
+	clear(s.mine)
+	s.mu.Unlock()
+	if _, err := s.pkg.Write(snap); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.saved = max(s.saved, gen)
+	s.mu.Unlock()
+	return nil
+}
+
+// stopFoldTimer stops the quiet period's timer (the close folds).
+func (s *Session) stopFoldTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.foldTimer != nil {
+		s.foldTimer.Stop()
+	}
+}
