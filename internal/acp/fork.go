@@ -13,7 +13,6 @@ import (
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/catalog"
-	"spbridge/internal/history"
 	"spbridge/internal/jsonrpc"
 )
 
@@ -204,24 +203,14 @@ func (s *Server) forkSource(op *openParams) (func(atItem string) (archive.Conver
 	}
 	src := op.forkFrom
 	if c := catalog.ParseSession(src); c != nil && s.cfg.History != nil {
-		e, ok, err := s.indexSession(src)
+		found, err := s.list.Find(*c, "")
 		if err != nil {
-			return nil, err
+			return nil, findError(err)
 		}
-		if !ok {
-			opts := *s.cfg.History
-			opts.Backend = c.CLI
-			entry, err := history.Find(opts, c.ID)
-			if err != nil {
-				return nil, jsonrpc.Errorf(CodeNotFound, "session %q: %v", src, err)
-			}
-			conv, _, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
-			if err != nil {
-				return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "import session %q: %v", src, err)
-			}
-			return given(conv), nil
+		if found.Conv != nil {
+			return given(found.Conv), nil
 		}
-		src = e.Package
+		src = found.Package
 	}
 	s.mu.Lock()
 	open := s.sessions[src]

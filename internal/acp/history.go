@@ -9,10 +9,8 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/catalog"
-	"spbridge/internal/history"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
-	"spbridge/internal/sessionindex"
 )
 
 // importCLI resolves the package of a load or resume of a CLI's own
@@ -21,26 +19,13 @@ import (
 // named), into which the session's file is imported now. The CLI's files
 // are only read.
 func (s *Server) importCLI(op *openParams) error {
-	ix := s.cfg.Index
-	if ix != nil {
-		e, ok, err := ix.Session(op.sid)
-		if err != nil {
-			return jsonrpc.Errorf(jsonrpc.CodeInternalError, "sessions index: %v", err)
-		}
-		if ok && sessionindex.Present(e) && (op.id == "" || op.id == e.Package) {
-			op.id = e.Package
-			return nil
-		}
-	}
-	opts := *s.cfg.History
-	opts.Backend = op.cli.CLI
-	entry, err := history.Find(opts, op.cli.ID)
+	found, err := s.list.Find(*op.cli, op.id)
 	if err != nil {
-		return jsonrpc.Errorf(CodeNotFound, "session %q: %v", op.sid, err)
+		return findError(err)
 	}
-	conv, report, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
-	if err != nil {
-		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "import session %q: %v", op.sid, err)
+	if found.Package != "" {
+		op.id = found.Package
+		return nil
 	}
 	if op.id == "" {
 		if s.cfg.SessionsDir == "" {
@@ -55,14 +40,14 @@ func (s *Server) importCLI(op *openParams) error {
 	// the first turn continues it, with the whole history and the prompt
 	// cache (a later open tells a new CLI session the conversation so far,
 	// as for any reopened one).
-	op.imported = conv
+	op.imported = found.Conv
 	op.resume = op.cli.ID
-	if ix != nil {
-		cwd := report.Cwd
+	if ix := s.cfg.Index; ix != nil {
+		cwd := found.Cwd
 		if cwd == "" {
 			cwd = op.cwd
 		}
-		id, sid, cli, title := op.id, op.sid, *op.cli, entry.Title
+		id, sid, cli, title := op.id, op.sid, *op.cli, found.Title
 		op.onImported = func() {
 			if err := ix.Imported(id, cwd, sid, cli.CLI, cli.ID, title); err != nil {
 				s.cfg.Log.Printf("session %s: sessions index: %v", sid, err)
@@ -72,16 +57,13 @@ func (s *Server) importCLI(op *openParams) error {
 	return nil
 }
 
-// indexSession is the index's entry for the session id sid.
-func (s *Server) indexSession(sid string) (sessionindex.Entry, bool, error) {
-	if s.cfg.Index == nil {
-		return sessionindex.Entry{}, false, nil
+// findError is catalog.Find's error in ACP's words: a session its CLI's
+// store does not have is not found, any other failure internal.
+func findError(err error) error {
+	if errors.As(err, new(*catalog.NotFoundError)) {
+		return jsonrpc.Errorf(CodeNotFound, "%v", err)
 	}
-	e, ok, err := s.cfg.Index.Session(sid)
-	if err != nil {
-		return e, false, jsonrpc.Errorf(jsonrpc.CodeInternalError, "sessions index: %v", err)
-	}
-	return e, ok && sessionindex.Present(e), nil
+	return jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 }
 
 // deleteSession handles session/delete: the session is forgotten. A

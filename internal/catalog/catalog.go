@@ -5,7 +5,9 @@
 // recently updated first, in pages cut from a snapshot of the listing so
 // that the pages after a first are one consistent list; and Delete, which
 // forgets a session (removing a package spbridge made, hiding a CLI's own
-// session). A CLI's own session is named "CLI:ID" (Session). What a page means in the protocol
+// session); Find, which finds a CLI's own session for an open or a fork
+// (the package it was imported into, else its conversation imported now).
+// A CLI's own session is named "CLI:ID" (Session). What a page means in the protocol
 // is the caller's (internal/acp).
 package catalog
 
@@ -20,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"spbridge/internal/archive"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/session"
@@ -191,6 +194,56 @@ func (c *Catalog) Page(cwd string, cursor *Cursor) ([]Entry, string, error) {
 		c.snapshots.drop(snapshot) // its last page: the editor has it all
 	}
 	return page, next, nil
+}
+
+// Found is a CLI's own session as an open or a fork reads it: the
+// package it was imported into (Package), when the index keeps one that
+// is still there; else its conversation imported now from its CLI's store
+// (Conv), with the title the store lists it by and the folder the import
+// read (Cwd, "" when the file did not say).
+type Found struct {
+	Package    string
+	Conv       *archive.Conversation
+	Title, Cwd string
+}
+
+// NotFoundError is Find's error for a session its CLI's store does not
+// have.
+type NotFoundError struct {
+	Session Session
+	Err     error
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("session %q: %v", e.Session.String(), e.Err)
+}
+func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// Find finds the CLI's own session s (History must be set): the package
+// the index keeps for it, unless pkg names another ("" for any), else its
+// conversation imported from its CLI's store. The CLI's files are only
+// read; nothing is written.
+func (c *Catalog) Find(s Session, pkg string) (Found, error) {
+	if ix := c.Index; ix != nil {
+		e, ok, err := ix.Session(s.String())
+		if err != nil {
+			return Found{}, fmt.Errorf("sessions index: %w", err)
+		}
+		if ok && sessionindex.Present(e) && (pkg == "" || pkg == e.Package) {
+			return Found{Package: e.Package}, nil
+		}
+	}
+	opts := *c.History
+	opts.Backend = s.CLI
+	entry, err := history.Find(opts, s.ID)
+	if err != nil {
+		return Found{}, &NotFoundError{Session: s, Err: err}
+	}
+	conv, report, err := history.Import(entry, history.ImportOptions{Stores: opts.Stores})
+	if err != nil {
+		return Found{}, fmt.Errorf("import session %q: %w", s.String(), err)
+	}
+	return Found{Conv: conv, Title: entry.Title, Cwd: report.Cwd}, nil
 }
 
 // Deleted is what Delete did.

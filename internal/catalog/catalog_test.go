@@ -1,10 +1,12 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,5 +173,39 @@ func TestCatalogDelete(t *testing.T) {
 	}
 	if _, err := c.Delete("/nowhere", sessions); err != ErrUnknown {
 		t.Errorf("delete of an unknown session: %v", err)
+	}
+}
+
+// TestCatalogFind: a CLI's own session is found as the package the index
+// keeps for it (unless the open names another), else imported from its
+// CLI's store; one the store does not have is a NotFoundError.
+func TestCatalogFind(t *testing.T) {
+	cwd := t.TempDir()
+	store := claudeSessions(t, cwd, map[string]time.Time{"imported": time.Now(), "own": time.Now()})
+	ix := sessionindex.New(t.TempDir())
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Imported(pkg, cwd, "claude:imported", "claude", "imported", "Doc"); err != nil {
+		t.Fatal(err)
+	}
+	c := &Catalog{Index: ix, History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}}}
+	if f, err := c.Find(Session{CLI: "claude", ID: "imported"}, ""); err != nil || f.Package != pkg || f.Conv != nil {
+		t.Errorf("the imported session: %+v %v", f, err)
+	}
+	if f, err := c.Find(Session{CLI: "claude", ID: "imported"}, pkg); err != nil || f.Package != pkg {
+		t.Errorf("the imported session in its package: %+v %v", f, err)
+	}
+	for _, tc := range []struct{ id, pkg string }{{"own", ""}, {"imported", filepath.Join(t.TempDir(), "Other.silverpoint")}} {
+		f, err := c.Find(Session{CLI: "claude", ID: tc.id}, tc.pkg)
+		if err != nil || f.Package != "" || f.Conv == nil || len(f.Conv.Items) != 1 || f.Cwd != cwd || f.Title != "message "+tc.id {
+			t.Errorf("%s into %q: %+v %v", tc.id, tc.pkg, f, err)
+		}
+	}
+	_, err := c.Find(Session{CLI: "claude", ID: "none"}, "")
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || !strings.HasPrefix(err.Error(), `session "claude:none": `) {
+		t.Errorf("a session the store does not have: %v", err)
 	}
 }
