@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spbridge/internal/acp/wire"
+	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
@@ -323,6 +324,7 @@ func (ss *acpSession) runOwnCommand(j *job, name string) (any, error) {
 		n := len(r.(map[string]any)["written"].([]string))
 		say = fmt.Sprintf("Saved the conversation (%d files written).", n)
 	}
-	ss.send.chunk(wire.AgentMessageChunk, say)
+	// A message of no item (never replayed): an id of its own.
+	ss.send.chunk(wire.AgentMessageChunk, archive.NewID(), say)
 	return map[string]any{"stopReason": "end_turn"}, nil
 }

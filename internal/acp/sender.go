@@ -37,9 +37,10 @@ func (u sender) item(op string, item map[string]any, card any) {
 	u.w.Write(func(b []byte) []byte { return wire.AppendItem(b, u.id, op, item, card) })
 }
 
-// chunk sends a session/update with a text chunk of kind.
-func (u sender) chunk(kind, text string) {
-	u.w.Write(func(b []byte) []byte { return wire.AppendChunk(b, u.id, kind, text) })
+// chunk sends a session/update with a text chunk of kind of the message
+// messageID (its item's id).
+func (u sender) chunk(kind, messageID, text string) {
+	u.w.Write(func(b []byte) []byte { return wire.AppendChunk(b, u.id, kind, messageID, text) })
 }
 
 // tool sends a tool_call or tool_call_update.
@@ -118,15 +119,15 @@ func (u sender) replay(r session.Replay, cwd string) {
 		case archive.TypeUser:
 			text := it.String("text")
 			if text != "" || !it.Bool("hasImage") {
-				u.chunk(wire.UserMessageChunk, text)
+				u.chunk(wire.UserMessageChunk, it.ID(), text)
 			}
 			if it.Bool("hasImage") {
-				u.replayImages(sent[i], text != "")
+				u.replayImages(it.ID(), sent[i], text != "")
 			}
 		case archive.TypeAssistant:
-			u.chunk(wire.AgentMessageChunk, it.String("text"))
+			u.chunk(wire.AgentMessageChunk, it.ID(), it.String("text"))
 		case archive.TypeThinking:
-			u.chunk(wire.AgentThoughtChunk, it.String("text"))
+			u.chunk(wire.AgentThoughtChunk, it.ID(), it.String("text"))
 		case archive.TypeDirections:
 			if entries, todo := wire.TodoEntries(it.String("text")); todo {
 				// A todo list (Codex's) as it last stood.
@@ -137,7 +138,7 @@ func (u sender) replay(r session.Replay, cwd string) {
 		case archive.TypeTool, archive.TypeWebSearch:
 			u.tool(wire.ToolOf("tool_call", it, nil, cwd))
 		case archive.TypeFailure, archive.TypeQuestions:
-			u.chunk(wire.AgentMessageChunk, wire.PlainText(it))
+			u.chunk(wire.AgentMessageChunk, it.ID(), wire.PlainText(it))
 		}
 	}
 }
@@ -146,8 +147,8 @@ func (u sender) replay(r session.Replay, cwd string) {
 // user_message_chunk image content after its text. An image the package
 // no longer holds (omitted for the size cap, missing or altered) is the
 // text archive.ImageOmittedText, a paragraph of its own after what came
-// before it.
-func (u sender) replayImages(msg archive.Message, afterText bool) {
+// before it. They are of the message messageID.
+func (u sender) replayImages(messageID string, msg archive.Message, afterText bool) {
 	for _, b := range msg.Content {
 		switch b.Type() {
 		case archive.BlockImage:
@@ -155,7 +156,7 @@ func (u sender) replayImages(msg archive.Message, afterText bool) {
 			if data == nil {
 				continue
 			}
-			u.update(map[string]any{"sessionUpdate": wire.UserMessageChunk, "content": map[string]any{
+			u.update(map[string]any{"sessionUpdate": wire.UserMessageChunk, "messageId": messageID, "content": map[string]any{
 				"type": "image", "mimeType": b.String("mimeType"), "data": base64.StdEncoding.EncodeToString(data)}})
 			afterText = true
 		case archive.BlockImageOmitted:
@@ -163,7 +164,7 @@ func (u sender) replayImages(msg archive.Message, afterText bool) {
 			if afterText {
 				text = "\n\n" + text
 			}
-			u.chunk(wire.UserMessageChunk, text)
+			u.chunk(wire.UserMessageChunk, messageID, text)
 			afterText = true
 		}
 	}

@@ -112,7 +112,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 			kind = wire.AgentThoughtChunk
 		}
 		if chunk := h.newText(it, c.Delta); chunk != "" {
-			h.chunk(kind, chunk)
+			h.chunk(kind, it.ID(), chunk)
 		}
 	case archive.TypeDirections:
 		switch {
@@ -131,7 +131,7 @@ func (h *acpHost) Change(c itemmap.Change) {
 		}
 	case archive.TypeFailure, archive.TypeQuestions:
 		if c.Op == itemmap.OpAdd {
-			h.chunk(wire.AgentMessageChunk, wire.PlainText(it))
+			h.chunk(wire.AgentMessageChunk, it.ID(), wire.PlainText(it))
 		}
 	case archive.TypeNotice:
 		if c.Op == itemmap.OpAdd && !h.compactionNotice(c.Compaction) {
@@ -231,10 +231,11 @@ func (h *acpHost) Idle() {
 	h.ss.srv.w.Flush()
 }
 
-// chunk sends a text chunk of kind.
-func (h *acpHost) chunk(kind, text string) {
+// chunk sends a text chunk of kind of the message messageID (its item's
+// id).
+func (h *acpHost) chunk(kind, messageID, text string) {
 	sid := h.ss.id
-	h.send(func(b []byte) []byte { return wire.AppendChunk(b, sid, kind, text) })
+	h.send(func(b []byte) []byte { return wire.AppendChunk(b, sid, kind, messageID, text) })
 }
 
 // sendTool sends a tool_call or tool_call_update.

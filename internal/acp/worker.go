@@ -243,7 +243,7 @@ func (w *worker) endFailed() {
 		if ss.srv.items.Load() {
 			ss.send.item("add", f.Map(), nil)
 		}
-		ss.send.chunk(wire.AgentMessageChunk, wire.PlainText(f))
+		ss.send.chunk(wire.AgentMessageChunk, f.ID(), wire.PlainText(f))
 	}
 	if err := ss.close(); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: %v", ss.id, err)

@@ -40,16 +40,26 @@ const (
 	UserMessageChunk  = "user_message_chunk"
 )
 
-// AppendChunk appends a session/update whose update is a text chunk of
-// kind (one of the chunk kinds above).
-func AppendChunk(b []byte, sid, kind, text string) []byte {
-	b = append(b, updatePrefix...)
-	b = canonjson.AppendString(b, sid)
-	b = append(b, `,"update":{"sessionUpdate":"`...)
-	b = append(b, kind...)
-	b = append(b, `","content":{"type":"text","text":`...)
-	b = canonjson.AppendString(b, text)
-	return append(b, "}}}}\n"...)
+// AppendChunk appends the session/update of a text chunk of kind (one of
+// the chunk kinds above) of the message messageID (the id of the item
+// that holds it: the same live and replayed; "" for none): one, or
+// several of at most about MaxText each.
+func AppendChunk(b []byte, sid, kind, messageID, text string) []byte {
+	splitText(text, MaxText, func(part string) {
+		b = append(b, updatePrefix...)
+		b = canonjson.AppendString(b, sid)
+		b = append(b, `,"update":{"sessionUpdate":"`...)
+		b = append(b, kind...)
+		b = append(b, '"')
+		if messageID != "" {
+			b = append(b, `,"messageId":`...)
+			b = canonjson.AppendString(b, messageID)
+		}
+		b = append(b, `,"content":{"type":"text","text":`...)
+		b = canonjson.AppendString(b, part)
+		b = append(b, "}}}}\n"...)
+	})
+	return b
 }
 
 // Tool is a tool_call or tool_call_update as ACP shows a tool item.
@@ -321,17 +331,20 @@ func AppendTool(b []byte, sid string, u Tool) []byte {
 // AppendTerminalOutput appends the tool_call_update that writes data, what
 // a command printed, to the client's terminal of tool call id
 // (_meta.terminal_output), and nothing else: each update carries only the
-// new bytes.
+// new bytes, at most about MaxText of them (more take several).
 func AppendTerminalOutput(b []byte, sid, id, data string) []byte {
-	b = append(b, updatePrefix...)
-	b = canonjson.AppendString(b, sid)
-	b = append(b, `,"update":{"sessionUpdate":"tool_call_update","toolCallId":`...)
-	b = canonjson.AppendString(b, id)
-	b = append(b, `,"_meta":{"terminal_output":{"terminal_id":`...)
-	b = canonjson.AppendString(b, id)
-	b = append(b, `,"data":`...)
-	b = canonjson.AppendString(b, data)
-	return append(b, "}}}}}\n"...)
+	splitText(data, MaxText, func(part string) {
+		b = append(b, updatePrefix...)
+		b = canonjson.AppendString(b, sid)
+		b = append(b, `,"update":{"sessionUpdate":"tool_call_update","toolCallId":`...)
+		b = canonjson.AppendString(b, id)
+		b = append(b, `,"_meta":{"terminal_output":{"terminal_id":`...)
+		b = canonjson.AppendString(b, id)
+		b = append(b, `,"data":`...)
+		b = canonjson.AppendString(b, part)
+		b = append(b, "}}}}}\n"...)
+	})
+	return b
 }
 
 // AppendPlan appends a session/update with a plan of these entries.
@@ -372,15 +385,19 @@ func planStatus(s string) string {
 	return itemmap.PlanPending
 }
 
-// AppendItemText appends the _spbridge/item of a text that grew by delta.
+// AppendItemText appends the _spbridge/item of a text that grew by delta
+// (several appends of at most about MaxText each for a longer one).
 func AppendItemText(b []byte, sid, id, delta string) []byte {
-	b = append(b, itemPrefix...)
-	b = canonjson.AppendString(b, sid)
-	b = append(b, `,"op":"append","id":`...)
-	b = canonjson.AppendString(b, id)
-	b = append(b, `,"field":"text","text":`...)
-	b = canonjson.AppendString(b, delta)
-	return append(b, "}}\n"...)
+	splitText(delta, MaxText, func(part string) {
+		b = append(b, itemPrefix...)
+		b = canonjson.AppendString(b, sid)
+		b = append(b, `,"op":"append","id":`...)
+		b = canonjson.AppendString(b, id)
+		b = append(b, `,"field":"text","text":`...)
+		b = canonjson.AppendString(b, part)
+		b = append(b, "}}\n"...)
+	})
+	return b
 }
 
 // AppendItem appends the _spbridge/item that carries a whole item (its
