@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/jsonrpc"
 )
 
@@ -172,7 +173,7 @@ func TestNoFormsCapability(t *testing.T) {
 	for _, caps := range []any{map[string]any{}, map[string]any{"elicitation": map[string]any{}},
 		map[string]any{"elicitation": map[string]any{"form": nil, "url": map[string]any{}}}, map[string]any{"elicitation": true}} {
 		p, _ := json.Marshal(map[string]any{"protocolVersion": 1, "clientCapabilities": caps})
-		if isObject(readCapabilities(p).Elicitation.Form) {
+		if wire.IsObject(wire.ReadCapabilities(p).Elicitation.Form) {
 			t.Errorf("%s: forms", p)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +120,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		}
 		m.Package = p.SessionID
 	}
-	mcp, err := parseMCPServers(p.MCPServers)
+	mcp, err := wire.MCPServers(p.MCPServers)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +178,7 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 	if !filepath.IsAbs(op.cwd) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cwd must be an absolute path")
 	}
-	if op.addDirs, err = parseAddDirs(p.AdditionalDirectories); err != nil {
+	if op.addDirs, err = wire.AddDirs(p.AdditionalDirectories); err != nil {
 		return nil, err
 	}
 	op.id, op.backend, op.model = pkgPath, m.Backend, m.Model
@@ -188,21 +187,6 @@ func (s *Server) parseOpen(params json.RawMessage, how openHow) (*openParams, er
 		op.sid = p.SessionID
 	}
 	return op, nil
-}
-
-// parseAddDirs checks a request's additionalDirectories: each an absolute
-// path. They come back clean, each once, in their order.
-func parseAddDirs(dirs []string) ([]string, error) {
-	var out []string
-	for i, d := range dirs {
-		if d == "" || !filepath.IsAbs(d) {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: additionalDirectories[%d] %q must be an absolute path", i, d)
-		}
-		if d = filepath.Clean(d); !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return out, nil
 }
 
 // checkAddDirs checks that each additional folder is a folder.
@@ -217,55 +201,6 @@ func checkAddDirs(dirs []string) error {
 		}
 	}
 	return nil
-}
-
-// parseMCPServers reads ACP's mcpServers (stdio, http, sse) into the
-// backends' neutral form. A missing or null list is none.
-func parseMCPServers(raw json.RawMessage) ([]backend.MCPServer, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var list []struct {
-		Type    string                         `json:"type"`
-		Name    string                         `json:"name"`
-		Command string                         `json:"command"`
-		Args    []string                       `json:"args"`
-		Env     []struct{ Name, Value string } `json:"env"`
-		URL     string                         `json:"url"`
-		Headers []struct{ Name, Value string } `json:"headers"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers: %v", err)
-	}
-	var out []backend.MCPServer
-	for i, s := range list {
-		if s.Name == "" {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: name is required", i)
-		}
-		m := backend.MCPServer{Name: s.Name}
-		switch s.Type {
-		case "", backend.MCPStdio:
-			if s.Command == "" {
-				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: command is required", i)
-			}
-			m.Transport, m.Command, m.Args = backend.MCPStdio, s.Command, s.Args
-			for _, e := range s.Env {
-				m.Env = append(m.Env, backend.NameValue{Name: e.Name, Value: e.Value})
-			}
-		case backend.MCPHTTP, backend.MCPSSE:
-			if s.URL == "" {
-				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: url is required", i)
-			}
-			m.Transport, m.URL = s.Type, s.URL
-			for _, h := range s.Headers {
-				m.Headers = append(m.Headers, backend.NameValue{Name: h.Name, Value: h.Value})
-			}
-		default:
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: mcpServers[%d]: unknown type %q", i, s.Type)
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // open handles session/new and session/load: the session is known by its

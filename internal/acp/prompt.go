@@ -1,12 +1,10 @@
 package acp
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
@@ -18,7 +16,7 @@ import (
 // in ACP's words.
 
 // promptOf reads the prompt of a session/prompt or _spbridge/queue
-// (promptContent).
+// (wire.Prompt).
 func promptOf(j *job) (string, []backend.Image, error) {
 	var p struct {
 		Prompt json.RawMessage `json:"prompt"`
@@ -26,89 +24,7 @@ func promptOf(j *job) (string, []backend.Image, error) {
 	if err := jsonrpc.DecodeParams(j.m.Params, &p); err != nil {
 		return "", nil, err
 	}
-	return promptContent(p.Prompt)
-}
-
-// promptContent reads an ACP prompt: its text blocks, links and embedded
-// resources joined by newlines, and its images. A link is `[name](uri)`;
-// an embedded text resource (a file the editor attached, perhaps unsaved)
-// is its link followed by `<context ref="uri">` and the text, so the model
-// knows where the text comes from; an embedded image is an image, any
-// other binary resource its link alone.
-func promptContent(raw json.RawMessage) (string, []backend.Image, error) {
-	var blocks []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Data     string `json:"data"`
-		MimeType string `json:"mimeType"`
-		URI      string `json:"uri"`
-		Name     string `json:"name"`
-		Resource *struct {
-			URI      string  `json:"uri"`
-			Text     *string `json:"text"`
-			Blob     string  `json:"blob"`
-			MimeType string  `json:"mimeType"`
-		} `json:"resource"`
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt: %v", err)
-	}
-	var texts []string
-	var images []backend.Image
-	for i, b := range blocks {
-		switch b.Type {
-		case "text":
-			texts = append(texts, b.Text)
-		case "image":
-			data, err := base64.StdEncoding.DecodeString(b.Data)
-			if err != nil {
-				return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: image data is not base64", i)
-			}
-			images = append(images, backend.Image{MimeType: b.MimeType, Data: data})
-		case "resource_link":
-			name := b.Name
-			if name == "" {
-				name = b.URI
-			}
-			texts = append(texts, fmt.Sprintf("[%s](%s)", name, b.URI))
-		case "resource":
-			r := b.Resource
-			switch {
-			case r == nil:
-				return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: a resource block without its resource", i)
-			case r.Text != nil:
-				texts = append(texts, fmt.Sprintf("[%s](%s)\n<context ref=%q>\n%s\n</context>", resourceName(r.URI), r.URI, r.URI, *r.Text))
-			case strings.HasPrefix(r.MimeType, "image/"):
-				data, err := base64.StdEncoding.DecodeString(r.Blob)
-				if err != nil {
-					return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: the resource's blob is not base64", i)
-				}
-				images = append(images, backend.Image{MimeType: r.MimeType, Data: data})
-			default:
-				texts = append(texts, fmt.Sprintf("[%s](%s)", resourceName(r.URI), r.URI))
-			}
-		default:
-			return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: prompt[%d]: %q content is not supported", i, b.Type)
-		}
-	}
-	text := strings.Join(texts, "\n")
-	if strings.TrimSpace(text) == "" && len(images) == 0 {
-		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the prompt is empty")
-	}
-	return text, images, nil
-}
-
-// resourceName is the name a link to uri shows: its last path element
-// ("app.go" for file:///src/app.go), or uri itself.
-func resourceName(uri string) string {
-	name := uri
-	if i := strings.LastIndexAny(strings.TrimRight(uri, "/"), "/"); i >= 0 && i < len(uri)-1 {
-		name = strings.TrimRight(uri[i+1:], "/")
-	}
-	if name == "" {
-		return uri
-	}
-	return name
+	return wire.Prompt(p.Prompt)
 }
 
 // CodeNotStarted is the error of a prompt whose turn never started (the

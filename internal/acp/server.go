@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/catalog"
@@ -220,12 +221,12 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 	case "initialize":
 		// Read here, in arrival order, so that what the client writes after
 		// initialize already sees its choice.
-		caps := readCapabilities(m.Params)
+		caps := wire.ReadCapabilities(m.Params)
 		s.items.Store(caps.Meta.Spbridge.Items)
 		s.terminal.Store(caps.Meta.TerminalOutput)
-		s.notices.Store(isObject(caps.Session.Notices))
-		s.compaction.Store(isObject(caps.Session.Compaction))
-		s.forms.Store(isObject(caps.Elicitation.Form))
+		s.notices.Store(wire.IsObject(caps.Session.Notices))
+		s.compaction.Store(wire.IsObject(caps.Session.Compaction))
+		s.forms.Store(wire.IsObject(caps.Elicitation.Form))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params, caps.Auth.Terminal) })
 	case "authenticate":
 		s.goReply(m, func() (any, error) { return s.authenticate(ctx, m.Params) })

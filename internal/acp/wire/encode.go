@@ -1,10 +1,13 @@
-// Package wire is what spbridge's conversation items look like over ACP:
-// the session/update payloads a turn, a replayed conversation and a
-// permission request carry (text chunks, tool calls, plans, notices, a
-// command's output in the client's terminal) and the _spbridge/item
-// lines, made from archive items and their itemmap views and encoded as
-// whole JSON-RPC lines. It is pure translation: it holds no session and
-// sends nothing (internal/acp does).
+// Package wire is ACP's shapes at spbridge's edge, both ways. Out: what
+// spbridge's conversation items look like over ACP, the session/update
+// payloads a turn, a replayed conversation and a permission request carry
+// (text chunks, tool calls, plans, notices, a command's output in the
+// client's terminal) and the _spbridge/item lines, made from archive
+// items and their itemmap views and encoded as whole JSON-RPC lines. In:
+// what a client's requests say, read into spbridge's values (a prompt's
+// content, an open's MCP servers and folders, the client's capabilities).
+// It is pure translation: it holds no session and sends nothing
+// (internal/acp does).
 package wire
 
 import (

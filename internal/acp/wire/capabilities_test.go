@@ -1,4 +1,4 @@
-package acp
+package wire
 
 import (
 	"encoding/json"
@@ -23,9 +23,9 @@ func TestReadCapabilities(t *testing.T) {
 		{`{"clientCapabilities":"all"}`, flags{}},
 		{`{"clientCapabilities":{"_meta":{"spbridge":{"items":true}}`, flags{}}, // not JSON
 	} {
-		c := readCapabilities(json.RawMessage(tc.params))
-		got := flags{c.Meta.Spbridge.Items, c.Meta.TerminalOutput, c.Auth.Terminal, isObject(c.Session.Notices), isObject(c.Session.Compaction),
-			isObject(c.Elicitation.Form)}
+		c := ReadCapabilities(json.RawMessage(tc.params))
+		got := flags{c.Meta.Spbridge.Items, c.Meta.TerminalOutput, c.Auth.Terminal, IsObject(c.Session.Notices), IsObject(c.Session.Compaction),
+			IsObject(c.Elicitation.Form)}
 		if got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.params, got, tc.want)
 		}

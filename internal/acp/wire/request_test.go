@@ -1,4 +1,4 @@
-package acp
+package wire
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ func TestPromptContent(t *testing.T) {
 	  {"type":"resource","resource":{"uri":"file:///w/empty.txt","text":""}},
 	  {"type":"resource","resource":{"uri":"file:///w/logo.png","mimeType":"image/png","blob":"iVBORw=="}},
 	  {"type":"resource","resource":{"uri":"file:///w/a.pdf","mimeType":"application/pdf","blob":"JVBE"}}]`
-	text, images, err := promptContent(json.RawMessage(raw))
+	text, images, err := Prompt(json.RawMessage(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestPromptContent(t *testing.T) {
 		t.Errorf("images %v", images)
 	}
 	for _, bad := range []string{`[{"type":"resource"}]`, `[{"type":"resource","resource":{"uri":"x","mimeType":"image/png","blob":"!"}}]`, `[{"type":"audio","data":""}]`} {
-		if _, _, err := promptContent(json.RawMessage(bad)); err == nil {
+		if _, _, err := Prompt(json.RawMessage(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}

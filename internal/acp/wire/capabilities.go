@@ -1,13 +1,13 @@
-package acp
+package wire
 
 import "encoding/json"
 
-// clientCapabilities is what spbridge reads of initialize's
+// Capabilities is what spbridge reads of initialize's
 // clientCapabilities: each turns on something the client shows, and a
 // client that sends none of them sees plain ACP (docs/acp.md lists them).
-// They are read once, when initialize arrives, so that what the client
+// acp reads them once, when initialize arrives, so that what the client
 // writes after it already sees its choice.
-type clientCapabilities struct {
+type Capabilities struct {
 	Meta struct {
 		// spbridge.items: _spbridge/item notifications (and
 		// _spbridge/edited, and saving by the client).
@@ -40,16 +40,16 @@ type clientCapabilities struct {
 	} `json:"elicitation"`
 }
 
-// readCapabilities reads the clientCapabilities of initialize's params.
+// ReadCapabilities reads the clientCapabilities of initialize's params.
 // One that is missing, or not of its type, is off; the others are read.
-func readCapabilities(params json.RawMessage) clientCapabilities {
+func ReadCapabilities(params json.RawMessage) Capabilities {
 	var p struct {
-		ClientCapabilities clientCapabilities `json:"clientCapabilities"`
+		ClientCapabilities Capabilities `json:"clientCapabilities"`
 	}
 	json.Unmarshal(params, &p) // a field not of its type is left off, and the rest read
 	return p.ClientCapabilities
 }
 
-// isObject reports whether a capability is given as an object, the way
+// IsObject reports whether a capability is given as an object, the way
 // ACP turns one on.
-func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
+func IsObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
