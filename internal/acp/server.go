@@ -206,6 +206,7 @@ var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 	"session/prompt":                (*acpSession).prompt,
 	"session/set_config_option":     (*acpSession).setConfigOption,
 	"session/set_mode":              (*acpSession).setMode,
+	"session/set_model":             (*acpSession).setModel,
 	"session/close":                 (*acpSession).closeSession,
 	"_spbridge/rate":                (*acpSession).rate,
 	"_spbridge/queue":               (*acpSession).queueMessage,
