@@ -86,14 +86,14 @@ func cancelledResponse() map[string]any {
 // cancelled is cancelled, however the CLI ended it, as ACP asks of an
 // agent told session/cancel: also when the CLI finished the reply before
 // it heard the interrupt (what it said is kept; _meta says it completed).
-// The turn's tokens go in usage (promptUsage).
+// The turn's tokens go in usage (wire.PromptUsage).
 func stopResponse(end *itemmap.TurnEnd, cancelled bool) map[string]any {
 	reason := "end_turn"
 	if end.Status == itemmap.TurnInterrupted || cancelled {
 		reason = "cancelled"
 	}
 	r := map[string]any{"stopReason": reason, "_meta": map[string]any{"spbridge": map[string]any{"status": end.Status}}}
-	if u := promptUsage(end.Usage); u != nil {
+	if u := wire.PromptUsage(end.Usage); u != nil {
 		r["usage"] = u
 	}
 	return r

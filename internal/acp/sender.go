@@ -2,16 +2,12 @@ package acp
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"strconv"
 	"sync/atomic"
 
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
-	"spbridge/internal/money"
-	"spbridge/internal/prices"
 	"spbridge/internal/session"
 )
 
@@ -53,37 +49,12 @@ func (u sender) plan(entries []itemmap.PlanEntry) {
 	u.w.Write(func(b []byte) []byte { return wire.AppendPlan(b, u.id, entries) })
 }
 
-// usage sends a usage_update after a turn that reported its usage: the
-// tokens in context after its last request, the model's context window
-// (as the CLI reported it, else from the bundled table; no update when
-// neither knows it) and the conversation's cost so far when known.
+// usage sends a usage_update after a turn that reported its usage
+// (wire.UsageUpdate), when there is one.
 func (u sender) usage(end *itemmap.TurnEnd, conv *session.Session) {
-	lr := end.LastRound
-	used := tokens(lr.Input) + tokens(lr.CacheRead) + tokens(lr.CacheWrite) + tokens(lr.Output)
-	size := end.ContextWindow
-	if size <= 0 {
-		size, _ = prices.ContextWindow(end.Model)
+	if up := wire.UsageUpdate(end, conv.Cost()); up != nil {
+		u.update(up)
 	}
-	if size <= 0 || used == 0 {
-		return
-	}
-	up := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
-	cost := conv.Cost()
-	if cost.Kind == archive.CostReported || cost.Kind == archive.CostEstimated {
-		if amount, err := strconv.ParseFloat(string(money.JSON(cost.Dollars)), 64); err == nil {
-			up["cost"] = map[string]any{"amount": amount, "currency": "USD"}
-		}
-	}
-	u.w.Notify("session/update", map[string]any{"sessionId": u.id, "update": up})
-}
-
-// tokens is a token count as a number, 0 when absent or not a count.
-func tokens(n json.Number) int64 {
-	v, err := n.Int64()
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
 }
 
 // edited tells the client the conversation changed, when it is kept in the
