@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"time"
+
+	"spbridge/internal/archive"
 )
 
 // SaveAuto's saves of its own (a turn's end, the changes between) append
@@ -13,7 +15,9 @@ import (
 // time and outside the session's lock: once the journal passes half of
 // conversation.json's size (and foldAtLeast), after foldQuiet with no
 // save, and at the close. Meanwhile readers apply the journal on
-// conversation.json (archive.Open).
+// conversation.json (archive.Open). SaveByHost's recovery copy, a
+// package of its own in the state folder, is written the same way, but
+// not folded at the close.
 
 // foldAtLeast is the size the journal reaches before its size alone
 // calls for a fold; below it only the quiet period and the close do.
@@ -32,13 +36,27 @@ const (
 	foldNow                   // at once: it passed its share
 )
 
-// journalBehind says when the package's journal asks for a fold. saveMu
-// is held.
+// journaled is the package whose journal the session appends to: the
+// package with SaveAuto, the recovery copy with SaveByHost; nil when none.
+// saveMu is held.
+func (s *Session) journaled() *archive.Package {
+	switch s.saving {
+	case SaveAuto:
+		return s.pkg
+	case SaveByHost:
+		return s.rec
+	}
+	return nil
+}
+
+// journalBehind says when the journal the session appends to asks for a
+// fold. saveMu is held.
 func (s *Session) journalBehind() foldWhen {
-	if s.saving != SaveAuto || s.pkg.Journaled() == 0 {
+	p := s.journaled()
+	if p == nil || p.Journaled() == 0 {
 		return foldNone
 	}
-	if s.pkg.JournalSize() >= max(s.pkg.SavedSize()/2, foldAtLeast) {
+	if p.JournalSize() >= max(p.SavedSize()/2, foldAtLeast) {
 		return foldNow
 	}
 	return foldLater
@@ -115,15 +133,25 @@ func (s *Session) foldSafely() (err error) {
 }
 
 // fold writes the conversation whole (archive.Package.Write) when the
-// package's journal holds records: conversation.json then holds them and
-// the journal goes. final is the close's, which folds once the session
-// closed. The snapshot is taken under s.mu and written without it, among
-// the saves (saveMu).
+// journal the session appends to holds records: conversation.json then
+// holds them and the journal goes. final is the close's, which folds the
+// package (SaveAuto) once the session closed; a recovery copy (SaveByHost)
+// is left to its readers then. The snapshot is taken under s.mu and
+// written without it, among the saves (saveMu).
 func (s *Session) fold(final bool) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	if s.saving != SaveAuto || s.pkg.Journaled() == 0 {
+	if p := s.journaled(); p == nil || p.Journaled() == 0 {
 		return nil
+	}
+	if s.saving == SaveByHost {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return nil
+		}
+		return s.writeRecoveryLocked(true)
 	}
 	s.mu.Lock()
 	if !s.keep || (s.closed && !final) {

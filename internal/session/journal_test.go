@@ -101,17 +101,25 @@ func TestTurnEndAppendsToTheJournal(t *testing.T) {
 // period; the journal then starts again.
 func TestJournalFolds(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		text  string
-		quiet time.Duration
+		name   string
+		policy SavePolicy
+		text   string
+		quiet  time.Duration
 	}{
-		{"size", strings.Repeat("big ", foldAtLeast/4), time.Hour},
-		{"quiet", "small", time.Millisecond},
+		{"size", SaveAuto, strings.Repeat("big ", foldAtLeast/4), time.Hour},
+		{"quiet", SaveAuto, "small", time.Millisecond},
+		{"recovery copy size", SaveByHost, strings.Repeat("big ", foldAtLeast/4), time.Hour},
+		{"recovery copy quiet", SaveByHost, "small", time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			pkg, state := newPackage(t)
-			s := openPolicy(t, pkg, state, SaveAuto, true, &statusBackend{fakeBackend: fakeBackend{name: "claude"}, status: itemmap.TurnCompleted})
+			dir, state := newPackage(t)
+			s := openPolicy(t, dir, state, c.policy, true, &statusBackend{fakeBackend: fakeBackend{name: "claude"}, status: itemmap.TurnCompleted})
 			defer s.Close()
+			pkg := dir // the package the journal is in
+			if c.policy == SaveByHost {
+				abs, _ := filepath.Abs(dir)
+				pkg = RecoveryPath(filepath.Join(state, "recovery"), abs)
+			}
 			folded := make(chan error, 8)
 			s.quiet = c.quiet
 			s.folded = func(err error) { folded <- err }
@@ -149,5 +157,40 @@ func TestJournalFolds(t *testing.T) {
 				t.Errorf("after the third turn the package holds %d items", len(conv.Items))
 			}
 		})
+	}
+}
+
+// TestRecoveryCopyJournal: a host-saved session's recovery copy is written
+// whole once, then each turn's end appends to its journal; the copy
+// offered after a crash holds every turn.
+func TestRecoveryCopyJournal(t *testing.T) {
+	pkg, state := newPackage(t)
+	s := openPolicy(t, pkg, state, SaveByHost, true, &fakeBackend{name: "claude"})
+	s.quiet = time.Hour
+	abs, _ := filepath.Abs(pkg)
+	copyDir := RecoveryPath(filepath.Join(state, "recovery"), abs)
+	sendOK(t, s, "first")
+	first := agentFile(t, copyDir, archive.ConversationFile)
+	if first == nil {
+		t.Fatal("no recovery copy after the first turn")
+	}
+	for n := 2; n <= 3; n++ {
+		sendOK(t, s, "again")
+		if got := agentFile(t, copyDir, archive.ConversationFile); !bytes.Equal(got, first) {
+			t.Fatalf("turn %d's end rewrote the copy's conversation.json", n)
+		}
+		if agentFile(t, copyDir, archive.JournalFile) == nil {
+			t.Fatalf("turn %d's end wrote no journal", n)
+		}
+	}
+	s.Close() // the crash: no save
+	s = openPolicy(t, pkg, state, SaveByHost, true, &fakeBackend{name: "claude"})
+	defer s.Close()
+	off := s.Recovery()
+	if off == nil || off.Items != 6 {
+		t.Fatalf("offer %+v", off)
+	}
+	if n, err := s.Recover(); err != nil || n != 6 {
+		t.Fatalf("recover: %d, %v", n, err)
 	}
 }

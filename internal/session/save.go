@@ -238,12 +238,20 @@ func (s *Session) recoveryPath() string {
 // recovery copy, unless the package holds it already (then the copy goes).
 // It runs among the saves (saveMu), with a snapshot taken under s.mu.
 func (s *Session) writeRecovery() error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	return s.writeRecoveryLocked(false)
+}
+
+// writeRecoveryLocked is writeRecovery with saveMu held: the copy's
+// journal takes what changed since it was last written (Append), and the
+// copy is written whole when whole is set (a fold, journal.go) or when
+// there is nothing to append on.
+func (s *Session) writeRecoveryLocked(whole bool) error {
 	dir := s.recoveryPath()
 	if dir == "" {
 		return nil
 	}
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
 	s.mu.Lock()
 	if s.changes == s.saved {
 		s.mu.Unlock()
@@ -253,7 +261,7 @@ func (s *Session) writeRecovery() error {
 	items := len(s.pkg.Conv.Items)
 	clear(s.mine)
 	s.mu.Unlock()
-	if s.writing != nil {
+	if s.writing != nil && !whole {
 		s.writing()
 	}
 	abs, _ := filepath.Abs(s.pkg.Dir)
@@ -270,10 +278,17 @@ func (s *Session) writeRecovery() error {
 		}
 		s.rec = rec
 	}
-	if _, err := s.rec.Write(snap); err != nil {
+	write := s.rec.Append
+	if whole {
+		write = s.rec.Write
+	}
+	if _, err := write(snap); err != nil {
 		s.rec = nil // what it remembers of its files may be wrong
 		return fmt.Errorf("write the recovery copy: %w", err)
 	}
+	// Copy names the copy's conversation.json; its journal, when it has
+	// one, holds turns written since, which the package lacks too.
+	when := s.journalBehind()
 	meta := Recovery{Package: abs, Base: s.pkg.SavedHash(), Copy: s.rec.SavedHash(), Items: items, Time: s.now().UTC()}
 	data, err := json.MarshalIndent(meta, "", "  ")
 	if err == nil {
@@ -282,6 +297,9 @@ func (s *Session) writeRecovery() error {
 	if err != nil {
 		return fmt.Errorf("write the recovery copy: %w", err)
 	}
+	s.mu.Lock()
+	s.paceLocked(when)
+	s.mu.Unlock()
 	return nil
 }
 
