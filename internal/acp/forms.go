@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
@@ -92,9 +91,6 @@ func formRequest(sid, id string, qs []question) map[string]any {
 	return map[string]any{"sessionId": sid, "toolCallId": id, "mode": "form", "message": message, "requestedSchema": schema}
 }
 
-// errBadAnswer is an accepted form whose content does not fit the form.
-var errBadAnswer = errors.New("the editor's answer does not fit the form")
-
 // formReplies reads an accepted form's content as the replies to qs; an
 // error says how the content does not fit the form (a field it did not
 // ask, a value of the wrong type, an option it did not offer).
@@ -102,7 +98,7 @@ func formReplies(content json.RawMessage, qs []question) ([]session.Reply, error
 	var fields map[string]json.RawMessage
 	if len(content) > 0 && string(content) != "null" {
 		if err := json.Unmarshal(content, &fields); err != nil {
-			return nil, fmt.Errorf("%w: content is not an object", errBadAnswer)
+			return nil, errors.New("content is not an object")
 		}
 	}
 	asked := map[string]bool{}
@@ -115,16 +111,16 @@ func formReplies(content json.RawMessage, qs []question) ([]session.Reply, error
 		case !ok || string(raw) == "null":
 		case len(q.Options) == 0:
 			if json.Unmarshal(raw, &r.Text) != nil {
-				return nil, fmt.Errorf("%w: %s (%q) is not text", errBadAnswer, formField(i), q.Question)
+				return nil, fmt.Errorf("%s (%q) is not text", formField(i), q.Question)
 			}
 		case q.MultiSelect:
 			if json.Unmarshal(raw, &r.Chosen) != nil {
-				return nil, fmt.Errorf("%w: %s (%q) is not a list of options", errBadAnswer, formField(i), q.Question)
+				return nil, fmt.Errorf("%s (%q) is not a list of options", formField(i), q.Question)
 			}
 		default:
 			var label string
 			if json.Unmarshal(raw, &label) != nil {
-				return nil, fmt.Errorf("%w: %s (%q) is not one option", errBadAnswer, formField(i), q.Question)
+				return nil, fmt.Errorf("%s (%q) is not one option", formField(i), q.Question)
 			}
 			if label != "" {
 				r.Chosen = []string{label}
@@ -133,20 +129,20 @@ func formReplies(content json.RawMessage, qs []question) ([]session.Reply, error
 		r.Chosen = slices.Compact(r.Chosen)
 		for _, c := range r.Chosen {
 			if !slices.ContainsFunc(q.Options, func(o questionOption) bool { return o.Label == c }) {
-				return nil, fmt.Errorf("%w: %q is not an option of %q", errBadAnswer, c, q.Question)
+				return nil, fmt.Errorf("%q is not an option of %q", c, q.Question)
 			}
 		}
 		if len(q.Options) > 0 && takesOther(q) {
 			asked[otherField(i)] = true
 			if raw, ok := fields[otherField(i)]; ok && string(raw) != "null" && json.Unmarshal(raw, &r.Text) != nil {
-				return nil, fmt.Errorf("%w: %s (%q) is not text", errBadAnswer, otherField(i), q.Question)
+				return nil, fmt.Errorf("%s (%q) is not text", otherField(i), q.Question)
 			}
 		}
 		replies = append(replies, r)
 	}
 	for k := range fields {
 		if !asked[k] {
-			return nil, fmt.Errorf("%w: it has a field %q the form did not ask", errBadAnswer, k)
+			return nil, fmt.Errorf("it has a field %q the form did not ask", k)
 		}
 	}
 	return replies, nil
@@ -197,7 +193,7 @@ func (h *acpHost) askForm(ctx context.Context, a itemmap.Approval, qs []question
 	replies, err := formReplies(res.Content, qs)
 	if err != nil {
 		h.card(a.ItemID, CardRejected)
-		return session.Answer{Message: "The questions were not answered: " + strings.TrimPrefix(err.Error(), errBadAnswer.Error()+": ") + "."}
+		return session.Answer{Message: "The questions were not answered: " + err.Error() + "."}
 	}
 	ans := session.Replied(a.Input, replies)
 	if ans.Allow {

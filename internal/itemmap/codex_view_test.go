@@ -238,3 +238,31 @@ func TestCodexFormQuestions(t *testing.T) {
 		t.Error("a request answered twice")
 	}
 }
+
+// TestCodexUserInputNotes: a requestUserInput question says whether it
+// takes the user's own words (isOther, in the Approval's input); an answer
+// with a note is codex's [label, "user_note: …"], the questions item
+// keeping the label.
+func TestCodexUserInputNotes(t *testing.T) {
+	a := NewCodexApp(SequentialIDs())
+	p := gjson.Parse(`{"questions":[{"id":"c","question":"Color?","isOther":true,"options":[{"label":"Red"},{"label":"Blue"}]},` +
+		`{"id":"s","question":"Size?","options":[{"label":"S"}]}]}`)
+	r := a.askUser("9", "call", p)
+	if len(r.Approvals) != 1 {
+		t.Fatalf("approvals %v", r.Approvals)
+	}
+	in := gjson.GetBytes(r.Approvals[0].Input, "questions")
+	if in.Get("0.isOther").Raw != "true" || in.Get("1.isOther").Raw != "false" {
+		t.Errorf("input %s: want isOther true, then false", r.Approvals[0].Input)
+	}
+	res, ch, ok := a.AnswerQuestions("9", map[string]string{"Color?": "Blue", "Size?": "S"}, map[string]string{"Color?": "navy"})
+	got, _ := json.Marshal(res)
+	if want := `{"answers":{"c":{"answers":["Blue","user_note: navy"]},"s":{"answers":["S"]}}}`; !ok || string(got) != want {
+		t.Errorf("AnswerQuestions = %s, %v, want %s", got, ok, want)
+	}
+	if len(ch.Changes) != 1 || gjson.Get(mustJSON(ch.Changes[0].Item.Get("questions")), "0.answer").String() != "Blue" {
+		t.Errorf("the questions item: %+v", ch.Changes)
+	}
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
