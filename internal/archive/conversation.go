@@ -224,7 +224,24 @@ type Block struct {
 // blockID is the identity of a block as made: a save compares identities to
 // know a history unchanged without encoding it. It is not empty, so that
 // each allocation has an address of its own.
-type blockID struct{ _ byte }
+type blockID struct {
+	image bool // the block is an image's (its type never changes)
+}
+
+// newBlockID is the identity of a block made of fields.
+func newBlockID(fields map[string]any) *blockID {
+	t, _ := fields["type"].(string)
+	return &blockID{image: t == BlockImage}
+}
+
+// isImage reports whether the block is an image's, without looking its
+// type up.
+func (b Block) isImage() bool {
+	if b.id != nil {
+		return b.id.image
+	}
+	return b.Type() == BlockImage
+}
 
 // NewTextBlock returns a text block.
 func NewTextBlock(text string) Block {
@@ -255,7 +272,7 @@ func NewImageBlock(mimeType string, data []byte) (Block, error) {
 
 // BlockFromMap wraps fields as a block without checking them; the map is
 // owned by the block afterwards. A block does not change once made.
-func BlockFromMap(fields map[string]any) Block { return Block{f: fields, id: new(blockID)} }
+func BlockFromMap(fields map[string]any) Block { return Block{f: fields, id: newBlockID(fields)} }
 
 // Type returns the block's type.
 func (b Block) Type() string { s, _ := b.f["type"].(string); return s }
@@ -336,7 +353,7 @@ func (c *Conversation) Clone() *Conversation {
 	for i, m := range c.History {
 		nm := Message{Role: m.Role, Extra: cloneMap(m.Extra), Content: make([]Block, len(m.Content))}
 		for j, b := range m.Content {
-			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, id: new(blockID)}
+			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, id: &blockID{image: b.isImage()}}
 		}
 		n.History[i] = nm
 	}

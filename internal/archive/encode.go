@@ -90,7 +90,7 @@ func (c *Conversation) itemsValue() []any {
 func (m Message) valueOmit(omit map[string]bool) map[string]any {
 	content := make([]any, len(m.Content))
 	for j, b := range m.Content {
-		if b.Type() == BlockImage && omit[b.String("sha256")] {
+		if len(omit) > 0 && b.isImage() && omit[b.String("sha256")] {
 			b = b.omitted()
 		}
 		content[j] = b.f
@@ -167,7 +167,7 @@ func (c *Conversation) fingerprint(omit map[string]bool) (*fingerprint, error) {
 		}
 		start := len(blocks)
 		for _, b := range m.Content {
-			blocks = append(blocks, blockMark{b.id, b.Type() == BlockImage && omit[b.String("sha256")]})
+			blocks = append(blocks, blockMark{b.id, len(omit) > 0 && b.isImage() && omit[b.String("sha256")]})
 		}
 		f.history[i].blocks = blocks[start:len(blocks):len(blocks)]
 	}

@@ -84,7 +84,7 @@ func capImages(history []Message) (omit map[string]bool, keep map[string]Block) 
 		content := history[i].Content
 		for j := len(content) - 1; j >= 0; j-- {
 			b := content[j]
-			if b.Type() != BlockImage {
+			if !b.isImage() {
 				continue
 			}
 			hash := b.String("sha256")

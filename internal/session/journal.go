@@ -12,9 +12,10 @@ import (
 // changed, synced, at a cost that follows the change and not the
 // conversation. The whole conversation.json is written again (a fold: a
 // whole save, which removes the journal) in the background, one at a
-// time and outside the session's lock: once the journal passes half of
-// conversation.json's size (and foldAtLeast), after foldQuiet with no
-// save, and at the close. Meanwhile readers apply the journal on
+// time and outside the session's lock: once the journal is as large as
+// conversation.json (and foldAtLeast: the whole writes of a growing
+// conversation then add up to about twice its final size), after
+// foldQuiet with no save, and at the close. Meanwhile readers apply the journal on
 // conversation.json (archive.Open). SaveByHost's recovery copy, a
 // package of its own in the state folder, is written the same way, but
 // not folded at the close.
@@ -56,7 +57,7 @@ func (s *Session) journalBehind() foldWhen {
 	if p == nil || p.Journaled() == 0 {
 		return foldNone
 	}
-	if p.JournalSize() >= max(p.SavedSize()/2, foldAtLeast) {
+	if p.JournalSize() >= max(p.SavedSize(), foldAtLeast) {
 		return foldNow
 	}
 	return foldLater

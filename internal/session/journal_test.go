@@ -123,7 +123,7 @@ func TestJournalFolds(t *testing.T) {
 			folded := make(chan error, 8)
 			s.quiet = c.quiet
 			s.folded = func(err error) { folded <- err }
-			sendOK(t, s, c.text)
+			sendOK(t, s, "first")
 			first := agentFile(t, pkg, archive.ConversationFile)
 			sendOK(t, s, c.text)
 			// The fold was started, or is timed, when the turn's end
