@@ -11,6 +11,7 @@ import (
 	"spbridge/internal/catalog"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
+	"spbridge/internal/sessionindex"
 )
 
 // importCLI resolves the package of a load or resume of a CLI's own
@@ -176,8 +177,18 @@ func listMeta(e catalog.Entry) map[string]any {
 	return meta
 }
 
-// touch records the session's open in the index, and reads its title.
-func (ss *acpSession) touch() {
+// records keeps the session's record in the sessions index: its open,
+// each turn that ran (and the title the first gives, told to the client),
+// New Conversation's clearing of the title. The turns of a titled session
+// are recorded in the background (recorder).
+type records struct {
+	ss       *acpSession
+	recorder sessionindex.Recorder
+}
+
+// opened records the session's open in the index, and reads its title.
+func (r *records) opened() {
+	ss := r.ss
 	ix := ss.srv.cfg.Index
 	if ix == nil {
 		return
@@ -193,9 +204,10 @@ func (ss *acpSession) touch() {
 	}
 }
 
-// recordTurn records a turn that ran in the index and, when it gave the
+// turn records a turn that ran in the index and, when it gave the
 // session its title, tells the client.
-func (ss *acpSession) recordTurn(text, cliSession string) {
+func (r *records) turn(text, cliSession string) {
+	ss := r.ss
 	ix := ss.srv.cfg.Index
 	if ix == nil {
 		return
@@ -215,12 +227,12 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 	titled := ss.told.title != ""
 	ss.told.mu.Unlock()
 	if titled {
-		ss.bg.recorder.Later(ix, ss.set.pkg, ss.set.cwd, text, func(err error) {
+		r.recorder.Later(ix, ss.set.pkg, ss.set.cwd, text, func(err error) {
 			ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		})
 		return
 	}
-	ss.bg.recorder.Wait()
+	r.recorder.Wait()
 	if err := ix.Record(ss.set.pkg, ss.set.cwd, text); err != nil {
 		ss.srv.cfg.Log.Printf("session %s: sessions index: %v", ss.id, err)
 		return
@@ -241,8 +253,9 @@ func (ss *acpSession) recordTurn(text, cliSession string) {
 
 // clearTitle forgets the title after New Conversation: the next turn gives
 // the next one.
-func (ss *acpSession) clearTitle() {
-	ss.bg.recorder.Wait() // a turn recorded later must not give the old title back
+func (r *records) clearTitle() {
+	ss := r.ss
+	r.recorder.Wait() // a turn recorded later must not give the old title back
 	ss.told.mu.Lock()
 	ss.told.title = ""
 	ss.told.mu.Unlock()

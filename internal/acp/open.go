@@ -236,6 +236,7 @@ func (s *Server) open(m *jsonrpc.Message, how openHow) {
 func newSession(s *Server, id, pkg string) *acpSession {
 	ss := &acpSession{srv: s, id: id, set: sessionSettings{pkg: pkg}, send: newSender(s, id)}
 	ss.work = newWorker(ss)
+	ss.index.ss = ss
 	return ss
 }
 
@@ -301,7 +302,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	ss.conv, ss.set.cwd, ss.set.addDirs = conv, op.cwd, op.addDirs
 	ss.mu.Unlock()
 	ss.watchBetween()
-	ss.touch()
+	ss.index.opened()
 	res := map[string]any{"configOptions": configOptions(conv)}
 	if modes := modeState(conv); modes != nil {
 		res["modes"] = modes

@@ -7,7 +7,6 @@ import (
 
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
-	"spbridge/internal/sessionindex"
 )
 
 // acpSession is one ACP session: one package and its CLI, from the
@@ -39,15 +38,8 @@ type acpSession struct {
 	conv   *session.Session // owns the package's conversation, nil until the open
 	set    sessionSettings  // what the open set, for every backend of the session
 
-	told told
-	bg   background
-}
-
-// background is what a session runs beside its messages and turns: the
-// records of its turns in the sessions index.
-type background struct {
-	// recorder records the turns of a titled session in the index.
-	recorder sessionindex.Recorder
+	told  told
+	index records // its record in the sessions index
 }
 
 // sessionSettings are what the editor set when it opened the session
@@ -90,7 +82,7 @@ func (ss *acpSession) openConv() *session.Session {
 // ends the CLI: once closed is set, no handler and no turn starts anything
 // anew.
 func (ss *acpSession) close() error {
-	ss.bg.recorder.Wait() // the index has every turn before the session ends
+	ss.index.recorder.Wait() // the index has every turn before the session ends
 	ss.mu.Lock()
 	if ss.conv == nil || ss.closed {
 		ss.mu.Unlock()
@@ -256,7 +248,7 @@ func (ss *acpSession) newConversation(j *job) (any, error) {
 		}
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "new conversation: %v", err)
 	}
-	ss.clearTitle()
+	ss.index.clearTitle()
 	if conv.Keep() {
 		ss.send.edited()
 	}

@@ -104,7 +104,7 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 		h.endCompactions()
 	}
 	ss.send.usage(end, ss.conv)
-	ss.recordTurn(r.Text, end.SessionID)
+	ss.index.turn(r.Text, end.SessionID)
 	var failure string
 	if h != nil {
 		failure = h.failureText()

@@ -179,7 +179,7 @@ func (w *worker) stop() {
 	if conv := w.ss.openConv(); conv != nil {
 		conv.Stop()
 	}
-	w.ss.bg.recorder.Hurry() // shutdown waits for the last record: no pause
+	w.ss.index.recorder.Hurry() // shutdown waits for the last record: no pause
 }
 
 // abandon ends the session's queue: the session is forgotten, takes
