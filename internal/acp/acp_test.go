@@ -42,11 +42,13 @@ type fakeBackend struct {
 	feed    chan string   // the deltas of a "feed" turn's reply
 
 	panicInterrupt, panicClose bool
-	cwd                        string // the session's folder, where its commands run
+	cwd                        string        // the session's folder, where its commands run
+	interrupted                chan struct{} // each Interrupt as it is called, before it panics
 }
 
 func newFake() *fakeBackend {
-	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1), began: make(chan string, 1000), feed: make(chan string)}
+	return &fakeBackend{intr: make(chan struct{}, 1), finish: make(chan struct{}, 1), began: make(chan string, 1000), feed: make(chan string),
+		interrupted: make(chan struct{}, 100)}
 }
 
 func (f *fakeBackend) Name() string { return "claude" }
@@ -268,6 +270,10 @@ func (f *fakeBackend) Turn(ctx context.Context, msg backend.Message, h backend.H
 	return &itemmap.TurnEnd{Status: itemmap.TurnCompleted, Model: "fake", History: []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock(a.String("text"))}}}}
 }
 func (f *fakeBackend) Interrupt() {
+	select {
+	case f.interrupted <- struct{}{}:
+	default:
+	}
 	if f.panicInterrupt {
 		panic("the fake backend's interrupt panics")
 	}
@@ -308,6 +314,7 @@ type client struct {
 	t        *testing.T
 	in       *io.PipeWriter
 	mu       sync.Mutex
+	cond     *sync.Cond // signalled on each message the server wrote, and at its end
 	all      []map[string]any
 	cursor   int
 	eof      bool
@@ -346,6 +353,7 @@ func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, doneCh: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
 	cfg.AuditDir, cfg.Version = t.TempDir(), "test"
 	if cfg.CLIs == nil { // a test's own, else fakes
 		cfg.CLIs = rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
@@ -389,15 +397,21 @@ func startPlain(t *testing.T, cfg Config, hook func(*fakeBackend)) *client {
 			}
 			c.mu.Lock()
 			c.all = append(c.all, m)
+			c.cond.Broadcast()
 			c.mu.Unlock()
 		}
 		c.mu.Lock()
 		c.eof = true
+		c.cond.Broadcast()
 		c.mu.Unlock()
 	}()
 	t.Cleanup(func() { inW.Close(); <-c.doneCh })
 	return c
 }
+
+// hangGuard ends a wait of the test client that nothing ends: a hang, not
+// a timing (each wait here is for an event that takes milliseconds).
+const hangGuard = 2 * time.Minute
 
 // wait closes stdin and waits for the server to end.
 func (c *client) wait() error {
@@ -405,10 +419,26 @@ func (c *client) wait() error {
 	select {
 	case <-c.doneCh:
 		return c.doneErr
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangGuard):
 		c.t.Fatal("the server did not end")
 		return nil
 	}
+}
+
+// waitLocked waits, c.mu held, for the next message the server writes (or
+// its end); false once the hang guard from start passed.
+func (c *client) waitLocked(start time.Time) bool {
+	if time.Since(start) > hangGuard {
+		return false
+	}
+	guard := time.AfterFunc(hangGuard-time.Since(start), func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	c.cond.Wait()
+	guard.Stop()
+	return true
 }
 
 func (c *client) backend(i int) *fakeBackend {
@@ -452,13 +482,14 @@ func (c *client) call(method string, params any) float64 {
 }
 
 // until reads messages from the cursor until one satisfies stop, which it
-// returns with the ones before it.
+// returns with the ones before it. The server's end without one fails the
+// test.
 func (c *client) until(stop func(map[string]any) bool) (map[string]any, []map[string]any) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	var seen []map[string]any
+	start := time.Now()
+	c.mu.Lock()
 	for {
-		c.mu.Lock()
 		for c.cursor < len(c.all) {
 			m := c.all[c.cursor]
 			c.cursor++
@@ -468,20 +499,19 @@ func (c *client) until(stop func(map[string]any) bool) (map[string]any, []map[st
 			}
 			seen = append(seen, m)
 		}
-		eof := c.eof
-		c.mu.Unlock()
-		if eof || time.Now().After(deadline) {
-			c.mu.Lock()
-			var all []string
-			for _, m := range c.all {
-				b, _ := json.Marshal(m)
-				all = append(all, string(b))
-			}
-			c.mu.Unlock()
-			c.t.Fatalf("not found (eof %v); seen %v\nall messages:\n%s", eof, seen, strings.Join(all, "\n"))
+		if c.eof || !c.waitLocked(start) {
+			break
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
+	var all []string
+	for _, m := range c.all {
+		b, _ := json.Marshal(m)
+		all = append(all, string(b))
+	}
+	eof := c.eof
+	c.mu.Unlock()
+	c.t.Fatalf("not found (eof %v); seen %v\nall messages:\n%s", eof, seen, strings.Join(all, "\n"))
+	return nil, nil
 }
 
 // response waits for the response to id, wherever it is, and returns it
@@ -489,11 +519,11 @@ func (c *client) until(stop func(map[string]any) bool) (map[string]any, []map[st
 // it lies ahead).
 func (c *client) response(id float64) (map[string]any, []map[string]any) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		c.mu.Lock()
-		for i, m := range c.all {
-			if m["id"] == id && m["method"] == nil {
+	start := time.Now()
+	c.mu.Lock()
+	for checked := 0; ; {
+		for i := checked; i < len(c.all); i++ {
+			if m := c.all[i]; m["id"] == id && m["method"] == nil {
 				var seen []map[string]any
 				if i >= c.cursor {
 					seen = append(seen, c.all[c.cursor:i]...)
@@ -503,9 +533,12 @@ func (c *client) response(id float64) (map[string]any, []map[string]any) {
 				return m, seen
 			}
 		}
-		c.mu.Unlock()
-		time.Sleep(2 * time.Millisecond)
+		checked = len(c.all)
+		if c.eof || !c.waitLocked(start) {
+			break
+		}
 	}
+	c.mu.Unlock()
 	c.t.Fatalf("no response to %v", id)
 	return nil, nil
 }

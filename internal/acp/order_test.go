@@ -399,10 +399,14 @@ func TestPanicsElsewhere(t *testing.T) {
 		t.Errorf("the ended session was not saved with a failure: %d items", n)
 	}
 
+	// A turn that ends only when told to (finish), once its interrupt was
+	// called: a turn that ended first would be interrupted no more.
 	c.request("session/new", newSessionParams(interrupt))
-	slow := c.call("session/prompt", promptParams(interrupt, "slow"))
+	slow := c.call("session/prompt", promptParams(interrupt, "stubborn"))
 	<-c.backend(1).began
 	c.write(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": interrupt}})
+	<-c.backend(1).interrupted
+	c.backend(1).finish <- struct{}{}
 	if m, _ := c.response(slow); stopReason(t, m) != "cancelled" {
 		t.Errorf("a cancel whose interrupt panics: %v", m)
 	}
