@@ -34,7 +34,7 @@ type acpHost struct {
 	failure  string                  // the text of the turn's last failure item
 	panicked string                  // a panic in a callback, "" when none
 
-	compacts compactions // the CLI's compactions the client was told of
+	compacts wire.Compactions // the CLI's compactions the client was told of
 }
 
 // recovered is called by the callbacks with what they recovered from a
