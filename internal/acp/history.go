@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
 	"spbridge/internal/catalog"
 	"spbridge/internal/jsonrpc"
@@ -133,48 +134,13 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	}
 	sessions := []any{}
 	for _, e := range page {
-		info := map[string]any{"sessionId": e.ID, "cwd": e.Cwd, "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339)}
-		if e.Title != "" {
-			info["title"] = e.Title
-		}
-		if len(e.Dirs) > 0 {
-			info["additionalDirectories"] = e.Dirs
-		}
-		info["_meta"] = map[string]any{"spbridge": listMeta(e)}
-		sessions = append(sessions, info)
+		sessions = append(sessions, wire.SessionInfo(e))
 	}
 	res := map[string]any{"sessions": sessions}
 	if next != "" {
 		res["nextCursor"] = next
 	}
 	return res, nil
-}
-
-// listMeta is an entry's _meta.spbridge: a package's path, the CLI
-// session it was imported from and the one it last ran on (and how a
-// terminal continues that one while that CLI still has it); a CLI's own
-// session's CLI and id, and how a terminal continues it.
-func listMeta(e catalog.Entry) map[string]any {
-	meta := map[string]any{}
-	if e.Package != "" {
-		meta["package"] = e.Package
-	}
-	if e.From != nil {
-		meta["backend"], meta["cliSession"] = e.From.CLI, e.From.ID
-		if e.Package == "" {
-			if c := e.From.Continue(); c != "" {
-				meta["continueCommand"] = c
-			}
-		}
-	}
-	if c := e.LastRan; c != nil {
-		last := map[string]any{"backend": c.CLI, "id": c.ID}
-		if cmd := c.Continue(); cmd != "" {
-			last["continueCommand"] = cmd
-		}
-		meta["lastCLISession"] = last
-	}
-	return meta
 }
 
 // records keeps the session's record in the sessions index: its open,
