@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -188,10 +187,8 @@ func (s *Server) fork(op *openParams) error {
 	if err != nil {
 		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "fork: %v", err)
 	}
-	if err := os.MkdirAll(op.id, 0o700); err != nil {
-		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "make a package for the session: %v", err)
-	}
-	op.imported = &conv // the open saves it into the package
+	op.fresh = true     // the open makes the package's folder
+	op.imported = &conv // and saves it into the package
 	return nil
 }
 

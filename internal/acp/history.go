@@ -3,7 +3,6 @@ package acp
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -35,9 +34,7 @@ func (s *Server) importCLI(op *openParams) error {
 		}
 		op.id = filepath.Join(s.cfg.SessionsDir, archive.NewID())
 	}
-	if err := os.MkdirAll(op.id, 0o700); err != nil {
-		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "make a package for the session: %v", err)
-	}
+	op.fresh = true // the open makes the package's folder
 	// The open saves it into the package. The CLI holds the session now:
 	// the first turn continues it, with the whole history and the prompt
 	// cache (a later open tells a new CLI session the conversation so far,

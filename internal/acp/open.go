@@ -67,10 +67,12 @@ type openParams struct {
 	// session imported, or a fork); onImported runs once it is saved.
 	imported   *archive.Conversation
 	onImported func()
-	fresh      bool // a package of the session's own, made at open
-	kind       archive.Kind
-	keep       bool
-	backend    string
+	// fresh: the open makes the package's folder (a package of the
+	// session's own, or the one an import or a fork fills).
+	fresh   bool
+	kind    archive.Kind
+	keep    bool
+	backend string
 	// defaulted: the request named no backend (backend is serve's
 	// default); a load or resume then takes the conversation's own.
 	defaulted bool
