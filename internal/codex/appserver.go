@@ -252,12 +252,15 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 		}
 	}
 	method, params := "turn/start", map[string]any{"threadId": b.thread}
+	kind := ""
 	switch {
 	case isCmd && cmd == CommandReview:
 		// Inline: on the thread itself, so that later turns know it.
 		method, params["target"], params["delivery"] = "review/start", reviewTarget(cmdArg), "inline"
+		kind = "a review"
 	case isCmd && cmd == CommandCompact:
 		method = "thread/compact/start"
+		kind = "a compaction"
 	default:
 		params["input"] = input(msg)
 		b.turnSettings(params)
@@ -266,6 +269,8 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 	// that does not read it counts toward the idle timeout.
 	startID, startSent := b.appRequest(method, params)
 	c := &appConn{b: b, p: b.app.proc, m: b.app.mapper, startID: startID}
+	b.openSteering(c.p, b.thread, kind)
+	defer b.closeSteering()
 	return (&backend.Driver{Conn: c, Proc: c.p, Opts: b.Opts, Who: "codex", Process: "codex app-server",
 		Interrupt: interruptCh, Sent: startSent}).Run(ctx, h)
 }
@@ -292,10 +297,13 @@ func (c *appConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemma
 	if msg, ok := response(data, c.startID); ok {
 		return nil, c.started(msg, h)
 	}
+	if b.steerAnswer(data) {
+		return nil, nil
+	}
 	if b.app.turnID == "" && bytes.Contains(data, []byte(`"turn/started"`)) {
 		// thread/compact/start answers without the turn it starts.
 		if v := gjson.ParseBytes(data); v.Get("method").String() == "turn/started" {
-			b.app.turnID = v.Get("params.turn.id").String()
+			b.setTurnID(v.Get("params.turn.id").String())
 			if c.interrupted {
 				c.cleanID = b.appInterrupt()
 			}
@@ -318,6 +326,7 @@ func (c *appConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemma
 	for _, ch := range r.Changes {
 		h.Change(ch)
 	}
+	b.steeredItem(data, c.m, h)
 	if id, path, ok := viewedImagePath(data); ok {
 		// An image the file no longer gives is left out: the item says
 		// what was viewed.
@@ -332,7 +341,7 @@ func (c *appConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemma
 			"error": map[string]any{"code": -32601, "message": "spbridge does not answer " + cr.Subtype}})
 	}
 	if r.End != nil {
-		b.app.turnID = ""
+		b.setTurnID("")
 	}
 	return r.Approvals, r.End
 }
@@ -353,7 +362,7 @@ func (c *appConn) started(msg gjson.Result, h backend.Host) *itemmap.TurnEnd {
 		}
 		return r.End
 	}
-	b.app.turnID = msg.Get("result.turn.id").String()
+	b.setTurnID(msg.Get("result.turn.id").String())
 	if c.interrupted && b.app.turnID != "" {
 		c.cleanID = b.appInterrupt()
 	}
@@ -413,7 +422,10 @@ func (c *appConn) Escalate(int) bool { return false }
 
 // Settled: after an interrupt, the turn ends when the server says the
 // commands are stopped.
-func (c *appConn) Settled() bool { return c.refused || c.cleanID == "" }
+//
+// A turn/steer request not answered yet holds the end too: the message is
+// either taken or refused, never lost between the two.
+func (c *appConn) Settled() bool { return c.refused || (c.cleanID == "" && !c.b.steering()) }
 
 // Ended ends a turn; after an interrupt, the commands codex started that
 // still run (detached, in sessions of their own) are killed first: the

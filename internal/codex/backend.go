@@ -59,6 +59,7 @@ type Backend struct {
 	sseSaid   bool           // the SSE servers left out were noticed
 	mapper    *itemmap.Codex // exec: one for the thread (codex reports its running total)
 	app       appState
+	steer     steering   // the app-server turn's steered messages (steer.go)
 	run       sync.Mutex // held by Turn, and by Prepare while it starts the app-server
 
 	// patchUsed are the apply_patch calls of thread patchThread whose

@@ -48,6 +48,12 @@ type ResponsesReply struct {
 	// slowly the test runs.
 	Hold bool
 
+	// Pause, when not nil, stops the stream after the response's first
+	// delta (after response.created when it has none) until Pause is
+	// closed, then sends the rest: a reply still streaming while the test
+	// acts, however busy the machine.
+	Pause <-chan struct{}
+
 	// ChunkDelay is the pause before each SSE event after response.created,
 	// to make a slow stream.
 	ChunkDelay time.Duration
@@ -453,7 +459,26 @@ func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, reply *Res
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	pauseAt := -1
+	if reply.Pause != nil {
+		pauseAt = 1
+		for i, ev := range events {
+			if strings.HasSuffix(ev.name, ".delta") {
+				pauseAt = i + 1
+				break
+			}
+		}
+	}
 	for seq, ev := range events {
+		if seq == pauseAt {
+			select {
+			case <-reply.Pause:
+			case <-r.Context().Done():
+				return
+			case <-s.done:
+				return
+			}
+		}
 		if seq > 0 && reply.ChunkDelay > 0 {
 			t := time.NewTimer(reply.ChunkDelay)
 			select {

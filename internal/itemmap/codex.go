@@ -135,6 +135,7 @@ const (
 	stepResult
 	stepRawCall
 	stepRawResult
+	stepUser
 )
 
 // codexStep is one history block, in the order the CLI reported it; the
@@ -143,6 +144,7 @@ const (
 type codexStep struct {
 	e    *codexEntry
 	rc   *rawCall
+	user *archive.Message // stepUser: a message the user steered into the turn
 	kind int
 }
 
@@ -185,6 +187,13 @@ type codexTurn struct {
 	shownMsgs   int
 	logMsgs     int
 	end         *TurnEnd // the turn's end, once it ended
+}
+
+// UserMessage adds msg, a message the user sent into the running turn
+// (steering), to the turn's history where codex took it.
+func (m *Codex) UserMessage(msg archive.Message) {
+	t := m.ensureTurn()
+	t.log = append(t.log, codexStep{user: &msg, kind: stepUser})
 }
 
 func (m *Codex) ensureTurn() *codexTurn {
@@ -787,6 +796,10 @@ func (t *codexTurn) history() []archive.Message {
 			putCall(s.rc)
 		case stepRawResult:
 			putResult(s.rc)
+		case stepUser:
+			for _, b := range s.user.Content {
+				put("user", b)
+			}
 		}
 	}
 	// A call whose output never came (the turn ended first) still gets a

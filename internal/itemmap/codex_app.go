@@ -95,6 +95,10 @@ func NewCodexApp(newID IDFunc) *CodexApp {
 // InTurn reports whether a turn has started and not ended.
 func (a *CodexApp) InTurn() bool { return a.m.InTurn() }
 
+// UserMessage adds msg, a message the user sent into the running turn
+// (steering), to the turn's history where codex took it.
+func (a *CodexApp) UserMessage(msg archive.Message) { a.m.UserMessage(msg) }
+
 // Finish ends a turn that stopped without turn/completed (the server died)
 // or was interrupted: the message that was streaming is kept as it stood,
 // running tools are cancelled.
