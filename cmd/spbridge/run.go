@@ -64,6 +64,10 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			"by its program and first argument, or exactly, when that is an option or it\n"+
 			"uses the shell's operators; another tool whole), n denies. Without a terminal\n"+
 			"they are denied unless --allow-tool names the tool.\n"+
+			"While a turn runs, a line typed on the terminal steers it: the agent takes it\n"+
+			"into the running turn (Claude Code with its next step, Codex at once). A line\n"+
+			"starting with > is queued instead, sent as a turn of its own after the others;\n"+
+			"a line the turn could not take (it ended first, or codex exec) is queued too.\n"+
 			"The folder's own Claude Code configuration (its hooks, settings, commands,\n"+
 			"CLAUDE.md and .mcp.json) acts only once you trust the folder: the first run\n"+
 			"there asks on the terminal (y trusts it from now on, see spbridge trust);\n"+
@@ -207,7 +211,16 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 	// What the CLI does between the turns (a background subagent) is shown
 	// and kept as it comes, as serve does.
 	s.Watch(h)
-	for i, text := range messages {
+	q := &runQueue{msgs: messages}
+	// A line typed on the terminal while the run works steers the turn,
+	// or is queued (run_steer.go).
+	stop := h.steerFrom(s, q)
+	defer stop()
+	for i := 0; ; i++ {
+		text, ok := q.next()
+		if !ok {
+			break
+		}
 		if i > 0 {
 			atts = nil
 		}
@@ -383,6 +396,9 @@ type shellHost struct {
 	dir        string        // the folder the CLI runs in, absolute: a grant's folder is named relative to it
 	answerOnce sync.Once
 	answerCh   chan string
+	// onLine takes a line typed while no question waits (run_steer.go),
+	// nil when such a line waits for the next question.
+	onLine func(string)
 }
 
 // toolShown is what of a tool call was printed.
@@ -792,7 +808,15 @@ func (h *shellHost) answers() <-chan string {
 			defer close(h.answerCh)
 			for {
 				line, err := h.ask.ReadString('\n')
-				if err == nil || line != "" {
+				h.mu.Lock()
+				typed := h.onLine
+				if h.prompting {
+					typed = nil
+				}
+				h.mu.Unlock()
+				if typed != nil && line != "" {
+					typed(line) // steers the turn, or is queued
+				} else if err == nil || line != "" {
 					h.answerCh <- line
 				}
 				if err != nil {

@@ -210,6 +210,7 @@ var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 	"session/close":                 (*acpSession).closeSession,
 	"_spbridge/rate":                (*acpSession).rate,
 	"_spbridge/queue":               (*acpSession).queueMessage,
+	"_session/steering":             (*acpSession).steer,
 	"_spbridge/save":                (*acpSession).save,
 	"_spbridge/newConversation":     (*acpSession).newConversation,
 	"_spbridge/setKeepConversation": (*acpSession).setKeep,
@@ -368,6 +369,7 @@ func (s *Server) initialize(params json.RawMessage, terminalAuth bool) (any, err
 		"agentCapabilities": caps,
 		"authMethods":       authMethods(terminalAuth),
 		"agentInfo":         map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
+		"_meta":             map[string]any{"steering": steeringMeta},
 	}, nil
 }
 

@@ -93,6 +93,11 @@ type SteerOptions struct {
 // means nothing was taken. Empty (ErrSteerEmpty) and too long
 // (ErrSteerTooLong) messages are refused, as is any message after Stop or
 // Close (ErrClosed).
+//
+// A turn run by Send (whose caller waits for it: spbridge run) has no queue
+// of the session's behind it: a message it cannot take, or that comes as
+// it ends, is handed back (SteerHandedBack, with the reason) for the
+// caller to send as its next turn.
 func (s *Session) Steer(front Front, r Request, opts SteerOptions) (SteerResult, error) {
 	if strings.TrimSpace(r.Text) == "" && len(r.Images) == 0 {
 		return SteerResult{}, ErrSteerEmpty
@@ -106,18 +111,27 @@ func (s *Session) Steer(front Front, r Request, opts SteerOptions) (SteerResult,
 		return SteerResult{}, ErrClosed
 	}
 	t, be := s.turn, s.be
-	running := t != nil && !t.ending && t.ctx.Err() == nil
+	// A turn of Send's: its caller waits for it, and the session keeps no
+	// queue behind it.
+	own := t == nil && s.running
+	running := own || (t != nil && !t.ending && t.ctx.Err() == nil)
 	s.mu.Unlock()
 	if running {
 		st, ok := be.(backend.Steerer)
 		if !ok {
-			return s.steerQueued(front, r, be.Name()+" cannot take a message into a running turn")
+			why := be.Name() + " cannot take a message into a running turn"
+			if own {
+				return SteerResult{Outcome: SteerHandedBack, Reason: why}, nil
+			}
+			return s.steerQueued(front, r, why)
 		}
 		// No lock of the session is held: the backend writes to its CLI.
 		err := st.Steer(backend.Message{Text: r.Text, Images: r.Images})
 		switch {
 		case err == nil:
 			return SteerResult{Outcome: SteerInjected}, nil
+		case errors.Is(err, backend.ErrCannotSteer) && own:
+			return SteerResult{Outcome: SteerHandedBack, Reason: err.Error()}, nil
 		case errors.Is(err, backend.ErrCannotSteer):
 			return s.steerQueued(front, r, err.Error())
 		case !errors.Is(err, backend.ErrNoTurn):
@@ -126,7 +140,7 @@ func (s *Session) Steer(front Front, r Request, opts SteerOptions) (SteerResult,
 		// The turn ended (or has not reached its CLI yet): the message is
 		// the next turn's.
 	}
-	if opts.HandBack {
+	if opts.HandBack || own {
 		return SteerResult{Outcome: SteerHandedBack, Reason: NoRunningTurn}, nil
 	}
 	queued, err := s.Prompt(front, r)

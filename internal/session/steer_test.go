@@ -318,3 +318,62 @@ func TestSteerBadInput(t *testing.T) {
 		t.Errorf("refused messages left %q", items)
 	}
 }
+
+// TestSteerSendTurn: a turn run by Send takes a steered message when its
+// backend can; one it cannot take, or that comes when the CLI's turn
+// ended, is handed back with the reason, and never starts a turn of its
+// own beside Send's.
+func TestSteerSendTurn(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		refuse error
+		closed bool
+		want   SteerOutcome
+	}{
+		{"injected", nil, false, SteerInjected},
+		{"cannot steer", fmt.Errorf("%w: codex exec", backend.ErrCannotSteer), false, SteerHandedBack},
+		{"turn ended", nil, true, SteerHandedBack},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, f := newSteerBackend(), newFront()
+			b.refuse = c.refuse
+			s := gateSession(b.gateBackend)
+			s.be = b
+			if c.closed {
+				b.closing, b.hold = make(chan struct{}), make(chan struct{})
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Send(context.Background(), "a", nil, nopHost{})
+				done <- err
+			}()
+			<-b.began
+			if c.closed {
+				b.finish <- struct{}{}
+				<-b.closing
+			}
+			res, err := s.Steer(f, Request{Text: "x"}, SteerOptions{})
+			if err != nil || res.Outcome != c.want || (c.want == SteerHandedBack && res.Reason == "") {
+				t.Fatalf("Steer = %+v, %v; want %v", res, err, c.want)
+			}
+			if c.closed {
+				close(b.hold)
+			} else {
+				b.finish <- struct{}{}
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"a"}
+			if c.want == SteerInjected {
+				want = []string{"a", "x"}
+			}
+			if got := userTexts(s); !slices.Equal(got, want) || s.Running() {
+				t.Errorf("user items %q (running %v), want %q", got, s.Running(), want)
+			}
+			if got := f.log(); len(got) != 0 {
+				t.Errorf("the front end was told %q: a turn of its own ran", got)
+			}
+		})
+	}
+}

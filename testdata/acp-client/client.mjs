@@ -599,6 +599,34 @@ async function settle(stepIndex, rec, what) {
 
 class StepFailure extends Error {}
 
+// checkSteering checks a _session/steering answer: {outcome, reason?},
+// outcome one of the adapters' (injected, startedNewTurn, promptRequired,
+// failed) or spbridge's queued, and a reason with promptRequired, queued
+// and failed.
+const steeringOutcomes = ["injected", "startedNewTurn", "promptRequired", "queued", "failed"];
+function checkSteering(result) {
+  const issues = [];
+  if (!isObject(result)) {
+    issues.push({ path: [], code: "invalid_type", message: "the answer is not an object" });
+  } else {
+    if (!steeringOutcomes.includes(result.outcome)) {
+      issues.push({ path: ["outcome"], code: "invalid_value", message: `outcome ${JSON.stringify(result.outcome)}` });
+    }
+    if (result.reason !== undefined && typeof result.reason !== "string") {
+      issues.push({ path: ["reason"], code: "invalid_type", message: "reason is not a string" });
+    }
+    if (["promptRequired", "queued", "failed"].includes(result.outcome) && typeof result.reason !== "string") {
+      issues.push({ path: ["reason"], code: "invalid_type", message: `no reason with ${result.outcome}` });
+    }
+    for (const k of Object.keys(result)) {
+      if (k !== "outcome" && k !== "reason" && k !== "_meta") {
+        issues.push({ path: [k], code: "unrecognized_keys", message: `unknown field ${k}` });
+      }
+    }
+  }
+  if (issues.length > 0) invalid("response", "_session/steering", issues, "invalid _session/steering answer");
+}
+
 async function request(stepIndex, step, method, params, onResult) {
   const rec = call(stepIndex, method, params, onResult);
   if (step.async) {
@@ -701,6 +729,16 @@ async function runStep(i, step, prevStart) {
       const params = { sessionId: sessionOf(step.session), prompt: promptBlocks(step) };
       if (step.meta !== undefined) params._meta = step.meta;
       return request(i, step, "session/prompt", params);
+    }
+    case "steer": {
+      // _session/steering, the adapters' extension for a message typed
+      // while the agent works: its answer is checked here, the SDK having
+      // no schema for it.
+      const params = { sessionId: sessionOf(step.session), prompt: promptBlocks(step) };
+      const meta = { ...(step.meta ?? {}) };
+      if (step.idleBehavior !== undefined) meta.steering = { idleBehavior: step.idleBehavior };
+      if (Object.keys(meta).length > 0) params._meta = meta;
+      return request(i, step, "_session/steering", params, checkSteering);
     }
     case "ext":
       if (step.method === "session/resume" && typeof step.params?.sessionId === "string") {
