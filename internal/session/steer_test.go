@@ -50,7 +50,6 @@ func (b *steerBackend) Steer(msg backend.Message) error {
 }
 
 func (b *steerBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
-	b.began <- msg.Text
 	part := archive.NewItem(archive.TypeAssistant)
 	part.Set("text", "working on "+msg.Text)
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: part})
@@ -58,6 +57,7 @@ func (b *steerBackend) Turn(ctx context.Context, msg backend.Message, h backend.
 	b.mu.Lock()
 	b.open = true
 	b.mu.Unlock()
+	b.began <- msg.Text // the turn takes steered messages from now on
 	<-b.finish
 	b.mu.Lock()
 	taken := b.pending
@@ -375,5 +375,106 @@ func TestSteerSendTurn(t *testing.T) {
 				t.Errorf("the front end was told %q: a turn of its own ran", got)
 			}
 		})
+	}
+}
+
+// liveSteerBackend reports each steered message as its CLI would, while
+// the turn runs: a user item and a user message of the turn's history,
+// then tells reported.
+type liveSteerBackend struct {
+	*gateBackend
+	mu       sync.Mutex
+	open     bool
+	steered  chan backend.Message
+	reported chan struct{}
+}
+
+func (b *liveSteerBackend) Steer(msg backend.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return backend.ErrNoTurn
+	}
+	b.steered <- msg
+	return nil
+}
+
+func (b *liveSteerBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	part := archive.NewItem(archive.TypeAssistant)
+	part.Set("text", "working on "+msg.Text)
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: part})
+	history := []archive.Message{{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("working on " + msg.Text)}}}
+	b.mu.Lock()
+	b.open = true
+	b.mu.Unlock()
+	b.began <- msg.Text // the turn takes steered messages from now on
+	for done := false; !done; {
+		select {
+		case m := <-b.steered:
+			h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: backend.SteeredItem(nil, m)})
+			history = append(history, backend.SteeredMessage(m))
+			b.reported <- struct{}{}
+		case <-b.finish:
+			done = true
+		}
+	}
+	b.mu.Lock()
+	b.open = false
+	b.mu.Unlock()
+	b.started = true
+	reply := archive.NewItem(archive.TypeAssistant)
+	reply.Set("text", "done "+msg.Text)
+	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: reply})
+	history = append(history, archive.Message{Role: "assistant", Content: []archive.Block{archive.NewTextBlock("done " + msg.Text)}})
+	return &itemmap.TurnEnd{Status: itemmap.TurnCompleted, History: history}
+}
+
+// TestSteerSurvivesSaveAndReopen: a steered message the turn took is in a
+// save made while the turn runs, and, once the turn ended and was saved,
+// the reopened package holds it once, in its place in the items and the
+// history.
+func TestSteerSurvivesSaveAndReopen(t *testing.T) {
+	pkg, state := newPackage(t)
+	b := &liveSteerBackend{gateBackend: newGate(), steered: make(chan backend.Message, 1), reported: make(chan struct{})}
+	s := openPolicy(t, pkg, state, SaveByCaller, true, b)
+	f := newFront()
+	if _, err := s.Prompt(f, Request{Text: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	<-b.began
+	if res, err := s.Steer(f, Request{Text: "use blue"}, SteerOptions{}); err != nil || res.Outcome != SteerInjected {
+		t.Fatalf("Steer = %+v, %v", res, err)
+	}
+	<-b.reported
+	if _, err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	var mid []string
+	for _, it := range onDisk(t, pkg).Items {
+		mid = append(mid, it.Type()+":"+it.String("text"))
+	}
+	if want := []string{"user:a", "assistant:working on a", "user:use blue"}; !slices.Equal(mid, want) {
+		t.Errorf("saved during the turn: %q, want %q", mid, want)
+	}
+	b.finish <- struct{}{}
+	<-f.ended
+	s.WaitTurns()
+	if _, err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conv := onDisk(t, pkg)
+	var items, history []string
+	for _, it := range conv.Items {
+		items = append(items, it.Type()+":"+it.String("text"))
+	}
+	for _, m := range conv.History {
+		history = append(history, m.Role+":"+m.Content[0].String("text"))
+	}
+	want := []string{"user:a", "assistant:working on a", "user:use blue", "assistant:done a"}
+	if !slices.Equal(items, want) || !slices.Equal(history, want) {
+		t.Errorf("reopened: items %q, history %q; want %q", items, history, want)
 	}
 }
