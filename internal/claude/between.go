@@ -232,6 +232,12 @@ func (b *Backend) betweenLine(p *cliproc.Proc, line cliproc.Line) {
 		b.Skipped()
 	}
 	b.apply(p, h, r)
+	own := true // no turn's own message is echoed between turns
+	if msg, ok := b.echoed(line.Data, &own, ""); ok {
+		// A message steered into a turn that was interrupted before
+		// claude took it: claude runs it now.
+		b.steered(msg, h)
+	}
 	for _, a := range r.Approvals {
 		if !attached {
 			m.Answered(a.RequestID, false)

@@ -23,7 +23,11 @@ import (
 // the conversation, and a turn with a steered message not echoed yet does
 // not end at claude's result but goes on through the turn claude runs for
 // the message, the two ends folded into one. So a message Steer accepted
-// is always taken within the spbridge turn that accepted it.
+// is taken within the spbridge turn that accepted it, unless that turn is
+// interrupted first: claude then runs the message as a turn of its own
+// right after (with "[Request interrupted by user]" before it), which
+// spbridge shows as what claude does between turns, the message's user item
+// where its echo comes.
 
 // steering is the running turn's: the process the turn's messages go to
 // (nil while no turn may take one) and the steered messages claude has not
@@ -32,6 +36,10 @@ type steering struct {
 	mu      sync.Mutex
 	p       *cliproc.Proc
 	pending []backend.Message
+	// late are messages a turn that ended (interrupted) left unechoed:
+	// claude takes them after it, between turns or before the next
+	// turn's message.
+	late []backend.Message
 }
 
 // Steer writes msg into the running turn (backend.Steerer): the turn does
@@ -69,6 +77,7 @@ func (b *Backend) closeSteering() int {
 	b.steer.mu.Lock()
 	defer b.steer.mu.Unlock()
 	n := len(b.steer.pending)
+	b.steer.late = append(b.steer.late, b.steer.pending...)
 	b.steer.p, b.steer.pending = nil, nil
 	return n
 }
@@ -111,10 +120,12 @@ func (b *Backend) echoed(data []byte, own *bool, ownText string) (backend.Messag
 	st := &b.steer
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for i, m := range st.pending {
-		if m.Text == text {
-			st.pending = append(st.pending[:i:i], st.pending[i+1:]...)
-			return m, true
+	for _, list := range []*[]backend.Message{&st.pending, &st.late} {
+		for i, m := range *list {
+			if m.Text == text {
+				*list = append((*list)[:i:i], (*list)[i+1:]...)
+				return m, true
+			}
 		}
 	}
 	return backend.Message{}, false

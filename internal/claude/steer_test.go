@@ -185,3 +185,45 @@ func TestE2ESteer(t *testing.T) {
 		})
 	}
 }
+
+// betweenRec hears what claude does between turns, and says when a turn
+// of claude's own ended.
+type betweenRec struct {
+	recorder
+	ends chan *itemmap.TurnEnd
+}
+
+func (b *betweenRec) End(end *itemmap.TurnEnd) { b.ends <- end }
+
+// TestE2ESteerInterrupted: a message steered into a turn that is then
+// interrupted before claude took it is not lost: claude runs it right
+// after, and the message shows, as a user item and in the history, in
+// what claude does between turns.
+func TestE2ESteerInterrupted(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	b, _, _ := realClaude(t, Options{}, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "first answer"}}, Hold: hold}, reply("steered answer"))
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	rec.onItem = func(archive.Item) {
+		once.Do(func() {
+			if err := b.Steer(backend.Message{Text: "use blue"}); err != nil {
+				t.Errorf("Steer = %v", err)
+			}
+			cancel()
+		})
+	}
+	bt := &betweenRec{ends: make(chan *itemmap.TurnEnd, 1)}
+	b.Watch(bt)
+	if end := b.Turn(ctx, backend.Message{Text: "paint it"}, rec); end.Status != itemmap.TurnInterrupted {
+		t.Fatalf("turn = %v", end.Status)
+	}
+	end := <-bt.ends
+	if got, want := bt.texts(), []string{"user: use blue", "assistant: steered answer"}; !slices.Equal(got, want) {
+		t.Errorf("between turns: %q, want %q", got, want)
+	}
+	if h := historyText(end.History); !slices.Equal(h, []string{"user:use blue", "assistant:steered answer"}) {
+		t.Errorf("history of claude's own turn %q", h)
+	}
+}
