@@ -282,7 +282,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	// the session held.
 	opts := ss.srv.cfg.Backend
 	opts.MCPServers, opts.AddDirs, opts.Folder = op.mcp, op.addDirs, trust.Open(op.cwd, nil, clis.Trust())
-	conv, err := session.Open(session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
+	o := session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
 		Import: op.imported, Imported: op.onImported,
 		Saving: ss.srv.savePolicy(op.id), RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
 		CLIs: ss.srv.cfg.CLIs, Models: ss.srv.cfg.Models, Changed: ss.settingsChanged,
@@ -290,8 +290,11 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		Panicked: func(where string, v any, stack []byte) {
 			ss.srv.cfg.Log.Printf("panic in %s of session %s: %v\n%s", where, ss.id, v, stack)
 		},
-		Writing: ss.srv.saveWriteHook(ss.id), EndSaving: ss.srv.endSavingHook(ss.id),
-		Settings: session.Settings{CLI: named, DefaultCLI: op.backend, Model: op.model, Backend: opts, Own: ss.srv.cfg.Own, Resume: op.resume, ResumeCLI: resumeCLI}})
+		Settings: session.Settings{CLI: named, DefaultCLI: op.backend, Model: op.model, Backend: opts, Own: ss.srv.cfg.Own, Resume: op.resume, ResumeCLI: resumeCLI}}
+	if hook := ss.srv.cfg.sessionOptions; hook != nil {
+		hook(ss.id, &o)
+	}
+	conv, err := session.Open(o)
 	if errors.Is(err, session.ErrLocked) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	}
@@ -319,34 +322,6 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		ss.offerRecovery(res, r)
 	}
 	return res, nil
-}
-
-// saveWriteHook is the session's Writing hook for a test's saveWrite, nil
-// without one.
-func (s *Server) saveWriteHook(sid string) func() {
-	hook := s.cfg.saveWrite
-	if hook == nil {
-		return nil
-	}
-	return func() { hook(sid) }
-}
-
-// endSavingHook is the session's EndSaving hook for a test's turnEndSave
-// and turnEndSaved, nil without them.
-func (s *Server) endSavingHook(sid string) func(saved bool) {
-	before, after := s.cfg.turnEndSave, s.cfg.turnEndSaved
-	if before == nil && after == nil {
-		return nil
-	}
-	return func(saved bool) {
-		hook := before
-		if saved {
-			hook = after
-		}
-		if hook != nil {
-			hook(sid)
-		}
-	}
 }
 
 // savePolicy is who saves the package at path: a client that opted in to

@@ -16,6 +16,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/pkglock"
+	"spbridge/internal/session"
 )
 
 // lockedBuffer is a log the server writes while the test reads it.
@@ -468,7 +469,13 @@ func TestBatchAndStrayResponses(t *testing.T) {
 // it stands, and the turn's end saves again (once its prompt is answered).
 func TestSaveDuringATurn(t *testing.T) {
 	endSaved := make(chan string, 1)
-	c := startServerWith(t, Config{turnEndSaved: func(id string) { endSaved <- id }})
+	c := startServerWith(t, Config{sessionOptions: func(id string, o *session.Options) {
+		o.EndSaving = func(saved bool) {
+			if saved { // the save at the turn's end ended
+				endSaved <- id
+			}
+		}
+	}})
 	pkg := newPackage(t)
 	c.request("session/new", newSessionParams(pkg))
 	slow := c.call("session/prompt", promptParams(pkg, "slow"))

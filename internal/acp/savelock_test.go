@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/session"
 )
 
 // TestCancelDuringTurnEndSave: the save at a turn's end (one that was also
@@ -16,9 +17,13 @@ import (
 // is answered; the first turn's prompt answers once the save goes on.
 func TestCancelDuringTurnEndSave(t *testing.T) {
 	entered, release := make(chan string, 1), make(chan struct{})
-	c := startServerWith(t, Config{turnEndSave: func(id string) {
-		entered <- id
-		<-release
+	c := startServerWith(t, Config{sessionOptions: func(id string, o *session.Options) {
+		o.EndSaving = func(saved bool) {
+			if !saved { // the save at the turn's end begins
+				entered <- id
+				<-release
+			}
+		}
 	}})
 	released := false
 	defer func() {
@@ -77,10 +82,12 @@ func TestCancelDuringTurnEndSave(t *testing.T) {
 func TestSaveOutsideLocks(t *testing.T) {
 	entered, release := make(chan string, 4), make(chan struct{})
 	var armed atomic.Bool
-	c := startServerWith(t, Config{saveWrite: func(id string) {
-		if armed.Load() {
-			entered <- id
-			<-release
+	c := startServerWith(t, Config{sessionOptions: func(id string, o *session.Options) {
+		o.Writing = func() { // a save's snapshot is taken: it is about to write
+			if armed.Load() {
+				entered <- id
+				<-release
+			}
 		}
 	}})
 	released := false

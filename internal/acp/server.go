@@ -38,15 +38,9 @@ type Config struct {
 	// Models keeps the models each CLI's program listed, so that an open
 	// answers with them; nil keeps none.
 	Models session.ModelCache
-	// turnEndSave, when set (tests), is called as the save at a turn's
-	// end begins, with the session's id.
-	turnEndSave func(sessionID string)
-	// turnEndSaved, when set (tests), is called once that save ended.
-	turnEndSaved func(sessionID string)
-	// saveWrite, when set (tests), is called by every save of a session
-	// once its snapshot is taken, before it is written, with no lock of
-	// the session held.
-	saveWrite func(sessionID string)
+	// sessionOptions, when set (tests), sees the options of each session
+	// (by its id) before it opens: a test's hooks on its saves.
+	sessionOptions func(sessionID string, o *session.Options)
 	// AuditDir is where audit logs are written; "" writes none.
 	AuditDir string
 	// Version is spbridge's version, for initialize.
