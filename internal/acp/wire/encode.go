@@ -257,8 +257,11 @@ func AppendTool(b []byte, sid string, u Tool) []byte {
 			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
 			if u.fence != "" {
 				b = canonjson.AppendStringParts(b, u.fence, "\n", u.content, "\n", u.fence, moreText(u.more))
+			} else if u.kind == itemmap.KindSwitchMode {
+				b = canonjson.AppendString(b, u.content) // the plan to approve: whole
 			} else {
-				b = canonjson.AppendString(b, u.content)
+				text, more := capText(u.content, MaxText)
+				b = canonjson.AppendStringParts(b, text, moreText(more))
 			}
 			b = append(b, "}}"...)
 		}
@@ -355,12 +358,31 @@ func AppendPlan(b []byte, sid string, entries []itemmap.PlanEntry) []byte {
 	b = append(b, updatePrefix...)
 	b = canonjson.AppendString(b, sid)
 	b = append(b, `,"update":{"sessionUpdate":"plan","entries":[`...)
+	// ACP sends the whole plan each time: entries that pass MaxText
+	// together (each with its frame, `{"content":"",…}`) are each cut to
+	// their share of it ("…" ends what was cut).
+	const frame = 60
+	share, total := 0, 0
+	for _, e := range entries {
+		total += frame + jsonCost(e.Content)
+	}
+	if total > MaxText {
+		share = max(MaxText/len(entries)-frame, 64)
+	}
 	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"content":`...)
-		b = canonjson.AppendString(b, e.Content)
+		text, more := e.Content, 0
+		if share > 0 {
+			text, more = capText(e.Content, share-len("…"))
+		}
+		if more > 0 {
+			b = canonjson.AppendStringParts(b, text, "…")
+		} else {
+			b = canonjson.AppendString(b, e.Content)
+		}
 		b = append(b, `,"priority":`...)
 		b = canonjson.AppendString(b, planPriority(e.Priority))
 		b = append(b, `,"status":`...)

@@ -18,6 +18,9 @@ func FuzzEncode(f *testing.F) {
 	f.Add("", "", "", "", "", "", "")
 	f.Add("é\u2028\u2029<>&/", "\xff\xfe", "\xed\xa0\x80 surrogate", "Bash", "\x7f\u00a0", "a\"b", "\r\n\t")
 	f.Fuzz(func(t *testing.T, sid, id, text, name, detail, path, plan string) {
+		if jsonCost(text) > MaxText/2 || jsonCost(detail) > MaxText/2 || jsonCost(plan) > MaxText/2 {
+			t.Skip("longer texts are cut or split: TestSplit and TestCaps")
+		}
 		check := func(what string, line []byte, want any) {
 			t.Helper()
 			if len(line) == 0 || line[len(line)-1] != '\n' || bytes.IndexByte(line[:len(line)-1], '\n') >= 0 {
@@ -51,9 +54,7 @@ func FuzzEncode(f *testing.F) {
 			if id != "" {
 				want["messageId"] = id
 			}
-			if jsonCost(text) <= MaxText { // a longer one is several lines: TestSplit
-				check(kind, AppendChunk(buf[:0], sid, kind, id, text), update(want))
-			}
+			check(kind, AppendChunk(buf[:0], sid, kind, id, text), update(want))
 		}
 
 		it := archive.ItemFromMap(map[string]any{"id": id, "type": archive.TypeTool, "name": name, "summary": path,
@@ -112,10 +113,8 @@ func FuzzEncode(f *testing.F) {
 		}
 		check("plan", AppendPlan(buf[:0], sid, entries), update(map[string]any{"sessionUpdate": "plan", "entries": list}))
 
-		if jsonCost(text) <= MaxText {
-			check("append", AppendItemText(buf[:0], sid, id, text),
-				note("_spbridge/item", map[string]any{"sessionId": sid, "op": "append", "id": id, "field": "text", "text": text}))
-		}
+		check("append", AppendItemText(buf[:0], sid, id, text),
+			note("_spbridge/item", map[string]any{"sessionId": sid, "op": "append", "id": id, "field": "text", "text": text}))
 		item := map[string]any{"id": id, "type": "assistant", "text": text, name: []any{detail, true, nil, json.Number("1.5e3"), map[string]any{path: plan}}}
 		card := map[string]any{"state": detail}
 		check("item", AppendItem(buf[:0], sid, "update", item, card),

@@ -9,8 +9,10 @@ import (
 // MaxText is about the most text one line carries: a longer message goes
 // out as several chunks of the same message, a longer write to a
 // client's terminal or append to an item as several, each cut between
-// grapheme clusters. Clients that read a line at a time with a 64 KiB
-// limit (Python's asyncio streams, the Python ACP SDK) read every one.
+// grapheme clusters; a tool call's text and a plan, which ACP sends whole
+// in each update, are cut to it. Clients that read a line at a time with
+// a 64 KiB limit (Python's asyncio streams, the Python ACP SDK) read
+// every one.
 const MaxText = 16 << 10
 
 // jsonCost is what s costs between a JSON string's quotes, as canonjson
@@ -34,44 +36,61 @@ func byteCost(c byte) int {
 	return 1
 }
 
-// splitText calls f with s in pieces, in order, each costing at most max
-// bytes in a JSON string (jsonCost), cut between grapheme clusters (so
-// never inside a character); a cluster that alone costs more than max is
-// cut between its characters. s whole when it fits (also when it is "").
-func splitText(s string, max int, f func(string)) {
-	if len(s) <= max/6 || jsonCost(s) <= max {
-		f(s)
-		return
-	}
-	start, cost, state := 0, 0, -1
+// fits reports whether s costs at most max in a JSON string.
+func fits(s string, max int) bool { return len(s) <= max/6 || jsonCost(s) <= max }
+
+// cut is the length of the longest start of s that costs at most max in
+// a JSON string and ends between grapheme clusters (between characters,
+// when s's first cluster alone costs more than max: a character and
+// thousands of marks); len(s) when all of s does. It walks s only as far
+// as the cut.
+func cut(s string, max int) int {
+	cost, state := 0, -1
 	for pos, rest := 0, s; rest != ""; {
 		var cluster string
 		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
 		c := jsonCost(cluster)
-		if cost+c > max && pos > start {
-			f(s[start:pos])
-			start, cost = pos, 0
-		}
-		if c > max {
-			// One cluster (a character and thousands of marks): cut
-			// between its characters.
-			for i := 0; i < len(cluster); {
-				_, size := utf8.DecodeRuneInString(cluster[i:])
-				rc := jsonCost(cluster[i : i+size])
-				if cost+rc > max && pos+i > start {
-					f(s[start : pos+i])
-					start, cost = pos+i, 0
-				}
-				cost += rc
-				i += size
-			}
+		if cost+c <= max {
+			cost += c
 			pos += len(cluster)
 			continue
 		}
-		cost += c
-		pos += len(cluster)
+		if pos > 0 {
+			return pos
+		}
+		for i := 0; i < len(cluster); {
+			_, size := utf8.DecodeRuneInString(cluster[i:])
+			if cost += jsonCost(cluster[i : i+size]); cost > max && i > 0 {
+				return i
+			}
+			i += size
+		}
+		return len(cluster)
 	}
-	if start < len(s) {
-		f(s[start:])
+	return len(s)
+}
+
+// splitText calls f with s in pieces, in order, each costing at most max
+// bytes in a JSON string, cut between grapheme clusters (cut); s whole
+// when it fits (also when it is "").
+func splitText(s string, max int, f func(string)) {
+	if fits(s, max) {
+		f(s)
+		return
 	}
+	for s != "" {
+		n := cut(s, max)
+		f(s[:n])
+		s = s[n:]
+	}
+}
+
+// capText is s cut to cost at most max in a JSON string (cut), and how
+// many bytes were left out.
+func capText(s string, max int) (string, int) {
+	if fits(s, max) {
+		return s, 0
+	}
+	n := cut(s, max)
+	return s[:n], len(s) - n
 }

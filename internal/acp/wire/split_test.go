@@ -3,11 +3,16 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
 )
 
 // longText is a reply of about n bytes mixing what a cut must respect:
@@ -128,5 +133,65 @@ func TestSplit(t *testing.T) {
 		if n := len(lines(t, c.enc(nil, ""))); n != 1 {
 			t.Errorf("%s: an empty text went out as %d lines", c.name, n)
 		}
+	}
+}
+
+// TestCaps: what ACP sends whole in each update is cut to about MaxText:
+// a tool call's text (with "… N bytes more" after it), and a plan's
+// entries, each to its share ("…" after what was cut); a plan and a text
+// that fit are left as they are, and so is the plan an agent asks to
+// approve (ExitPlanMode's, kind switch_mode), which the user must read
+// whole.
+func TestCaps(t *testing.T) {
+	const sid = "/tmp/Doc.silverpoint"
+	long := longText(50000)
+	content := func(b []byte) string {
+		t.Helper()
+		ls := lines(t, b)
+		if len(ls) != 1 {
+			t.Fatalf("%d lines", len(ls))
+		}
+		c := ls[0]["params"].(map[string]any)["update"].(map[string]any)["content"].([]any)
+		return c[0].(map[string]any)["content"].(map[string]any)["text"].(string)
+	}
+	tool := archive.ItemFromMap(map[string]any{"id": "t1", "type": archive.TypeTool, "name": "Read", "summary": "/tmp/big.txt",
+		"status": archive.StatusSucceeded, "detail": long})
+	got := content(AppendTool(nil, sid, ToolOf("tool_call_update", tool, nil, "")))
+	text, more, ok := strings.Cut(got, "\n… ")
+	if !ok || !strings.HasPrefix(long, text) || more != strconv.Itoa(len(long)-len(text))+" bytes more" || jsonCost(text) > MaxText {
+		t.Errorf("a long tool text: %d bytes kept, then %q", len(text), more)
+	}
+	tool.Set("detail", "short")
+	if got := content(AppendTool(nil, sid, ToolOf("tool_call_update", tool, nil, ""))); got != "short" {
+		t.Errorf("a short tool text: %q", got)
+	}
+	plan := archive.ItemFromMap(map[string]any{"id": "p1", "type": archive.TypeDirections, "text": long})
+	b := AppendTool(nil, sid, ToolOf("tool_call", plan, nil, ""))
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m["params"].(map[string]any)["update"].(map[string]any)["content"].([]any)[0].(map[string]any)["content"].(map[string]any)["text"]; got != long {
+		t.Errorf("the plan to approve was cut")
+	}
+
+	var entries []itemmap.PlanEntry
+	for i := range 100 {
+		entries = append(entries, itemmap.PlanEntry{Content: fmt.Sprint(i, " ", longText(500)), Status: itemmap.PlanPending})
+	}
+	ls := lines(t, AppendPlan(nil, sid, entries))
+	if n := len(ls[0]["params"].(map[string]any)["update"].(map[string]any)["entries"].([]any)); n != 100 {
+		t.Fatalf("%d entries", n)
+	}
+	for i, e := range ls[0]["params"].(map[string]any)["update"].(map[string]any)["entries"].([]any) {
+		c := e.(map[string]any)["content"].(string)
+		if kept, ok := strings.CutSuffix(c, "…"); !ok || !strings.HasPrefix(entries[i].Content, kept) || !utf8.ValidString(c) {
+			t.Errorf("entry %d: %q", i, c)
+		}
+	}
+	short := []itemmap.PlanEntry{{Content: "Read the code"}, {Content: "Fix it"}}
+	ls = lines(t, AppendPlan(nil, sid, short))
+	if e := ls[0]["params"].(map[string]any)["update"].(map[string]any)["entries"].([]any); e[0].(map[string]any)["content"] != "Read the code" || e[1].(map[string]any)["content"] != "Fix it" {
+		t.Errorf("a short plan: %v", e)
 	}
 }
