@@ -31,27 +31,6 @@ func authMethodIDs() []string {
 	return ids
 }
 
-// authMethods are the log-ins spbridge offers. To a client that runs
-// terminal log-ins (clientCapabilities.auth.terminal), each CLI's own,
-// run as the command the client started spbridge with plus `--login NAME`
-// (`spbridge serve --login claude`); to any other client, agent methods
-// whose description names the command to run.
-func authMethods(terminal bool) []any {
-	var out []any
-	for _, c := range clis.All {
-		m := map[string]any{"id": c.LoginMethod(), "name": "Log in to " + c.Display}
-		if terminal {
-			m["type"] = "terminal"
-			m["description"] = "Runs " + c.Display + "'s own log-in in a terminal."
-			m["args"] = []string{"--login", c.Name}
-		} else {
-			m["description"] = "Run `spbridge login --backend " + c.Name + "` in a terminal, then try again."
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // notLoggedIn reports whether a turn's failure is the missing or refused
 // credentials of its CLI, the one named backendName, as its row tells.
 func notLoggedIn(backendName, failure string) bool {

@@ -361,7 +361,7 @@ func (s *Server) initialize(params json.RawMessage, terminalAuth bool) (any, err
 	return map[string]any{
 		"protocolVersion":   ProtocolVersion,
 		"agentCapabilities": caps,
-		"authMethods":       authMethods(terminalAuth),
+		"authMethods":       wire.AuthMethods(clis.All, terminalAuth),
 		"agentInfo":         map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
 		"_meta":             map[string]any{"steering": steeringMeta},
 	}, nil

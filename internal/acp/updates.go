@@ -316,22 +316,10 @@ func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answ
 		id = a.ItemID
 	}
 	what := q.Always.Describe(ss.set.cwd) // a command with its folder
-	options := []any{map[string]any{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}}
-	if q.CanAlways {
-		options = append(options, map[string]any{"optionId": "allow_always", "name": "Always allow " + what + " in this session", "kind": "allow_always"})
-	}
-	if q.CanEdits {
-		// An edit inside the session's folders: or every such edit.
-		options = append(options, map[string]any{"optionId": "allow_all_edits", "name": "Allow all edits in this session", "kind": "allow_always"})
-	}
-	options = append(options, map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
-	if q.CanAlways {
-		options = append(options, map[string]any{"optionId": "reject_always", "name": "Always reject " + what + " in this session", "kind": "reject_always"})
-	}
 	params := map[string]any{
 		"sessionId": ss.id,
 		"toolCall":  wire.PermissionToolCall(id, a, ss.set.cwd),
-		"options":   options,
+		"options":   wire.PermissionOptions(what, q.CanAlways, q.CanEdits),
 	}
 	m, err := ss.srv.w.Call(ctx, "session/request_permission", params)
 	if err != nil {
