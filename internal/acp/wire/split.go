@@ -42,32 +42,62 @@ func fits(s string, max int) bool { return len(s) <= max/6 || jsonCost(s) <= max
 // cut is the length of the longest start of s that costs at most max in
 // a JSON string and ends between grapheme clusters (between characters,
 // when s's first cluster alone costs more than max: a character and
-// thousands of marks); len(s) when all of s does. It walks s only as far
-// as the cut.
+// thousands of marks); len(s) when all of s does. It reads s only as far
+// as the cut: between two ASCII characters (but CR LF) there always is a
+// cluster boundary, so uniseg segments only from the last such place
+// before it (from s's start when there is none, as in text without ASCII).
 func cut(s string, max int) int {
-	cost, state := 0, -1
-	for pos, rest := 0, s; rest != ""; {
-		var cluster string
-		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
-		c := jsonCost(cluster)
-		if cost+c <= max {
-			cost += c
-			pos += len(cluster)
-			continue
-		}
-		if pos > 0 {
-			return pos
-		}
-		for i := 0; i < len(cluster); {
-			_, size := utf8.DecodeRuneInString(cluster[i:])
-			if cost += jsonCost(cluster[i : i+size]); cost > max && i > 0 {
+	end, cost := 0, 0
+	for end < len(s) && cost+byteCost(s[end]) <= max {
+		cost += byteCost(s[end])
+		end++
+	}
+	if end == len(s) {
+		return end
+	}
+	// The nearest place at or before end that two ASCII characters show
+	// to be a boundary: the cut when it is near, else where uniseg starts.
+	from := 0
+	for i := end; i > 0; i-- {
+		if asciiBoundary(s, i) {
+			if end-i <= 64 {
 				return i
 			}
-			i += size
+			from = i
+			break
 		}
-		return len(cluster)
 	}
-	return len(s)
+	// Segment from a boundary at or before the end: the last cluster
+	// boundary at or before it.
+	last, state := from, -1
+	for pos, rest := from, s[from:]; pos < end; {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if pos+len(cluster) > end {
+			break
+		}
+		pos += len(cluster)
+		last = pos
+	}
+	if last > 0 {
+		return last
+	}
+	// The first cluster alone passes max: cut between its characters.
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	if end == 0 {
+		_, end = utf8.DecodeRuneInString(s)
+	}
+	return end
+}
+
+// asciiBoundary reports whether s has a grapheme cluster boundary at i
+// that the two ASCII characters around it show (GB3 to GB9b: no ASCII
+// character extends another, and only CR LF stays together).
+func asciiBoundary(s string, i int) bool {
+	a, b := s[i-1], s[i]
+	return a < utf8.RuneSelf && b < utf8.RuneSelf && (a != '\r' || b != '\n')
 }
 
 // splitText calls f with s in pieces, in order, each costing at most max
