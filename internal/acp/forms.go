@@ -158,10 +158,7 @@ func formReplies(content json.RawMessage, qs []question) ([]session.Reply, error
 // recorded as the approval's card.
 func (h *acpHost) askForm(ctx context.Context, a itemmap.Approval, qs []question) session.Answer {
 	ss := h.ss
-	id := a.ToolItemID
-	if id == "" {
-		id = a.ItemID
-	}
+	id := callID(a)
 	m, err := ss.srv.w.Call(ctx, "elicitation/create", formRequest(ss.id, id, qs))
 	if err != nil {
 		var rpcErr *jsonrpc.Error

@@ -42,6 +42,15 @@ func questionsOf(a itemmap.Approval) []question {
 	return in.Questions
 }
 
+// callID is the tool call a permission request is shown as: its tool's
+// item, else the approval's own.
+func callID(a itemmap.Approval) string {
+	if a.ToolItemID != "" {
+		return a.ToolItemID
+	}
+	return a.ItemID
+}
+
 // ask puts a questions request's questions to the client, one
 // session/request_permission per question whose options are its answers
 // (and "Don't answer"). Every question answered, the call is allowed with
@@ -50,10 +59,7 @@ func questionsOf(a itemmap.Approval) []question {
 // answered denies the call, and the model hears so.
 func (h *acpHost) ask(ctx context.Context, a itemmap.Approval, qs []question) session.Answer {
 	ss := h.ss
-	id := a.ToolItemID
-	if id == "" {
-		id = a.ItemID
-	}
+	id := callID(a)
 	var input map[string]any
 	json.Unmarshal(a.Input, &input)
 	replies := make([]session.Reply, 0, len(qs))

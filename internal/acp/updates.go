@@ -311,10 +311,7 @@ func (h *acpHost) Ask(ctx context.Context, q session.Question) (ans session.Answ
 		}
 		return h.ask(ctx, a, qs)
 	}
-	id := a.ToolItemID
-	if id == "" {
-		id = a.ItemID
-	}
+	id := callID(a)
 	what := q.Always.Describe(ss.set.cwd) // a command with its folder
 	params := map[string]any{
 		"sessionId": ss.id,
