@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,4 +115,136 @@ func TestE2EServeCompaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toolCards are the tool_call and tool_call_update updates of events,
+// and the toolCall of each permission request.
+func toolCards(events []acpEvent) (updates, asked []map[string]any) {
+	for _, e := range events {
+		var p struct {
+			Update   map[string]any `json:"update"`
+			ToolCall map[string]any `json:"toolCall"`
+		}
+		json.Unmarshal(e.Params, &p)
+		switch {
+		case e.Event == "notification" && e.Method == "session/update":
+			if k := p.Update["sessionUpdate"]; k == "tool_call" || k == "tool_call_update" {
+				updates = append(updates, p.Update)
+			}
+		case e.Event == "request" && e.Method == "session/request_permission":
+			asked = append(asked, p.ToolCall)
+		}
+	}
+	return updates, asked
+}
+
+// cardTexts are the text blocks of a tool call's content.
+func cardTexts(u map[string]any) []string {
+	var out []string
+	content, _ := u["content"].([]any)
+	for _, c := range content {
+		if m, _ := c.(map[string]any)["content"].(map[string]any); m["type"] == "text" {
+			out = append(out, m["text"].(string))
+		}
+	}
+	return out
+}
+
+// TestE2EServeToolCards drives the real claude and the real codex
+// (app-server) through serve with the official ACP client: every tool
+// call names the CLI's tool (name); Claude's Bash shows its description
+// and its Read the file's text, never its raw arguments; a Codex approval
+// of a command outside the sandbox says the model's justification and
+// that it runs outside the sandbox.
+func TestE2EServeToolCards(t *testing.T) {
+	t.Parallel()
+	t.Run("claude", func(t *testing.T) {
+		t.Parallel()
+		e := newE2E(t)
+		work := filepath.Dir(e.pkg)
+		file := filepath.Join(work, "notes.txt")
+		if err := os.WriteFile(file, []byte("alpha\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.srv.Push(
+			fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_read", Name: "Read", Input: map[string]any{"file_path": file}}}},
+			fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_bash", Name: "Bash", Input: map[string]any{"command": "echo hi", "description": "Say hi"}}}},
+			fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Done."}}})
+		meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
+		events := runACPClient(t, map[string]any{
+			"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work,
+			"permissions": []string{"allow_once", "allow_once"},
+			"steps": []any{
+				map[string]any{"op": "initialize"},
+				map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+				map[string]any{"op": "prompt", "session": "s1", "text": "read and greet"},
+				map[string]any{"op": "closeStdin"},
+			},
+		})
+		updates, asked := toolCards(events)
+		names := map[string]bool{}
+		var readText, bashText string
+		for _, u := range updates {
+			if u["sessionUpdate"] == "tool_call" {
+				names[u["name"].(string)] = true
+			}
+			if u["status"] != "completed" {
+				continue
+			}
+			switch u["name"] {
+			case "Read":
+				readText = strings.Join(cardTexts(u), "|")
+			case "Bash":
+				bashText = strings.Join(cardTexts(u), "|")
+			}
+		}
+		if !names["Read"] || !names["Bash"] {
+			t.Errorf("tool call names %v, want Read and Bash", names)
+		}
+		if !strings.Contains(readText, "alpha") || strings.Contains(readText, "arguments") {
+			t.Errorf("the Read card's text %q, want the file's text and not the arguments", readText)
+		}
+		if !strings.HasPrefix(bashText, "Say hi|") || !strings.Contains(bashText, "hi") {
+			t.Errorf("the Bash card's text %q, want its description, then its output", bashText)
+		}
+		for _, tc := range asked {
+			if tc["name"] == "Bash" && !slices.Equal(cardTexts(tc), []string{"Say hi"}) {
+				t.Errorf("the Bash permission request's text %q, want its description", cardTexts(tc))
+			}
+		}
+	})
+	t.Run("codex", func(t *testing.T) {
+		t.Parallel()
+		args := map[string]any{"cmd": "echo hi", "sandbox_permissions": "require_escalated", "justification": "Say hi outside the sandbox?"}
+		e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "function_call", Name: "exec_command", CallID: "call_hi", Arguments: args}}},
+			fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
+		work := filepath.Dir(e.pkg)
+		meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
+		events := runACPClient(t, map[string]any{
+			"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work,
+			"permissions": []string{"reject_once"},
+			"steps": []any{
+				map[string]any{"op": "initialize"},
+				map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+				map[string]any{"op": "prompt", "session": "s1", "text": "say hi"},
+				map[string]any{"op": "closeStdin"},
+			},
+		})
+		updates, asked := toolCards(events)
+		if len(asked) != 1 {
+			t.Fatalf("permission requests %v, want the command's", asked)
+		}
+		want := []string{"Reason: Say hi outside the sandbox?\n\nRuns outside the sandbox."}
+		if got := cardTexts(asked[0]); !slices.Equal(got, want) || asked[0]["name"] == nil {
+			t.Errorf("the approval's card: name %v, text %q; want a name and %q", asked[0]["name"], got, want)
+		}
+		for _, u := range updates {
+			if u["sessionUpdate"] == "tool_call" && u["name"] == nil {
+				t.Errorf("a tool call without its name: %v", u)
+			}
+		}
+		if len(updates) == 0 {
+			t.Error("no tool call")
+		}
+	})
 }

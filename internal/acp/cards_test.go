@@ -3,7 +3,10 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"spbridge/internal/archive"
@@ -143,5 +146,70 @@ func TestPromptUsage(t *testing.T) {
 	res, _ = c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("hi")}})
 	if _, ok := res["usage"]; ok || res["stopReason"] != "end_turn" {
 		t.Errorf("answer %v, want no usage", res)
+	}
+}
+
+// TestToolCards: a tool call names the CLI's tool (name) and shows what
+// it returned, never the raw arguments of its detail, live and when
+// session/load replays it; a command shows what it is for (the view's
+// description) before its output.
+func TestToolCards(t *testing.T) {
+	pkg := newPackage(t)
+	turn := func(_ context.Context, h backend.Host) *itemmap.TurnEnd {
+		read := archive.NewItem(archive.TypeTool)
+		read.Set("name", "Read")
+		read.Set("summary", "/tmp/a.txt")
+		read.Set("status", archive.StatusSucceeded)
+		read.Set("detail", "arguments:\n{\n  \"file_path\": \"/tmp/a.txt\"\n}\n\noutput:\n1\thello")
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: read, Tool: &itemmap.ToolView{Kind: itemmap.KindRead, Title: "Read /tmp/a.txt"}})
+		cmd := archive.NewItem(archive.TypeTool)
+		cmd.Set("name", "Bash")
+		cmd.Set("summary", "ls")
+		cmd.Set("status", archive.StatusSucceeded)
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: cmd, Tool: &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`ls`",
+			Description: "List the files", Output: "a.txt\n"}})
+		return &itemmap.TurnEnd{Status: itemmap.TurnCompleted}
+	}
+	c := startPlain(t, Config{CLIs: rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
+		return &scriptBackend{fakeBackend: newFake(), script: turn}, nil
+	})}, nil)
+	c.request("initialize", map[string]any{"protocolVersion": 1})
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	_, seen := c.request("session/prompt", map[string]any{"sessionId": res["sessionId"], "prompt": []any{textBlock("hi")}})
+	calls := updates(seen, "tool_call")
+	if len(calls) != 2 {
+		t.Fatalf("tool calls %v", calls)
+	}
+	card := func(u map[string]any) string {
+		var parts []string
+		parts = append(parts, fmt.Sprint(u["name"]), fmt.Sprint(u["title"]))
+		content, _ := u["content"].([]any)
+		for _, c := range content {
+			parts = append(parts, c.(map[string]any)["content"].(map[string]any)["text"].(string))
+		}
+		return strings.Join(parts, " | ")
+	}
+	if got, want := card(calls[0]), "Read | Read /tmp/a.txt | ```\n1\thello\n```"; got != want {
+		t.Errorf("the Read card %q, want %q", got, want)
+	}
+	if got, want := card(calls[1]), "Bash | `ls` | List the files | ```\na.txt\n```"; got != want {
+		t.Errorf("the command's card %q, want %q", got, want)
+	}
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := startServer(t)
+	_, seen = c2.request("session/load", map[string]any{"sessionId": pkg, "cwd": filepath.Dir(pkg), "mcpServers": []any{},
+		"_meta": map[string]any{"spbridge": map[string]any{"backend": "claude"}}})
+	calls = updates(seen, "tool_call")
+	if len(calls) != 2 {
+		t.Fatalf("replayed tool calls %v", calls)
+	}
+	if got, want := card(calls[0]), "Read | Read: /tmp/a.txt | ```\n1\thello\n```"; got != want {
+		t.Errorf("the replayed Read card %q, want %q", got, want)
+	}
+	if got := card(calls[1]); !strings.HasPrefix(got, "Bash | Bash: ls") || strings.Contains(got, "arguments") {
+		t.Errorf("the replayed command's card %q", got)
 	}
 }

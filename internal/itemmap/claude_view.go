@@ -73,6 +73,7 @@ func (m *Claude) inputView(name string, in gjson.Result, parent string) *ToolVie
 		if c := firstLine(str("command")); c != "" {
 			v.Title = "`" + c + "`"
 		}
+		v.Description = str("description")
 	case "Read":
 		p := str("file_path")
 		v.Title = "Read " + rel(p)

@@ -146,6 +146,10 @@ type ToolView struct {
 	// heads the call with it: "`npm test`", "Read src/app.go", "Search
 	// "TODO" in src", "Fetch https://…". Paths are as the CLI gave them.
 	Title string
+	// Description is what the call is for in the model's words, as the
+	// CLI's terminal shows it under the call (Claude's Bash description),
+	// "" when none.
+	Description string
 	// Locations are the files the call reads or changes, each with the
 	// first line concerned when known (follow-along).
 	Locations []Location
@@ -252,6 +256,10 @@ type Approval struct {
 	// every command of the session starts there (see Claude); "" when the
 	// request is not about a command or its folder is not known.
 	Cwd string
+	// Reason is why the call is asked about, as the CLI gives it with the
+	// request (Codex's justification from the model, an MCP server's
+	// question), "" when none.
+	Reason string
 	// Escalated reports that the command asks to run outside the CLI's
 	// sandbox, or may (the CLI does not say which): Codex's call asked for
 	// escalated or additional permissions, or its call is not known (a

@@ -70,6 +70,8 @@ type Tool struct {
 	update  string // tool_call or tool_call_update
 	id      string
 	title   string
+	name    string // the CLI's own name of the tool ("" for none)
+	desc    string // what the call is for, one text block before the diffs ("" for none)
 	kind    string
 	status  string
 	diffs   []itemmap.Diff // diff content blocks, paths absolute
@@ -114,10 +116,10 @@ func ToolOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) 
 		kind = itemmap.KindFetch
 	}
 	status := it.String("status")
-	u := Tool{update: update, id: it.ID(), title: toolTitle(it), kind: kind, status: toolStatus(status)}
+	u := Tool{update: update, id: it.ID(), title: toolTitle(it), name: name, kind: kind, status: toolStatus(status)}
 	done := status != archive.StatusRunning
 	if d := it.String("detail"); d != "" && done {
-		u.content, u.hasContent = d, true
+		u.detail(d)
 	}
 	if results, ok := it.Get("results").([]any); ok && len(results) > 0 {
 		var lines []string
@@ -143,6 +145,7 @@ func ToolOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) 
 	if view.Kind != "" {
 		u.kind = view.Kind
 	}
+	u.desc = view.Description
 	u.parent = view.ParentID
 	u.locations, u.diffs = viewFiles(view, cwd)
 	u.images = view.Images
@@ -156,6 +159,20 @@ func ToolOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) 
 		u.hasContent = false // the diffs say it
 	}
 	return u
+}
+
+// detail shows what a tool item's detail d says the call returned (its
+// output fenced, like a view's) as the call's text, never the call's
+// input, which the title and diffs say.
+func (u *Tool) detail(d string) {
+	text, output := itemmap.DetailOutput(d)
+	switch {
+	case output:
+		u.content, u.fence, u.more = fence(text, maxOutput)
+		u.hasContent = true
+	case text != "":
+		u.content, u.fence, u.hasContent = text, "", true
+	}
 }
 
 // viewFiles are a view's locations and diffs with absolute paths.
@@ -222,22 +239,40 @@ func AppendTool(b []byte, sid string, u Tool) []byte {
 	b = canonjson.AppendString(b, u.id)
 	b = append(b, `,"title":`...)
 	b = canonjson.AppendString(b, u.title)
+	if u.name != "" {
+		b = append(b, `,"name":`...)
+		b = canonjson.AppendString(b, u.name)
+	}
 	b = append(b, `,"kind":`...)
 	b = canonjson.AppendString(b, u.kind)
 	b = append(b, `,"status":"`...)
 	b = append(b, u.status...)
 	b = append(b, '"')
-	if len(u.diffs) > 0 || u.hasContent || u.terminal || len(u.images) > 0 {
+	if len(u.diffs) > 0 || u.hasContent || u.terminal || len(u.images) > 0 || u.desc != "" {
+		// The blocks in order: the terminal, what the call is for, the
+		// diffs, the text, the images.
 		b = append(b, `,"content":[`...)
+		n := 0
 		if u.terminal {
 			b = append(b, `{"type":"terminal","terminalId":`...)
 			b = canonjson.AppendString(b, u.id)
 			b = append(b, '}')
+			n++
 		}
-		for i, d := range u.diffs {
-			if i > 0 || u.terminal {
+		if u.desc != "" {
+			if n > 0 {
 				b = append(b, ',')
 			}
+			n++
+			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
+			b = canonjson.AppendString(b, u.desc)
+			b = append(b, "}}"...)
+		}
+		for _, d := range u.diffs {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
 			b = append(b, `{"type":"diff","path":`...)
 			b = canonjson.AppendString(b, d.Path)
 			b = append(b, `,"oldText":`...)
@@ -251,9 +286,10 @@ func AppendTool(b []byte, sid string, u Tool) []byte {
 			b = append(b, '}')
 		}
 		if u.hasContent {
-			if len(u.diffs) > 0 || u.terminal {
+			if n > 0 {
 				b = append(b, ',')
 			}
+			n++
 			b = append(b, `{"type":"content","content":{"type":"text","text":`...)
 			if u.fence != "" {
 				b = canonjson.AppendStringParts(b, u.fence, "\n", u.content, "\n", u.fence, moreText(u.more))
@@ -265,10 +301,11 @@ func AppendTool(b []byte, sid string, u Tool) []byte {
 			}
 			b = append(b, "}}"...)
 		}
-		for i, im := range u.images {
-			if i > 0 || len(u.diffs) > 0 || u.terminal || u.hasContent {
+		for _, im := range u.images {
+			if n > 0 {
 				b = append(b, ',')
 			}
+			n++
 			b = append(b, `{"type":"content","content":{"type":"image","mimeType":`...)
 			b = canonjson.AppendString(b, im.MimeType)
 			b = append(b, `,"data":"`...)

@@ -62,8 +62,15 @@ func FuzzEncode(f *testing.F) {
 		u := ToolOf("tool_call_update", it, nil, "")
 		want := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
 			"kind": toolKind(name), "status": "completed"}
-		if detail != "" {
-			want["content"] = []any{map[string]any{"type": "content", "content": text2(detail)}}
+		if name != "" {
+			want["name"] = name
+		}
+		// The detail's output fenced, or what it says besides the call's
+		// input; never the input.
+		if out, ok := itemmap.DetailOutput(detail); ok {
+			want["content"] = []any{map[string]any{"type": "content", "content": text2(fenced(out, maxOutput))}}
+		} else if out != "" {
+			want["content"] = []any{map[string]any{"type": "content", "content": text2(out)}}
 		}
 		if len(u.locations) > 0 {
 			want["locations"] = []any{map[string]any{"path": path}}
@@ -78,6 +85,9 @@ func FuzzEncode(f *testing.F) {
 		u = ToolOf("tool_call_update", it, view, "")
 		want = map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "title": toolTitle(it),
 			"kind": toolKind(name), "status": "completed"}
+		if name != "" {
+			want["name"] = name
+		}
 		if text != "" {
 			want["title"] = text
 		}

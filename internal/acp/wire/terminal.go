@@ -99,7 +99,7 @@ func (st *Output) Terminal(update string, it archive.Item, v *itemmap.ToolView, 
 	data = st.next(v.Output, "")
 	if d := it.String("detail"); v.Output == "" && d != "" {
 		// Why it ended without output (denied, failed to start).
-		u.content, u.hasContent = d, true
+		u.detail(d)
 	}
 	u.termExit, u.exitCode = true, v.ExitCode
 	if u.exitCode == nil {

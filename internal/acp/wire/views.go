@@ -26,6 +26,13 @@ func PermissionToolCall(id string, a itemmap.Approval, cwd string) map[string]an
 	}
 	toolCall := map[string]any{"toolCallId": id, "title": title, "kind": toolKind(a.ToolName),
 		"status": "pending", "rawInput": input}
+	if a.ToolName != "" {
+		toolCall["name"] = a.ToolName
+	}
+	var content, locations []any
+	if text := approvalText(a); text != "" {
+		content = append(content, map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": text}})
+	}
 	if v := a.Tool; v != nil {
 		if v.Title != "" {
 			toolCall["title"] = v.Title
@@ -36,7 +43,6 @@ func PermissionToolCall(id string, a itemmap.Approval, cwd string) map[string]an
 		// The change the call asks to make, to review before it is
 		// written.
 		locs, diffs := viewFiles(v, cwd)
-		var content, locations []any
 		for _, d := range diffs {
 			var old any
 			if d.OldText != nil {
@@ -51,14 +57,32 @@ func PermissionToolCall(id string, a itemmap.Approval, cwd string) map[string]an
 			}
 			locations = append(locations, loc)
 		}
-		if content != nil {
-			toolCall["content"] = content
-		}
 		if locations != nil {
 			toolCall["locations"] = locations
 		}
 	}
+	if content != nil {
+		toolCall["content"] = content
+	}
 	return toolCall
+}
+
+// approvalText is what a permission request says besides its title, as
+// the CLI's terminal says it: what the call is for, why it is asked (the
+// model's justification), and that the command runs outside the sandbox;
+// "" when none.
+func approvalText(a itemmap.Approval) string {
+	var parts []string
+	if a.Tool != nil && a.Tool.Description != "" {
+		parts = append(parts, a.Tool.Description)
+	}
+	if a.Reason != "" {
+		parts = append(parts, "Reason: "+a.Reason)
+	}
+	if a.Escalated {
+		parts = append(parts, "Runs outside the sandbox.")
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // summaryOf is a short account of a tool's input for a permission title.

@@ -1,0 +1,24 @@
+package itemmap
+
+import "strings"
+
+// A tool item's detail is what the mappers make of its call for the panel
+// (SPEC §3: truncated for display): "arguments:\n" and the call's input,
+// pretty-printed JSON with no blank line; then, after a blank line,
+// "output:\n" and what the call returned (or why it ended, as the CLI
+// said it). Either part may be missing.
+
+// DetailOutput is what a tool item's detail says besides the call's
+// input: the output part (output set), else whatever follows the
+// arguments, "" when the detail holds only the arguments. An editor shows
+// it as the call's content: the input is what its title and diffs
+// already say.
+func DetailOutput(detail string) (text string, output bool) {
+	if rest, ok := strings.CutPrefix(detail, "arguments:\n"); ok {
+		_, detail, _ = strings.Cut(rest, "\n\n")
+	}
+	if rest, ok := strings.CutPrefix(detail, "output:\n"); ok {
+		return rest, true
+	}
+	return detail, false
+}
