@@ -248,3 +248,70 @@ func TestE2EServeToolCards(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EServeCodexFast drives the real codex (app-server) through serve
+// with the official ACP client: its fast service tier is a boolean config
+// option for a client that advertises
+// clientCapabilities.session.configOptions.boolean, and turning it on
+// sends the turn's model requests at the fast tier (service_tier
+// "priority", as the fake model API sees it); a client that does not
+// advertise it is offered no such option.
+func TestE2EServeCodexFast(t *testing.T) {
+	t.Parallel()
+	for _, booleans := range []bool{true, false} {
+		e, srv := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Fast hello.")}})
+		work := filepath.Dir(e.pkg)
+		meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
+		caps := map[string]any{}
+		steps := []any{
+			map[string]any{"op": "initialize", "clientCapabilities": caps},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "waitFor", "method": "session/update", "sessionUpdate": "config_option_update"},
+		}
+		if booleans {
+			// Once the app-server listed its models (whose tiers it takes).
+			steps[2].(map[string]any)["contains"] = `"id":"fast"`
+			caps["session"] = map[string]any{"configOptions": map[string]any{"boolean": map[string]any{}}}
+			steps = append(steps, map[string]any{"op": "ext", "method": "session/set_config_option",
+				"params": map[string]any{"sessionId": "$s1", "configId": "fast", "type": "boolean", "value": true}})
+		}
+		steps = append(steps, map[string]any{"op": "prompt", "session": "s1", "text": "hi"}, map[string]any{"op": "closeStdin"})
+		events := runACPClient(t, map[string]any{"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work, "steps": steps})
+		offered := false
+		for _, ev := range events {
+			if strings.Contains(string(ev.Params)+string(ev.Result), `"id":"fast"`) {
+				offered = true
+			}
+		}
+		var tiers []string
+		for _, r := range srv.Requests() {
+			var body struct {
+				ServiceTier string `json:"service_tier"`
+			}
+			json.Unmarshal(r.Body, &body)
+			tiers = append(tiers, body.ServiceTier)
+		}
+		if booleans {
+			set := response(t, events, 3)
+			var fast map[string]any
+			for _, o := range set["configOptions"].([]any) {
+				if m := o.(map[string]any); m["id"] == "fast" {
+					fast = m
+				}
+			}
+			if fast == nil || fast["type"] != "boolean" || fast["currentValue"] != true {
+				t.Errorf("the fast option after turning it on: %v", fast)
+			}
+			if len(tiers) == 0 || tiers[len(tiers)-1] != "priority" {
+				t.Errorf("the turn's requests went at tiers %q, want priority", tiers)
+			}
+		} else {
+			if offered {
+				t.Error("a client without boolean options was offered fast")
+			}
+			if slices.Contains(tiers, "priority") {
+				t.Errorf("the turn's requests went at tiers %q unasked", tiers)
+			}
+		}
+	}
+}

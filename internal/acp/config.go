@@ -62,12 +62,12 @@ func (ss *acpSession) settingsChanged(what session.What) {
 	case what == session.ModeChanged:
 		_, mode := conv.Modes()
 		ss.send.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
-		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv, ss.srv.booleans.Load())})
 	case !ss.told.isAnnounced():
 	case what == session.CommandsChanged:
 		ss.send.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": commandList(conv)})
 	case what == session.ModelsChanged:
-		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv, ss.srv.booleans.Load())})
 	}
 }
 
@@ -152,7 +152,7 @@ func commandList(conv *session.Session) []any {
 
 // configOptions are the session's config options: the model, the
 // reasoning effort where the current model takes one, and the mode.
-func configOptions(conv *session.Session) []any {
+func configOptions(conv *session.Session, booleans bool) []any {
 	list, current := conv.Models()
 	var opts []any
 	for _, m := range list {
@@ -194,7 +194,7 @@ func configOptions(conv *session.Session) []any {
 			"description":  "The CLI the next turns run on; a switch tells it the conversation so far",
 			"currentValue": conv.CLI(), "options": copts})
 	}
-	return all
+	return append(all, switchOptions(conv, booleans)...)
 }
 
 // setMode handles session/set_mode.
@@ -222,8 +222,10 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	var value string
 	conv, err := ss.begin(j, &p, func() error {
 		v, ok := p.Value.(string)
-		known := []string{optionModel, optionEffort, optionMode, optionCLI}
-		if !slices.Contains(known, p.ConfigID) || !ok || v == "" {
+		if !slices.Contains(selectOptions, p.ConfigID) && p.ConfigID != "" && ss.srv.booleans.Load() {
+			return nil // an on/off setting: setSwitch checks it
+		}
+		if !ok || v == "" {
 			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: the options are \"model\", \"reasoning_effort\", \"mode\" and \"cli\", each a string value")
 		}
 		value = v
@@ -239,13 +241,15 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		err = setEffort(conv, value)
 	case optionCLI:
 		err = switchCLI(conv, value)
-	default:
+	case optionModel:
 		conv.SetModel(value)
+	default:
+		err = setSwitch(conv, p.ConfigID, p.Value, ss.srv.booleans.Load())
 	}
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"configOptions": configOptions(conv)}, nil
+	return map[string]any{"configOptions": configOptions(conv, ss.srv.booleans.Load())}, nil
 }
 
 // switchCLI asks the conversation to run on the CLI named name, as ACP's

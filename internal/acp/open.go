@@ -308,7 +308,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	ss.mu.Unlock()
 	ss.watchBetween()
 	ss.index.opened()
-	res := map[string]any{"configOptions": configOptions(conv)}
+	res := map[string]any{"configOptions": configOptions(conv, ss.srv.booleans.Load())}
 	if modes := modeState(conv); modes != nil {
 		res["modes"] = modes
 	}

@@ -113,6 +113,10 @@ type Server struct {
 	// goes out as compaction_update and compaction_summary_chunk instead
 	// of its notice.
 	compaction atomic.Bool
+	// booleans is set when the client takes boolean config options
+	// (clientCapabilities.session.configOptions.boolean): a CLI's on/off
+	// settings are then offered as such.
+	booleans atomic.Bool
 	// forms is set when the client fills in forms
 	// (clientCapabilities.elicitation.form): a questions request is then
 	// one elicitation/create form (askForm).
@@ -222,6 +226,7 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 		s.terminal.Store(caps.Meta.TerminalOutput)
 		s.notices.Store(wire.IsObject(caps.Session.Notices))
 		s.compaction.Store(wire.IsObject(caps.Session.Compaction))
+		s.booleans.Store(wire.IsObject(caps.Session.ConfigOptions.Boolean))
 		s.forms.Store(wire.IsObject(caps.Elicitation.Form))
 		s.goReply(m, func() (any, error) { return s.initialize(m.Params, caps.Auth.Terminal) })
 	case "authenticate":

@@ -21,6 +21,6 @@ func (ss *acpSession) setModel(j *job) (any, error) {
 		return nil, err
 	}
 	conv.SetModel(p.ModelID)
-	ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv)})
+	ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv, ss.srv.booleans.Load())})
 	return struct{}{}, nil
 }

@@ -34,13 +34,33 @@ type Model struct {
 	Description   string
 	Efforts       []string
 	DefaultEffort string
+	// Switches are the on/off settings the model takes (Codex's fast
+	// service tier), none when it takes none.
+	Switches []Switch
+}
+
+// Switch is an on/off setting of a CLI's model: ID is what
+// Switcher.SetSwitch takes, Default whether it is on when not chosen.
+type Switch struct {
+	ID          string
+	Name        string
+	Description string
+	Default     bool
+}
+
+// Switcher is a backend with on/off settings (Model.Switches).
+type Switcher interface {
+	// SetSwitch turns the setting id on or off for the next turns; see
+	// each backend for when it applies. The backend does not check it
+	// against the model's Switches: the model may change.
+	SetSwitch(id string, on bool)
 }
 
 // EqualModels reports whether two lists of models are the same.
 func EqualModels(a, b []Model) bool {
 	return slices.EqualFunc(a, b, func(x, y Model) bool {
 		return x.ID == y.ID && x.Name == y.Name && x.Description == y.Description &&
-			slices.Equal(x.Efforts, y.Efforts) && x.DefaultEffort == y.DefaultEffort
+			slices.Equal(x.Efforts, y.Efforts) && x.DefaultEffort == y.DefaultEffort && slices.Equal(x.Switches, y.Switches)
 	})
 }
 

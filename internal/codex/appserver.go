@@ -492,6 +492,13 @@ func (b *Backend) turnSettings(params map[string]any) {
 	if effort := b.turnEffort(); effort != "" {
 		params["effort"] = effort
 	}
+	if b.fast != nil {
+		// For this turn only: the thread keeps its own.
+		params["serviceTierForTurn"] = "default"
+		if *b.fast {
+			params["serviceTierForTurn"] = fastTier
+		}
+	}
 	pr := presets[b.mode]
 	if roots := b.writableRoots(pr); b.mode != b.threadMode || len(roots) > 0 {
 		// The thread runs in another mode: this turn and the next ones

@@ -78,6 +78,7 @@ type Backend struct {
 	models     []backend.Model // the app-server's model list, once it said it
 	effort     string          // the reasoning effort asked for, "" for codex's
 	sentEffort string          // the effort the app-server's thread was last given
+	fast       *bool           // the fast service tier chosen (SetSwitch), nil when not
 }
 
 // withModel names the model a turn ran on, for the price table and the

@@ -195,9 +195,11 @@ func parseModels(list []gjson.Result) []backend.Model {
 				md.Efforts = append(md.Efforts, v)
 			}
 		}
+		md.Switches = modelSwitches(m)
 		if m.Get("isDefault").Bool() {
 			models[0].Name = "Default (" + md.Name + ")"
 			models[0].Efforts, models[0].DefaultEffort = md.Efforts, md.DefaultEffort
+			models[0].Switches = md.Switches
 		}
 		if m.Get("hidden").Bool() {
 			continue
@@ -205,6 +207,45 @@ func parseModels(list []gjson.Result) []backend.Model {
 		models = append(models, md)
 	}
 	return models
+}
+
+// SwitchFast is the on/off setting of codex's fast service tier (its
+// /fast): the model's serviceTiers entry "priority", which turn/start's
+// serviceTierForTurn takes.
+const (
+	SwitchFast = "fast"
+	fastTier   = "priority"
+)
+
+// modelSwitches are the on/off settings a model/list entry takes: fast,
+// when it has the fast tier (named and described as codex says it), on
+// when it is the model's default tier.
+func modelSwitches(m gjson.Result) []backend.Switch {
+	for _, t := range m.Get("serviceTiers").Array() {
+		if t.Get("id").String() != fastTier {
+			continue
+		}
+		name := t.Get("name").String()
+		if name == "" {
+			name = "Fast"
+		}
+		return []backend.Switch{{ID: SwitchFast, Name: name, Description: t.Get("description").String(),
+			Default: m.Get("defaultServiceTier").String() == fastTier}}
+	}
+	return nil
+}
+
+// SetSwitch turns codex's fast service tier on or off for the next
+// turns on the app-server (turn/start's serviceTierForTurn: "priority",
+// or "default" for standard speed); codex exec, which lists no models,
+// offers it on none.
+func (b *Backend) SetSwitch(id string, on bool) {
+	if id != SwitchFast {
+		return
+	}
+	b.mu.Lock()
+	b.fast = &on
+	b.mu.Unlock()
 }
 
 // Codex's own commands that spbridge runs on the app-server: a prompt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -71,6 +72,9 @@ type controls struct {
 	// The model, effort and mode chosen ("" for the CLI's own), carried
 	// to every backend the session makes.
 	model, effort, mode string
+	// switches are the on/off settings chosen (SetSwitch), carried to
+	// every backend the session makes.
+	switches map[string]bool
 	// program is the backend's program, whose model list the cache keeps;
 	// cached is set when the list came from the cache.
 	program    string
@@ -116,6 +120,7 @@ func (s *Session) makeBackend(row backend.Plugin, resume string) (_ backend.Back
 	opts := s.set.Backend
 	opts.Dir, opts.Model, opts.Mode, opts.Resume = s.cwd, s.ctl.model, s.ctl.mode, resume
 	effort := s.ctl.effort
+	switches := maps.Clone(s.ctl.switches)
 	s.ctl.mu.Unlock()
 	opts.Events = s.events(gen)
 	own, err := row.Own(s.set.Own[row.Name])
@@ -128,6 +133,11 @@ func (s *Session) makeBackend(row backend.Plugin, resume string) (_ backend.Back
 	}
 	if c, ok := be.(backend.Controls); ok && effort != "" {
 		c.SetEffort(effort)
+	}
+	if sw, ok := be.(backend.Switcher); ok {
+		for id, on := range switches {
+			sw.SetSwitch(id, on)
+		}
 	}
 	return be, gen, nil
 }

@@ -31,6 +31,11 @@ type Capabilities struct {
 		// compaction_update and compaction_summary_chunk, in place of its
 		// notice.
 		Compaction json.RawMessage `json:"compaction"`
+		// configOptions.boolean (an object): a CLI's on/off settings go
+		// out as boolean config options.
+		ConfigOptions struct {
+			Boolean json.RawMessage `json:"boolean"`
+		} `json:"configOptions"`
 	} `json:"session"`
 	// elicitation.form (an object): the client fills in forms; a
 	// questions request is asked as one elicitation/create form, not one
