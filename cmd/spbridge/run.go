@@ -239,6 +239,9 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 		}
 		h.turnEnd(res.End)
 		release()
+		for _, u := range res.Untaken {
+			h.say("not taken, the turn was interrupted first (kept as unsent): " + u)
+		}
 		if res.AuditErr != nil {
 			fmt.Fprintf(st.err, "spbridge: %v\n", res.AuditErr)
 		}

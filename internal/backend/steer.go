@@ -19,6 +19,10 @@ type Steerer interface {
 	// ending, one matching ErrCannotSteer when the running turn cannot take
 	// a message (its error says why), else why the CLI refused it.
 	Steer(msg Message) error
+	// Untaken returns, and forgets, the messages Steer accepted that the
+	// last turn's CLI never took (an interrupt came first and the CLI
+	// dropped them): the session hands them back. Called after Turn.
+	Untaken() []Message
 }
 
 // ErrNoTurn is matched by Steer's error when no turn runs, or the

@@ -64,6 +64,10 @@ func (b *Backend) Steer(msg backend.Message) error {
 	return nil
 }
 
+// Untaken: claude keeps every message it was given, also after an
+// interrupt (it runs it next): none is handed back.
+func (b *Backend) Untaken() []backend.Message { return nil }
+
 // openSteering lets the turn on p take steered messages.
 func (b *Backend) openSteering(p *cliproc.Proc) {
 	b.steer.mu.Lock()

@@ -39,12 +39,16 @@ type steering struct {
 	nextID  int
 	calls   map[string]*steerCall
 	pending []backend.Message
+	// untaken are the messages codex accepted that the turn ended without
+	// taking (an interrupt drops them), until Untaken hands them back.
+	untaken []backend.Message
 }
 
 // steerCall is a turn/steer request waiting for codex's answer.
 type steerCall struct {
 	msg  backend.Message
 	done chan error
+	seen bool // its item came before codex's answer was read
 }
 
 // Steer hands msg to the running turn through turn/steer and returns once
@@ -95,11 +99,22 @@ func (b *Backend) closeSteering() {
 	st := &b.steer
 	st.mu.Lock()
 	calls := st.calls
+	st.untaken = append(st.untaken, st.pending...)
 	st.open, st.proc, st.calls, st.pending, st.turnID = false, nil, nil, nil, ""
 	st.mu.Unlock()
 	for _, c := range calls {
 		c.done <- backend.ErrNoTurn
 	}
+}
+
+// Untaken hands back the messages codex accepted that the last turn never
+// took: codex 0.169.0 drops a steered message an interrupt comes before.
+func (b *Backend) Untaken() []backend.Message {
+	b.steer.mu.Lock()
+	defer b.steer.mu.Unlock()
+	u := b.steer.untaken
+	b.steer.untaken = nil
+	return u
 }
 
 // setTurnID records the running turn's id, for turn/steer's
@@ -134,7 +149,7 @@ func (b *Backend) steerAnswer(data []byte) bool {
 		} else {
 			err = fmt.Errorf("%w: codex: %s", backend.ErrNoTurn, text)
 		}
-	} else if call != nil {
+	} else if call != nil && !call.seen {
 		st.pending = append(st.pending, call.msg)
 	}
 	st.mu.Unlock()
@@ -180,6 +195,15 @@ func (b *Backend) steeredItem(data []byte, m *itemmap.CodexApp, h backend.Host) 
 			msg, found = p, true
 			st.pending = append(st.pending[:i:i], st.pending[i+1:]...)
 			break
+		}
+	}
+	if !found {
+		// The item may come before codex's answer is read.
+		for _, c := range st.calls {
+			if !c.seen && c.msg.Text == text {
+				msg, found, c.seen = c.msg, true, true
+				break
+			}
 		}
 	}
 	st.mu.Unlock()

@@ -111,6 +111,43 @@ func TestSteerNotAReview(t *testing.T) {
 	}
 }
 
+// TestSteerUntaken: a message codex accepted whose item never came (an
+// interrupt drops it) is handed back once the turn ended, once.
+func TestSteerUntaken(t *testing.T) {
+	b := New(Options{Transport: TransportAppServer})
+	b.openSteering(nil, "thread", "")
+	b.steer.pending = []backend.Message{{Text: "use blue"}}
+	b.closeSteering()
+	if u := b.Untaken(); len(u) != 1 || u[0].Text != "use blue" {
+		t.Errorf("Untaken = %v", u)
+	}
+	if u := b.Untaken(); len(u) != 0 {
+		t.Errorf("Untaken again = %v", u)
+	}
+}
+
+// TestSteerItemBeforeAnswer: a steered message's item read before
+// codex's answer to turn/steer is the message's place, and the answer then
+// leaves nothing pending to hand back.
+func TestSteerItemBeforeAnswer(t *testing.T) {
+	b := New(Options{Transport: TransportAppServer})
+	call := &steerCall{msg: backend.Message{Text: "use blue"}, done: make(chan error, 1)}
+	b.steer.calls = map[string]*steerCall{`"spbridge-steer-1"`: call}
+	m := itemmap.NewCodexApp(nil)
+	rec := &approver{streaming: make(chan struct{})}
+	b.steeredItem([]byte(`{"method":"item/completed","params":{"item":{"type":"userMessage","id":"u1","content":[{"type":"text","text":"use blue","text_elements":[]}]}}}`), m, rec)
+	if !b.steerAnswer([]byte(`{"id":"spbridge-steer-1","result":{"turnId":"t"}}`)) || <-call.done != nil {
+		t.Fatal("the answer was not taken")
+	}
+	if got := steerTexts(rec.items); !slices.Equal(got, []string{"user: use blue"}) {
+		t.Errorf("items %q", got)
+	}
+	b.closeSteering()
+	if u := b.Untaken(); len(u) != 0 {
+		t.Errorf("handed back %v, which codex took", u)
+	}
+}
+
 // TestSteerAnswers: codex's answers to turn/steer, as recorded
 // (testdata/codex/app-server/steer.jsonl): taken, no active turn, a turn
 // that cannot be steered.

@@ -159,6 +159,10 @@ type TurnResult struct {
 	// recovery copy of SaveByHost) failed, or nil; the conversation stays
 	// unsaved.
 	SaveErr error
+	// Untaken are the messages steered into the turn (Steer) that its CLI
+	// never took, an interrupt coming first: they are the conversation's
+	// unsent messages, handed back to the composer.
+	Untaken []string
 }
 
 // ErrNotStarted is matched by the error of a turn that never started: the
@@ -256,6 +260,12 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		end = &itemmap.TurnEnd{Status: itemmap.TurnFailed}
 	}
 	started := be.Started()
+	var untaken []string
+	if st, ok := be.(backend.Steerer); ok {
+		for _, m := range st.Untaken() {
+			untaken = append(untaken, m.Text)
+		}
+	}
 	s.mu.Lock()
 	// The CLI took the message: the turn replaces an unreadable conversation.
 	s.pkg.BeginTurn()
@@ -274,10 +284,13 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	archive.CompactTurn(turnItems, end.History)
 	conv.History = append(conv.History, userMsg)
 	itemmap.Apply(conv, end, s.provider)
+	for _, text := range untaken {
+		conv.Unsent = append(conv.Unsent, text)
+	}
 	s.changes++
 	identity := conv.Identity()
 	s.mu.Unlock()
-	res := &TurnResult{End: end, UserItem: user}
+	res := &TurnResult{End: end, UserItem: user, Untaken: untaken}
 	if s.auditDir != "" {
 		res.AuditErr = s.audit(be, identity, text, userMsg, turnItems, end, "")
 	}

@@ -29,6 +29,18 @@ type steerBackend struct {
 	closing chan struct{}
 	hold    chan struct{}
 	refuse  error // Steer's error when set
+	// drop: the turn takes none of the messages it accepted (Untaken
+	// hands them back)
+	drop    bool
+	untaken []backend.Message
+}
+
+func (b *steerBackend) Untaken() []backend.Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.untaken
+	b.untaken = nil
+	return u
 }
 
 func newSteerBackend() *steerBackend {
@@ -61,6 +73,9 @@ func (b *steerBackend) Turn(ctx context.Context, msg backend.Message, h backend.
 	<-b.finish
 	b.mu.Lock()
 	taken := b.pending
+	if b.drop {
+		b.untaken, taken = taken, nil
+	}
 	b.open, b.pending = false, nil
 	b.mu.Unlock()
 	if b.closing != nil {
@@ -399,6 +414,8 @@ func (b *liveSteerBackend) Steer(msg backend.Message) error {
 	return nil
 }
 
+func (b *liveSteerBackend) Untaken() []backend.Message { return nil }
+
 func (b *liveSteerBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
 	part := archive.NewItem(archive.TypeAssistant)
 	part.Set("text", "working on "+msg.Text)
@@ -477,4 +494,40 @@ func TestSteerSurvivesSaveAndReopen(t *testing.T) {
 	if !slices.Equal(items, want) || !slices.Equal(history, want) {
 		t.Errorf("reopened: items %q, history %q; want %q", items, history, want)
 	}
+}
+
+// TestSteerUntakenHandedBack: a message the backend accepted and its CLI
+// never took (an interrupt came first) is handed back: the conversation's
+// unsent messages hold it, and the turn's result names it; it is no item
+// of the conversation.
+func TestSteerUntakenHandedBack(t *testing.T) {
+	b := newSteerBackend()
+	b.drop = true
+	s := gateSession(b.gateBackend)
+	s.be = b
+	done := make(chan *TurnResult, 1)
+	go func() {
+		res, err := s.Send(context.Background(), "a", nil, nopHost{})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-b.began
+	if res, err := s.Steer(nil, Request{Text: "use blue"}, SteerOptions{HandBack: true}); err != nil || res.Outcome != SteerInjected {
+		t.Fatalf("Steer = %+v, %v", res, err)
+	}
+	b.finish <- struct{}{}
+	res := <-done
+	if !slices.Equal(res.Untaken, []string{"use blue"}) {
+		t.Errorf("Untaken = %q", res.Untaken)
+	}
+	if got := userTexts(s); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("user items %q", got)
+	}
+	view(s, func(conv *archive.Conversation) {
+		if fmt.Sprint(conv.Unsent) != "[use blue]" {
+			t.Errorf("unsent %v", conv.Unsent)
+		}
+	})
 }
