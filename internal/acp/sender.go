@@ -39,16 +39,6 @@ func (u sender) chunk(kind, messageID, text string) {
 	u.w.Write(func(b []byte) []byte { return wire.AppendChunk(b, u.id, kind, messageID, text) })
 }
 
-// tool sends a tool_call or tool_call_update.
-func (u sender) tool(t wire.Tool) {
-	u.w.Write(func(b []byte) []byte { return wire.AppendTool(b, u.id, t) })
-}
-
-// plan sends a plan with these entries.
-func (u sender) plan(entries []itemmap.PlanEntry) {
-	u.w.Write(func(b []byte) []byte { return wire.AppendPlan(b, u.id, entries) })
-}
-
 // usage sends a usage_update after a turn that reported its usage
 // (wire.UsageUpdate), when there is one.
 func (u sender) usage(end *itemmap.TurnEnd, conv *session.Session) {
@@ -95,21 +85,8 @@ func (u sender) replay(r session.Replay, cwd string) {
 			if it.Bool("hasImage") {
 				u.replayImages(it.ID(), sent[i], text != "")
 			}
-		case archive.TypeAssistant:
-			u.chunk(wire.AgentMessageChunk, it.ID(), it.String("text"))
-		case archive.TypeThinking:
-			u.chunk(wire.AgentThoughtChunk, it.ID(), it.String("text"))
-		case archive.TypeDirections:
-			if entries, todo := wire.TodoEntries(it.String("text")); todo {
-				// A todo list (Codex's) as it last stood.
-				u.plan(entries)
-				break
-			}
-			u.tool(wire.ToolOf("tool_call", it, nil, cwd))
-		case archive.TypeTool, archive.TypeWebSearch:
-			u.tool(wire.ToolOf("tool_call", it, nil, cwd))
-		case archive.TypeFailure, archive.TypeQuestions:
-			u.chunk(wire.AgentMessageChunk, it.ID(), wire.PlainText(it))
+		default:
+			u.w.Write(func(b []byte) []byte { return wire.AppendRestored(b, u.id, it, cwd) })
 		}
 	}
 }

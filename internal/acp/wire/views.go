@@ -183,3 +183,29 @@ func PlainText(it archive.Item) string {
 	}
 	return it.String("text")
 }
+
+// AppendRestored appends the session/update lines that show a restored
+// item (of a conversation loaded or recovered) other than a user's
+// message: an answer's or a thought's text as a chunk of its message, a
+// todo list as the plan it last stood as, other directions, a tool call
+// or a web search as a tool_call, a failure's or questions' plain text;
+// nothing for an item ACP does not show.
+func AppendRestored(b []byte, sid string, it archive.Item, cwd string) []byte {
+	switch it.Type() {
+	case archive.TypeAssistant:
+		return AppendChunk(b, sid, AgentMessageChunk, it.ID(), it.String("text"))
+	case archive.TypeThinking:
+		return AppendChunk(b, sid, AgentThoughtChunk, it.ID(), it.String("text"))
+	case archive.TypeDirections:
+		if entries, todo := TodoEntries(it.String("text")); todo {
+			// A todo list (Codex's) as it last stood.
+			return AppendPlan(b, sid, entries)
+		}
+		return AppendTool(b, sid, ToolOf("tool_call", it, nil, cwd))
+	case archive.TypeTool, archive.TypeWebSearch:
+		return AppendTool(b, sid, ToolOf("tool_call", it, nil, cwd))
+	case archive.TypeFailure, archive.TypeQuestions:
+		return AppendChunk(b, sid, AgentMessageChunk, it.ID(), PlainText(it))
+	}
+	return b
+}
