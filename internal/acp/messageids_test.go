@@ -8,6 +8,9 @@ import (
 
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/archive"
+	"spbridge/internal/clis"
+	"spbridge/internal/history"
+	"spbridge/internal/sessionindex"
 )
 
 // chunkIDs are the messageIds of the chunks of kind, each once, in order,
@@ -103,5 +106,46 @@ func TestMessageIDs(t *testing.T) {
 	}
 	if n := len(f.Conv.Items); n == 0 || f.Conv.Items[n-1].ID() != live[0] || strings.Contains(f.Conv.Items[n-1].String("text"), "xxx") {
 		t.Errorf("the fork at %s: %d items", live[0], n)
+	}
+}
+
+// TestMessageIDsSurviveImport: a CLI's own session loaded (imported into
+// a package) replays its messages with ids that a later serve's load of
+// the same id (the package, imported once) replays again, and that a
+// fork of the id takes.
+func TestMessageIDsSurviveImport(t *testing.T) {
+	store, cwd, _, _ := cliStore(t)
+	state := t.TempDir()
+	cfg := Config{History: &history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": store, "codex": t.TempDir()}},
+		SessionsDir: filepath.Join(state, "sessions"), Index: sessionindex.New(state), DefaultBackend: "claude"}
+	const id = "claude:06c063d3-5368-41f8-87b9-778f42872b06"
+	load := map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}}
+	ids := func(seen []map[string]any) []string {
+		var all []string
+		for _, kind := range []string{wire.UserMessageChunk, wire.AgentMessageChunk, wire.AgentThoughtChunk} {
+			got, _ := chunkIDs(t, seen, kind)
+			all = append(all, got...)
+		}
+		return all
+	}
+	c := startServerWith(t, cfg)
+	_, seen := c.request("session/load", load)
+	first := ids(seen)
+	if len(first) < 2 {
+		t.Fatalf("the import replayed messages %q", first)
+	}
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := startServerWith(t, cfg)
+	_, seen = c2.request("session/load", load)
+	if again := ids(seen); !slices.Equal(again, first) {
+		t.Errorf("the second load's messageIds %q, the first's %q", again, first)
+	}
+	params := map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}, "messageId": first[0]}
+	res, _ := c2.request("session/fork", params)
+	f, err := archive.Open(res["sessionId"].(string), archive.KindDocument, true)
+	if err != nil || len(f.Conv.Items) == 0 || f.Conv.Items[len(f.Conv.Items)-1].ID() != first[0] {
+		t.Errorf("the fork of %s at %s: %v", id, first[0], err)
 	}
 }
