@@ -216,6 +216,9 @@ type Block struct {
 	f    map[string]any
 	data []byte
 	id   *blockID // the block's identity, shared by copies
+	// image says the block is an image's, as its identity does (without
+	// reaching for it: a save looks at every block of the history).
+	image bool
 	// overCap is the size of an image's file over ImageCap, read without
 	// holding its bytes (data is nil); see readStoredImage.
 	overCap int64
@@ -238,7 +241,7 @@ func newBlockID(fields map[string]any) *blockID {
 // type up.
 func (b Block) isImage() bool {
 	if b.id != nil {
-		return b.id.image
+		return b.image
 	}
 	return b.Type() == BlockImage
 }
@@ -272,7 +275,10 @@ func NewImageBlock(mimeType string, data []byte) (Block, error) {
 
 // BlockFromMap wraps fields as a block without checking them; the map is
 // owned by the block afterwards. A block does not change once made.
-func BlockFromMap(fields map[string]any) Block { return Block{f: fields, id: newBlockID(fields)} }
+func BlockFromMap(fields map[string]any) Block {
+	id := newBlockID(fields)
+	return Block{f: fields, id: id, image: id.image}
+}
 
 // Type returns the block's type.
 func (b Block) Type() string { s, _ := b.f["type"].(string); return s }
@@ -353,7 +359,7 @@ func (c *Conversation) Clone() *Conversation {
 	for i, m := range c.History {
 		nm := Message{Role: m.Role, Extra: cloneMap(m.Extra), Content: make([]Block, len(m.Content))}
 		for j, b := range m.Content {
-			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, id: &blockID{image: b.isImage()}}
+			nm.Content[j] = Block{f: deepCopy(b.f).(map[string]any), data: b.data, id: &blockID{image: b.isImage()}, image: b.isImage()}
 		}
 		n.History[i] = nm
 	}

@@ -119,6 +119,7 @@ type fingerprint struct {
 	shell   []byte
 	items   []itemMark
 	history []msgMark
+	omit    map[string]bool // the images omitted (nil when none)
 }
 
 type itemMark struct {
@@ -129,6 +130,12 @@ type itemMark struct {
 type msgMark struct {
 	role   string
 	blocks []blockMark
+	// content is the message's first block where its content is held
+	// (nil for none): a message whose content is still there, as long,
+	// with the same images omitted, holds the same blocks, as an owner
+	// replaces a message rather than change its content in place while
+	// a snapshot may hold it (Package.Snapshot).
+	content *Block
 	// extra is the encoding of the message's Extra ("" when it has none):
 	// a message with Extra may change in place, so same never takes it
 	// for the same; the journal (delta) compares the encodings.
@@ -147,7 +154,7 @@ func (c *Conversation) fingerprint(omit map[string]bool) (*fingerprint, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fingerprint{shell: shell, items: make([]itemMark, len(c.Items)), history: make([]msgMark, len(c.History))}
+	f := &fingerprint{shell: shell, items: make([]itemMark, len(c.Items)), history: make([]msgMark, len(c.History)), omit: omit}
 	for i, it := range c.Items {
 		f.items[i] = itemMark{it.s, it.s.ver}
 	}
@@ -158,6 +165,7 @@ func (c *Conversation) fingerprint(omit map[string]bool) (*fingerprint, error) {
 	blocks := make([]blockMark, 0, n)
 	for i, m := range c.History {
 		f.history[i].role = m.Role
+		f.history[i].content = firstBlock(m.Content)
 		if m.Extra != nil {
 			e, err := canonjson.EncodeCompact(m.Extra)
 			if err != nil {

@@ -75,9 +75,9 @@ func parseImageFileName(name string) (hash string, ok bool) {
 // the cap, counted by its size), or whose hash or type cannot name a file,
 // is omitted.
 func capImages(history []Message) (omit map[string]bool, keep map[string]Block) {
-	omit = make(map[string]bool)
-	keep = make(map[string]Block)
-	counted := make(map[string]bool)
+	// The maps are made at the first image: a history without one (a
+	// turn's end looks at every block) makes none.
+	var counted map[string]bool
 	var total int64
 	full := false
 	for i := len(history) - 1; i >= 0; i-- {
@@ -86,6 +86,9 @@ func capImages(history []Message) (omit map[string]bool, keep map[string]Block) 
 			b := content[j]
 			if !b.isImage() {
 				continue
+			}
+			if counted == nil {
+				omit, keep, counted = make(map[string]bool), make(map[string]Block), make(map[string]bool)
 			}
 			hash := b.String("sha256")
 			name := imageFileName(b)

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 
 	"spbridge/internal/canonjson"
@@ -267,17 +269,44 @@ func (p *Package) Append(s *Snapshot) (*SaveReport, error) {
 	}
 	conv := s.conv
 	omit, keepImages := capImages(conv.History)
-	fp, err := conv.fingerprint(omit)
+	if p.durable == p.jsonPrint {
+		// conversation.json's own fingerprint stays as it is.
+		p.durable = p.durable.clone()
+	}
+	// From here on the fingerprint is the snapshot's: on any way out but
+	// the record appended, the package no longer knows what is durable,
+	// and its next save is whole.
+	rec, err := p.durable.advance(conv, omit)
 	if err != nil {
+		p.durable = nil
 		return &SaveReport{}, fmt.Errorf("encode conversation: %w", err)
 	}
-	rec := p.durable.delta(conv, fp, omit)
 	if rec == nil {
 		return &SaveReport{}, nil // nothing changed since
 	}
-	var line []byte
+	r, err := p.appendRecord(rec, keepImages)
+	if errors.Is(err, errWriteWhole) {
+		p.durable = nil
+		return p.Write(s)
+	}
+	if err != nil {
+		p.durable, p.jr = nil, journal{}
+	}
+	return r, err
+}
+
+// errWriteWhole is appendRecord's error when the record cannot be
+// appended but the conversation may be written whole.
+var errWriteWhole = errors.New("write the conversation whole")
+
+// appendRecord stores the images keep names that are not stored yet, then
+// appends rec to the journal (after a header when the package starts
+// it); errWriteWhole when the files are not the ones the package knows.
+func (p *Package) appendRecord(rec map[string]any, keep map[string]Block) (*SaveReport, error) {
+	line := p.jrBuf[:0]
+	var err error
 	if p.jr.records == 0 {
-		line, err = journalLine(nil, map[string]any{"base": p.SavedHash(), "spbridgeJournal": json.Number(strconv.Itoa(journalVersion))})
+		line, err = journalLine(line, map[string]any{"base": p.SavedHash(), "spbridgeJournal": json.Number(strconv.Itoa(journalVersion))})
 		if err != nil {
 			return &SaveReport{}, fmt.Errorf("encode conversation: %w", err)
 		}
@@ -285,8 +314,11 @@ func (p *Package) Append(s *Snapshot) (*SaveReport, error) {
 	if line, err = journalLine(line, rec); err != nil {
 		return &SaveReport{}, fmt.Errorf("encode conversation: %w", err)
 	}
+	if cap(line) <= maxJournalBuf {
+		p.jrBuf = line[:0]
+	}
 	if p.jr.size+int64(len(line)) > sizeLimit {
-		return p.Write(s)
+		return &SaveReport{}, errWriteWhole
 	}
 	t, err := p.openTree()
 	if err != nil {
@@ -294,32 +326,33 @@ func (p *Package) Append(s *Snapshot) (*SaveReport, error) {
 	}
 	defer t.close()
 	if t.agent == nil {
-		return p.Write(s)
+		return &SaveReport{}, errWriteWhole
 	}
 	if st, ok := t.agent.lstamp(ConversationFile); !ok || st != p.jsonStamp {
-		return p.Write(s) // not the file the package knows: written whole
+		return &SaveReport{}, errWriteWhole // not the file the package knows
 	}
 	fi, err := t.agent.lstat(JournalFile)
 	switch {
 	case err == nil && isLink(fi):
 		return &SaveReport{}, &LinkError{Path: t.agent.rel(JournalFile)}
 	case p.jr.records > 0 && (err != nil || stampOf(fi) != p.jr.st):
-		return p.Write(s) // changed by another: written whole
+		return &SaveReport{}, errWriteWhole // changed by another
 	}
 	r := &SaveReport{}
 	var made madeBySave
-	if err := p.saveImages(context.Background(), t, keepImages, r, &made); err != nil {
+	if err := p.saveImages(context.Background(), t, keep, r, &made); err != nil {
 		return r, err
 	}
 	if err := p.appendJournal(t.agent, line); err != nil {
-		// What the file holds is not known: the next save is whole.
-		p.durable, p.jr = nil, journal{}
 		return r, fmt.Errorf("save conversation: %w", err)
 	}
-	p.durable = fp
 	r.Written = append(r.Written, AgentDir+"/"+JournalFile)
 	return r, nil
 }
+
+// maxJournalBuf is the largest buffer a package keeps for its next
+// record.
+const maxJournalBuf = 4 << 20
 
 // appendJournal writes line at the journal's end and syncs it; the first
 // line of a journal the package starts (its header with it) replaces the
@@ -405,24 +438,60 @@ func decodeJournaled(agent *dir, data []byte) (*Conversation, [sha256.Size]byte,
 	return conv, sum, n, err
 }
 
-// delta is the record of what changed from the conversation f is the
-// fingerprint of to conv (fingerprint g, with the images omit names
-// omitted), or nil when nothing did.
-func (f *fingerprint) delta(conv *Conversation, g *fingerprint, omit map[string]bool) map[string]any {
-	set := make(map[string]any)
-	for i, m := range g.items {
-		if i < len(f.items) && m.s != nil && m == f.items[i] {
-			continue
-		}
-		set[strconv.Itoa(i)] = conv.Items[i].s.f
+// clone is a copy of f that advance may change.
+func (f *fingerprint) clone() *fingerprint {
+	return &fingerprint{shell: f.shell, items: slices.Clone(f.items), history: slices.Clone(f.history), omit: f.omit}
+}
+
+// advance makes f, the fingerprint of the conversation last made durable,
+// conv's (with the images omit names omitted), and returns the record of
+// what changed between them, or nil when nothing did. It compares every
+// item and block by identity, allocating only for what changed.
+func (f *fingerprint) advance(conv *Conversation, omit map[string]bool) (map[string]any, error) {
+	shell, err := canonjson.EncodeCompact(conv.shell())
+	if err != nil {
+		return nil, err
 	}
-	k := 0
-	for k < len(f.history) && k < len(g.history) && f.history[k].sameMessage(g.history[k]) {
+	sameTop := bytes.Equal(f.shell, shell)
+	f.shell = shell
+	set := make(map[string]any)
+	had := len(f.items)
+	for i, it := range conv.Items {
+		m := itemMark{it.s, it.s.ver}
+		switch {
+		case i >= len(f.items):
+			f.items = append(f.items, m)
+		case m.s != nil && f.items[i] == m:
+			continue
+		default:
+			f.items[i] = m
+		}
+		set[strconv.Itoa(i)] = it.s.f
+	}
+	f.items = f.items[:len(conv.Items)]
+	k, kept := 0, len(f.history)
+	sameOmit := len(f.omit) == len(omit) && maps.Equal(f.omit, omit)
+	f.omit = omit
+	for k < len(f.history) && k < len(conv.History) {
+		same, err := f.history[k].matches(conv.History[k], omit, sameOmit)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			break
+		}
 		k++
 	}
-	sameTop := bytes.Equal(f.shell, g.shell)
-	if len(set) == 0 && len(f.items) == len(g.items) && k == len(f.history) && k == len(g.history) && sameTop {
-		return nil
+	f.history = f.history[:k]
+	for _, m := range conv.History[k:] {
+		mark, err := markMessage(m, omit)
+		if err != nil {
+			return nil, err
+		}
+		f.history = append(f.history, mark)
+	}
+	if len(set) == 0 && had == len(conv.Items) && k == kept && k == len(conv.History) && sameTop {
+		return nil, nil
 	}
 	rec := map[string]any{
 		"items":       json.Number(strconv.Itoa(len(conv.Items))),
@@ -441,17 +510,59 @@ func (f *fingerprint) delta(conv *Conversation, g *fingerprint, omit map[string]
 	if !sameTop {
 		rec["top"] = conv.shell()
 	}
-	return rec
+	return rec, nil
 }
 
-// sameMessage reports whether m and o mark the same message: the same
-// role, the same blocks (omitted alike) and the same extra fields.
-func (m msgMark) sameMessage(o msgMark) bool {
-	if m.role != o.role || m.extra != o.extra || len(m.blocks) != len(o.blocks) {
-		return false
+// markMessage is a message's mark, with the images omit names omitted.
+func markMessage(m Message, omit map[string]bool) (msgMark, error) {
+	mark := msgMark{role: m.Role, blocks: make([]blockMark, len(m.Content)), content: firstBlock(m.Content)}
+	if m.Extra != nil {
+		e, err := canonjson.EncodeCompact(m.Extra)
+		if err != nil {
+			return msgMark{}, err
+		}
+		mark.extra = "x" + string(e)
 	}
-	for j, b := range m.blocks {
-		if b.id == nil || b != o.blocks[j] {
+	for j, b := range m.Content {
+		mark.blocks[j] = blockMark{b.id, len(omit) > 0 && b.isImage() && omit[b.String("sha256")]}
+	}
+	return mark, nil
+}
+
+// matches reports whether mark is m's mark, with the images omit names
+// omitted, without making m's; sameOmit says that omit names the images
+// the mark was made with.
+func (mark msgMark) matches(m Message, omit map[string]bool, sameOmit bool) (bool, error) {
+	if mark.role != m.Role || len(mark.blocks) != len(m.Content) || (mark.extra != "") != (m.Extra != nil) {
+		return false, nil
+	}
+	if !sameOmit || mark.content != firstBlock(m.Content) {
+		if !mark.sameBlocks(m, omit) {
+			return false, nil
+		}
+	}
+	if m.Extra != nil {
+		e, err := canonjson.EncodeCompact(m.Extra)
+		if err != nil {
+			return false, err
+		}
+		return mark.extra == "x"+string(e), nil
+	}
+	return true, nil
+}
+
+// firstBlock is where content holds its first block, nil for none.
+func firstBlock(content []Block) *Block {
+	if len(content) == 0 {
+		return nil
+	}
+	return &content[0]
+}
+
+// sameBlocks reports whether the mark's blocks are m's, block by block.
+func (mark msgMark) sameBlocks(m Message, omit map[string]bool) bool {
+	for j, b := range m.Content {
+		if b.id == nil || mark.blocks[j] != (blockMark{b.id, len(omit) > 0 && b.isImage() && omit[b.String("sha256")]}) {
 			return false
 		}
 	}

@@ -362,8 +362,11 @@ func FuzzJournalRecord(f *testing.F) {
 	next.History[0].Extra = map[string]any{"x": true}
 	omit, _ := capImages(base.History)
 	fb, _ := base.fingerprint(omit)
-	fn, _ := next.fingerprint(omit)
-	rec, err := canonjson.EncodeCompact(fb.delta(next, fn, omit))
+	delta, err := fb.advance(next, omit)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec, err := canonjson.EncodeCompact(delta)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -398,3 +401,22 @@ func FuzzJournalRecord(f *testing.F) {
 }
 
 func hexSum(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:]) }
+
+// TestWholeSaveAfterAppend: a whole save after an Append writes what the
+// journal holds into conversation.json (the file's own fingerprint is not
+// the journal's).
+func TestWholeSaveAfterAppend(t *testing.T) {
+	pkg := newPackage(t)
+	p := mustOpen(t, pkg)
+	addTurn(p.Conv, "first", "reply")
+	mustSave(t, p)
+	addTurn(p.Conv, "second", "reply")
+	mustAppend(t, p)
+	r := mustSave(t, p)
+	if !slices.Contains(r.Written, "agent/"+ConversationFile) {
+		t.Fatalf("the whole save after an Append wrote %q", r.Written)
+	}
+	if got := readAgent(t, pkg, ConversationFile); !bytes.Equal(got, wholeEncoding(t, p)) {
+		t.Error("conversation.json differs from a whole save")
+	}
+}

@@ -80,6 +80,7 @@ type Package struct {
 	durable *fingerprint
 	jr      journal
 	jrRead  int
+	jrBuf   []byte // the last record's buffer, for the next
 }
 
 // SaveReport lists what a save changed, as paths relative to the package.
