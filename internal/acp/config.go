@@ -19,7 +19,9 @@ import (
 // This file holds the session's configuration as the editor sees it: its
 // modes, models and reasoning effort (ACP's modes and configOptions), and
 // the slash commands (spbridge's own and the CLI's). The conversation
-// (session.Session) keeps them and carries them over; acp translates.
+// (session.Session) keeps them and carries them over; what they look like
+// over ACP is wire's (wire.ConfigOptions, ModeState, CommandList); acp
+// tells the client and sets what it asks.
 
 // Own commands: a prompt that is exactly "/new" or "/save" runs spbridge's
 // New Conversation or save instead of going to the CLI.
@@ -33,17 +35,6 @@ var ownCommands = []backend.Command{
 	{Name: commandNew, Description: "New Conversation: start over with a new CLI session (the document's conversation is cleared)"},
 	{Name: commandSave, Description: "Save the conversation into the document now"},
 }
-
-// Config option ids.
-const (
-	optionModel  = "model"
-	optionMode   = "mode"
-	optionEffort = "reasoning_effort"
-	optionCLI    = "cli"
-)
-
-// effortDefault is the reasoning effort option's value for the CLI's own.
-const effortDefault = "default"
 
 // modelsWait is how long an open's answer waits for a CLI that lists its
 // models, when no list of its program is kept (session.WaitModels).
@@ -62,12 +53,12 @@ func (ss *acpSession) settingsChanged(what session.What) {
 	case what == session.ModeChanged:
 		_, mode := conv.Modes()
 		ss.send.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
-		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv, ss.srv.booleans.Load())})
+		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": wire.ConfigOptions(conv, ss.srv.booleans.Load())})
 	case !ss.told.isAnnounced():
 	case what == session.CommandsChanged:
-		ss.send.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": commandList(conv)})
+		ss.send.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": wire.CommandList(ownCommands, conv)})
 	case what == session.ModelsChanged:
-		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv, ss.srv.booleans.Load())})
+		ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": wire.ConfigOptions(conv, ss.srv.booleans.Load())})
 	}
 }
 
@@ -100,103 +91,6 @@ func (ss *acpSession) afterOpen() {
 	conv.Prepare()
 }
 
-// modeState is session/new's modes: the backend's modes and the current
-// one; nil when the backend has none.
-func modeState(conv *session.Session) any {
-	avail, current := modeEntries(conv, "id")
-	if avail == nil {
-		return nil
-	}
-	return map[string]any{"currentModeId": current, "availableModes": avail}
-}
-
-// modeEntries lists the backend's modes, each named by idKey ("id" for
-// modes, "value" for a config option's options), with the current mode;
-// nil without modes.
-func modeEntries(conv *session.Session, idKey string) ([]any, string) {
-	modes, current := conv.Modes()
-	var entries []any
-	for _, m := range modes {
-		e := map[string]any{idKey: m.ID, "name": m.Name}
-		if m.Description != "" {
-			e["description"] = m.Description
-		}
-		entries = append(entries, e)
-	}
-	return entries, current
-}
-
-// commandList is the available_commands_update's list: spbridge's own
-// commands, then the CLI's (one of the same name as spbridge's is left
-// out).
-func commandList(conv *session.Session) []any {
-	seen := make(map[string]bool)
-	list := []any{}
-	for _, c := range slices.Concat(ownCommands, conv.Commands()) {
-		if c.Name == "" || seen[c.Name] {
-			continue
-		}
-		seen[c.Name] = true
-		desc := c.Description
-		if desc == "" {
-			desc = "/" + c.Name
-		}
-		e := map[string]any{"name": c.Name, "description": desc}
-		if c.InputHint != "" {
-			e["input"] = map[string]any{"hint": c.InputHint}
-		}
-		list = append(list, e)
-	}
-	return list
-}
-
-// configOptions are the session's config options: the model, the
-// reasoning effort where the current model takes one, and the mode.
-func configOptions(conv *session.Session, booleans bool) []any {
-	list, current := conv.Models()
-	var opts []any
-	for _, m := range list {
-		name := m.Name
-		if m.ID == session.DefaultModel && (name == "" || name == session.DefaultModel) {
-			name = "Default (the CLI's own choice)"
-		}
-		o := map[string]any{"value": m.ID, "name": name}
-		if m.Description != "" {
-			o["description"] = m.Description
-		}
-		opts = append(opts, o)
-	}
-	all := []any{map[string]any{"id": optionModel, "name": "Model", "category": "model", "type": "select",
-		"currentValue": current, "options": opts}}
-	if levels, effort := conv.Efforts(); len(levels) > 0 {
-		if effort == "" {
-			effort = effortDefault
-		}
-		eopts := []any{map[string]any{"value": effortDefault, "name": "Default (the CLI's own choice)"}}
-		for _, l := range levels {
-			eopts = append(eopts, map[string]any{"value": l, "name": l})
-		}
-		all = append(all, map[string]any{"id": optionEffort, "name": "Reasoning effort", "category": "thought_level",
-			"type": "select", "currentValue": effort, "options": eopts})
-	}
-	if modes, current := modeEntries(conv, "value"); modes != nil {
-		all = append(all, map[string]any{"id": optionMode, "name": "Mode", "category": "mode", "type": "select",
-			"currentValue": current, "options": modes})
-	}
-	if rows := conv.CLIs(); len(rows) > 1 {
-		var copts []any
-		for _, r := range rows {
-			// A display name reads in a sentence ("the Codex CLI").
-			name := strings.TrimPrefix(r.Display, "the ")
-			copts = append(copts, map[string]any{"value": r.Name, "name": name})
-		}
-		all = append(all, map[string]any{"id": optionCLI, "name": "CLI", "type": "select",
-			"description":  "The CLI the next turns run on; a switch tells it the conversation so far",
-			"currentValue": conv.CLI(), "options": copts})
-	}
-	return append(all, switchOptions(conv, booleans)...)
-}
-
 // setMode handles session/set_mode.
 func (ss *acpSession) setMode(j *job) (any, error) {
 	var p struct {
@@ -222,7 +116,7 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	var value string
 	conv, err := ss.begin(j, &p, func() error {
 		v, ok := p.Value.(string)
-		if !slices.Contains(selectOptions, p.ConfigID) && p.ConfigID != "" && ss.srv.booleans.Load() {
+		if !slices.Contains(wire.SelectOptions, p.ConfigID) && p.ConfigID != "" && ss.srv.booleans.Load() {
 			return nil // an on/off setting: setSwitch checks it
 		}
 		if !ok || v == "" {
@@ -235,13 +129,13 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 		return nil, err
 	}
 	switch p.ConfigID {
-	case optionMode:
+	case wire.OptionMode:
 		err = switchMode(conv, value)
-	case optionEffort:
+	case wire.OptionEffort:
 		err = setEffort(conv, value)
-	case optionCLI:
+	case wire.OptionCLI:
 		err = switchCLI(conv, value)
-	case optionModel:
+	case wire.OptionModel:
 		conv.SetModel(value)
 	default:
 		err = setSwitch(conv, p.ConfigID, p.Value, ss.srv.booleans.Load())
@@ -249,7 +143,7 @@ func (ss *acpSession) setConfigOption(j *job) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"configOptions": configOptions(conv, ss.srv.booleans.Load())}, nil
+	return map[string]any{"configOptions": wire.ConfigOptions(conv, ss.srv.booleans.Load())}, nil
 }
 
 // switchCLI asks the conversation to run on the CLI named name, as ACP's
@@ -282,7 +176,7 @@ func switchMode(conv *session.Session, id string) error {
 // setEffort chooses the reasoning effort of the next turns: one the
 // current model takes, or "default" for the CLI's own.
 func setEffort(conv *session.Session, value string) error {
-	if value == effortDefault {
+	if value == wire.EffortDefault {
 		value = ""
 	}
 	_, model := conv.Models()

@@ -308,8 +308,8 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	ss.mu.Unlock()
 	ss.watchBetween()
 	ss.index.opened()
-	res := map[string]any{"configOptions": configOptions(conv, ss.srv.booleans.Load())}
-	if modes := modeState(conv); modes != nil {
+	res := map[string]any{"configOptions": wire.ConfigOptions(conv, ss.srv.booleans.Load())}
+	if modes := wire.ModeState(conv); modes != nil {
 		res["modes"] = modes
 	}
 	switch op.how {

@@ -1,6 +1,9 @@
 package acp
 
-import "spbridge/internal/jsonrpc"
+import (
+	"spbridge/internal/acp/wire"
+	"spbridge/internal/jsonrpc"
+)
 
 // setModel handles session/set_model, which ACP dropped for the model
 // configuration option and claude-agent-acp and the clients built on it
@@ -21,6 +24,6 @@ func (ss *acpSession) setModel(j *job) (any, error) {
 		return nil, err
 	}
 	conv.SetModel(p.ModelID)
-	ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": configOptions(conv, ss.srv.booleans.Load())})
+	ss.send.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": wire.ConfigOptions(conv, ss.srv.booleans.Load())})
 	return struct{}{}, nil
 }
