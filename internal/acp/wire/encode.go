@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/canonjson"
@@ -203,17 +202,11 @@ const maxOutput = 16 << 10
 
 // fence is a command's output as a Markdown code block, in parts made
 // without copying the output: what goes between the fences (the output cut
-// to at most n bytes on a character boundary), the fence (longer than any
-// run of backticks in the output), and how many bytes were left out after
-// the block (see moreText).
+// to cost at most n bytes as JSON writes it, between grapheme clusters:
+// capText), the fence (longer than any run of backticks in the output),
+// and how many bytes were left out after the block (see moreText).
 func fence(out string, n int) (body, fence string, more int) {
-	if len(out) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		more, out = len(out)-cut, out[:cut]
-	}
+	out, more = capText(out, n)
 	fence = "```"
 	for strings.Contains(out, fence) {
 		fence += "`"

@@ -163,6 +163,13 @@ func TestCaps(t *testing.T) {
 	if !ok || !strings.HasPrefix(long, text) || more != strconv.Itoa(len(long)-len(text))+" bytes more" || jsonCost(text) > MaxText {
 		t.Errorf("a long tool text: %d bytes kept, then %q", len(text), more)
 	}
+	// A command's output that escapes to more than it is (colours).
+	colours := strings.Repeat("\x1b[31mred\x1b[0m\n", 1000)
+	view := &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`make`", Output: colours}
+	got = content(AppendTool(nil, sid, ToolOf("tool_call_update", tool, view, "")))
+	if body, more, ok := strings.Cut(got, "\n```\n… "); !ok || !strings.HasPrefix(colours, strings.TrimPrefix(body, "```\n")) || !strings.HasSuffix(more, " bytes more") {
+		t.Errorf("a colourful output: %d bytes, ending %q", len(got), got[max(len(got)-40, 0):])
+	}
 	tool.Set("detail", "short")
 	if got := content(AppendTool(nil, sid, ToolOf("tool_call_update", tool, nil, ""))); got != "short" {
 		t.Errorf("a short tool text: %q", got)
