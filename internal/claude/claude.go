@@ -218,6 +218,7 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	}
 	b.OnEnd(p, remove)
 	b.mcpSaid = make(map[string]bool)
+	b.compacting = compaction{} // a compaction of the process before ended with it
 	moved := b.mapper != nil && b.mapper.FolderMoved()
 	b.mapper = itemmap.NewClaude(b.Opts.NewID)
 	if moved {

@@ -144,6 +144,10 @@ func fakeClaude(mode string) {
 		emit(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": "fake-model"})
 		msgID := fmt.Sprintf("msg_%d", turn)
 		switch {
+		case mode == "compact-crash" && !slices.Contains(os.Args, "--resume"):
+			// Dies while it compacts.
+			emit(map[string]any{"type": "system", "subtype": "status", "status": "compacting", "session_id": session})
+			os.Exit(3)
 		case mode == "crash" && !slices.Contains(os.Args, "--resume"):
 			fmt.Fprintln(os.Stderr, "fake claude: something broke")
 			streamStart(emit, msgID)

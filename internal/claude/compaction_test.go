@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"spbridge/internal/backend"
@@ -93,5 +94,39 @@ func TestCompactionID(t *testing.T) {
 	b.compactionLine([]byte(`{"type":"system","subtype":"status","status":"compacting"}`), h)
 	if len(h.got) != 1 || strings.HasPrefix(h.got[0], " ") {
 		t.Errorf("steps %q, want one compaction with an id", h.got)
+	}
+}
+
+// compactRecorder is a recorder that also records compactions.
+type compactRecorder struct {
+	recorder
+	cmu   sync.Mutex
+	steps []itemmap.Compaction
+}
+
+func (r *compactRecorder) Compaction(c itemmap.Compaction) {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	r.steps = append(r.steps, c)
+}
+
+// TestCompactionDiesWithProcess: a compaction of a claude that died ends
+// with it; the restarted claude's turn tells of none (no stale compaction
+// ended by its result).
+func TestCompactionDiesWithProcess(t *testing.T) {
+	b := fakeBackend(t, "compact-crash", Options{})
+	rec := &compactRecorder{}
+	if end := b.Turn(context.Background(), backend.Message{Text: "one"}, rec); end.Status != itemmap.TurnFailed {
+		t.Fatalf("status %s, want failed", end.Status)
+	}
+	if len(rec.steps) != 1 || rec.steps[0].Status != itemmap.CompactionInProgress {
+		t.Fatalf("steps %+v, want the compaction in progress", rec.steps)
+	}
+	rec.steps = nil
+	if end := b.Turn(context.Background(), backend.Message{Text: "two"}, rec); end.Status != itemmap.TurnCompleted {
+		t.Fatalf("after the crash: %s", end.Status)
+	}
+	if len(rec.steps) != 0 {
+		t.Errorf("the restarted claude's turn told of %+v", rec.steps)
 	}
 }
