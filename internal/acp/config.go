@@ -70,9 +70,12 @@ func (t *told) isAnnounced() bool {
 	return t.announced
 }
 
-// afterOpen runs once the client has the answer to the session's open: the
-// commands known so far go out, and the CLI starts in the background so
-// that its own commands follow.
+// afterOpen runs once the client has the answer to the session's open (a
+// load's runs before its answer, so that nothing of the load comes after
+// it; the second run does nothing): the commands known so far go out, and
+// the options when the CLI listed its models before the answer (which
+// carried them: a client that waits for the list hears of it too); then
+// the CLI starts in the background so that its own commands follow.
 func (ss *acpSession) afterOpen() {
 	conv := ss.openConv()
 	if conv == nil || !conv.HasControls() {
@@ -80,12 +83,14 @@ func (ss *acpSession) afterOpen() {
 		return
 	}
 	ss.told.mu.Lock()
+	was := ss.told.announced
 	ss.told.announced = true
 	ss.told.mu.Unlock()
+	if was {
+		return
+	}
 	ss.settingsChanged(session.CommandsChanged)
 	if conv.ModelsSeen() {
-		// The CLI listed its models before the answer, which carried
-		// them; a client that waits for the list hears of it too.
 		ss.settingsChanged(session.ModelsChanged)
 	}
 	conv.Prepare()

@@ -69,7 +69,9 @@ func findError(err error) error {
 // package spbridge made in the state folder's sessions/ is removed; a
 // user's document never is, nor a CLI's files: a CLI's own session, and
 // those a forgotten package ran on, are hidden from session/list instead.
-// An open session is refused: close it first.
+// A session open on this connection was closed first (deleteOpen); one
+// opened again meanwhile is refused. A session never known, or deleted
+// already, answers {}.
 func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
@@ -92,7 +94,9 @@ func (s *Server) deleteSession(params json.RawMessage) (any, error) {
 	d, err := s.list.Delete(p.SessionID, s.cfg.SessionsDir)
 	switch {
 	case errors.Is(err, catalog.ErrUnknown):
-		return nil, jsonrpc.Errorf(CodeNotFound, "unknown session %q", p.SessionID)
+		// Never known, or deleted already: nothing to do, and that is no
+		// error (the protocol asks a delete to succeed silently).
+		return struct{}{}, nil
 	case errors.Is(err, session.ErrLocked):
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	case err != nil:

@@ -13,7 +13,6 @@ import (
 	"spbridge/internal/backend"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
-	"spbridge/internal/jsonrpc"
 	"spbridge/internal/sessionindex"
 )
 
@@ -223,16 +222,22 @@ func TestForkAndDelete(t *testing.T) {
 		t.Fatalf("the fork of a CLI session %q: %v", cliFork, err)
 	}
 
-	if m, _ := c.response(c.call("session/delete", map[string]any{"sessionId": fork})); errCode(m) != jsonrpc.CodeInvalidRequest {
-		t.Errorf("delete of an open session: %v", m)
-	}
-	c.request("session/close", map[string]any{"sessionId": fork})
+	// The fork is open: its delete closes it first, then removes it.
 	res, _ = c.request("session/delete", map[string]any{"sessionId": fork})
 	if meta := res["_meta"].(map[string]any)["spbridge"].(map[string]any); meta["removed"] != true {
 		t.Errorf("delete answered %v", res)
 	}
 	if _, err := os.Stat(fork); !os.IsNotExist(err) {
 		t.Errorf("the fork's package is still there: %v", err)
+	}
+	if m, _ := c.response(c.call("session/close", map[string]any{"sessionId": fork})); errCode(m) != CodeNotFound {
+		t.Errorf("close after the delete: %v", m)
+	}
+	// Deleted already, or never known: a delete succeeds and does nothing.
+	for _, id := range []string{fork, "never-known"} {
+		if res, _ := c.request("session/delete", map[string]any{"sessionId": id}); res == nil || len(res) != 0 {
+			t.Errorf("delete of %s: %v", id, res)
+		}
 	}
 	const cli = "claude:06c063d3-5368-41f8-87b9-778f42872b06"
 	res, _ = c.request("session/delete", map[string]any{"sessionId": cli})

@@ -220,8 +220,13 @@ func (s *Server) open(m *jsonrpc.Message, how openHow) {
 		s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "spbridge is shutting down"))
 		return
 	}
-	if _, open := s.sessions[op.sid]; open {
+	if ss, open := s.sessions[op.sid]; open {
 		s.mu.Unlock()
+		if op.load && ss.work.enqueue(&job{m: m, run: func(ss *acpSession, _ *job) (any, error) { return ss.reattach(op.how) }}) {
+			// A load or resume of a session open on this connection
+			// attaches to it again (reattach.go).
+			return
+		}
 		s.reply(m, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the session %s is already open in this session", op.sid))
 		return
 	}
@@ -314,7 +319,10 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	}
 	switch op.how {
 	case openLoad:
+		// The replay, then the commands and options, all before the answer
+		// (a client reads an update after a load's answer as a late one).
 		ss.send.replay(ss.conv.Replay(), ss.set.cwd)
+		ss.afterOpen()
 	case openNew, openFork:
 		res["sessionId"] = ss.id
 	}

@@ -250,7 +250,9 @@ func (s *Server) dispatch(ctx context.Context, m *jsonrpc.Message) {
 	case "session/fork":
 		s.open(m, openFork)
 	case "session/delete":
-		s.goReply(m, func() (any, error) { return s.deleteSession(m.Params) })
+		if !s.deleteOpen(m) {
+			s.goReply(m, func() (any, error) { return s.deleteSession(m.Params) })
+		}
 	case "session/list":
 		s.goReply(m, func() (any, error) { return s.listSessions(m.Params) })
 	case "session/cancel":

@@ -73,6 +73,10 @@ if (sdkPkg.version !== SDK_VERSION) {
 }
 // The SDK's generated zod schemas (stable ACP v1), the ones it validates with.
 const schemas = await import(pathToFileURL(path.join(sdkDir, "dist/v1/schema/zod.gen.js")).href);
+// The unstable part (the same names, with the fields not yet stable), for
+// ACP-SCHEMA-002: a field either part defines is no unknown field.
+const unstableSchemas = await import(pathToFileURL(path.join(sdkDir, "dist/v1/unstable/schema/zod.gen.js")).href);
+const unstableOf = new Map(Object.entries(schemas).map(([name, z]) => [z, unstableSchemas[name]]));
 
 // ---------------------------------------------------------------- requirements
 
@@ -372,7 +376,15 @@ class Agent {
     if (schema) {
       const r = schema.safeParse(value);
       if (!r.success) issues.push(...zodIssues(schema, value));
-      else this.extraKeys.push(...dropped(value, r.data).map((d) => `${e.method ?? e.kind}: ${d}`));
+      else {
+        let extra = dropped(value, r.data);
+        const unstable = unstableOf.get(schema);
+        if (extra.length > 0 && unstable) {
+          const u = unstable.safeParse(value);
+          if (u.success) extra = dropped(value, u.data);
+        }
+        this.extraKeys.push(...extra.map((d) => `${e.method ?? e.kind}: ${d}`));
+      }
     }
     for (const i of issues) this.schemaIssues.push(`${e.kind} ${e.method ?? ""}: ${i}`.trim());
   }
