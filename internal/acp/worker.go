@@ -70,7 +70,8 @@ func (w *worker) enqueue(j *job) bool {
 }
 
 // run handles the session's messages one at a time, in the order they
-// arrived, until the queue ends. The server's wg counts it.
+// arrived, until the queue ends and the turns they started have ended. The
+// server's wg counts it.
 func (w *worker) run() {
 	defer w.ss.srv.wg.Done()
 	for {
@@ -80,6 +81,7 @@ func (w *worker) run() {
 		}
 		if len(w.jobs) == 0 {
 			w.mu.Unlock()
+			w.waitTurns()
 			return
 		}
 		j := w.jobs[0]
@@ -90,6 +92,18 @@ func (w *worker) run() {
 		w.mu.Lock()
 		w.working = nil
 		w.mu.Unlock()
+	}
+}
+
+// waitTurns waits until the turns the session's jobs started have ended,
+// their prompts answered. Only a job starts a turn, so none starts any
+// more once the queue ended: the server's wait for its workers (Serve's
+// shutdown) then covers every answer a turn writes, also for a session
+// already forgotten (a turn that panicked ends its session and answers
+// its prompt after the close).
+func (w *worker) waitTurns() {
+	if conv := w.ss.openConv(); conv != nil {
+		conv.WaitTurns()
 	}
 }
 
