@@ -238,6 +238,9 @@ func (s *Session) recoveryPath() string {
 // recovery copy, unless the package holds it already (then the copy goes).
 // It runs among the saves (saveMu), with a snapshot taken under s.mu.
 func (s *Session) writeRecovery() error {
+	if s.recoveryPath() == "" {
+		return nil // no copy: a turn's end does not wait for a save
+	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	return s.writeRecoveryLocked(false)
