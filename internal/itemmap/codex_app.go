@@ -708,7 +708,7 @@ func (a *CodexApp) request(id, method string, p gjson.Result) Result {
 	}
 	a.m.add(&r, it)
 	raw, _ := json.Marshal(input)
-	ap := Approval{RequestID: id, ToolUseID: itemID, ToolName: name, Input: raw, ItemID: it.ID(), Reason: reason}
+	ap := Approval{RequestID: id, ToolUseID: itemID, ToolName: name, Input: raw, ItemID: it.ID(), Reason: p.Get("reason").String()}
 	if t := a.m.turn; t != nil {
 		if e := t.byID[itemID]; e != nil && !e.item.IsZero() {
 			ap.ToolItemID = e.item.ID()

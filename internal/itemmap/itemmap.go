@@ -257,8 +257,7 @@ type Approval struct {
 	// request is not about a command or its folder is not known.
 	Cwd string
 	// Reason is why the call is asked about, as the CLI gives it with the
-	// request (Codex's justification from the model, an MCP server's
-	// question), "" when none.
+	// request (Codex's justification from the model), "" when none.
 	Reason string
 	// Escalated reports that the command asks to run outside the CLI's
 	// sandbox, or may (the CLI does not say which): Codex's call asked for
