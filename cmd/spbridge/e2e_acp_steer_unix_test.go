@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,7 +105,8 @@ func TestE2EServeSteerClaude(t *testing.T) {
 	}
 	e.srv.Push(
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Checking."}, {Type: "tool_use", ID: "toolu_wait", Name: "Bash", Input: map[string]any{"command": "cat " + fifo, "description": "Wait for the go"}}}},
-		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Blue it is."}}})
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Blue it is."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Green then."}}})
 	env := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 	serve := []string{spbridgeBin(t), "serve"}
@@ -120,6 +122,8 @@ func TestE2EServeSteerClaude(t *testing.T) {
 			map[string]any{"op": "await", "name": "p"},                                                          // 6
 			map[string]any{"op": "steer", "session": "s1", "text": "no turn", "idleBehavior": "promptRequired"}, // 7
 			map[string]any{"op": "steer", "session": "s1", "text": " "},                                         // 8
+			map[string]any{"op": "steer", "session": "s1", "text": "and green"},                                 // 9
+			map[string]any{"op": "waitFor", "method": "session/update", "sessionUpdate": "usage_update"},
 			map[string]any{"op": "closeStdin"},
 		},
 	})
@@ -139,6 +143,9 @@ func TestE2EServeSteerClaude(t *testing.T) {
 	if c := errorCode(events, 8); c != -32602 {
 		t.Errorf("an empty steer: code %d, want -32602", c)
 	}
+	if o, _ := steerAnswer(t, events, 9); o != "startedNewTurn" {
+		t.Errorf("steer with no turn, no idle behaviour asked: %s, want startedNewTurn", o)
+	}
 
 	var bodies []string
 	for _, r := range e.srv.Requests() {
@@ -146,22 +153,23 @@ func TestE2EServeSteerClaude(t *testing.T) {
 			bodies = append(bodies, strings.Join(userTexts(r.Body), "|")+" "+string(r.Body))
 		}
 	}
-	if len(bodies) != 2 || strings.Contains(bodies[0], "use blue") || !strings.Contains(bodies[1], "use blue") {
-		t.Errorf("the turn's requests (%d): the second, after the command, must carry the steered message", len(bodies))
+	// The third is the turn the last steer started.
+	if len(bodies) != 3 || strings.Contains(bodies[0], "use blue") || !strings.Contains(bodies[1], "use blue") || !strings.Contains(bodies[2], "and green") {
+		t.Errorf("the requests (%d): the second, after the command, must carry the steered message", len(bodies))
 	}
 
 	conv := e.conv()
 	items, history := steerItems(conv)
 	wantItems := []string{"user: paint it", "assistant: Checking.", "tool", "user: use blue", "assistant: Blue it is."}
-	if !slices.Equal(items, wantItems) {
-		t.Errorf("saved items %q, want %q", items, wantItems)
+	if !slices.Equal(items[:min(len(items), 5)], wantItems) || len(items) < 6 || items[5] != "user: and green" {
+		t.Errorf("saved items %q, want %q then the turn steering started", items, wantItems)
 	}
 	wantHistory := []string{"user: paint it", "assistant: Checking.", "user: use blue", "assistant: Blue it is."}
-	if !slices.Equal(history, wantHistory) {
-		t.Errorf("saved history %q, want %q", history, wantHistory)
+	if !slices.Equal(history[:min(len(history), 4)], wantHistory) {
+		t.Errorf("saved history %q, want %q first", history, wantHistory)
 	}
-	if got := auditItems(t, e.env, conv); len(got) != 1 || !slices.Equal(got[0], wantItems) {
-		t.Errorf("audit records' items %q, want one with %q", got, wantItems)
+	if got := auditItems(t, e.env, conv); len(got) < 1 || !slices.Equal(got[0], wantItems) {
+		t.Errorf("audit records' items %q, want the first with %q", got, wantItems)
 	}
 
 	// Loaded again: the steered message is shown in its place.
@@ -187,7 +195,7 @@ func TestE2EServeSteerClaude(t *testing.T) {
 			shown = append(shown, p.Update.Content.Text)
 		}
 	}
-	if !slices.Equal(shown, []string{"paint it", "use blue"}) {
+	if !slices.Equal(shown, []string{"paint it", "use blue", "and green"}) {
 		t.Errorf("replayed user messages %q", shown)
 	}
 }
@@ -244,5 +252,42 @@ func TestE2EServeSteerCodex(t *testing.T) {
 	}
 	if got := auditItems(t, e.env, conv); len(got) != 1 || !slices.Equal(got[0], items) {
 		t.Errorf("audit records' items %q, want one with %q", got, items)
+	}
+}
+
+// TestE2EServeSteerCodexExec: a turn of codex exec takes no message: a
+// steer is queued behind it and the answer says why; the turn's cancel
+// hands it back, kept among the conversation's unsent messages.
+func TestE2EServeSteerCodexExec(t *testing.T) {
+	t.Parallel()
+	pause := make(chan struct{})
+	defer close(pause)
+	e, _ := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Checking the colours.")}, Pause: pause})
+	work := filepath.Dir(e.pkg)
+	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "codex"}}
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve", "--codex-transport", "exec"}, "env": acpEnv(e.env), "cwd": work,
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "paint it", "async": true, "name": "p"}, // 2
+			map[string]any{"op": "steer", "session": "s1", "text": "use blue"},                              // 3
+			map[string]any{"op": "cancel", "session": "s1"},
+			map[string]any{"op": "await", "name": "p"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if o, why := steerAnswer(t, events, 3); o != "queued" || !strings.Contains(why, "codex exec") {
+		t.Errorf("steer during a codex exec turn: %s (%s), want queued, saying why", o, why)
+	}
+	if r := response(t, events, 2); r["stopReason"] != "cancelled" {
+		t.Errorf("the cancelled turn: %v", r)
+	}
+	conv := e.conv()
+	if items, _ := steerItems(conv); slices.Contains(items, "user: use blue") {
+		t.Errorf("the queued message became an item: %q", items)
+	}
+	if fmt.Sprint(conv.Unsent) != "[use blue]" {
+		t.Errorf("unsent %v, want the steered message", conv.Unsent)
 	}
 }
