@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ import (
 // client), and its next prompt continues claude's own session: the model
 // gets the earlier messages and no "# Conversation so far". With the CLI's
 // files gone, a later serve opens the same package and tells a new CLI
-// session the conversation so far.
+// session the conversation so far, and replays each message with the
+// messageId the import and the turn after it gave it.
 func TestE2EServeCLISessions(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t,
@@ -58,6 +60,7 @@ func TestE2EServeCLISessions(t *testing.T) {
 			map[string]any{"op": "closeStdin"},
 		},
 	})
+	imported := msgChunksOf(events) // the import's replay, then the turn's reply
 	sessions := func(step int) []any { s, _ := response(t, events, step)["sessions"].([]any); return s }
 	if l := sessions(1); len(l) != 1 || l[0].(map[string]any)["sessionId"] != id || l[0].(map[string]any)["title"] != "first words in the terminal" {
 		t.Errorf("the folder's list: %v", l)
@@ -95,6 +98,7 @@ func TestE2EServeCLISessions(t *testing.T) {
 	if r := response(t, events, 2); r["stopReason"] != "end_turn" {
 		t.Errorf("the prompt of the later serve: %v", r)
 	}
+	checkImportedIDs(t, imported, replayedBy(events, 1))
 	reqs = e.srv.Requests()
 	sent = userTexts(reqs[len(reqs)-1].Body)
 	if len(sent) != 1 || !strings.HasPrefix(sent[0], "# Conversation so far") || !strings.Contains(sent[0], "first words in the terminal") || !strings.HasSuffix(sent[0], "and now") {
@@ -106,7 +110,8 @@ func TestE2EServeCLISessions(t *testing.T) {
 // transports: a thread begun with codex exec in a terminal is listed for
 // its folder, opens in the editor (imported, replayed), and its next prompt
 // continues codex's own thread: the model gets the earlier messages and no
-// "# Conversation so far".
+// "# Conversation so far". A later serve's load replays each message with
+// the messageId the import and the turn after it gave it.
 func TestE2EServeCodexSessions(t *testing.T) { transports(t, testServeCodexSessions) }
 
 func testServeCodexSessions(t *testing.T, transport string) {
@@ -155,5 +160,46 @@ func testServeCodexSessions(t *testing.T, transport string) {
 	all := strings.Join(sent, "\n")
 	if strings.Contains(all, "# Conversation so far") || !strings.Contains(all, "first words in the terminal") || !strings.Contains(all, "go on in the editor") {
 		t.Errorf("the prompt after the import sent %q", sent)
+	}
+
+	// A later serve loads the id (the package it was imported into): the
+	// same messageIds.
+	again := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve", "--backend", "codex", "--codex-transport", transport}, "env": acpEnv(e.env), "cwd": work,
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "loadSession", "sessionId": id, "cwd": work, "saveAs": "s1"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	checkImportedIDs(t, msgChunksOf(events), replayedBy(again, 1))
+}
+
+// replayedBy are the message chunks a load sent before its answer (step
+// load of events).
+func replayedBy(events []acpEvent, load int) []msgChunk {
+	for n, e := range events {
+		if e.Event == "response" && e.Step != nil && *e.Step == load {
+			return msgChunksOf(events[:n])
+		}
+	}
+	return nil
+}
+
+// checkImportedIDs: the messageIds of a CLI session imported by a load
+// (first: its replay and the turn after it) are those a later serve's
+// load of the same id replays (second): every reply's, in order, and the
+// user's messages the import replayed first.
+func checkImportedIDs(t *testing.T, first, second []msgChunk) {
+	t.Helper()
+	replies, _ := msgIDs(t, first, "agent_message_chunk")
+	users, _ := msgIDs(t, first, "user_message_chunk")
+	again, _ := msgIDs(t, second, "agent_message_chunk")
+	usersAgain, _ := msgIDs(t, second, "user_message_chunk")
+	if len(replies) < 2 || !slices.Equal(again, replies) {
+		t.Errorf("replies' messageIds: %q after the import and its turn, %q when loaded again", replies, again)
+	}
+	if len(users) == 0 || len(usersAgain) <= len(users) || !slices.Equal(usersAgain[:len(users)], users) {
+		t.Errorf("user messages' messageIds: %q replayed by the import, %q when loaded again", users, usersAgain)
 	}
 }
