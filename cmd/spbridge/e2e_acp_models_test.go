@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"spbridge/internal/fakeapi"
@@ -14,10 +15,12 @@ import (
 // a config_option_update lists the models claude's initialize answer
 // offers (more than the aliases: their descriptions) and a
 // reasoning_effort option; choosing an effort is taken, and the turn after
-// it asks the model API for that effort.
+// it asks the model API for that effort. session/set_model (which ACP
+// dropped and claude-agent-acp's clients still send) chooses the model the
+// next turn asks the model API for.
 func TestE2EServeModels(t *testing.T) {
 	t.Parallel()
-	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Thought hard."}}})
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Thought hard."}}}, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Quickly."}}})
 	work := filepath.Dir(e.pkg)
 	envMap := acpEnv(e.env)
 	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
@@ -27,7 +30,9 @@ func TestE2EServeModels(t *testing.T) {
 		map[string]any{"op": "waitFor", "method": "session/update", "sessionUpdate": "config_option_update"}, // 2
 		map[string]any{"op": "ext", "method": "session/set_config_option",
 			"params": map[string]any{"sessionId": "$s1", "configId": "reasoning_effort", "value": "low"}}, // 3
-		map[string]any{"op": "prompt", "session": "s1", "text": "think"}, // 4
+		map[string]any{"op": "prompt", "session": "s1", "text": "think"},                                                             // 4
+		map[string]any{"op": "ext", "method": "session/set_model", "params": map[string]any{"sessionId": "$s1", "modelId": "haiku"}}, // 5
+		map[string]any{"op": "prompt", "session": "s1", "text": "quick"},                                                             // 6
 		map[string]any{"op": "closeStdin"},
 	}
 	events := runACPClient(t, map[string]any{"command": []string{spbridgeBin(t), "serve"}, "env": envMap, "cwd": work, "steps": steps})
@@ -97,8 +102,30 @@ func TestE2EServeModels(t *testing.T) {
 			Effort string `json:"effort"`
 		} `json:"output_config"`
 	}
-	json.Unmarshal(reqs[len(reqs)-1].Body, &body)
+	var think []byte
+	for _, r := range reqs {
+		if slices.Contains(userTexts(r.Body), "think") && !slices.Contains(userTexts(r.Body), "quick") {
+			think = r.Body
+		}
+	}
+	json.Unmarshal(think, &body)
 	if body.OutputConfig.Effort != "low" {
 		t.Errorf("the model request's output_config.effort = %q, want low", body.OutputConfig.Effort)
+	}
+
+	// session/set_model: {} and the model the next turn asks for.
+	if r := response(t, events, 5); len(r) != 0 {
+		t.Errorf("session/set_model answered %v, want {}", r)
+	}
+	var quick struct {
+		Model string `json:"model"`
+	}
+	for _, r := range reqs {
+		if slices.Contains(userTexts(r.Body), "quick") {
+			json.Unmarshal(r.Body, &quick)
+		}
+	}
+	if !strings.Contains(quick.Model, "haiku") {
+		t.Errorf("the turn after session/set_model haiku asked for model %q", quick.Model)
 	}
 }
