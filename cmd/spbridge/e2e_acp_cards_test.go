@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,7 +154,9 @@ func cardTexts(u map[string]any) []string {
 // TestE2EServeToolCards drives the real claude and the real codex
 // (app-server) through serve with the official ACP client: every tool
 // call names the CLI's tool (name); Claude's Bash shows its description
-// and its Read the file's text, never its raw arguments; a Codex approval
+// and its Read the file's text, never its raw arguments, and session/load
+// replays each of its calls (Read, Write, Bash) with a title and what it
+// returned, never the raw arguments either; a Codex approval
 // of a command outside the sandbox says the model's justification and
 // that it runs outside the sandbox.
 func TestE2EServeToolCards(t *testing.T) {
@@ -168,12 +171,13 @@ func TestE2EServeToolCards(t *testing.T) {
 		}
 		e.srv.Push(
 			fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_read", Name: "Read", Input: map[string]any{"file_path": file}}}},
+			fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_write", Name: "Write", Input: map[string]any{"file_path": filepath.Join(work, "new.txt"), "content": "beta\n"}}}},
 			fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_bash", Name: "Bash", Input: map[string]any{"command": "echo hi", "description": "Say hi"}}}},
 			fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Done."}}})
 		meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
 		events := runACPClient(t, map[string]any{
 			"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work,
-			"permissions": []string{"allow_once", "allow_once"},
+			"permissions": []string{"allow_once", "allow_once", "allow_once"},
 			"steps": []any{
 				map[string]any{"op": "initialize"},
 				map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
@@ -211,6 +215,29 @@ func TestE2EServeToolCards(t *testing.T) {
 			if tc["name"] == "Bash" && !slices.Equal(cardTexts(tc), []string{"Say hi"}) {
 				t.Errorf("the Bash permission request's text %q, want its description", cardTexts(tc))
 			}
+		}
+
+		// Loaded again: each call replayed with its title and what it
+		// returned.
+		events = runACPClient(t, map[string]any{
+			"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work,
+			"steps": []any{
+				map[string]any{"op": "initialize"},
+				map[string]any{"op": "loadSession", "sessionId": e.pkg, "cwd": work, "meta": meta, "saveAs": "s1"},
+				map[string]any{"op": "closeStdin"},
+			},
+		})
+		replayed, _ := toolCards(events)
+		var got []string
+		for _, u := range replayed {
+			text := strings.Join(cardTexts(u), "|")
+			got = append(got, fmt.Sprint(u["name"]))
+			if u["title"] == nil || u["title"] == "" || text == "" || strings.Contains(text, "arguments") || strings.Contains(text, `"file_path"`) {
+				t.Errorf("the replayed %v card: title %q, text %q; want a title and what it returned", u["name"], u["title"], text)
+			}
+		}
+		if !slices.Equal(got, []string{"Read", "Write", "Bash"}) {
+			t.Errorf("replayed tool calls %q, want Read, Write and Bash", got)
 		}
 	})
 	t.Run("codex", func(t *testing.T) {
