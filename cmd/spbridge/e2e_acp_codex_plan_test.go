@@ -15,7 +15,8 @@ import (
 // only done or not), and a
 // usage_update follows the turn with the tokens of its last request and the
 // model's context window (exec's own JSON reports neither: they come from
-// codex's log of the thread).
+// codex's log of the thread); the prompt's answer carries the turn's
+// tokens (PromptResponse.usage).
 func TestE2EServeCodexPlanUsage(t *testing.T) {
 	t.Parallel()
 	plan := func(id string, steps ...string) fakeapi.OutputItem {
@@ -44,8 +45,15 @@ func TestE2EServeCodexPlanUsage(t *testing.T) {
 					map[string]any{"op": "closeStdin"},
 				},
 			})
-			if r := response(t, events, 2); r["stopReason"] != "end_turn" {
+			r := response(t, events, 2)
+			if r["stopReason"] != "end_turn" {
 				t.Fatalf("prompt: %v", r)
+			}
+			// The answer carries the turn's tokens (PromptResponse.usage), its
+			// last request's among them; cache apart from input.
+			if u, _ := r["usage"].(map[string]any); num(u["outputTokens"]) < 50 || num(u["cachedReadTokens"]) < 600 ||
+				num(u["totalTokens"]) != num(u["inputTokens"])+num(u["outputTokens"])+num(u["cachedReadTokens"])+num(u["cachedWriteTokens"]) {
+				t.Errorf("the prompt's usage %v, want the turn's tokens", r["usage"])
 			}
 			if n := len(srv.Requests()); n != 3 {
 				t.Fatalf("%d model requests, want 3", n)
@@ -93,3 +101,6 @@ func TestE2EServeCodexPlanUsage(t *testing.T) {
 		})
 	}
 }
+
+// num is a JSON number, 0 when it is missing.
+func num(v any) float64 { f, _ := v.(float64); return f }
