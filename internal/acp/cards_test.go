@@ -85,7 +85,8 @@ func kinds(msgs []map[string]any) []string {
 // (clientCapabilities.session.compaction) sees the CLI's compaction as one
 // entity, in progress, its summary as a chunk, completed, and not its
 // notice; one left in progress ends cancelled with the turn. A client that
-// does not sees the notice alone, as before.
+// does not sees the notice alone, as before, and one that advertises
+// neither sees nothing of it, as before.
 func TestCompactionUpdates(t *testing.T) {
 	notices := map[string]any{"notices": map[string]any{}}
 	both := map[string]any{"notices": map[string]any{}, "compaction": map[string]any{}}
@@ -102,6 +103,7 @@ func TestCompactionUpdates(t *testing.T) {
 			"compaction_update c2 cancelled",
 		}},
 		{"notices", notices, []string{"notice Claude Code compacted the conversation."}},
+		{"plain", map[string]any{}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, sid := startScript(t, map[string]any{"session": tt.session}, compactingTurn)
