@@ -156,7 +156,8 @@ func cardTexts(u map[string]any) []string {
 // call names the CLI's tool (name); Claude's Bash shows its description
 // and its Read the file's text, never its raw arguments, and session/load
 // replays each of its calls (Read, Write, Bash) with a title and what it
-// returned, never the raw arguments either; a Codex approval
+// returned (the Bash call's description first), never the raw arguments
+// either; a Codex approval
 // of a command outside the sandbox says the model's justification and
 // that it runs outside the sandbox.
 func TestE2EServeToolCards(t *testing.T) {
@@ -238,6 +239,8 @@ func TestE2EServeToolCards(t *testing.T) {
 		}
 		if !slices.Equal(got, []string{"Read", "Write", "Bash"}) {
 			t.Errorf("replayed tool calls %q, want Read, Write and Bash", got)
+		} else if text := cardTexts(replayed[2]); len(text) != 2 || text[0] != "Say hi" || !strings.Contains(text[1], "hi") {
+			t.Errorf("the replayed Bash card's text %q, want its description, then its output", text)
 		}
 	})
 	t.Run("codex", func(t *testing.T) {

@@ -1,6 +1,10 @@
 package itemmap
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
 
 // A tool item's detail is what the mappers make of its call for the panel
 // (SPEC §3: truncated for display): "arguments:\n" and the call's input,
@@ -21,4 +25,17 @@ func DetailOutput(detail string) (text string, output bool) {
 		return rest, true
 	}
 	return detail, false
+}
+
+// DetailDescription is what a Claude Code Bash call is for, as its
+// detail's arguments say it (the input's description, which the live card
+// shows before the output): "" for any other tool, or when the arguments
+// were cut for display before it.
+func DetailDescription(name, detail string) string {
+	args, ok := strings.CutPrefix(detail, "arguments:\n")
+	if name != "Bash" || !ok {
+		return ""
+	}
+	args, _, _ = strings.Cut(args, "\n\n")
+	return gjson.Get(args, "description").String()
 }

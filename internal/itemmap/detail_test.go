@@ -19,3 +19,18 @@ func TestDetailOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailDescription: a Bash call's description is read from its
+// detail's arguments; another tool's, or arguments without one, give "".
+func TestDetailDescription(t *testing.T) {
+	for _, tt := range []struct{ name, detail, want string }{
+		{"Bash", "arguments:\n{\n  \"command\": \"echo hi\",\n  \"description\": \"Say hi\"\n}\n\noutput:\nhi", "Say hi"},
+		{"Bash", "arguments:\n{\n  \"command\": \"ls\"\n}", ""},
+		{"Bash", "output:\n\"description\": \"no\"", ""},
+		{"Read", "arguments:\n{\n  \"description\": \"x\"\n}", ""},
+	} {
+		if got := DetailDescription(tt.name, tt.detail); got != tt.want {
+			t.Errorf("DetailDescription(%s, %q) = %q, want %q", tt.name, tt.detail, got, tt.want)
+		}
+	}
+}

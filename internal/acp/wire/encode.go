@@ -131,6 +131,8 @@ func ToolOf(update string, it archive.Item, view *itemmap.ToolView, cwd string) 
 		u.content, u.hasContent = strings.Join(lines, "\n"), true
 	}
 	if view == nil {
+		// Restored: what the live view said, as far as the item keeps it.
+		u.desc = itemmap.DetailDescription(name, it.String("detail"))
 		if clis.SummaryFile(name) {
 			if p := it.String("summary"); p != "" {
 				u.locations = []itemmap.Location{{Path: absPath(p, cwd)}}
