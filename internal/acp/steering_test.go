@@ -1,11 +1,17 @@
 package acp
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
 )
 
@@ -63,5 +69,59 @@ func TestSteeringBadInput(t *testing.T) {
 	}
 	if sent := c.backends[0].texts(); !slices.Equal(sent, []string{"hi"}) {
 		t.Errorf("the CLI was sent %q", sent)
+	}
+}
+
+// refusingSteerer is a script backend whose CLI refuses every steered
+// message.
+type refusingSteerer struct{ *scriptBackend }
+
+func (r refusingSteerer) Steer(backend.Message) error { return errors.New("the CLI refused it") }
+func (r refusingSteerer) Untaken() []backend.Message  { return nil }
+
+// TestSteeringFailed: a message the running turn's CLI refuses is
+// answered {outcome: "failed", reason} and kept nowhere; the turn goes on
+// and answers as usual.
+func TestSteeringFailed(t *testing.T) {
+	began, release := make(chan struct{}), make(chan struct{})
+	turn := func(context.Context, backend.Host) *itemmap.TurnEnd {
+		close(began)
+		<-release
+		return &itemmap.TurnEnd{Status: itemmap.TurnCompleted}
+	}
+	pkg := newPackage(t)
+	c := startPlain(t, Config{CLIs: rowsOf(func(name string, o backend.Options) (backend.Backend, error) {
+		return refusingSteerer{&scriptBackend{fakeBackend: newFake(), script: turn}}, nil
+	})}, nil)
+	var once sync.Once
+	end := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(end) // before the server's: a failed test does not hold the turn
+	c.request("initialize", map[string]any{"protocolVersion": 1})
+	res, _ := c.request("session/new", newSessionParams(pkg))
+	sid := res["sessionId"].(string)
+	prompt := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{textBlock("paint it")}})
+	<-began
+	m, _ := c.response(c.call("_session/steering", map[string]any{"sessionId": sid, "prompt": []any{textBlock("use blue")}}))
+	if r, _ := m["result"].(map[string]any); r["outcome"] != "failed" || !strings.Contains(fmt.Sprint(r["reason"]), "the CLI refused it") {
+		t.Errorf("a refused steer answered %v", m)
+	}
+	end()
+	if m, _ := c.response(prompt); fmt.Sprint(m["result"].(map[string]any)["stopReason"]) != "end_turn" {
+		t.Errorf("the turn answered %v", m)
+	}
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range p.Conv.Items {
+		if strings.Contains(it.String("text"), "use blue") {
+			t.Errorf("the refused message was kept: %s %q", it.Type(), it.String("text"))
+		}
+	}
+	if len(p.Conv.Unsent) != 0 {
+		t.Errorf("unsent %q", p.Conv.Unsent)
 	}
 }
