@@ -602,3 +602,23 @@ func internKey(k string) string {
 	}
 	return strings.Clone(k)
 }
+
+// ContextReset is the field of a notice that marks a reset of the CLI's
+// context within the conversation (Claude Code's /clear): its value says
+// what reset it ("clear"). The items before such a notice stay in the
+// conversation and are shown, but they are no longer the CLI's context:
+// a CLI told the conversation so far (internal/restore) is told only what
+// came after the last one. A compaction is no reset: its notice has no
+// such field.
+const ContextReset = "contextReset"
+
+// LastReset returns the index of the last notice in items that marks a
+// reset of the CLI's context (ContextReset), or -1.
+func LastReset(items []Item) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		if it := items[i]; it.Type() == TypeNotice && it.String(ContextReset) != "" {
+			return i
+		}
+	}
+	return -1
+}

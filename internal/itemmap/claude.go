@@ -199,10 +199,31 @@ func (m *Claude) mapLine(l *ClaudeLine) Result {
 		}
 	case "result":
 		m.result(ev, &r)
+	case "conversation_reset":
+		m.reset(ev, &r)
 	default:
 		r.Skipped = true
 	}
 	return r
+}
+
+// ClaudeResetText is the notice of a reset of Claude Code's context (its
+// /clear): the session it goes on with knows nothing of what came before.
+const ClaudeResetText = "Context cleared: Claude Code starts afresh from here. What is above stays here to read; Claude Code no longer knows it."
+
+// reset maps Claude Code's conversation_reset (its /clear, trigger
+// "clear"): a notice that marks the boundary (archive.ContextReset). The
+// new session's id comes with the system/init after it.
+func (m *Claude) reset(ev *claudeEvent, r *Result) {
+	m.ensureTurn()
+	trigger := ev.Get("trigger").String()
+	if trigger == "" {
+		trigger = "reset"
+	}
+	it := m.newItem(archive.TypeNotice)
+	it.Set("text", ClaudeResetText)
+	it.Set(archive.ContextReset, trigger)
+	m.add(r, it)
 }
 
 func (m *Claude) add(r *Result, it archive.Item) {

@@ -17,9 +17,11 @@ const Heading = "# Conversation so far\n"
 // history is history: the heading, the last transcript.TailLength characters
 // of their transcript (an image dropped from the saved conversation reads as
 // archive.ImageOmittedText, one kept as [image]) and a blank line; "" when
-// the transcript is empty.
+// the transcript is empty. Only the items after the last reset of the CLI's
+// context (archive.LastReset: Claude Code's /clear) are told: what came
+// before it was no longer the CLI's context when the conversation was left.
 func Prefix(items []archive.Item, history []archive.Message) string {
-	text := transcript.Text(items, history)
+	text := transcript.TextFrom(items, history, archive.LastReset(items)+1)
 	if text == "" {
 		return ""
 	}

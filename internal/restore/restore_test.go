@@ -89,3 +89,48 @@ func TestOmittedImage(t *testing.T) {
 		t.Errorf("Context + text =\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestResetBoundary: what came before a reset of the CLI's context (the
+// last one) is not told; a compaction's notice is no reset, and an image
+// after the reset is told apart as among all the items.
+func TestResetBoundary(t *testing.T) {
+	reset := archive.ItemFromMap(map[string]any{"id": "r", "type": "notice", "text": "Context cleared", archive.ContextReset: "clear"})
+	reset2 := archive.ItemFromMap(map[string]any{"id": "r2", "type": "notice", "text": "Context cleared", archive.ContextReset: "clear"})
+	compacted := items("notice", "Compacted: the summary")
+	saved := append(items("user", "PRE-1", "assistant", "PRE-2"), reset)
+	saved = append(saved, items("user", "MID-1", "assistant", "MID-2")...)
+	saved = append(saved, reset2)
+	saved = append(saved, compacted...)
+	saved = append(saved, items("user", "POST-1", "assistant", "POST-2")...)
+	got := Restored(saved).Context("claude", saved, nil)
+	if want := Heading + "User: POST-1\n\nAssistant: POST-2\n\n"; got != want {
+		t.Errorf("after two resets = %q, want %q", got, want)
+	}
+	// Nothing after the reset: nothing is told.
+	only := append(items("user", "PRE-1", "assistant", "PRE-2", "user", "/clear"), reset)
+	if got := Restored(only).Context("claude", only, nil); got != "" {
+		t.Errorf("nothing after the reset = %q", got)
+	}
+	// A compaction alone keeps everything.
+	kept := append(items("user", "PRE-1"), compacted...)
+	kept = append(kept, items("user", "POST-1")...)
+	if got := Prefix(kept, nil); !strings.Contains(got, "PRE-1") || !strings.Contains(got, "POST-1") {
+		t.Errorf("after a compaction = %q", got)
+	}
+	// The same user text before and after the reset: the image told is
+	// the later message's (omitted), not the earlier's (kept).
+	kept1, err := archive.NewImageBlock("image/png", []byte("png bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	omitted := archive.BlockFromMap(map[string]any{"type": archive.BlockImageOmitted, "mimeType": "image/png"})
+	img := archive.ItemFromMap(map[string]any{"id": "u2", "type": "user", "text": "look", "hasImage": true})
+	withImg := []archive.Item{archive.ItemFromMap(map[string]any{"id": "u1", "type": "user", "text": "look", "hasImage": true}), reset, img}
+	history := []archive.Message{
+		{Role: "user", Content: []archive.Block{archive.NewTextBlock("look"), kept1}},
+		{Role: "user", Content: []archive.Block{archive.NewTextBlock("look"), omitted}},
+	}
+	if got, want := Prefix(withImg, history), Heading+"User: look "+archive.ImageOmittedText+"\n\n"; got != want {
+		t.Errorf("image after the reset = %q, want %q", got, want)
+	}
+}

@@ -27,9 +27,16 @@ import (
 // history is the conversation's history (nil when unknown): a user item's
 // images are told apart there, since the item only says it had some.
 func Text(items []archive.Item, history []archive.Message) string {
+	return TextFrom(items, history, 0)
+}
+
+// TextFrom is Text of items[from:], whose user items are told apart in
+// history as among all of items.
+func TextFrom(items []archive.Item, history []archive.Message, from int) string {
 	images := userImages(items, history)
 	var b strings.Builder
-	for i, it := range items {
+	for i := max(from, 0); i < len(items); i++ {
+		it := items[i]
 		block, ok := itemText(it)
 		if !ok {
 			continue
