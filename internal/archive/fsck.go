@@ -115,6 +115,7 @@ func Inspect(dirPath string) (*CheckReport, error) {
 	for _, e := range entries {
 		switch name := e.Name(); {
 		case name == ConversationFile, name == ImagesDir:
+		case name == RewindsDir && e.IsDir():
 		case isJournal(e) && journaled > 0:
 			if jfi, err := agent.lstat(name); err == nil {
 				checkMode(add, "agent/"+name, jfi, fileMode)

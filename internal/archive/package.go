@@ -37,6 +37,10 @@ const (
 	AgentDir         = "agent"
 	ConversationFile = "conversation.json"
 	ImagesDir        = "images"
+	// RewindsDir, in the agent folder, holds what each rewind of the
+	// conversation removed, for its undo (internal/session): spbridge's own,
+	// kept by a save, removed with the agent folder.
+	RewindsDir = "rewinds"
 )
 
 // Errors.
@@ -834,7 +838,9 @@ func (p *Package) removeStrayImages(t *agentTree, keep map[string]Block, r *Save
 // temporary files), it is removed whole. When it also holds anything else,
 // the host keeps files of its own there: the folder and conversation.json
 // are kept as they are, and only the stored images (which an empty
-// conversation no longer references) and temporary files are removed.
+// conversation no longer references) and temporary files are removed. The
+// records of rewinds (RewindsDir) are spbridge's: conversation.json goes,
+// and the folder stays for them.
 func (p *Package) removeOwn(r *SaveReport) error {
 	t, err := p.openTree()
 	if err != nil {
@@ -855,9 +861,12 @@ func (p *Package) removeOwn(r *SaveReport) error {
 			return fmt.Errorf("save conversation: %w", err)
 		}
 	}
-	foreign := false
+	foreign, rewinds := false, false
 	for _, e := range agentEntries {
 		switch name := e.Name(); {
+		case name == RewindsDir && e.IsDir():
+			// Kept: the undo of a rewind that emptied the conversation.
+			rewinds = true
 		case name == ConversationFile && e.Type().IsRegular():
 		case isJournal(e):
 		case name == ImagesDir && t.images != nil:
@@ -927,7 +936,7 @@ func (p *Package) removeOwn(r *SaveReport) error {
 	}
 	t.agent.close()
 	t.agent = nil
-	if !foreign {
+	if !foreign && !rewinds {
 		if err := t.pkg.root.Remove(AgentDir); err != nil {
 			return fmt.Errorf("remove conversation: %w", err)
 		}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 
 	"spbridge/internal/archive"
@@ -54,4 +55,16 @@ func SteeredMessage(msg Message) archive.Message {
 		}
 	}
 	return m
+}
+
+// Rewinder is a Backend whose CLI can drop the last turns from the CLI
+// session it holds, so that the next turn's request holds none of them
+// (the conversation was rewound: session.RewindConversation). The session
+// is its only caller, between turns.
+type Rewinder interface {
+	// Rewind drops the last n turns this backend ran (its last n calls of
+	// Turn that reached the CLI) from its CLI's session. An error means
+	// the CLI's context is as it was, or not known: the session then
+	// starts a fresh CLI session told the conversation so far.
+	Rewind(ctx context.Context, n int) error
 }

@@ -60,6 +60,10 @@ func (s *State) Context(backend string, items []archive.Item, history []archive.
 	return Prefix(s.earlier, history)
 }
 
+// Pending reports whether the prefix is still owed: no CLI session holds
+// the conversation yet.
+func (s *State) Pending() bool { return s.pending || s.established == "" }
+
 // Established records that a turn on backend reached its CLI and the CLI
 // established its session: later turns send the usual message. A turn that
 // failed before the CLI took it must not call it.

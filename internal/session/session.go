@@ -147,6 +147,14 @@ type Session struct {
 	// the copy the open found newer than the package (Recovery).
 	rec   *archive.Package
 	offer *Recovery
+	// Rewinds (rewind.go): rewindMu serializes them and their undos;
+	// memRewinds are their records while the keep switch is off (under
+	// rewindMu); beTurns are the user items of the turns beTurnsOf (the
+	// backend) ran in this open, in order (under mu).
+	rewindMu   sync.Mutex
+	memRewinds []*archive.Conversation
+	beTurns    []string
+	beTurnsOf  backend.Backend
 }
 
 // TurnResult is how a turn ended.
@@ -269,6 +277,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	s.mu.Lock()
 	// The CLI took the message: the turn replaces an unreadable conversation.
 	s.pkg.BeginTurn()
+	s.ranTurnLocked(be, user.ID())
 	if started {
 		if s.restore == nil {
 			s.restore = &restore.State{}
