@@ -4,9 +4,11 @@ go 1.26.0
 
 require (
 	github.com/creack/pty v1.1.24
+	github.com/go-git/go-git/v5 v5.16.4
 	github.com/rivo/uniseg v0.4.7
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/sergi/go-diff v1.4.5
 	github.com/spf13/pflag v1.1.0
 	github.com/tidwall/gjson v1.20.2
 	golang.org/x/sys v0.50.0
@@ -14,8 +16,13 @@ require (
 )
 
 require (
+	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
+	github.com/go-git/go-billy/v5 v5.6.2 // indirect
+	github.com/jbenet/go-context v0.0.0-20150711004518-d14ea06fba99 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.3.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/net v0.39.0 // indirect
+	golang.org/x/text v0.24.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
+	gopkg.in/warnings.v0 v0.1.2 // indirect
 )

@@ -773,6 +773,13 @@ func TestCheck(t *testing.T) {
 	if probs, err := Check(pkg); err != nil || len(probs) != 0 {
 		t.Errorf("Check(sound) = %v, %v", probs, err)
 	}
+	// The files' checkpoints are spbridge's own, not stray.
+	if err := os.MkdirAll(filepath.Join(pkg, "agent", CheckpointsDir, "blobs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := Check(pkg); err != nil || len(probs) != 0 {
+		t.Errorf("Check(with checkpoints) = %v, %v", probs, err)
+	}
 	imgDir := filepath.Join(pkg, "agent", "images")
 	os.WriteFile(filepath.Join(imgDir, a.String("sha256")+".png"), []byte("other"), 0o600)
 	os.Remove(filepath.Join(imgDir, b.String("sha256")+".png"))

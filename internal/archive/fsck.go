@@ -116,6 +116,7 @@ func Inspect(dirPath string) (*CheckReport, error) {
 		switch name := e.Name(); {
 		case name == ConversationFile, name == ImagesDir:
 		case name == RewindsDir && e.IsDir():
+		case name == CheckpointsDir && e.IsDir():
 		case isJournal(e) && journaled > 0:
 			if jfi, err := agent.lstat(name); err == nil {
 				checkMode(add, "agent/"+name, jfi, fileMode)

@@ -41,6 +41,9 @@ const (
 	// conversation removed, for its undo (internal/session): spbridge's own,
 	// kept by a save, removed with the agent folder.
 	RewindsDir = "rewinds"
+	// CheckpointsDir holds the checkpoints of the files the turns changed
+	// (package checkpoint); a save leaves it as it is.
+	CheckpointsDir = "checkpoints"
 )
 
 // Errors.
