@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -337,30 +338,80 @@ func thousands(n int64) string {
 
 // formatTurnEnd is the line that ends a turn: how it ended, its tokens
 // (cache reads and writes when any), the context in use after it with
-// the model's window when known, and its cost.
-func formatTurnEnd(end *itemmap.TurnEnd, st style) string {
-	parts := []string{"turn " + st.paint(statusStyle(end.Status), end.Status)}
+// the model's window when known, and its cost. On a terminal width
+// columns wide (0: unknown, one line) it is wrapped to fit: between its
+// parts where they fit a row, else between words, each row after the
+// first indented under the first's text.
+func formatTurnEnd(end *itemmap.TurnEnd, st style, width int) string {
+	parts := []string{"turn " + end.Status}
+	painted := []string{"turn " + st.paint(statusStyle(end.Status), end.Status)}
+	add := func(p string) {
+		parts = append(parts, p)
+		painted = append(painted, p)
+	}
 	u := end.Usage
 	tok := "tokens " + thousands(tokenCount(u.Input)) + " in / " + thousands(tokenCount(u.Output)) + " out"
 	if r, w := tokenCount(u.CacheRead), tokenCount(u.CacheWrite); r+w > 0 {
 		tok += " (cache " + thousands(r) + " read, " + thousands(w) + " written)"
 	}
-	parts = append(parts, tok)
+	add(tok)
 	if used, size := contextUse(end); size > 0 && used > 0 {
 		pct := float64(used) * 100 / float64(size)
 		prec := 0
 		if pct < 10 {
 			prec = 1
 		}
-		parts = append(parts, fmt.Sprintf("context %s / %s (%.*f%%)", thousands(used), thousands(size), prec, pct))
+		add(fmt.Sprintf("context %s / %s (%.*f%%)", thousands(used), thousands(size), prec, pct))
 	}
 	switch kind, usd := turnCost(end); kind {
 	case archive.CostUnknown:
-		parts = append(parts, "cost unknown")
+		add("cost unknown")
 	default:
-		parts = append(parts, "cost "+money.Text(usd)+" ("+kind+")")
+		add("cost " + money.Text(usd) + " (" + kind + ")")
 	}
-	return st.paint(sgrDim, "── ") + strings.Join(parts, st.paint(sgrDim, " · ")) + "\n"
+	const lead, indent, sep = "── ", "   ", " · "
+	if width <= 0 || uniseg.StringWidth(lead+strings.Join(parts, sep)) <= width {
+		return st.paint(sgrDim, lead) + strings.Join(painted, st.paint(sgrDim, sep)) + "\n"
+	}
+	// The pieces to lay out: each part whole when it fits a row, else
+	// word by word; the first piece of a part follows a " · ".
+	type piece struct{ text, painted, join string }
+	var pieces []piece
+	for i, p := range parts {
+		join := sep
+		if i == 0 {
+			join = ""
+		}
+		if uniseg.StringWidth(indent+p) <= width {
+			pieces = append(pieces, piece{p, painted[i], join})
+			continue
+		}
+		for j, w := range strings.Split(p, " ") {
+			if j > 0 {
+				join = " "
+			}
+			pieces = append(pieces, piece{w, w, join})
+		}
+	}
+	var b strings.Builder
+	b.WriteString(st.paint(sgrDim, lead))
+	col := uniseg.StringWidth(lead)
+	for i, p := range pieces {
+		w := uniseg.StringWidth(p.text)
+		if i > 0 && col+uniseg.StringWidth(p.join)+w > width {
+			b.WriteString("\n" + indent)
+			col = uniseg.StringWidth(indent)
+		} else if p.join == sep {
+			b.WriteString(st.paint(sgrDim, sep))
+			col += uniseg.StringWidth(sep)
+		} else {
+			b.WriteString(p.join)
+			col += uniseg.StringWidth(p.join)
+		}
+		b.WriteString(p.painted)
+		col += w
+	}
+	return b.String() + "\n"
 }
 
 // turnEndJSON is the record `run --json` writes after each turn.
@@ -459,14 +510,34 @@ func formatApproval(a itemmap.Approval, tools backend.Tools, always string, st s
 // does and for how long, on one row of a terminal width columns wide.
 // Control characters (a command's newlines and tabs) show as spaces, and
 // the line is cut with "…" to width-1 columns, so that it never wraps:
-// a wrapped line would leave rows behind at each redraw. width 0 means
-// unknown: the line is not cut.
+// a wrapped line would leave rows behind at each redraw. The cut takes
+// from what it does, never from the "(Ns)" counter at its end, unless the
+// counter alone does not fit. width 0 means unknown: the line is not cut.
 func statusLine(status string, secs, width int) string {
-	s := fmt.Sprintf("… %s (%ds)", oneLine(status), secs)
+	head, counter := "… "+oneLine(status), fmt.Sprintf(" (%ds)", secs)
 	if width <= 0 {
-		return s
+		return head + counter
 	}
-	return cutWidth(s, width-1)
+	room := width - 1 - uniseg.StringWidth(counter)
+	if room < uniseg.StringWidth("… x…") {
+		return cutWidth(head+counter, width-1)
+	}
+	return cutWidth(head, room) + counter
+}
+
+// toolLabel names a tool call on the status line: the tool's name and
+// the call's title ("Bash `sleep 20`"), the title alone when it names the
+// tool already or the name is an MCP tool's (mcp__server__tool: its title
+// says server and tool).
+func toolLabel(it archive.Item, title string) string {
+	name := it.String("name")
+	switch {
+	case name == "":
+		return title
+	case title == "", strings.Contains(title, name), strings.HasPrefix(name, "mcp__"):
+		return cmp.Or(title, name)
+	}
+	return name + " " + title
 }
 
 // oneLine is s with each run of control characters (newlines, tabs,

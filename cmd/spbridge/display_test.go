@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rivo/uniseg"
 
@@ -146,10 +147,30 @@ var displayCases = []struct {
 		v := &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`" + cmd + "`"}
 		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: run, Tool: v})
 		for s := range 30 {
-			h.drawStatus(s)
+			h.drawStatus(at(s))
 		}
-		h.status = "running `日本語のファイル名をすべて確認してから長いコマンドを実行する`"
-		h.drawStatus(31)
+		jp := toolItem("Bash", "日本語")
+		jv := &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`日本語のファイル名をすべて確認してから長いコマンドを実行する`"}
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: jp, Tool: jv})
+		h.drawStatus(at(31))
+	}},
+	{"unasked", func(h *shellHost) {
+		// A command that runs without a question, right after the
+		// model's text: its status line at once (with the tool's name and
+		// how long it has run), its [running] line once it ran a second.
+		a := archive.NewItem(archive.TypeAssistant)
+		a.Set("text", "I will wait for the build.")
+		change(h, itemmap.Change{Op: itemmap.OpAdd, Item: a})
+		run := toolItem("Bash", "sleep 20")
+		v := &itemmap.ToolView{Kind: itemmap.KindExecute, Title: "`sleep 20`", Terminal: true}
+		h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: run, Tool: v})
+		tick(h, 0)
+		tick(h, 1)
+		tick(h, 12)
+		run.Set("status", archive.StatusSucceeded)
+		run.Set("statusText", "exit 0")
+		change(h, itemmap.Change{Op: itemmap.OpUpdate, Item: run, Tool: v})
+		h.turnEnd(turnEnds[0])
 	}},
 	{"turnend", func(h *shellHost) {
 		for _, end := range turnEnds {
@@ -266,8 +287,26 @@ func change(h *shellHost, c itemmap.Change) {
 		return // the coloured variant: the bytes without a status line
 	}
 	h.mu.Lock()
-	h.drawStatus(20)
+	h.drawStatus(at(20))
 	h.mu.Unlock()
+}
+
+// testEpoch is when the display cases' turns begin and their calls start
+// (their shellHost's clock).
+var testEpoch = time.Date(2026, 12, 3, 19, 0, 0, 0, time.UTC)
+
+// at is secs seconds after testEpoch.
+func at(secs int) time.Time { return testEpoch.Add(time.Duration(secs) * time.Second) }
+
+// tick does what the turn's ticker does secs seconds after testEpoch: the
+// [running] lines that are due, and the status line on a terminal.
+func tick(h *shellHost, secs int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.showRunning(at(secs))
+	if h.width != nil {
+		h.drawStatus(at(secs))
+	}
 }
 
 // answerOnPrompt gives h a terminal on which answers are typed, each
@@ -344,7 +383,8 @@ func TestRunDisplay(t *testing.T) {
 				toolN = 0
 				buf := &termBuffer{asked: make(chan struct{}, 16)}
 				color := variant == "color"
-				h := &shellHost{out: buf, errw: buf, outStyle: style(color), errStyle: style(color), vocab: everyTool()}
+				h := &shellHost{out: buf, errw: buf, outStyle: style(color), errStyle: style(color), vocab: everyTool(),
+					now: func() time.Time { return testEpoch }, turnStart: testEpoch}
 				width, _ := strconv.Atoi(variant)
 				if !color {
 					h.width = func() int { return width }
@@ -466,9 +506,11 @@ func TestRunStatusLine(t *testing.T) {
 	}{
 		{"thinking", 40, "… thinking (3s)"},
 		{"running `go test ./...`", 0, "… running `go test ./...` (3s)"},
-		{"running `go test ./... && go vet ./... && staticcheck ./...`", 40, "… running `go test ./... && go vet ./.…"},
+		{"running `go test ./... && go vet ./... && staticcheck ./...`", 40, "… running `go test ./... && go ve… (3s)"},
 		{"running `a\n\tb`", 40, "… running `a b` (3s)"},
-		{"running `日本語日本語日本語日本語日本語`", 20, "… running `日本語…"},
+		{"running `日本語日本語日本語日本語日本語`", 20, "… running `日… (3s)"},
+		{"running `go test ./...`", 13, "… runn… (3s)"},
+		{"running `go test ./...`", 9, "… runni…"}, // no room for the counter
 		{"x", 3, "……"},
 	} {
 		got := statusLine(tc.status, 3, tc.width)

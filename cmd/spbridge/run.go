@@ -224,8 +224,8 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 		if i > 0 {
 			atts = nil
 		}
-		if !h.json && isTerminal(os.Stderr) {
-			h.startStatus()
+		if !h.json {
+			h.startStatus(isTerminal(os.Stderr))
 		}
 		// What the CLI does between turns shows after the turn's end.
 		release := s.Hold()
@@ -389,7 +389,10 @@ type shellHost struct {
 	plan      []itemmap.PlanEntry   // the plan as last shown
 	midLine   bool                  // the last output did not end a line
 	prompting bool                  // a question waits on the terminal
-	status    string
+	status    string                // what the agent does when no call runs
+	running   []*toolShown          // the calls running now, in the order they started
+	turnStart time.Time             // when the turn began: the status line's count when no call runs
+	now       func() time.Time      // the clock (time.Now when nil)
 	stopCh    chan struct{}
 	statusWG  sync.WaitGroup
 	statusLen int
@@ -414,6 +417,29 @@ type toolShown struct {
 	out    int               // bytes of its output printed
 	outMid bool              // its output so far ends mid-line
 	done   bool              // its final line was printed
+
+	// While it runs: since when (its input known, or its question
+	// answered), what the status line calls it, and whether it is a
+	// command whose input is known (a command running for
+	// runningLineAfter gets its [running] line).
+	running bool
+	started time.Time
+	label   string
+	command bool
+	ready   bool
+}
+
+// runningLineAfter is how long a command runs before its `tool TITLE
+// [running]` line is printed, whether or not it was asked about: a
+// quicker one shows as one line when it ended.
+const runningLineAfter = time.Second
+
+// clock is the time now.
+func (h *shellHost) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
 }
 
 // jsonLine is what `run --json` writes for one item change: a text that
@@ -519,6 +545,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		t.view = c.Tool
 	}
 	if c.Op == itemmap.OpRemove || t.done {
+		h.ended(t)
 		return
 	}
 	indent := strings.Repeat("  ", t.depth)
@@ -530,7 +557,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		out = t.view.Output
 	}
 	if status == archive.StatusRunning {
-		h.status = "running " + title
+		h.started(t, it, title)
 		if len(out) > t.out && t.out < maxShownOutput {
 			h.toolHeader(t)
 			h.toolOutput(t, out, indent)
@@ -538,6 +565,7 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		return
 	}
 	t.done = true
+	h.ended(t)
 	line := indent + "tool " + title
 	if s := it.String("statusText"); s != "" && s != status {
 		line += " (" + s + ")"
@@ -563,6 +591,34 @@ func (h *shellHost) showTool(c itemmap.Change) {
 		fmt.Fprintf(h.out, "%s    %s\n", indent, h.outStyle.paint(sgrDim, fmt.Sprintf("… %d bytes more", more)))
 	}
 	h.status = "waiting for the agent"
+}
+
+// started notes that t runs: from its first running change on, the
+// status line names it with the time it has run, and the line of the
+// reply or thinking it came after is ended, so that the status line shows
+// (it is not drawn over an open line). Its time counts from when its input
+// is known (Claude's streams in after the call is named).
+func (h *shellHost) started(t *toolShown, it archive.Item, title string) {
+	ready := it.String("summary") != ""
+	if !t.running {
+		t.running, t.started = true, h.clock()
+		h.running = append(h.running, t)
+		h.endLine()
+	} else if ready && !t.ready {
+		t.started = h.clock()
+	}
+	t.ready = ready
+	t.label = toolLabel(it, title)
+	t.command = t.view != nil && (t.view.Terminal || t.view.Kind == itemmap.KindExecute)
+}
+
+// ended notes that t no longer runs.
+func (h *shellHost) ended(t *toolShown) {
+	if !t.running {
+		return
+	}
+	t.running = false
+	h.running = slices.DeleteFunc(h.running, func(r *toolShown) bool { return r == t })
 }
 
 // toolHeader prints the line that heads a running call, after those of
@@ -670,7 +726,15 @@ func (h *shellHost) turnEnd(end *itemmap.TurnEnd) {
 	}
 	h.clearStatus()
 	h.endLine()
-	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle))
+	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle, h.columns()))
+}
+
+// columns is the error stream's terminal width, 0 when unknown.
+func (h *shellHost) columns() int {
+	if h.width == nil {
+		return 0
+	}
+	return h.width()
 }
 
 // ItemChanged shows a change the CLI made between turns.
@@ -696,7 +760,7 @@ func (h *shellHost) OwnTurnEnded(end *itemmap.TurnEnd, auditErr error) {
 	}
 	h.clearStatus()
 	h.endLine()
-	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle))
+	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle, h.columns()))
 }
 
 // BetweenFailed says that what the CLI did between turns could not be
@@ -767,6 +831,12 @@ func (h *shellHost) Ask(ctx context.Context, q session.Question) session.Answer 
 	if !ok {
 		return session.Answer{Message: "The turn was interrupted."}
 	}
+	// The call asked about runs from now on, not from when it was named.
+	h.mu.Lock()
+	if t := h.tools[a.ToolItemID]; t != nil && t.running {
+		t.started = h.clock()
+	}
+	h.mu.Unlock()
 	switch s {
 	case "y", "yes":
 		return session.Answer{Allow: true}
@@ -847,11 +917,17 @@ func (h *shellHost) freshAnswers() <-chan string {
 	}
 }
 
-// startStatus shows a status line on stderr while the agent works.
-func (h *shellHost) startStatus() {
+// startStatus starts the turn's ticker: on a terminal (draw) it keeps a
+// status line on stderr saying what the agent does and for how long;
+// with or without one, a command that runs for runningLineAfter gets its
+// [running] line.
+func (h *shellHost) startStatus(draw bool) {
 	h.stopCh = make(chan struct{})
+	h.mu.Lock()
 	h.status = "starting"
-	start := time.Now()
+	h.turnStart = h.clock()
+	h.running = nil
+	h.mu.Unlock()
 	h.statusWG.Add(1)
 	go func() {
 		defer h.statusWG.Done()
@@ -866,25 +942,54 @@ func (h *shellHost) startStatus() {
 				return
 			case <-tick.C:
 				h.mu.Lock()
-				h.drawStatus(int(time.Since(start).Seconds()))
+				now := h.clock()
+				h.showRunning(now)
+				if draw {
+					h.drawStatus(now)
+				}
 				h.mu.Unlock()
 			}
 		}
 	}()
 }
 
+// showRunning prints the [running] line of each command that has run for
+// runningLineAfter with its input known, unless a question waits.
+func (h *shellHost) showRunning(now time.Time) {
+	if h.prompting {
+		return
+	}
+	for _, t := range h.running {
+		if t.command && t.ready && !t.header && now.Sub(t.started) >= runningLineAfter {
+			h.clearStatus()
+			h.toolHeader(t)
+		}
+	}
+}
+
 // drawStatus redraws the status line, cut to the terminal's width so that
-// it stays on one row, unless a line of output or a question is open.
-func (h *shellHost) drawStatus(secs int) {
+// it stays on one row, unless a line of output or a question is open: the
+// call that started last while any runs (its name and title, how long it
+// has run, how many others run), else what the agent does and how long the
+// turn has run.
+func (h *shellHost) drawStatus(now time.Time) {
 	if h.midLine || h.prompting {
 		return
 	}
 	h.clearStatus()
-	width := 0
-	if h.width != nil {
-		width = h.width()
+	status, since := h.status, h.turnStart
+	if n := len(h.running); n > 0 {
+		t := h.running[n-1]
+		status, since = "running "+t.label, t.started
+		if n > 1 {
+			status += fmt.Sprintf(" and %d more", n-1)
+		}
 	}
-	s := statusLine(h.status, secs, width)
+	secs := 0
+	if !since.IsZero() {
+		secs = max(int(now.Sub(since).Seconds()), 0)
+	}
+	s := statusLine(status, secs, h.columns())
 	fmt.Fprint(h.errw, s)
 	h.statusLen = uniseg.StringWidth(s)
 }

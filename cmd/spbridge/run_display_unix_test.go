@@ -4,10 +4,12 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,5 +187,110 @@ func TestRunStatusNarrow(t *testing.T) {
 	title := strings.Index(text, "tool `for f in")
 	if thinking < 0 || title < thinking || !strings.Contains(text, "[succeeded]") || !strings.HasSuffix(text, "(reported)") {
 		t.Errorf("screen:\n%s", text)
+	}
+}
+
+// TestRunUnaskedTerminal: in a terminal 40, 80, 100 or 101 columns wide,
+// a command claude runs without asking, right after its text, shows on
+// the status line at once with the tool's name and its time, gets its
+// [running] line, and the screen at the end holds no row of a status line
+// and none wider than the terminal (the turn's end line wrapped to fit).
+func TestRunUnaskedTerminal(t *testing.T) {
+	for _, width := range runningWidths {
+		t.Run(strconv.Itoa(width), func(t *testing.T) {
+			t.Parallel()
+			fifo := filepath.Join(t.TempDir(), "build")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd, master := runInPTYSize(t, uint16(width), []string{fakeUnaskedEnv + "=" + fifo, "NO_COLOR=1"}, "build it")
+			var out bytes.Buffer
+			readUntil(t, master, &out, "I will wait for the build.")
+			// The status line, then the [running] line, then the status
+			// line again: each redraw names the tool and its time.
+			status := regexp.MustCompile("… running Bash `cat [^\r\n]*\\((\\d+)s\\)")
+			readUntilMatch(t, master, &out, status)
+			readUntil(t, master, &out, "tool `cat "+fifo+"` [running]")
+			at := out.Len()
+			readUntilMatch(t, master, &out, status, at)
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte("go\n"))
+			w.Close()
+			readUntil(t, master, &out, "(reported)")
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("exit %d: %q", code, out.String())
+			}
+			rows := screen(out.String(), width)
+			checkRows(t, rows, width)
+			text := strings.Join(rows, "\n")
+			if joined := strings.Join(rows, ""); !strings.Contains(joined, "[succeeded]") || !strings.Contains(joined, "I will wait for the build.") {
+				t.Errorf("screen:\n%s", text)
+			}
+		})
+	}
+}
+
+// readUntilMatch reads r until what it printed after byte from (0 when
+// not given) matches re; it fails when r ends first. It waits for output,
+// never for a time.
+func readUntilMatch(t *testing.T, r io.Reader, out *bytes.Buffer, re *regexp.Regexp, from ...int) {
+	t.Helper()
+	start := 0
+	if len(from) > 0 {
+		start = from[0]
+	}
+	buf := make([]byte, 4096)
+	for !re.Match(out.Bytes()[start:]) {
+		n, err := r.Read(buf)
+		out.Write(buf[:n])
+		if err != nil && !re.Match(out.Bytes()[start:]) {
+			t.Fatalf("no match of %s in %q (%v)", re, out.Bytes()[start:], err)
+		}
+	}
+}
+
+// TestRunUnaskedPiped: piped, with no status line, a command claude runs
+// without asking still gets its [running] line on standard output once
+// it ran a second, before it ends.
+func TestRunUnaskedPiped(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "build")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	cmd := exec.Command(spbridgeBin(t), "run", newPackage(t), "build it")
+	cmd.Env = append(os.Environ(), fakeUnaskedEnv+"="+fifo, "SPBRIDGE_CLAUDE="+exe, "SPBRIDGE_STATE_DIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	readUntil(t, stdout, &out, "I will wait for the build.\ntool `cat "+fifo+"` [running]\n")
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("go\n"))
+	w.Close()
+	rest, _ := io.ReadAll(stdout)
+	out.Write(rest)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s%s", err, out.String(), stderr.String())
+	}
+	if !strings.Contains(out.String(), "[succeeded]") {
+		t.Errorf("stdout %q", out.String())
+	}
+	if strings.Contains(stderr.String(), "… ") {
+		t.Errorf("a status line piped: %q", stderr.String())
 	}
 }

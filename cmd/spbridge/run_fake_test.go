@@ -14,6 +14,9 @@ const (
 	fakeAsksEnv = "SPBRIDGE_FAKE_CLAUDE_ASKS" // the commands to ask about, one a line
 	fakeEditEnv = "SPBRIDGE_FAKE_CLAUDE_EDIT"
 	fakeSlowEnv = "SPBRIDGE_FAKE_CLAUDE_SLOW" // a FIFO the long command waits on
+	// A FIFO the command waits on, which runs without a question after the
+	// model's text (as one Claude Code allows by its own settings does).
+	fakeUnaskedEnv = "SPBRIDGE_FAKE_CLAUDE_UNASKED"
 )
 
 // slowCommand is the command fakeClaudeSlow runs: longer than a narrow
@@ -24,6 +27,7 @@ func init() {
 	helperModes[fakeAsksEnv] = fakeClaudeAsks
 	helperModes[fakeEditEnv] = fakeClaudeEdits
 	helperModes[fakeSlowEnv] = fakeClaudeSlow
+	helperModes[fakeUnaskedEnv] = fakeClaudeUnasked
 }
 
 // fakeStream is one fake claude session on standard input and output.
@@ -155,5 +159,29 @@ func fakeClaudeSlow() int {
 	fifo.Close()
 	f.result("toolu_s", "all clean", false)
 	f.finish("checked")
+	return 0
+}
+
+// fakeClaudeUnasked says what it will do (a line with no newline at its
+// end), then runs `cat FIFO` without asking: it lasts until the FIFO
+// $SPBRIDGE_FAKE_CLAUDE_UNASKED is written and closed.
+func fakeClaudeUnasked() int {
+	f := newFakeStream()
+	if !f.waitUser() {
+		return 0
+	}
+	f.init()
+	fifo := os.Getenv(fakeUnaskedEnv)
+	f.emit(map[string]any{"type": "assistant", "message": map[string]any{"id": "m0", "role": "assistant", "model": "claude-sonnet-4-5", "content": []any{
+		map[string]any{"type": "text", "text": "I will wait for the build."}}}})
+	f.tool("m1", "toolu_u", "Bash", map[string]any{"command": "cat " + fifo})
+	r, err := os.Open(fifo) // blocks until the test opens it
+	if err != nil {
+		return 1
+	}
+	io.ReadAll(r)
+	r.Close()
+	f.result("toolu_u", "built", false)
+	f.finish("built")
 	return 0
 }
