@@ -11,6 +11,7 @@ require (
 	github.com/sergi/go-diff v1.4.5
 	github.com/spf13/pflag v1.1.0
 	github.com/tidwall/gjson v1.20.2
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.37.0
 )

@@ -24,7 +24,7 @@ var commandGroups = []struct {
 	names []string
 }{
 	{"Editor commands", []string{"serve"}},
-	{"Conversation commands", []string{"run", "conversation", "import", "transcript", "save", "fsck", "replay"}},
+	{"Conversation commands", []string{"run", "conversation", "import", "transcript", "export", "save", "fsck", "replay"}},
 	{"Audit commands", []string{"audit"}},
 	{"State commands", []string{"state", "trust"}},
 	{"Auth commands", []string{"login", "auth"}},
@@ -93,6 +93,13 @@ $ spbridge conversation recover Poster.silverpoint
 $ spbridge conversation recover --take Poster.silverpoint`,
 	"transcript": `
 $ spbridge transcript Poster.silverpoint`,
+	"export": `
+# A page to share: one HTML file, nothing loaded when opened
+$ spbridge export -o poster.html Poster.silverpoint
+# The same as Markdown, on standard output
+$ spbridge export --format md Poster.silverpoint
+# Replace a page exported earlier
+$ spbridge export --force -o poster.html Poster.silverpoint`,
 	"save": `
 # Rewrite agent/ canonically and prune the images nothing references
 $ spbridge save Poster.silverpoint

@@ -53,6 +53,7 @@ func topCommands() []command {
 		{"conversation", "show, list, start over or recover a package's conversation", runConversation},
 		{"import", "import a Claude Code or Codex session into a package", runImport},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
+		{"export", "export a conversation as a self-contained HTML page or Markdown", runExport},
 		{"save", "save a package's conversation in canonical format 1", runSave},
 		{"fsck", "check a package's saved conversation", runFsck},
 		{"replay", "map a recorded CLI event stream onto items", runReplay},

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/audit"
+)
+
+// exportRun runs spbridge with args and returns its standard output; it
+// fails the test on another exit than 0.
+func exportRun(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), args, strings.NewReader(""), &out, &errOut); code != exitOK {
+		t.Fatalf("%q: exit %d, %s", args, code, errOut.String())
+	}
+	return out.String()
+}
+
+// TestExportAppliesJournal: the export reads the conversation as
+// conversation show does, its journal applied: a turn only the journal
+// holds is on the page.
+func TestExportAppliesJournal(t *testing.T) {
+	t.Setenv("SPBRIDGE_STATE_DIR", t.TempDir())
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	if err := os.MkdirAll(pkg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(typ, text string) {
+		it := archive.NewItem(typ)
+		it.Set("text", text)
+		p.Conv.Items = append(p.Conv.Items, it)
+	}
+	add(archive.TypeUser, "First")
+	add(archive.TypeAssistant, "Saved whole.")
+	if _, err := p.Save(true); err != nil {
+		t.Fatal(err)
+	}
+	add(archive.TypeUser, "Second")
+	add(archive.TypeAssistant, "Only in the *journal*.")
+	if _, err := p.Append(p.Snapshot(true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, archive.AgentDir, archive.JournalFile)); err != nil {
+		t.Fatalf("no journal: %v", err)
+	}
+	md := exportRun(t, "export", "--format", "md", pkg)
+	if !strings.Contains(md, "## Turn 2\n\n**You**\n\nSecond\n\n**Assistant**\n\nOnly in the *journal*.\n") {
+		t.Errorf("the Markdown export lacks the journal's turn:\n%s", md)
+	}
+	page := exportRun(t, "export", pkg)
+	if !strings.Contains(page, "<p>Only in the <em>journal</em>.</p>") {
+		t.Errorf("the page lacks the journal's turn")
+	}
+}
+
+// TestExportTurnUsage: each turn's usage and cost come from the
+// conversation's audit log, by the id of the turn's last item.
+func TestExportTurnUsage(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", state)
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.MkdirAll(pkg, 0o700)
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, typ := range []string{archive.TypeUser, archive.TypeAssistant, archive.TypeUser, archive.TypeAssistant} {
+		it := archive.NewItem(typ)
+		it.Set("text", typ)
+		p.Conv.Items = append(p.Conv.Items, it)
+		ids = append(ids, it.ID())
+	}
+	if _, err := p.Save(true); err != nil {
+		t.Fatal(err)
+	}
+	path, err := audit.Path(state, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := map[string]any{"user": "user", "status": "completed",
+		"items":   []any{map[string]any{"id": ids[1], "type": "assistant", "text": "assistant"}},
+		"usage":   map[string]any{"input": 1200, "output": 34, "cacheRead": 5000},
+		"costUSD": "0.0456"}
+	if err := audit.Append(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	page := exportRun(t, "export", pkg)
+	if !strings.Contains(page, `<p class="usage">1,200 in · 34 out · 5,000 cache read · $0.0456</p>`) {
+		t.Errorf("the page lacks the first turn's usage")
+	}
+	if n := strings.Count(page, `<p class="usage">`); n != 1 {
+		t.Errorf("%d turns show a usage, want 1 (the second has no record)", n)
+	}
+	if !strings.Contains(page, "<dt>Per-turn usage</dt><dd>from the audit log</dd>") {
+		t.Errorf("the page does not say where the usage comes from")
+	}
+}
