@@ -92,6 +92,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
 	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
+	ckpt := addCheckpointFlags(f)
 	plain := f.Bool("plain-folder", false, "take PKG even when it is a plain folder, not a document package")
 	trustFolder := f.Bool("trust-folder", false, "let the working folder's own Claude Code configuration act in this run, without asking (see spbridge trust)")
 	kindf := addKindFlag(f)
@@ -159,6 +160,10 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	ckptDir, ckptPolicy, err := ckpt.options(state)
+	if err != nil {
+		return err
+	}
 	named := ""
 	if f.Changed("backend") {
 		named = *backendName
@@ -166,6 +171,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	paceGC()
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
 		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"), CLIs: clis.All,
+		CheckpointDir: ckptDir, CheckpointPolicy: ckptPolicy,
 		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
 		// Without --backend the conversation goes on with the CLI it last
 		// ran on (the reopen rule), else the default.

@@ -35,6 +35,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 			"instead (as `spbridge login --backend NAME` does): an editor's terminal\n"+
 			"log-in appends it to the command it starts spbridge with.")
 	noAudit := f.Bool("no-audit", false, "write no audit records")
+	ckpt := addCheckpointFlags(f)
 	backendName := f.String("backend", clis.Default(), "the backend of sessions that name none: "+clis.Choices())
 	own := addCLIFlags(f, true, false)
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
@@ -63,6 +64,10 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	ckptDir, ckptPolicy, err := ckpt.options(state)
+	if err != nil {
+		return err
+	}
 	paceGC()
 	// Logs never wait for an editor that does not read them.
 	logs := newLogWriter(st.err)
@@ -77,6 +82,8 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Log:            log.New(logs, "spbridge: ", log.LstdFlags),
 		Backend:        backend.Options{IdleTimeout: *idle},
 		Own:            own.all(),
+		CheckpointDir:  ckptDir,
+		Checkpoints:    ckptPolicy,
 	}
 	// The files with secrets (the MCP servers given to claude) that a
 	// spbridge killed before its CLI read them left behind.

@@ -288,6 +288,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 	opts := ss.srv.cfg.Backend
 	opts.MCPServers, opts.AddDirs, opts.Folder = op.mcp, op.addDirs, trust.Open(op.cwd, nil, clis.Trust())
 	o := session.Options{Dir: op.id, Kind: op.kind, Keep: op.keep, Cwd: op.cwd, AuditDir: ss.srv.cfg.AuditDir, AuditQueue: ss.srv.audit,
+		CheckpointDir: ss.srv.cfg.CheckpointDir, CheckpointPolicy: ss.srv.cfg.Checkpoints,
 		Import: op.imported, Imported: op.onImported,
 		Saving: ss.srv.savePolicy(op.id), RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
 		CLIs: ss.srv.cfg.CLIs, Models: ss.srv.cfg.Models, Changed: ss.settingsChanged,

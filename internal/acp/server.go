@@ -15,6 +15,7 @@ import (
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/catalog"
+	"spbridge/internal/checkpoint"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/jsonrpc"
@@ -43,6 +44,11 @@ type Config struct {
 	sessionOptions func(sessionID string, o *session.Options)
 	// AuditDir is where audit logs are written; "" writes none.
 	AuditDir string
+	// CheckpointDir is where sessions keep the baselines of their folders'
+	// checkpoints (session.Options.CheckpointDir); "" keeps none.
+	// Checkpoints is how many of them a package keeps.
+	CheckpointDir string
+	Checkpoints   checkpoint.Policy
 	// Version is spbridge's version, for initialize.
 	Version string
 	// DefaultBackend is the backend of a session whose _meta names none

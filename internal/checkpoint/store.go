@@ -307,6 +307,20 @@ func (s *Store) Entries() ([]Entry, error) {
 	return idx.entries, nil
 }
 
+// Since is the id of the user item of the first turn whose files were
+// checkpointed: the turns before it cannot be rewound. ErrNoCheckpoints
+// when there are none.
+func (s *Store) Since() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, r, err := s.open()
+	if err != nil {
+		return "", err
+	}
+	r.Close()
+	return idx.since, nil
+}
+
 // Usage is what a package's checkpoints hold.
 type Usage struct {
 	Entries int   // entries kept (turns and rewinds)

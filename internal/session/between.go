@@ -7,6 +7,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
+	"spbridge/internal/checkpoint"
 	"spbridge/internal/itemmap"
 )
 
@@ -180,7 +181,7 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 	s.mu.Unlock()
 	var auditErr error
 	if s.auditDir != "" {
-		auditErr = s.audit(b.be, identity, "", archive.Message{}, items, end, OriginCLI)
+		auditErr = s.audit(b.be, identity, "", archive.Message{}, items, end, OriginCLI, checkpoint.ChangeSet{})
 	}
 	f.OwnTurnEnded(end, auditErr)
 }

@@ -10,6 +10,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
+	"spbridge/internal/checkpoint"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
 )
@@ -72,6 +73,14 @@ type Options struct {
 	// EndSaving, when set, is called before (false) and after (true) the
 	// save at a turn's end (see Prompt), with no lock of the session held.
 	EndSaving func(saved bool)
+	// CheckpointDir, when set (with Cwd), is where the session keeps the
+	// baseline caches of its folders (the state folder's checkpoints/): the
+	// session then checkpoints its folders at every turn (Cwd and
+	// Settings.Backend.AddDirs, internal/checkpoint) with Checkpoints'
+	// bounds, and the package keeps them as CheckpointPolicy says.
+	CheckpointDir    string
+	Checkpoints      checkpoint.Options
+	CheckpointPolicy checkpoint.Policy
 	// Log, when set, is told the session's diagnostics (a model list not
 	// kept, an early start that failed).
 	Log func(string)
@@ -121,6 +130,7 @@ func Open(o Options) (_ *Session, err error) {
 		saving: o.Saving, recoveryDir: o.RecoveryDir, onSaveFailed: o.SaveFailed,
 		writing: o.Writing, panicked: o.Panicked, endSaving: o.EndSaving,
 		row: row, rows: o.CLIs, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
+	s.ckpt = ckptState{tracker: newTracker(o), policy: o.CheckpointPolicy}
 	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
 	resume := ""
 	if o.Settings.ResumeCLI == row.Name {

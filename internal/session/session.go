@@ -39,6 +39,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
+	"spbridge/internal/checkpoint"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
@@ -155,6 +156,9 @@ type Session struct {
 	memRewinds []*archive.Conversation
 	beTurns    []string
 	beTurnsOf  backend.Backend
+	// ckpt checkpoints the session's folders (checkpoints.go): its tracker
+	// is used by Send alone.
+	ckpt ckptState
 }
 
 // TurnResult is how a turn ended.
@@ -171,6 +175,13 @@ type TurnResult struct {
 	// never took, an interrupt coming first: they are the conversation's
 	// unsent messages, handed back to the composer.
 	Untaken []string
+	// Changes are the files the turn created, modified or deleted (and
+	// those it changed whose contents are not kept), when the session
+	// checkpoints its folders; Notice is the notice item that says them
+	// (and keys them in the package's checkpoints), nil when nothing
+	// changed.
+	Changes checkpoint.ChangeSet
+	Notice  *archive.Item
 }
 
 // ErrNotStarted is matched by the error of a turn that never started: the
@@ -246,7 +257,11 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
 	ap := &applier{s: s, host: h, first: first, latest: make(map[string]archive.Item)}
+	s.ckptBegin()
 	end := be.Turn(ctx, msg, ap)
+	// What the turn changed in the folders (nothing, for a turn that never
+	// started: the baseline moves on, nothing is recorded).
+	changes := s.ckptEnd()
 	if end != nil && end.NotStarted {
 		s.mu.Lock()
 		conv := s.pkg.Conv
@@ -266,6 +281,12 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		failure.Set("text", "The turn ended without "+name+" reporting its end; what arrived is kept.")
 		ap.Change(itemmap.Change{Op: itemmap.OpAdd, Item: failure})
 		end = &itemmap.TurnEnd{Status: itemmap.TurnFailed}
+	}
+	var notice *archive.Item
+	if !changes.Empty() {
+		it := s.changesNotice(changes)
+		notice = &it
+		ap.Change(itemmap.Change{Op: itemmap.OpAdd, Item: it})
 	}
 	started := be.Started()
 	var untaken []string
@@ -299,9 +320,16 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	s.changes++
 	identity := conv.Identity()
 	s.mu.Unlock()
-	res := &TurnResult{End: end, UserItem: user, Untaken: untaken}
+	res := &TurnResult{End: end, UserItem: user, Untaken: untaken, Changes: changes, Notice: notice}
+	key := ""
+	if notice != nil {
+		key = notice.ID()
+	}
+	if err := s.recordChanges(key, user.ID(), changes); err != nil {
+		s.logf("checkpoints: %v", err)
+	}
 	if s.auditDir != "" {
-		res.AuditErr = s.audit(be, identity, text, userMsg, turnItems, end, "")
+		res.AuditErr = s.audit(be, identity, text, userMsg, turnItems, end, "", changes)
 	}
 	res.SaveErr = s.endSave()
 	return res, nil
@@ -609,7 +637,7 @@ func failureText(items []archive.Item) string {
 
 // audit appends the turn's record to the conversation's audit log; origin,
 // when set, says who began the turn.
-func (s *Session) audit(be backend.Backend, identity, text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string) error {
+func (s *Session) audit(be backend.Backend, identity, text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string, changes checkpoint.ChangeSet) error {
 	path, err := audit.Path(s.auditDir, identity)
 	if err != nil {
 		return err
@@ -653,6 +681,9 @@ func (s *Session) audit(be backend.Backend, identity, text string, userMsg archi
 	}
 	if origin != "" {
 		record["origin"] = origin
+	}
+	if !changes.Empty() {
+		record["changes"] = changes.Value()
 	}
 	if s.auditQueue != nil {
 		return s.auditQueue.Append(path, record)
