@@ -264,7 +264,9 @@ func TestE2EClaudeToolAllowed(t *testing.T) {
 	}
 	got := e.items()
 	want := "tool: Bash touch made-by-e2e.txt && echo made succeeded"
-	if e.code != 0 || !containsStr(got, want) || got[len(got)-1] != "assistant: Done with the command." {
+	// The turn ends with what it changed in the folder.
+	if e.code != 0 || !containsStr(got, want) || got[len(got)-2] != "assistant: Done with the command." ||
+		got[len(got)-1] != "notice: Changed 1 file: made-by-e2e.txt (created)." {
 		e.fail("items %q", got)
 	}
 	reqs := e.srv.Requests()

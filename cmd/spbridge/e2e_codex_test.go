@@ -109,7 +109,7 @@ func testCodexReasoningCommandPatch(t *testing.T, transport string) {
 	e.run(nil, "--backend", "codex", "--codex-transport", transport, "do things")
 	got := e.items()
 	if e.code != 0 || !containsStr(got, "thinking: Thinking it over") || !containsStr(got, "tool: shell echo from-the-command succeeded") ||
-		got[len(got)-1] != "assistant: Done." {
+		got[len(got)-2] != "assistant: Done." || got[len(got)-1] != "notice: Changed 1 file: made-by-codex.txt (created, +1)." {
 		e.fail("exit %d, items %q", e.code, got)
 	}
 	var patchItem archive.Item
