@@ -32,8 +32,9 @@ func (historyStore) Dir() string { return homeDir(nil) }
 func (historyStore) Where(dir string) string { return filepath.Join(dir, "sessions") }
 
 // Files are the rollouts of the store under home:
-// sessions/YYYY/MM/DD/rollout-*.jsonl; a rollout's folder is told by its
-// first line only, so cwd picks none out.
+// sessions/YYYY/MM/DD/rollout-*.jsonl (or .jsonl.zst), of each thread its
+// newest (see threadfiles.go); a rollout's folder is told by its first
+// line only, so cwd picks none out.
 func (historyStore) Files(home, _ string) []history.File {
 	if home == "" {
 		return nil
@@ -42,13 +43,11 @@ func (historyStore) Files(home, _ string) []history.File {
 	for _, y := range history.Subdirs(filepath.Join(home, "sessions")) {
 		for _, m := range history.Subdirs(y) {
 			for _, d := range history.Subdirs(m) {
-				out = append(out, history.RegularFiles(d, func(name string) bool {
-					return strings.HasPrefix(name, "rollout-") && strings.HasSuffix(name, ".jsonl")
-				})...)
+				out = append(out, history.RegularFiles(d, isRollout)...)
 			}
 		}
 	}
-	return out
+	return currentFiles(out)
 }
 
 func (historyStore) FileID(path string) string { return codexFileID(path) }
@@ -74,16 +73,10 @@ func (historyStore) TitleIndex(home string) string {
 func (historyStore) ReadTitles(path string) map[string]string { return codexThreadNames(path) }
 
 // codexFileID is the thread id in a rollout's name
-// (rollout-2026-12-02T05-37-53-<id>.jsonl), "" when it has none.
+// (rollout-2026-12-02T05-37-53-<id>.jsonl, or -<id>_<rollout>.jsonl, or
+// either .zst), "" when it has none.
 func codexFileID(path string) string {
-	name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	if len(name) < 36 {
-		return ""
-	}
-	id := name[len(name)-36:]
-	if strings.Count(id, "-") != 4 {
-		return ""
-	}
+	id, _, _ := rolloutName(path)
 	return id
 }
 
@@ -119,19 +112,27 @@ func codexThreadNames(path string) map[string]string {
 // whether it is a session to list (a thread the user began, with a user
 // message; a subagent's thread is not).
 func (st historyStore) Summarize(c history.File) (history.Entry, bool) {
-	f, size, err := history.OpenRegular(c.Path)
+	// The head is the thread's (its first file's, when it goes on in
+	// others), the tail its newest file's.
+	f, err := history.OpenSession(c.Path, 0)
 	if err != nil {
 		return history.Entry{}, false
 	}
 	defer f.Close()
-	e := history.Entry{Backend: st.Name(), Path: c.Path, UpdatedAt: c.Mod, Size: size, ID: codexFileID(c.Path)}
+	e := history.Entry{Backend: st.Name(), Path: c.Path, UpdatedAt: c.Mod, Size: c.Size, ID: codexFileID(c.Path)}
 	var first string
-	meta, sub := false, false
-	history.HeadLines(f, size, func(line []byte) bool {
+	meta, sub, paged := false, false, false
+	head := func(line []byte) bool {
 		if !meta && bytes.Contains(line, []byte(`"session_meta"`)) {
 			if v, ok := history.Object(line); ok && v.Get("type").String() == "session_meta" {
 				meta = true
 				p := v.Get("payload")
+				if p.Get("history_base").IsObject() && !paged {
+					// The thread goes on from another file: its head is
+					// that file's.
+					paged = true
+					return false
+				}
 				e.Cwd = p.Get("cwd").String()
 				if id := p.Get("id").String(); id != "" {
 					e.ID = id
@@ -145,12 +146,22 @@ func (st historyStore) Summarize(c history.File) (history.Entry, bool) {
 			}
 		}
 		return (first == "" || !meta) && !sub
-	})
+	}
+	f.Head(head)
+	if paged {
+		src, err := st.Open(c.Path)
+		if err != nil {
+			return history.Entry{}, false
+		}
+		meta = false
+		history.ReaderHead(src, head)
+		src.Close()
+	}
 	if first == "" || sub || e.ID == "" {
 		return history.Entry{}, false
 	}
 	title := ""
-	history.TailLines(f, size, func(line []byte) bool {
+	f.Tail(func(line []byte) bool {
 		if bytes.Contains(line, []byte(`"thread_name_updated"`)) {
 			if v, ok := history.Object(line); ok {
 				title = v.Get("payload.thread_name").String()

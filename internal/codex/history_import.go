@@ -29,7 +29,14 @@ type codexImport struct {
 	conv   *archive.Conversation
 	turn   history.Turn
 	images []archive.Block // the images of the user's last response item, for their message
-	model  string
+	// marks are where each of the user's turns began (its items, its
+	// history), for a rollback to cut at.
+	marks []turnMark
+	model string
+	// legacy: the rollout is of the legacy history mode (or older than
+	// the mode), whose answers are event_msg agent_message lines, not
+	// completed items.
+	legacy bool
 	// doc is the line being read: its values borrow the line's bytes,
 	// what is kept is copied (String), what is passed on is sent as it
 	// is (RawView).
@@ -54,6 +61,7 @@ func (ci *codexImport) Line(line []byte) bool {
 		if ci.rep.ID == "" {
 			ci.rep.ID = p.Get("id").String()
 			ci.rep.Cwd = p.Get("cwd").String()
+			ci.legacy = p.Get("history_mode").String() != "paginated"
 			ci.send("thread/started", map[string]any{"thread": map[string]any{"id": ci.rep.ID, "cwd": ci.rep.Cwd}})
 		}
 	case "turn_context":
@@ -186,6 +194,23 @@ func (ci *codexImport) event(p jsonline.Value) {
 			ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "failed",
 				"error": map[string]any{"message": p.Get("message").String()}}})
 		}
+	case "agent_message", "agent_reasoning":
+		if !ci.legacy {
+			return // a completed item says it
+		}
+		if !ci.m.InTurn() {
+			ci.startTurn()
+		}
+		id := ci.newID()
+		if p.Get("type").String() == "agent_message" {
+			ci.send("item/completed", map[string]any{"item": map[string]any{"id": id, "type": "agentMessage", "text": p.Get("message").String()}})
+		} else {
+			ci.send("item/completed", map[string]any{"item": map[string]any{"id": id, "type": "reasoning", "summary": []any{p.Get("text").String()}}})
+		}
+	case "thread_rolled_back":
+		// An older rollout's mark of the user's taking back turns: the
+		// thread goes on without them.
+		ci.rollback(int(p.Get("num_turns").Int()))
 	case "thread_settings_applied":
 		if m := p.Get("thread_settings.model").String(); m != "" {
 			ci.model = m
@@ -213,6 +238,7 @@ func (ci *codexImport) userMessage(text string) {
 		ci.startTurn()
 	}
 	ci.rep.Turns++
+	ci.marks = append(ci.marks, turnMark{items: min(ci.turn.First, len(ci.conv.Items)), history: len(ci.conv.History)})
 	msg := archive.Message{Role: "user", Content: append([]archive.Block{archive.NewTextBlock(text)}, ci.images...)}
 	it := archive.ItemFromMap(map[string]any{"id": ci.newID(), "type": archive.TypeUser, "text": text})
 	if len(ci.images) > 0 {
@@ -222,6 +248,33 @@ func (ci *codexImport) userMessage(text string) {
 	ci.conv.Items = append(ci.conv.Items, it)
 	ci.turn.User = &msg
 	ci.turn.First = len(ci.conv.Items)
+}
+
+// turnMark is where a turn of the user's began.
+type turnMark struct{ items, history int }
+
+// rollback drops the user's last n turns (all there are when fewer): their
+// items and history.
+func (ci *codexImport) rollback(n int) {
+	if n <= 0 {
+		return
+	}
+	if ci.m.InTurn() || ci.turn.User != nil {
+		ci.send("turn/completed", map[string]any{"turn": map[string]any{"status": "interrupted"}})
+		if ci.turn.User != nil {
+			history.EndTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted}, Provider)
+		}
+	}
+	n = min(n, len(ci.marks))
+	if n == 0 {
+		return
+	}
+	m := ci.marks[len(ci.marks)-n]
+	ci.conv.Items = ci.conv.Items[:min(m.items, len(ci.conv.Items))]
+	ci.conv.History = ci.conv.History[:min(m.history, len(ci.conv.History))]
+	ci.marks = ci.marks[:len(ci.marks)-n]
+	ci.rep.Turns -= n
+	ci.turn = history.Turn{First: len(ci.conv.Items)}
 }
 
 // item gives a completed rollout item the app-server's form.

@@ -96,7 +96,11 @@ func rolloutPath(codexHome, thread string) (string, os.FileInfo) {
 	if codexHome == "" || thread == "" || strings.ContainsAny(thread, `/\*?[`) {
 		return "", nil
 	}
+	// The thread's first file, and the files it went on in after a
+	// revert (rollout-…-THREAD_ROLLOUT.jsonl).
 	paths, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
+	pages, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+thread+"_*.jsonl"))
+	paths = append(paths, pages...)
 	var newest string
 	var newestInfo os.FileInfo
 	for _, p := range paths {

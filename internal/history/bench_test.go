@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"spbridge/internal/history"
 )
 
@@ -149,4 +151,86 @@ func BenchmarkSessionListPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// codexThread is a rollout of one turn as codex 0.169.0 wrote it (44 KB,
+// its session_meta most of it), the sessions of BenchmarkListCompressed.
+const codexThread = "../codex/testdata/history/codex-files-0.169.0/paged/sessions/2026/12/03/rollout-2026-12-03T19-06-20-01a23d4c-e82a-7321-9539-8eefe3732dce.jsonl"
+
+// codexStore builds a CODEX_HOME of n threads in dir, every second one
+// compressed as codex's local_thread_store_compression leaves it
+// (rollout-….jsonl.zst), each the recorded thread under its own id.
+func codexStore(b testing.TB, dir string, n int) history.Options {
+	b.Helper()
+	data, err := os.ReadFile(codexThread)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer enc.Close()
+	for i := range n {
+		id := fmt.Sprintf("01a23d4c-0000-7000-8000-%012d", i)
+		content := []byte(strings.ReplaceAll(string(data), "01a23d4c-e82a-7321-9539-8eefe3732dce", id))
+		content = []byte(strings.Replace(string(content), "Compress this one", fmt.Sprintf("Question number %d", i), 1))
+		path := filepath.Join(dir, "sessions", "2026", "12", fmt.Sprintf("%02d", 1+i%28), "rollout-2026-12-01T10-00-00-"+id+".jsonl")
+		if i%2 == 1 {
+			path += ".zst"
+			content = enc.EncodeAll(content, nil)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		mod := base.Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return history.Options{Stores: stores, Backend: "codex", Dirs: dirs("", dir)}
+}
+
+// BenchmarkListCompressed: a CODEX_HOME of 1,000 threads, half of them
+// compressed: the first page of 25 (conversation list --cli), every
+// thread read without the head cache (what session/list's first page
+// reads) and with it (its next pages).
+func BenchmarkListCompressed(b *testing.B) {
+	opts := codexStore(b, b.TempDir(), 1000)
+	b.Run("first-page", func(b *testing.B) {
+		cpu := cpuTime()
+		for b.Loop() {
+			p, err := history.ListPage(opts, "", 25)
+			if err != nil || len(p.Entries) != 25 || !strings.HasSuffix(p.Entries[0].Path, ".zst") {
+				b.Fatal(len(p.Entries), err)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	})
+	b.Run("all-uncached", func(b *testing.B) {
+		cpu := cpuTime()
+		for b.Loop() {
+			es, err := history.List(opts)
+			if err != nil || len(es) != 1000 {
+				b.Fatal(len(es), err)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	})
+	cached := opts
+	cached.Cache = history.NewHeadCache(b.TempDir())
+	if _, err := history.List(cached); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("all-cached", func(b *testing.B) {
+		for b.Loop() {
+			es, err := history.List(cached)
+			if err != nil || len(es) != 1000 {
+				b.Fatal(len(es), err)
+			}
+		}
+	})
 }

@@ -7,6 +7,7 @@ import "time"
 var (
 	MaxLine        = &maxLine
 	MaxCachedHeads = &maxCachedHeads
+	MaxExpanded    = &maxExpanded
 )
 
 const (

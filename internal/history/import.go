@@ -39,6 +39,9 @@ type Report struct {
 	Skipped int
 	TooLong int  // of those, lines longer than 64 MiB
 	Partial bool // the last line was cut short (the file was being written, or truncated)
+	// Notices say what of the session could not be read (a part of it
+	// missing or unreadable), as the conversation's notices do.
+	Notices []string
 	// Omitted says what was left out for the conversation to fit in what
 	// spbridge keeps, as the notice that begins it says; "" when nothing.
 	Omitted string
@@ -81,23 +84,28 @@ func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *
 		}
 		store = o.Stores[i]
 	}
-	f, size, err := OpenRegular(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
 	if store == nil {
-		store = sniff(o.Stores, f, size)
+		sf, err := OpenSession(path, headScan)
+		if err != nil {
+			return nil, nil, err
+		}
+		store = sniff(o.Stores, sf)
+		sf.Close()
 		if store == nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, &formatError{o.Stores})
 		}
 	}
+	src, err := openSource(store, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer src.Close()
 	newID := o.NewID
 	if newID == nil {
 		newID = archive.NewID
 	}
 	rep := &Report{Backend: store.Name(), Path: path}
-	lr := NewLineReader(io.NewSectionReader(f, 0, size))
+	lr := NewLineReader(src)
 	imp := store.NewImporter(newID, rep)
 	understood := 0
 	for {
@@ -116,6 +124,11 @@ func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *
 		}
 	}
 	if err := lr.Err(); err != nil {
+		var ce *CorruptError
+		var ee *ExpandError
+		if errors.As(err, &ce) || errors.As(err, &ee) {
+			return nil, nil, err // it names the file
+		}
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	rep.TooLong = lr.TooLong
@@ -125,6 +138,10 @@ func ImportFile(backend, path string, o ImportOptions) (*archive.Conversation, *
 		return nil, nil, fmt.Errorf("%s: %w (no line of it was understood as one)", path, &formatError{[]Store{store}})
 	}
 	conv := imp.Finish()
+	for _, n := range src.Notices() {
+		rep.Notices = append(rep.Notices, n)
+		conv.Items = append(conv.Items, archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice, "text": n}))
+	}
 	if rep.Skipped > 0 {
 		it := archive.ItemFromMap(map[string]any{"id": newID(), "type": archive.TypeNotice, "text": skippedText(rep)})
 		conv.Items = append(conv.Items, it)
@@ -169,12 +186,46 @@ type Importer interface {
 	Finish() *archive.Conversation
 }
 
+// Opener is a Store whose session is read from more than the one file
+// it lists (a thread kept over several files): Open gives the session's
+// lines, from its start, as one stream.
+type Opener interface {
+	Open(path string) (Source, error)
+}
+
+// Source is a session's content as an import reads it.
+type Source interface {
+	io.Reader
+	Close() error
+	// Notices say, once it was read, what of the session could not be
+	// (a part missing or unreadable): each a sentence, shown as a
+	// notice at the conversation's end.
+	Notices() []string
+}
+
+// openSource opens the session at path of store: through its Opener,
+// else the one file.
+func openSource(store Store, path string) (Source, error) {
+	if op, ok := store.(Opener); ok {
+		return op.Open(path)
+	}
+	sf, err := OpenSession(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	return fileSource{sf}, nil
+}
+
+type fileSource struct{ *SessionFile }
+
+func (fileSource) Notices() []string { return nil }
+
 // sniff is the store that wrote the file, told by its first lines: the
 // first of stores a line of the first 20 shows; nil when none does.
-func sniff(stores []Store, f io.ReaderAt, size int64) Store {
+func sniff(stores []Store, sf *SessionFile) Store {
 	var found Store
 	n := 0
-	HeadLines(f, size, func(line []byte) bool {
+	sf.Head(func(line []byte) bool {
 		n++
 		v, ok := Object(line)
 		if !ok {

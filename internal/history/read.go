@@ -80,7 +80,15 @@ func (e *NotSessionError) Error() string { return e.Path + " is not a session fi
 // listing reads are there; one that goes past headScan, or skimmed beyond
 // skimMax, is passed cut (fn must cope).
 func HeadLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
-	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), headChunk)
+	headLines(io.NewSectionReader(f, 0, size), size, fn)
+}
+
+// ReaderHead is HeadLines of what r reads from a file's start.
+func ReaderHead(r io.Reader, fn func(line []byte) bool) { headLines(r, headScan, fn) }
+
+// headLines is HeadLines of what r reads, size bytes long at most.
+func headLines(r io.Reader, size int64, fn func(line []byte) bool) {
+	br := bufio.NewReaderSize(r, headChunk)
 	var off int64 // where the next line begins
 	passed := 0   // bytes passed to fn
 	buf := make([]byte, 0, headChunk)
@@ -234,8 +242,13 @@ func TailLines(f io.ReaderAt, size int64, fn func(line []byte) bool) {
 	from := max(size-tailSize, 0)
 	buf := make([]byte, size-from)
 	n, _ := f.ReadAt(buf, from)
-	buf = buf[:n]
-	if from > 0 {
+	tailLines(buf[:n], from > 0, fn)
+}
+
+// tailLines calls fn with each complete line of buf, last first, until fn
+// returns false; its first line is left out when cut.
+func tailLines(buf []byte, cut bool, fn func(line []byte) bool) {
+	if cut {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
 			return
