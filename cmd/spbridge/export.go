@@ -13,6 +13,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
+	"spbridge/internal/checkpoint"
 	"spbridge/internal/export"
 	"spbridge/internal/holdexit"
 )
@@ -113,7 +114,8 @@ func runExport(_ context.Context, st stdio, args []string) error {
 			"command, output and status, diffs coloured, plans, questions and their\n"+
 			"answers, approvals and how they were answered, notices and failures, web\n"+
 			"searches, images; each turn's usage and cost where the audit log recorded\n"+
-			"them, and the totals. The journal is applied, as conversation show does.\n"+
+			"them, what each turn changed in the files where its checkpoints recorded\n"+
+			"it, and the totals. The journal is applied, as conversation show does.\n"+
 			"Takes no lock and changes nothing in the package.\n\n"+exportAbout)
 	ef := addExportFlags(f)
 	if done, err := f.parse(args, st.out); done || err != nil {
@@ -174,6 +176,7 @@ func conversationPage(pkg string, conv *archive.Conversation) (*export.Page, exp
 			return u, ok
 		}
 	}
+	opt.TurnChanges = checkpointChanges(pkg)
 	return page, opt
 }
 
@@ -229,4 +232,73 @@ func recordUsage(rec map[string]any) export.TurnUsage {
 		tu.Cost = numberText(c)
 	}
 	return tu
+}
+
+// checkpointChanges returns what each turn changed in the files, as the
+// package's checkpoints (agent/checkpoints) recorded it: by the notice
+// that ends the turn, else by its user item. Nil when the package has no
+// checkpoints, or they cannot be read (the export goes on without).
+func checkpointChanges(pkg string) func(items []archive.Item) []export.FileChange {
+	st, err := checkpoint.Open(pkg, checkpoint.Policy{})
+	if err != nil {
+		return nil
+	}
+	entries, err := st.Entries()
+	if err != nil || len(entries) == 0 {
+		return nil
+	}
+	byKey := make(map[string]*checkpoint.Entry, len(entries))
+	byUser := make(map[string]*checkpoint.Entry, len(entries))
+	first := ""
+	for i := range entries {
+		e := &entries[i]
+		if e.Kind != checkpoint.EntryTurn {
+			continue
+		}
+		byKey[e.Key] = e
+		if e.UserItem != "" {
+			byUser[e.UserItem] = e
+		}
+		if first == "" && len(e.Files) > 0 {
+			first = e.Files[0].Root
+		}
+	}
+	return func(items []archive.Item) []export.FileChange {
+		var e *checkpoint.Entry
+		for _, it := range items {
+			if x, ok := byKey[it.ID()]; ok {
+				e = x
+				break
+			}
+		}
+		if e == nil && len(items) > 0 {
+			e = byUser[items[0].ID()]
+		}
+		if e == nil {
+			return nil
+		}
+		path := func(root, p string) string {
+			if root != first && root != "" {
+				return filepath.Join(root, checkpoint.Display(p))
+			}
+			return checkpoint.Display(p)
+		}
+		var out []export.FileChange
+		for _, f := range e.Files {
+			c := export.FileChange{Path: path(f.Root, f.Path), Op: string(f.Change)}
+			switch {
+			case f.Binary:
+				c.Stat = "binary"
+			case f.Change == checkpoint.Modified:
+				c.Stat = fmt.Sprintf("+%d −%d", f.Added, f.Removed)
+			case f.Change == checkpoint.Created && f.Added > 0:
+				c.Stat = fmt.Sprintf("+%d", f.Added)
+			}
+			out = append(out, c)
+		}
+		for _, s := range e.Skipped {
+			out = append(out, export.FileChange{Path: path(s.Root, s.Path), Op: "changed, not kept: " + s.Reason})
+		}
+		return out
+	}
 }

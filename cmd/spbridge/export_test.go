@@ -10,6 +10,7 @@ import (
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
+	"spbridge/internal/checkpoint"
 )
 
 // exportRun runs spbridge with args and returns its standard output; it
@@ -105,5 +106,64 @@ func TestExportTurnUsage(t *testing.T) {
 	}
 	if !strings.Contains(page, "<dt>Per-turn usage</dt><dd>from the audit log</dd>") {
 		t.Errorf("the page does not say where the usage comes from")
+	}
+}
+
+// TestExportTurnChanges: what a turn changed in the files is shown from
+// the package's checkpoints, keyed by the notice that ends the turn.
+func TestExportTurnChanges(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", state)
+	work := t.TempDir()
+	pkg := filepath.Join(work, "Doc.silverpoint")
+	os.MkdirAll(pkg, 0o700)
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("one\ntwo\n"), 0o600)
+	os.WriteFile(filepath.Join(work, "old.txt"), []byte("gone\n"), 0o600)
+	tr, err := checkpoint.NewTracker([]string{work}, filepath.Join(state, "cache"), checkpoint.Options{Exclude: []string{pkg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("one\nTWO\nthree\n"), 0o600)
+	os.WriteFile(filepath.Join(work, "new.txt"), []byte("x\n"), 0o600)
+	os.Remove(filepath.Join(work, "old.txt"))
+	cs, err := tr.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := archive.Open(pkg, archive.KindDocument, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []archive.Item
+	for _, typ := range []string{archive.TypeUser, archive.TypeAssistant, archive.TypeNotice, archive.TypeUser, archive.TypeAssistant} {
+		it := archive.NewItem(typ)
+		it.Set("text", typ)
+		items = append(items, it)
+	}
+	p.Conv.Items = items
+	if _, err := p.Save(true); err != nil {
+		t.Fatal(err)
+	}
+	st, err := checkpoint.Open(pkg, checkpoint.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Record(items[2].ID(), items[0].ID(), cs); err != nil {
+		t.Fatal(err)
+	}
+	md := exportRun(t, "export", "--format", "md", pkg)
+	want := "**Notice**\n\nnotice\n\n### Files changed\n\n- `a.txt` modified +2 −1\n- `new.txt` created +1\n- `old.txt` deleted\n\n## Turn 2"
+	if !strings.Contains(md, want) {
+		t.Errorf("the Markdown export lacks the first turn's changes %q:\n%s", want, md)
+	}
+	if n := strings.Count(md, "Files changed"); n != 1 {
+		t.Errorf("%d turns show changes, want 1", n)
+	}
+	page := exportRun(t, "export", pkg)
+	if !strings.Contains(page, `<li><code>a.txt</code> <span class="sub">modified +2 −1</span></li>`) {
+		t.Errorf("the page lacks the first turn's changes")
 	}
 }

@@ -92,9 +92,11 @@ type TurnUsage struct {
 }
 
 // FileChange is one file a turn changed: its path, what happened to it
-// (added, modified, deleted, …) and a unified diff ("" when not kept).
+// (created, modified, deleted; or why its contents were not kept), the
+// lines added and removed ("+3 −1", "" when not counted) and a unified
+// diff ("" when not kept).
 type FileChange struct {
-	Path, Op, Diff string
+	Path, Op, Stat, Diff string
 }
 
 // Totals are the conversation's totals, shown at the end.

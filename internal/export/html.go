@@ -102,8 +102,24 @@ func (h *htmlWriter) turn(t *Turn) {
 	}
 	if len(t.Changes) > 0 {
 		h.s(`<div class="changes"><h3>Files changed</h3>`, "\n")
+		var listed bool
 		for _, c := range t.Changes {
-			h.diff(changeDiff(c))
+			if c.Diff != "" {
+				h.diff(changeDiff(c))
+				continue
+			}
+			if !listed {
+				h.s(`<ul class="files">`)
+				listed = true
+			}
+			h.s(`<li><code>`)
+			h.esc(c.Path)
+			h.s(`</code> <span class="sub">`)
+			h.esc(strings.TrimSpace(c.Op + " " + c.Stat))
+			h.s("</span></li>\n")
+		}
+		if listed {
+			h.s("</ul>")
 		}
 		h.s("</div>\n")
 	}

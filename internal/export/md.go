@@ -56,8 +56,17 @@ func (m *mdWriter) turn(t *Turn) {
 	}
 	if len(t.Changes) > 0 {
 		m.s("### Files changed\n\n")
+		var listed bool
 		for _, c := range t.Changes {
-			m.diff(changeDiff(c))
+			if c.Diff != "" {
+				m.diff(changeDiff(c))
+				continue
+			}
+			m.s("- ", code(c.Path), " ", oneLine(strings.TrimSpace(c.Op+" "+c.Stat)), "\n")
+			listed = true
+		}
+		if listed {
+			m.s("\n")
 		}
 	}
 	if t.Usage != nil {

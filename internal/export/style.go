@@ -91,6 +91,7 @@ pre.diff .h{background:var(--hunk);color:var(--mute)}
 .noimg,.rimg,.cutnote{color:var(--mute);font-style:italic}
 .facts{margin:.5rem 0}
 .changes{border:1px solid var(--line);border-radius:8px;padding:.25rem .75rem;margin:.6rem 0}
+.files{padding-left:1.2rem;margin:.25rem 0}
 .usage{margin:.4rem 0 0}
 .totals{border-top:2px solid var(--line);padding:1rem 0}
 @media (max-width:600px){body{font-size:14px}main{padding:.5rem}.fields{grid-template-columns:1fr}.fields dt{margin-top:.25rem}}
