@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,4 +179,69 @@ func testCheckpointsCodex(t *testing.T, transport string) {
 	}
 	rewindAll(t, e.pkg)
 	sameFiles(t, work, initial)
+}
+
+// TestE2EServeCheckpoints: over ACP with the real claude and the official
+// client (which validates every message), a turn that edits a file and
+// writes another answers its prompt with the change set in
+// _meta.spbridge.changes, after a completed edit call "Files changed in
+// this turn" whose diffs are the files before and after (no old text for
+// the created one).
+func TestE2EServeCheckpoints(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	work := filepath.Dir(e.pkg)
+	notes := filepath.Join(work, "notes.txt")
+	writeFiles(t, work, map[string]string{"notes.txt": "alpha\nbeta\n"})
+	e.srv.Push(
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Read", Input: map[string]any{"file_path": notes}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "beta", "new_string": "BETA"}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Write", Input: map[string]any{"file_path": filepath.Join(work, "new.txt"), "content": "new\n"}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Done."}}})
+	meta := map[string]any{"spbridge": map[string]any{"package": e.pkg, "backend": "claude"}}
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": work,
+		"permissions": []string{"allow_once", "allow_once"},
+		"steps": []any{
+			map[string]any{"op": "initialize"},
+			map[string]any{"op": "newSession", "cwd": work, "meta": meta, "saveAs": "s1"},
+			map[string]any{"op": "prompt", "session": "s1", "text": "edit and write"},
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	r := response(t, events, 2)
+	sp, _ := r["_meta"].(map[string]any)["spbridge"].(map[string]any)
+	changes, _ := sp["changes"].(map[string]any)
+	files, _ := changes["files"].([]any)
+	var got []string
+	for _, f := range files {
+		f := f.(map[string]any)
+		got = append(got, f["path"].(string)+" "+f["change"].(string))
+	}
+	if !slices.Equal(got, []string{"new.txt created", "notes.txt modified"}) {
+		t.Fatalf("_meta.spbridge.changes %v", changes)
+	}
+	var diffs []map[string]any
+	for _, ev := range events {
+		if ev.Event != "notification" || ev.Method != "session/update" {
+			continue
+		}
+		var p struct{ Update map[string]any }
+		json.Unmarshal(ev.Params, &p)
+		if p.Update["title"] != "Files changed in this turn" {
+			continue
+		}
+		if p.Update["kind"] != "edit" || p.Update["status"] != "completed" {
+			t.Errorf("the changes' call %v", p.Update)
+		}
+		for _, c := range p.Update["content"].([]any) {
+			if c := c.(map[string]any); c["type"] == "diff" {
+				diffs = append(diffs, c)
+			}
+		}
+	}
+	if len(diffs) != 2 || diffs[0]["path"] != filepath.Join(work, "new.txt") || diffs[0]["oldText"] != nil || diffs[0]["newText"] != "new\n" ||
+		diffs[1]["oldText"] != "alpha\nbeta\n" || diffs[1]["newText"] != "alpha\nBETA\n" {
+		t.Fatalf("diffs %v", diffs)
+	}
 }

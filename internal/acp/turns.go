@@ -102,6 +102,7 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 	}
 	if h != nil {
 		h.endCompactions()
+		h.changes(res)
 	}
 	ss.send.usage(end, ss.conv)
 	ss.index.turn(r.Text, end.SessionID)
@@ -113,5 +114,9 @@ func (ss *acpSession) answer(r session.Request, o session.Outcome) (any, error) 
 		// The editor offers its log-in on this answer.
 		return nil, authRequired(name, failure)
 	}
-	return stopResponse(end, o.Cancelled), nil
+	answer := stopResponse(end, o.Cancelled)
+	if !res.Changes.Empty() {
+		answer["_meta"].(map[string]any)["spbridge"].(map[string]any)["changes"] = res.Changes.Value()
+	}
+	return answer, nil
 }
