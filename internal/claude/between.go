@@ -224,6 +224,12 @@ func (b *Backend) betweenLine(p *cliproc.Proc, line cliproc.Line) {
 		backend.Notice(b.Opts.NewID, h, fmt.Sprintf("Skipped a line of %d bytes from Claude Code: longer than the %d-byte limit.", line.Oversize, maxLine(b.Opts.MaxLine)))
 		return
 	}
+	if _, ok := b.resumeRefusal(p, line.Data); ok {
+		// Started early (Prepare) to resume a session put to sleep, claude
+		// would not: it exits, and the next turn starts a new session
+		// (ResumeRefused).
+		return
+	}
 	b.observe(line.Data, h)
 	b.answerWaiter(line.Data)
 	m := b.mapper
@@ -283,7 +289,7 @@ func (b *Backend) endedBetween(p *cliproc.Proc) {
 	<-p.Done()
 	b.Reap(p)
 	h, attached := b.host()
-	if !attached {
+	if !attached || b.refusedBy(p) {
 		return
 	}
 	s := b.mapper.Settle()

@@ -70,6 +70,15 @@ type Backend struct {
 	// procTrusted: the running process was started with the folder's
 	// own configuration (Opts.Folder trusted then).
 	procTrusted bool
+	// bgTasks is how many tasks claude said it runs in the background;
+	// slept is set when Sleep ended the process of a session the next
+	// start resumes, refused once a start after it was refused
+	// (sleep.go).
+	bgTasks        int
+	slept, refused bool
+	// waking is the process started to resume a session put to sleep,
+	// until it said it did (its system/init) or refused.
+	waking, refusedProc *cliproc.Proc
 
 	// projectCommands reads a folder's .claude/commands (ProjectCommands),
 	// with no lock held.
@@ -217,6 +226,11 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 		return nil, err
 	}
 	b.OnEnd(p, remove)
+	b.mu.Lock()
+	if b.slept {
+		b.waking, b.slept = p, false
+	}
+	b.mu.Unlock()
 	b.mcpSaid = make(map[string]bool)
 	b.compacting = compaction{} // a compaction of the process before ended with it
 	moved := b.mapper != nil && b.mapper.FolderMoved()
@@ -334,6 +348,7 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 			}
 		}
 		d := b.driver(p, interruptCh, msg.CLIText())
+		conn := d.Conn.(*turnConn)
 		end, err := d.AwaitWrite(ctx, p.Send(data), h)
 		switch {
 		case end != nil:
@@ -343,7 +358,14 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 			// until it ends.
 			b.openSteering(p)
 			defer b.closeSteering()
-			return d.Run(ctx, h)
+			end := d.Run(ctx, h)
+			if conn.refused {
+				// claude exits after its refusal: the next turn starts
+				// a new session.
+				p.CloseStdin()
+				b.Reap(p)
+			}
+			return end
 		}
 		closed := b.Proc() != p
 		b.Reap(p)
@@ -351,6 +373,12 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 		if closed {
 			// Close stopped the CLI while the message was written.
 			return failBeforeStart(b.Opts.NewID, h, "Claude Code was stopped before it took the message.", detail)
+		}
+		if b.isWaking(p) {
+			// Started again to resume a session put to sleep, it died
+			// before it took the message: it refused the session.
+			sid := b.refuse(p)
+			return failBeforeStart(b.Opts.NewID, h, "Claude Code could not resume its session "+sid+" after it was put to sleep.", detail)
 		}
 		// The process died between turns: start again, resuming, once.
 		if attempt > 0 {
@@ -410,12 +438,19 @@ type turnConn struct {
 	own         bool
 	held        *itemmap.TurnEnd
 	interrupted bool
+	// refused: p, started to resume a session put to sleep, would not
+	// (sleep.go).
+	refused bool
 }
 
 // Line maps a line (the mapper keeps nothing of it), hands its control
 // responses to what waits for them, and applies what it brings.
 func (c *turnConn) Line(data []byte, h backend.Host) ([]itemmap.Approval, *itemmap.TurnEnd) {
 	b := c.b
+	if refused, ok := b.resumeRefusal(c.p, data); ok {
+		c.refused = true
+		return nil, failBeforeStart(b.Opts.NewID, h, refused.text, refused.detail)
+	}
 	b.observe(data, h)
 	b.answerWaiter(data)
 	r := b.mapper.Line(data)

@@ -67,6 +67,13 @@ func fakeClaude(mode string) {
 	if mode == "exit-after-turn" && slices.Contains(os.Args, "--resume") {
 		mode = "dies-unread" // the restart fails
 	}
+	if mode == "refuse-resume" && slices.Contains(os.Args, "--resume") {
+		// As claude 2.1.328 does for a session it does not have
+		// (resume_unknown_id): one result, and exit, reading nothing.
+		emit(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "num_turns": 0,
+			"session_id": session, "errors": []any{"No conversation found with session ID: " + session}})
+		os.Exit(1)
+	}
 	if mode == "dies-unread" {
 		// Says why on stderr and exits without reading a byte.
 		fmt.Fprintln(os.Stderr, "fake claude: cannot start: bad configuration")
@@ -272,6 +279,15 @@ func fakeClaude(mode string) {
 			}
 			emit(assistantText(msgID, reply))
 			emit(map[string]any{"type": "stream_event", "api_message_id": msgID, "event": map[string]any{"type": "content_block_stop", "index": 0}})
+			if mode == "background-task" {
+				// A subagent runs past the first turn's result; the
+				// second says it is over.
+				tasks := []any{}
+				if turn == 1 {
+					tasks = append(tasks, map[string]any{"task_id": "t1", "task_type": "local_agent"})
+				}
+				emit(map[string]any{"type": "system", "subtype": "background_tasks_changed", "tasks": tasks, "session_id": session})
+			}
 			emit(result(session, "success", false, "completed", reply))
 			if mode == "ask-between" && turn == 1 {
 				// A background subagent asks after the turn's result.

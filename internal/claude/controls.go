@@ -227,6 +227,8 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 	// The subtype alone for the many lines that say nothing of this (a
 	// status, thinking tokens): the line is parsed only when it does.
 	switch gjson.GetBytes(line, "subtype").String() {
+	case "background_tasks_changed":
+		b.backgroundTasks(line)
 	case "status":
 		if mode := gjson.GetBytes(line, "permissionMode").String(); mode != "" {
 			b.confirmMode(mode)

@@ -115,3 +115,38 @@ func alive(pid int) bool {
 	st, ok := statOf(pid)
 	return ok && st.state != 'Z' && st.state != 'X'
 }
+
+// Detached reports whether a descendant of the program that left its
+// session (setsid: what a program starts to run detached, such as a
+// command it left running in the background) still runs. It finds them
+// through /proc, as KillEscaped does.
+func (p *Proc) Detached() bool {
+	p.mu.Lock()
+	reaped := p.reaped
+	p.mu.Unlock()
+	if reaped {
+		return false
+	}
+	procs := readProcs()
+	self, ok := procs[p.pid]
+	if !ok {
+		return false
+	}
+	children := make(map[int][]int)
+	for pid, st := range procs {
+		children[st.ppid] = append(children[st.ppid], pid)
+	}
+	var walk func(pid int) bool
+	walk = func(pid int) bool {
+		for _, c := range children[pid] {
+			if st := procs[c]; st.state != 'Z' && st.sid != self.sid {
+				return true
+			}
+			if walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(p.pid)
+}

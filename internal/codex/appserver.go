@@ -42,6 +42,10 @@ type appState struct {
 // cut short.
 var errInterrupted = errors.New("interrupted")
 
+// errAnswered is matched by the error of a request the app-server
+// answered with an error.
+var errAnswered = errors.New("codex app-server")
+
 // appStart starts `codex app-server` unless Prepare did, and starts the
 // thread on it, or resumes it when an earlier process of this open had
 // one. An interrupt meanwhile returns errInterrupted.
@@ -108,9 +112,21 @@ func (b *Backend) appThread(ctx context.Context, h backend.Host, interruptCh <-c
 	}
 	res, err := b.appCall(ctx, h, interruptCh, method, params)
 	if err != nil {
+		if method == "thread/resume" && errors.Is(err, errAnswered) {
+			b.mu.Lock()
+			if b.slept {
+				// The thread of a server put to sleep is not to be had:
+				// the next start begins a new one (ResumeRefused).
+				b.thread, b.slept, b.refused = "", false, true
+			}
+			b.mu.Unlock()
+		}
 		return err
 	}
 	b.app.threaded = true
+	b.mu.Lock()
+	b.slept = false
+	b.mu.Unlock()
 	if id := res.Get("thread.id").String(); id != "" {
 		b.mu.Lock()
 		b.thread = id
@@ -189,7 +205,7 @@ func (b *Backend) appCall(ctx context.Context, h backend.Host, interruptCh <-cha
 				timeout.Reset(b.appCallTimeout())
 				if msg, ok := response(line.Data, id); ok {
 					if e := msg.Get("error"); e.Exists() {
-						return gjson.Result{}, fmt.Errorf("codex app-server: %s: %s", method, e.Get("message").String())
+						return gjson.Result{}, fmt.Errorf("%w: %s: %s", errAnswered, method, e.Get("message").String())
 					}
 					return msg.Get("result"), nil
 				}

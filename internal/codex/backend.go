@@ -79,6 +79,9 @@ type Backend struct {
 	effort     string          // the reasoning effort asked for, "" for codex's
 	sentEffort string          // the effort the app-server's thread was last given
 	fast       *bool           // the fast service tier chosen (SetSwitch), nil when not
+	// slept is set when Sleep ended the server of a thread the next
+	// start resumes; refused once that resume was refused (sleep.go).
+	slept, refused bool
 }
 
 // withModel names the model a turn ran on, for the price table and the

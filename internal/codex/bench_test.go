@@ -58,7 +58,7 @@ func fakeAppServer() {
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 64<<20)
-	turn := 0
+	turn, resumed := 0, ""
 	for in.Scan() {
 		var m map[string]any
 		if json.Unmarshal(in.Bytes(), &m) != nil {
@@ -70,6 +70,16 @@ func fakeAppServer() {
 			emit(map[string]any{"id": id, "result": map[string]any{"userAgent": "fake"}})
 		case "thread/start":
 			emit(map[string]any{"id": id, "result": map[string]any{"thread": map[string]any{"id": "thread-1"}}})
+		case "thread/resume":
+			// Resumed as asked, unless told to refuse ("refuse-resume"):
+			// the turns' reply then says which thread it resumed.
+			params, _ := m["params"].(map[string]any)
+			if os.Getenv(fakeAppServerEnv) == "refuse-resume" {
+				emit(map[string]any{"id": id, "error": map[string]any{"code": -32600, "message": fmt.Sprint("no rollout found for thread id ", params["threadId"])}})
+				continue
+			}
+			resumed = fmt.Sprint(params["threadId"])
+			emit(map[string]any{"id": id, "result": map[string]any{"thread": map[string]any{"id": resumed}}})
 		case "turn/start":
 			turn++
 			tid := fmt.Sprint("turn-", turn)
@@ -85,7 +95,11 @@ func fakeAppServer() {
 				emit(delta)
 				time.Sleep(200 * time.Microsecond)
 			}
-			emit(map[string]any{"method": "item/completed", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": "done"}}})
+			text := "done"
+			if resumed != "" {
+				text += " (resumed " + resumed + ")"
+			}
+			emit(map[string]any{"method": "item/completed", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": text}}})
 			emit(map[string]any{"method": "turn/completed", "params": map[string]any{"turn": map[string]any{"id": tid, "status": "completed"}}})
 		default:
 			if id != nil { // a request it does not know (model/list): refused at once, as a server does

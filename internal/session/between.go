@@ -110,6 +110,7 @@ func (b *betweenHost) Change(c itemmap.Change) {
 	defer b.recover("a change between turns")
 	if f := b.apply(c); f != nil {
 		f.ItemChanged(c)
+		b.s.used() // the CLI works: its idle time starts over
 	}
 }
 
@@ -184,6 +185,7 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 		auditErr = s.audit(b.be, identity, "", archive.Message{}, items, end, OriginCLI, checkpoint.ChangeSet{})
 	}
 	f.OwnTurnEnded(end, auditErr)
+	s.used()
 }
 
 // OriginCLI is the audit record's origin of a turn the CLI ran on its own

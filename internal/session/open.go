@@ -6,11 +6,13 @@ import (
 	"os"
 	"slices"
 	"syscall"
+	"time"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/checkpoint"
+	"spbridge/internal/clipool"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
 )
@@ -84,6 +86,15 @@ type Options struct {
 	// Log, when set, is told the session's diagnostics (a model list not
 	// kept, an early start that failed).
 	Log func(string)
+	// CLIIdle is how long the CLI may be idle before it is put to sleep
+	// (ended, to be started again on its own session by the next turn:
+	// sleep.go); 0 keeps it running. Pool, when set, bounds how many CLIs
+	// run across the sessions that share it, the least recently used put
+	// to sleep first. CLISlept, when set, is told each time the CLI was
+	// put to sleep, and why (SleptIdle, SleptLimit), with no lock held.
+	CLIIdle  time.Duration
+	Pool     *clipool.Pool
+	CLISlept func(why string)
 }
 
 // Open opens the conversation of a package: it takes the package's lock
@@ -132,6 +143,7 @@ func Open(o Options) (_ *Session, err error) {
 		row: row, rows: o.CLIs, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
 	s.ckpt = ckptState{tracker: newTracker(o), policy: o.CheckpointPolicy}
 	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
+	s.sl.idle, s.sl.pool, s.sl.slept = o.CLIIdle, o.Pool, o.CLISlept
 	resume := ""
 	if o.Settings.ResumeCLI == row.Name {
 		// Another CLI than the session's is told the conversation so far.

@@ -159,6 +159,8 @@ type Session struct {
 	// ckpt checkpoints the session's folders (checkpoints.go): its tracker
 	// is used by Send alone.
 	ckpt ckptState
+	// sl puts the CLI to sleep when idle (sleep.go).
+	sl sleeper
 }
 
 // TurnResult is how a turn ended.
@@ -232,6 +234,13 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	// this turn changes it.
 	release := s.Hold()
 	defer release()
+	// The CLI runs for this turn (started again when it was put to
+	// sleep); its idle time starts over at the turn's end.
+	s.using()
+	defer s.used()
+	// A CLI that refused its session as it was started again between
+	// turns (Prepare) starts a new one, told the conversation so far.
+	refused := resumeRefused(be)
 	user := archive.NewItem(archive.TypeUser)
 	user.Set("text", text)
 	if len(images) > 0 {
@@ -240,6 +249,9 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	s.mu.Lock()
 	conv := s.pkg.Conv
 	msg := backend.Message{Text: text, Images: images}
+	if refused {
+		s.restoreAfterRefusal(conv.Items)
+	}
 	if s.restore != nil {
 		msg.Context = s.restore.Context(name, conv.Items, conv.History)
 	}
@@ -257,8 +269,14 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	h.Change(itemmap.Change{Op: itemmap.OpAdd, Item: user})
 
 	ap := &applier{s: s, host: h, first: first, latest: make(map[string]archive.Item)}
+	if refused {
+		ap.Change(refusedNotice())
+	}
 	s.ckptBegin()
 	end := be.Turn(ctx, msg, ap)
+	if end != nil && end.NotStarted && resumeRefused(be) {
+		end = s.turnAfterRefusal(ctx, be, msg, ap, user)
+	}
 	// What the turn changed in the folders (nothing, for a turn that never
 	// started: the baseline moves on, nothing is recorded).
 	changes := s.ckptEnd()
@@ -713,7 +731,8 @@ func (s *Session) Close() (err error) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.endPrepare() // the CLI's early start ends before the CLI
+	s.stopSleeping()
+	s.endPrepare() // the CLI's early start, and a wake, end before the CLI
 	s.stopFoldTimer()
 	s.autoWG.Wait() // no save of its own writes once the lock is released
 	// What the journal holds goes into conversation.json before the lock

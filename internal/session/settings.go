@@ -424,6 +424,7 @@ func (s *Session) SetModel(model string) {
 	if c, ok := be.(backend.Controls); ok && reset {
 		c.SetEffort("")
 	}
+	s.wake()
 }
 
 // Errors of SetEffort.
@@ -448,6 +449,7 @@ func (s *Session) SetEffort(effort string) error {
 	s.ctl.effort = effort
 	s.ctl.mu.Unlock()
 	c.SetEffort(effort)
+	s.wake()
 	return nil
 }
 
@@ -473,6 +475,7 @@ func (s *Session) SetMode(ctx context.Context, id string) error {
 	if changed {
 		s.tell(ModeChanged)
 	}
+	s.wake()
 	return nil
 }
 
@@ -503,12 +506,15 @@ func (s *Session) Prepare() <-chan struct{} {
 				s.panicked("the CLI's start", r, debug.Stack())
 			}
 		}()
+		s.using()
 		if err := c.Prepare(ctx); err != nil {
 			close(failed)
 			if ctx.Err() == nil {
 				s.logf("start the CLI: %v", err)
 			}
+			return
 		}
+		s.used() // the idle time counts from the CLI's start
 	}()
 	return failed
 }

@@ -58,5 +58,6 @@ func (s *Session) SetSwitch(id string, on bool) error {
 	s.ctl.switches[id] = on
 	s.ctl.mu.Unlock()
 	sw.SetSwitch(id, on)
+	s.wake()
 	return nil
 }
