@@ -22,16 +22,14 @@ import (
 // while busy, and refusing its session once when refuse is set.
 type sleepyBackend struct {
 	fakeBackend
-	mu               sync.Mutex
-	turnMu           sync.Mutex // held by a turn, as a backend's own lock
-	awake, busy      bool
-	refuse, refused  bool
-	slept, prepared  int
-	contexts         []string // each turn's Context
-	tried            chan struct{}
-	modes            []string
-	mode             string
-	preparedSessions []bool // whether each Prepare found the CLI asleep
+	mu              sync.Mutex
+	turnMu          sync.Mutex // held by a turn, as a backend's own lock
+	awake, busy     bool
+	refuse, refused bool
+	slept, prepared int
+	contexts        []string // each turn's Context
+	tried           chan struct{}
+	mode            string
 }
 
 func newSleepy() *sleepyBackend {
