@@ -24,7 +24,7 @@ var commandGroups = []struct {
 	names []string
 }{
 	{"Editor commands", []string{"serve"}},
-	{"Conversation commands", []string{"run", "conversation", "import", "transcript", "export", "save", "fsck", "replay"}},
+	{"Conversation commands", []string{"run", "conversation", "rewind", "import", "transcript", "export", "save", "fsck", "replay"}},
 	{"Audit commands", []string{"audit"}},
 	{"State commands", []string{"state", "trust"}},
 	{"Auth commands", []string{"login", "auth"}},
@@ -86,6 +86,13 @@ $ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 Poster.silverpoint
 $ spbridge import --replace rollout.jsonl Poster.silverpoint`,
 	"conversation new": `
 $ spbridge conversation new --yes Poster.silverpoint`,
+	"rewind": `
+# What would go: the second user message and everything after it
+$ spbridge rewind --to 2 --dry-run Poster.silverpoint
+# Rewind to before a user item (ids as conversation show --json prints them)
+$ spbridge rewind --to 0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30 Poster.silverpoint
+# Put back what the last rewind removed
+$ spbridge rewind --undo Poster.silverpoint`,
 	"conversation recover": `
 # What spbridge kept after an editor that saves the document crashed
 $ spbridge conversation recover Poster.silverpoint

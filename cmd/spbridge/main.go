@@ -51,6 +51,7 @@ func topCommands() []command {
 		{"serve", "be an Agent Client Protocol agent on standard input and output", runServe},
 		{"run", "run one turn of a package's conversation from the shell", runRun},
 		{"conversation", "show, list, start over or recover a package's conversation", runConversation},
+		{"rewind", "rewind a conversation to before a user message, or undo that", runRewind},
 		{"import", "import a Claude Code or Codex session into a package", runImport},
 		{"transcript", "print a package's conversation as a plain-text transcript", runTranscript},
 		{"export", "export a conversation as a self-contained HTML page or Markdown", runExport},

@@ -151,9 +151,15 @@ func findCut(c *archive.Conversation, toItem string) (cut, error) {
 	return cut{before: toItem, turn: users + 1, item: i, msg: k}, nil
 }
 
-// TurnItem is the id of the user item that begins turn n (1 for the
-// first), for a front end that names a turn by number.
-func TurnItem(c *archive.Conversation, n int) (string, error) {
+// TurnItem is the id of the n-th user item of the conversation (1 for the
+// first), for a front end that names a turn by its number.
+func (s *Session) TurnItem(n int) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return turnItem(s.pkg.Conv, n)
+}
+
+func turnItem(c *archive.Conversation, n int) (string, error) {
 	seen := 0
 	for _, it := range c.Items {
 		if it.Type() == archive.TypeUser {
