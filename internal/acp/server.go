@@ -215,6 +215,7 @@ var sessionMethods = map[string]func(*acpSession, *job) (any, error){
 	"_spbridge/rate":                (*acpSession).rate,
 	"_spbridge/queue":               (*acpSession).queueMessage,
 	"_session/steering":             (*acpSession).steer,
+	"_session/rewind":               (*acpSession).rewind,
 	"_spbridge/save":                (*acpSession).save,
 	"_spbridge/newConversation":     (*acpSession).newConversation,
 	"_spbridge/setKeepConversation": (*acpSession).setKeep,
@@ -366,7 +367,7 @@ func (s *Server) initialize(params json.RawMessage, terminalAuth bool) (any, err
 		// fork is ACP's unstable session/fork (also at a message); older
 		// clients read it under spbridge's _meta.
 		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{}, "additionalDirectories": map[string]any{}, "fork": map[string]any{}},
-		"_meta":               map[string]any{"spbridge": map[string]any{"sessionFork": map[string]any{}}},
+		"_meta":               map[string]any{"spbridge": map[string]any{"sessionFork": map[string]any{}}, "sessionRewind": true},
 	}
 	if s.cfg.Logout != nil {
 		caps["auth"] = map[string]any{"logout": map[string]any{}}
@@ -376,7 +377,7 @@ func (s *Server) initialize(params json.RawMessage, terminalAuth bool) (any, err
 		"agentCapabilities": caps,
 		"authMethods":       wire.AuthMethods(clis.All, terminalAuth),
 		"agentInfo":         map[string]any{"name": "spbridge", "title": "spbridge", "version": s.cfg.Version},
-		"_meta":             map[string]any{"steering": steeringMeta},
+		"_meta":             map[string]any{"steering": steeringMeta, "rewind": rewindMeta},
 	}, nil
 }
 

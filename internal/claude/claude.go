@@ -53,17 +53,22 @@ type Backend struct {
 	// once it runs, never lost between the two.
 	starting sync.Mutex
 
-	mu       sync.Mutex
-	session  string            // the CLI's session id, once it reported one
-	mode     string            // the mode asked for, or the CLI's
-	cliMode  string            // the mode the CLI last reported
-	toldMode string            // the mode Events.ModeChanged last heard
-	modeSeq  int               // numbers the set_permission_mode requests
-	commands []backend.Command // the CLI's commands, once it said them
-	models   []backend.Model   // the CLI's models, once it said them
-	effort   string            // the reasoning effort asked for, "" for the CLI's
-	mcpSaid  map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
-	mcpFile  func()            // removes the running process's --mcp-config file, until it has read it
+	mu      sync.Mutex
+	session string // the CLI's session id, once it reported one
+	// The session's messages (rewind.go): lastUUID is the last one claude
+	// printed, turnEnds the last of each turn this backend ran, resumeAt
+	// the one the next start resumes at ("" for the session's end).
+	lastUUID, resumeAt string
+	turnEnds           []string
+	mode               string            // the mode asked for, or the CLI's
+	cliMode            string            // the mode the CLI last reported
+	toldMode           string            // the mode Events.ModeChanged last heard
+	modeSeq            int               // numbers the set_permission_mode requests
+	commands           []backend.Command // the CLI's commands, once it said them
+	models             []backend.Model   // the CLI's models, once it said them
+	effort             string            // the reasoning effort asked for, "" for the CLI's
+	mcpSaid            map[string]bool   // MCP servers whose failure this process noticed (read by the line reader only)
+	mcpFile            func()            // removes the running process's --mcp-config file, until it has read it
 	// compacting is the compaction the process's lines tell of (read by
 	// the line reader only).
 	compacting compaction
@@ -185,6 +190,12 @@ func (b *Backend) argsTrusted(trusted bool) []string {
 	}
 	if session := b.SessionID(); session != "" {
 		a = append(a, "--resume", session)
+		b.mu.Lock()
+		at := b.resumeAt
+		b.mu.Unlock()
+		if at != "" {
+			a = append(a, "--resume-session-at", at)
+		}
 	}
 	return a
 }
@@ -313,6 +324,11 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	defer release()
 	b.lines.Lock()
 	defer b.lines.Unlock()
+	defer func() {
+		if end != nil && !end.NotStarted {
+			b.turnEnded()
+		}
+	}()
 	b.inTurn.Store(true)
 	defer b.inTurn.Store(false)
 	interruptCh, done := b.BeginTurn(msg)

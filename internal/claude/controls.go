@@ -221,6 +221,7 @@ func (b *Backend) observe(line []byte, h backend.Host) {
 		return
 	}
 	b.compactionLine(line, h)
+	b.noteUUID(line)
 	if !isType(line, "system") {
 		return
 	}

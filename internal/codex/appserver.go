@@ -109,6 +109,8 @@ func (b *Backend) appThread(ctx context.Context, h backend.Host, interruptCh <-c
 		// such switch: a resumed thread's history falls back to the
 		// neutral form.
 		params["experimentalRawEvents"] = true
+		// The one kind of thread thread/revert rewinds (rewind.go).
+		params["historyMode"] = "paginated"
 	}
 	res, err := b.appCall(ctx, h, interruptCh, method, params)
 	if err != nil {

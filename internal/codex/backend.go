@@ -82,6 +82,7 @@ type Backend struct {
 	// slept is set when Sleep ended the server of a thread the next
 	// start resumes; refused once that resume was refused (sleep.go).
 	slept, refused bool
+	turnIDs        []string // the app-server turns of the thread in this open (rewind.go)
 }
 
 // withModel names the model a turn ran on, for the price table and the

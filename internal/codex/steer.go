@@ -121,6 +121,7 @@ func (b *Backend) Untaken() []backend.Message {
 // expectedTurnId.
 func (b *Backend) setTurnID(id string) {
 	b.app.turnID = id
+	b.ranTurn(id)
 	b.steer.mu.Lock()
 	b.steer.turnID = id
 	b.steer.mu.Unlock()

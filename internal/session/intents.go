@@ -110,3 +110,21 @@ func (s *Session) Fork(atItem string) (archive.Conversation, error) {
 	defer s.mu.Unlock()
 	return s.pkg.Conv.Fork(atItem)
 }
+
+// ReplayTail is Replay of the conversation's last n items only (those an
+// undone rewind put back, to show them again).
+func (s *Session) ReplayTail(n int) Replay {
+	r := s.Replay()
+	from := max(len(r.Items)-n, 0)
+	r.Items = r.Items[from:]
+	if r.Sent != nil {
+		sent := make(map[int]archive.Message, len(r.Sent))
+		for i, m := range r.Sent {
+			if i >= from {
+				sent[i-from] = m
+			}
+		}
+		r.Sent = sent
+	}
+	return r
+}
