@@ -50,8 +50,19 @@ func (b *Backend) Rewind(ctx context.Context, n int) error {
 		return fmt.Errorf("codex ran %d turns on this thread, not %d", k+n, n)
 	case k == 0:
 		return errors.New("the thread's first turn would go: a new thread starts")
-	case b.app.proc == nil || !b.app.threaded:
-		return errors.New("the app-server that ran the thread has ended")
+	}
+	if b.app.proc == nil || !b.app.threaded {
+		// Put to sleep (or ended) between turns: a server of its own
+		// resumes the thread first, as the next turn's would.
+		if err := b.appStart(ctx, discard{}, nil); err != nil {
+			return fmt.Errorf("resume the thread to rewind it: %w", err)
+		}
+		b.mu.Lock()
+		same := b.thread == thread
+		b.mu.Unlock()
+		if !same {
+			return errors.New("the thread could not be resumed: a new one starts")
+		}
 	}
 	if _, err := b.appCall(ctx, discard{}, nil, "thread/revert", map[string]any{"threadId": thread, "beforeTurnId": before}); err != nil {
 		return err

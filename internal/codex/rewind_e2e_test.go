@@ -14,8 +14,8 @@ import (
 
 // TestE2ERewind reverts the real codex app-server's thread: after three
 // turns, the last two dropped (Rewind: thread/revert), the next turn's
-// request to the model holds the first turn and none of the two dropped.
-// codex exec cannot.
+// request to the model holds the first turn and none of the two dropped,
+// also when the server was put to sleep meanwhile. codex exec cannot.
 func TestE2ERewind(t *testing.T) {
 	say := func(text string) fakeapi.ResponsesReply {
 		return fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem(text)}}
@@ -33,6 +33,10 @@ func TestE2ERewind(t *testing.T) {
 	}
 	if err := b.Rewind(context.Background(), 3); err == nil {
 		t.Error("a rewind of every turn of the thread succeeded")
+	}
+	// Put to sleep, the server is started again to rewind the thread.
+	if !b.Sleep() {
+		t.Fatal("the idle app-server did not sleep")
 	}
 	if err := b.Rewind(context.Background(), 2); err != nil {
 		t.Fatal(err)
