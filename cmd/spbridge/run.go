@@ -235,8 +235,17 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 		}
 		// What the CLI does between turns shows after the turn's end.
 		release := s.Hold()
+		h.mu.Lock()
+		h.holding = true
+		h.mu.Unlock()
 		res, sendErr := s.Send(ctx, text, atts, h)
 		h.stopStatus()
+		h.mu.Lock()
+		if errors.Is(sendErr, session.ErrNotStarted) {
+			h.held = nil // the error says them
+		}
+		h.showHeld()
+		h.mu.Unlock()
 		if sendErr != nil {
 			release()
 			// A turn that never started changed nothing; the turns
@@ -396,6 +405,11 @@ type shellHost struct {
 	midLine   bool                  // the last output did not end a line
 	prompting bool                  // a question waits on the terminal
 	status    string                // what the agent does when no call runs
+	// holding is set while a turn may still turn out never to have
+	// started: its failures wait in held (the error of a turn that never
+	// started says them, once), and show with its next change or its end.
+	holding bool
+	held    []string
 	running   []*toolShown          // the calls running now, in the order they started
 	turnStart time.Time             // when the turn began: the status line's count when no call runs
 	now       func() time.Time      // the clock (time.Now when nil)
@@ -476,6 +490,15 @@ func (h *shellHost) Change(c itemmap.Change) {
 	}
 	h.clearStatus()
 	it := c.Item
+	if it.Type() == archive.TypeFailure && h.holding {
+		h.held = append(h.held, itemText(it))
+		return
+	}
+	if it.Type() != archive.TypeUser {
+		// Past the user's item (added at the turn's start, removed from
+		// a turn that never started), the turn started.
+		h.showHeld()
+	}
 	if it.Type() == archive.TypeTool {
 		h.showTool(c)
 	}
@@ -526,6 +549,20 @@ func (h *shellHost) Change(c itemmap.Change) {
 		h.endLine()
 		fmt.Fprintln(h.out, itemText(it))
 	}
+}
+
+// showHeld prints the failures held while the turn might not have
+// started: it did.
+func (h *shellHost) showHeld() {
+	h.holding = false
+	if len(h.held) == 0 {
+		return
+	}
+	h.endLine()
+	for _, s := range h.held {
+		fmt.Fprintln(h.out, s)
+	}
+	h.held = nil
 }
 
 // showTool prints a tool call: its output as it arrives, under a line
@@ -731,6 +768,7 @@ func (h *shellHost) turnEnd(end *itemmap.TurnEnd) {
 		return
 	}
 	h.clearStatus()
+	h.showHeld()
 	h.endLine()
 	fmt.Fprint(h.errw, formatTurnEnd(end, h.errStyle, h.columns()))
 }

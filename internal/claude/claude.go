@@ -356,11 +356,13 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 		if p == nil {
 			var err error
 			if p, err = b.start(); err != nil {
-				text := "Claude Code could not be started: " + err.Error()
+				text, detail := "Claude Code could not be started: "+err.Error(), err.Error()
 				if errors.Is(err, ErrNotFound) {
-					text = NotFoundText
+					// It says what is missing and how to get it; the
+					// error's words would say it again.
+					text, detail = NotFoundText, ""
 				}
-				return failBeforeStart(b.Opts.NewID, h, text, err.Error())
+				return failBeforeStart(b.Opts.NewID, h, text, detail)
 			}
 		}
 		d := b.driver(p, interruptCh, msg.CLIText())

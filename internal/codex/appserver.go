@@ -262,11 +262,11 @@ func (b *Backend) appTurn(ctx context.Context, msg backend.Message, h backend.Ho
 			if errors.Is(err, errInterrupted) {
 				return backend.InterruptedBeforeStart(b.Opts.NewID, h)
 			}
-			text := "The Codex CLI could not be started: " + err.Error()
+			text, detail := "The Codex CLI could not be started: "+err.Error(), joinLines(err.Error(), b.StderrTail())
 			if errors.Is(err, ErrNotFound) || backend.NotInstalled(err) {
-				text = NotFoundText
+				text, detail = NotFoundText, b.StderrTail()
 			}
-			return failBeforeStart(b.Opts.NewID, h, text, joinLines(err.Error(), b.StderrTail()))
+			return failBeforeStart(b.Opts.NewID, h, text, detail)
 		}
 	}
 	method, params := "turn/start", map[string]any{"threadId": b.thread}

@@ -275,7 +275,9 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	defer done()
 
 	if _, err := b.Program(); err != nil {
-		return failBeforeStart(b.Opts.NewID, h, NotFoundText, err.Error())
+		// NotFoundText says what is missing and how to get it; the
+		// error's words would say it again.
+		return failBeforeStart(b.Opts.NewID, h, NotFoundText, "")
 	}
 	b.settleTrust(ctx, h)
 	if b.transport == TransportAppServer {
@@ -308,11 +310,11 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 	}
 	p, err := b.Start(argv)
 	if err != nil {
-		text := "The Codex CLI could not be started: " + err.Error()
+		text, detail := "The Codex CLI could not be started: "+err.Error(), err.Error()
 		if backend.NotInstalled(err) {
-			text = NotFoundText
+			text, detail = NotFoundText, ""
 		}
-		return failBeforeStart(b.Opts.NewID, h, text, err.Error())
+		return failBeforeStart(b.Opts.NewID, h, text, detail)
 	}
 	// codex reads the prompt to the end of stdin (an open stdin hangs it):
 	// the loop closes stdin once the prompt is written.
