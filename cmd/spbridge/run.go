@@ -408,11 +408,11 @@ type shellHost struct {
 	// holding is set while a turn may still turn out never to have
 	// started: its failures wait in held (the error of a turn that never
 	// started says them, once), and show with its next change or its end.
-	holding bool
-	held    []string
-	running   []*toolShown          // the calls running now, in the order they started
-	turnStart time.Time             // when the turn began: the status line's count when no call runs
-	now       func() time.Time      // the clock (time.Now when nil)
+	holding   bool
+	held      []string
+	running   []*toolShown     // the calls running now, in the order they started
+	turnStart time.Time        // when the turn began: the status line's count when no call runs
+	now       func() time.Time // the clock (time.Now when nil)
 	stopCh    chan struct{}
 	statusWG  sync.WaitGroup
 	statusLen int
