@@ -163,15 +163,15 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 		fmt.Fprintln(st.out, keptAnchors)
 	case r.Keyed > 0:
 		fmt.Fprintln(st.out, keyedLimit)
-		fmt.Fprintln(st.out, rollbackLimit)
 	default:
 		fmt.Fprintln(st.out, rollbackLimit)
 	}
 	return nil
 }
 
-// keyedLimit is what keyed records do not prove.
-const keyedLimit = "keyed records prove nothing against someone who holds the key, or who deletes the key, the index and the log together"
+// keyedLimit is what keyed records with no kept head do not prove, on
+// one line (--help says it whole).
+const keyedLimit = "limits: a rollback of the state folder goes unseen without a head kept elsewhere (spbridge audit head), and the key's holder can sign records anew (spbridge audit verify --help)"
 
 // keptAnchors is what a kept head adds, and what it does not.
 const keptAnchors = "a kept head vouches for its log's records up to it, also against someone who holds the key (every tag after an edited record changes); records after it prove nothing against someone who holds the key"
@@ -284,11 +284,11 @@ func verifyAllLogs(st stdio, kept []audit.Head, headsFile string) error {
 	if unkept < len(all.Logs) {
 		fmt.Fprintln(st.out, keptAnchors)
 	}
-	if unkept > 0 {
+	switch {
+	case unkeptKeyed:
+		fmt.Fprintf(st.out, "for the %d logs with no head kept, %s\n", unkept, keyedLimit)
+	case unkept > 0:
 		fmt.Fprintf(st.out, "for the %d logs with no head kept: %s\n", unkept, rollbackLimit)
-	}
-	if unkeptKeyed {
-		fmt.Fprintf(st.out, "for the logs with no head kept: %s\n", keyedLimit)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func TestAuditCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, out, _ := runCmd(t, "audit", "verify", "--id", id); code != 0 || !strings.HasPrefix(out, "ok: 2 records, keyed (HMAC-SHA-256)\n") || !strings.Contains(out, "who holds the key") {
+	if code, out, _ := runCmd(t, "audit", "verify", "--id", id); code != 0 || strings.Count(out, "\n") != 2 || !strings.HasPrefix(out, "ok: 2 records, keyed (HMAC-SHA-256)\n") || !strings.Contains(out, "the key's holder") {
 		t.Errorf("verify = %d %q", code, out)
 	}
 	code, out, _ := runCmd(t, "audit", "show", "--id", id)
