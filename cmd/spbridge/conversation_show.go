@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,9 @@ import (
 func runConversationShow(_ context.Context, st stdio, args []string) error {
 	f := newFlagSet("conversation show", "PKG [--json] [--last] [--kind KIND]",
 		"Print a package's conversation: one block of text per item, or with --json\n"+
-			"the canonical format-1 encoding. Takes no lock and changes nothing.")
+			"the canonical format-1 encoding. It ends with the CLI session the conversation\n"+
+			"last ran on and, while the CLI keeps it, the command that continues it in a\n"+
+			"terminal (--json: lastCLISession). Takes no lock and changes nothing.")
 	asJSON := f.Bool("json", false, "print the conversation as canonical format-1 JSON")
 	last := f.Bool("last", false, "only the last turn: from the last user item to the end")
 	kindf := addKindFlag(f)
@@ -51,6 +54,18 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 		data, err := conv.Encode()
 		if err != nil {
 			return fmt.Errorf("encode conversation of %s: %w", pkg, err)
+		}
+		if w, ok := lastCLISession(p.Conv.Identity()); ok && !*last && len(data) > 1 && data[0] == '{' {
+			// The way back, before the conversation's own fields.
+			head, err := json.Marshal(map[string]any{"lastCLISession": w})
+			if err != nil {
+				return err
+			}
+			if string(data) == "{}" {
+				data = head
+			} else {
+				data = append(append(head[:len(head)-1:len(head)-1], ','), data[1:]...)
+			}
 		}
 		_, err = fmt.Fprintf(st.out, "%s\n", data)
 		return err

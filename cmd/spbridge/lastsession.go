@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"spbridge/internal/audit"
+	"spbridge/internal/catalog"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/regfile"
@@ -71,23 +72,52 @@ func lastLine(path string) ([]byte, error) {
 	return nil, io.EOF
 }
 
+// wayBack is the CLI session a conversation last ran on, as its audit
+// log recorded it, and how a terminal continues it: the CLI session's
+// continue command (catalog.Session.Continue, as session/list gives it),
+// while that CLI still keeps the session on this machine.
+type wayBack struct {
+	Backend string `json:"backend"`
+	ID      string `json:"id"`
+	Cwd     string `json:"cwd,omitempty"`
+	// Held: the CLI still keeps the session (its file is in the CLI's
+	// store).
+	Held bool `json:"held"`
+	// ContinueCommand continues it in a terminal, in Cwd; "" when the CLI
+	// no longer keeps it.
+	ContinueCommand string `json:"continueCommand,omitempty"`
+}
+
+// lastCLISession is the way back of the conversation identity; false
+// when its audit log knows no CLI session.
+func lastCLISession(identity string) (wayBack, bool) {
+	backend, id, cwd, ok := cliSessionOf(identity)
+	if !ok {
+		return wayBack{}, false
+	}
+	w := wayBack{Backend: backend, ID: id, Cwd: cwd}
+	s := catalog.Session{CLI: backend, ID: id}
+	if cmd := s.Continue(); cmd != "" && s.Held(history.Options{Stores: clis.Stores()}) {
+		w.Held, w.ContinueCommand = true, cmd
+	}
+	return w, true
+}
+
 // continueLine says which CLI session the conversation last ran on and,
 // while that CLI still holds it on this machine, the command that
 // continues it in a terminal; "" when the audit log knows none.
 func continueLine(identity string) string {
-	backend, id, cwd, ok := cliSessionOf(identity)
+	w, ok := lastCLISession(identity)
 	if !ok {
 		return ""
 	}
-	s := "Last ran on " + backend + " session " + id
-	opts := history.Options{Stores: clis.Stores(), Backend: backend}
-	cli, known := clis.Lookup(backend)
-	if _, err := history.Find(opts, id); err != nil || !known {
-		return s + " (no longer kept by " + backend + " on this machine).\n"
+	s := "Last ran on " + w.Backend + " session " + w.ID
+	if !w.Held {
+		return s + " (no longer kept by " + w.Backend + " on this machine).\n"
 	}
-	cmd := cli.Continue(id)
-	if cwd != "" {
-		cmd = "cd " + shellQuote(cwd) + " && " + cmd
+	cmd := w.ContinueCommand
+	if w.Cwd != "" {
+		cmd = "cd " + shellQuote(w.Cwd) + " && " + cmd
 	}
 	return s + "; continue it in a terminal: " + cmd + "\n"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,15 +42,35 @@ func TestShowLastCLISession(t *testing.T) {
 	if err := audit.Append(path, map[string]any{"backend": "claude", "sessionID": sid, "cwd": cwd, "user": "hello", "items": []any{}}); err != nil {
 		t.Fatal(err)
 	}
-	show := func() string {
+	show := func(args ...string) string {
 		var out, errw bytes.Buffer
-		if code := run(context.Background(), []string{"conversation", "show", pkg}, nil, &out, &errw); code != exitOK {
+		if code := run(context.Background(), append([]string{"conversation", "show", pkg}, args...), nil, &out, &errw); code != exitOK {
 			t.Fatalf("exit %d: %s", code, errw.String())
 		}
 		return out.String()
 	}
+	// --json: the way back first, then the conversation's own fields.
+	showJSON := func() (map[string]any, *archive.Conversation) {
+		t.Helper()
+		out := show("--json")
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		w, _ := v["lastCLISession"].(map[string]any)
+		delete(v, "lastCLISession")
+		rest, _ := json.Marshal(v)
+		conv, err := archive.Decode(rest)
+		if err != nil {
+			t.Fatalf("the conversation of --json: %v", err)
+		}
+		return w, conv
+	}
 	if got := show(); !strings.HasSuffix(got, "Last ran on claude session "+sid+" (no longer kept by claude on this machine).\n") {
 		t.Errorf("without claude's file:\n%s", got)
+	}
+	if w, conv := showJSON(); w["backend"] != "claude" || w["id"] != sid || w["cwd"] != cwd || w["held"] != false || w["continueCommand"] != nil || len(conv.Items) != 1 {
+		t.Errorf("--json without claude's file: %v", w)
 	}
 	dir := filepath.Join(config, "projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-"))
 	os.MkdirAll(dir, 0o755)
@@ -57,5 +78,12 @@ func TestShowLastCLISession(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(line), 0o644)
 	if got := show(); !strings.HasSuffix(got, "continue it in a terminal: cd "+cwd+" && claude --resume "+sid+"\n") {
 		t.Errorf("with claude's file:\n%s", got)
+	}
+	if w, _ := showJSON(); w["held"] != true || w["continueCommand"] != "claude --resume "+sid {
+		t.Errorf("--json with claude's file: %v", w)
+	}
+	// --last shows the last turn only, with no way back.
+	if got := show("--last"); strings.Contains(got, "Last ran on") {
+		t.Errorf("--last:\n%s", got)
 	}
 }

@@ -57,6 +57,15 @@ func (c Session) Continue() string {
 	return cli.Continue(c.ID)
 }
 
+// Held reports whether the session's CLI still keeps it on this machine:
+// its file is in the CLI's store (in opts' folders; opts.Backend is the
+// session's CLI).
+func (c Session) Held(opts history.Options) bool {
+	opts.Backend = c.CLI
+	_, err := history.Find(opts, c.ID)
+	return err == nil
+}
+
 // Entry is one session of the list: a package, or a CLI's own session.
 type Entry struct {
 	ID, Cwd, Title string
