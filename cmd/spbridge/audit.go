@@ -21,6 +21,7 @@ func auditCommands() []command {
 	return []command{
 		{"verify", "check that a conversation's audit log is whole and untouched", runAuditVerify},
 		{"show", "print a conversation's audit log, turn by turn", runAuditShow},
+		{"export", "export a conversation's audit log as an HTML page or Markdown, verified", runAuditExport},
 		{"head", "print each audit log's head, to keep outside the state folder", runAuditHead},
 	}
 }
@@ -127,7 +128,20 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(st.err, "spbridge: note: %s\n", n)
 	}
-	var problems []error
+	lines, problems := verifyText(r, path, *headsFile, withHeads)
+	if len(problems) > 0 {
+		return errors.Join(problems...)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(st.out, l)
+	}
+	return nil
+}
+
+// verifyText is what audit verify says of the log at path, checked
+// against the heads kept in headsFile when withHeads: the lines it prints
+// for a log that verifies, else the problems found.
+func verifyText(r *audit.Report, path, headsFile string, withHeads bool) (lines []string, problems []error) {
 	if r.IndexProblem != "" {
 		problems = append(problems, fmt.Errorf("audit index: %s", r.IndexProblem))
 	}
@@ -135,38 +149,37 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 		problems = append(problems, fmt.Errorf("audit log %s: %s", path, p))
 	}
 	if len(problems) > 0 {
-		return errors.Join(problems...)
+		return nil, problems
 	}
 	if r.Pruned != "" {
-		fmt.Fprintf(st.out, "pruned: the log was removed by spbridge state prune on %s\n", r.Pruned)
-		return nil
+		return []string{fmt.Sprintf("pruned: the log was removed by spbridge state prune on %s", r.Pruned)}, nil
 	}
-	fmt.Fprintf(st.out, "ok: %s\n", recordsSummary(r))
+	lines = append(lines, fmt.Sprintf("ok: %s", recordsSummary(r)))
 	if withHeads {
 		switch r.KeptHeads {
 		case 0:
-			fmt.Fprintf(st.out, "no head of this log is kept in %s: it was checked without one\n", *headsFile)
+			lines = append(lines, fmt.Sprintf("no head of this log is kept in %s: it was checked without one", headsFile))
 		case 1:
-			fmt.Fprintf(st.out, "the log holds the head kept in %s: its first %d records are as they were when it was kept\n", *headsFile, r.KeptRecords)
+			lines = append(lines, fmt.Sprintf("the log holds the head kept in %s: its first %d records are as they were when it was kept", headsFile, r.KeptRecords))
 		default:
-			fmt.Fprintf(st.out, "the log holds the %d heads kept in %s: its first %d records are as they were when the last of them was kept\n", r.KeptHeads, *headsFile, r.KeptRecords)
+			lines = append(lines, fmt.Sprintf("the log holds the %d heads kept in %s: its first %d records are as they were when the last of them was kept", r.KeptHeads, headsFile, r.KeptRecords))
 		}
 	}
 	if r.Torn {
-		fmt.Fprintln(st.out, "the last line is torn: a write was cut short (a crash); the next turn's record replaces it")
+		lines = append(lines, "the last line is torn: a write was cut short (a crash); the next turn's record replaces it")
 	}
 	if r.HeadBehind {
-		fmt.Fprintf(st.out, "the index (or the head kept beside the log) counts %s fewer than the log: a crash between the writes leaves it so, and so does an earlier copy of the index put back\n", records(r.Behind))
+		lines = append(lines, fmt.Sprintf("the index (or the head kept beside the log) counts %s fewer than the log: a crash between the writes leaves it so, and so does an earlier copy of the index put back", records(r.Behind)))
 	}
 	switch {
 	case r.KeptHeads > 0:
-		fmt.Fprintln(st.out, keptAnchors)
+		lines = append(lines, keptAnchors)
 	case r.Keyed > 0:
-		fmt.Fprintln(st.out, keyedLimit)
+		lines = append(lines, keyedLimit)
 	default:
-		fmt.Fprintln(st.out, rollbackLimit)
+		lines = append(lines, rollbackLimit)
 	}
-	return nil
+	return lines, nil
 }
 
 // keyedLimit is what keyed records with no kept head do not prove, on

@@ -285,20 +285,25 @@ func checkpointChanges(pkg string) func(items []archive.Item) []export.FileChang
 		}
 		var out []export.FileChange
 		for _, f := range e.Files {
-			c := export.FileChange{Path: path(f.Root, f.Path), Op: string(f.Change)}
-			switch {
-			case f.Binary:
-				c.Stat = "binary"
-			case f.Change == checkpoint.Modified:
-				c.Stat = fmt.Sprintf("+%d −%d", f.Added, f.Removed)
-			case f.Change == checkpoint.Created && f.Added > 0:
-				c.Stat = fmt.Sprintf("+%d", f.Added)
-			}
-			out = append(out, c)
+			out = append(out, pageFileChange(path(f.Root, f.Path), string(f.Change), f.Added, f.Removed, f.Binary))
 		}
 		for _, s := range e.Skipped {
 			out = append(out, export.FileChange{Path: path(s.Root, s.Path), Op: "changed, not kept: " + s.Reason})
 		}
 		return out
 	}
+}
+
+// pageFileChange is a file a turn changed, as a page shows it.
+func pageFileChange(path, change string, added, removed int, binary bool) export.FileChange {
+	c := export.FileChange{Path: path, Op: change}
+	switch {
+	case binary:
+		c.Stat = "binary"
+	case change == string(checkpoint.Modified):
+		c.Stat = fmt.Sprintf("+%d −%d", added, removed)
+	case change == string(checkpoint.Created) && added > 0:
+		c.Stat = fmt.Sprintf("+%d", added)
+	}
+	return c
 }

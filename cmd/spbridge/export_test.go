@@ -167,3 +167,81 @@ func TestExportTurnChanges(t *testing.T) {
 		t.Errorf("the page lacks the first turn's changes")
 	}
 }
+
+// TestAuditExport exports an audit log: its verification at the top, each
+// record a turn (the user's message, the items, the changes, the usage,
+// the CLI's facts), the totals; a log edited since is exported all the
+// same, saying first that it does not verify, and the command exits 1.
+func TestAuditExport(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", state)
+	const id = "0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30"
+	path, err := audit.Path(state, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []map[string]any{
+		{"time": "2026-12-03T10:00:00Z", "backend": "claude", "programVersion": "2.1.328", "model": "claude-opus-5-5",
+			"cwd": "/work", "user": "Fix <b>it</b>", "status": "completed", "images": []any{},
+			"items": []any{
+				map[string]any{"id": "T1", "type": "tool", "name": "Edit", "summary": "a.go", "status": "succeeded",
+					"detail": "arguments:\n{\"file_path\":\"a.go\",\"old_string\":\"x\",\"new_string\":\"y\"}"},
+				map[string]any{"id": "A1", "type": "assistant", "text": "Fixed **it**."},
+			},
+			"usage":   map[string]any{"input": 1000, "output": 20},
+			"costUSD": "0.01",
+			"changes": map[string]any{"files": []any{map[string]any{"path": "a.go", "change": "modified", "added": 1, "removed": 1, "binary": false}}, "skipped": []any{}},
+		},
+		{"time": "2026-12-03T10:05:00Z", "backend": "codex", "programVersion": "0.169.0", "model": "gpt-5.5",
+			"cwd": "/work", "user": "Again", "status": "failed", "exitStatus": "exit status 1", "stderrTail": "boom\n",
+			"items":   []any{map[string]any{"id": "F1", "type": "failure", "text": "It failed."}},
+			"usage":   map[string]any{"input": 500, "output": 5},
+			"costUSD": "0.02"},
+	}
+	for _, r := range recs {
+		if err := audit.Append(path, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := exportRun(t, "audit", "export", "--format", "md", "--id", id)
+	for _, want := range []string{
+		"# Audit log of " + id + "\n",
+		"> **The audit log verifies.**\n>\n> ok: 2 records, keyed (HMAC-SHA-256)\n",
+		"## Turn 1 · 2026-12-03T10:00:00Z · claude 2.1.328 · claude-opus-5-5 · completed\n\n**You**\n\nFix <b>it</b>\n",
+		"```diff\n-x\n+y\n```",
+		"Fixed **it**.",
+		"### Files changed\n\n- `a.go` modified +1 −1\n",
+		"*Usage: 1,000 in · 20 out · $0.01*",
+		"- The CLI ended: exit status 1\n",
+		"Standard error (last lines):\n\n```\nboom\n```",
+		"## Totals\n\n1,500 in · 25 out · $0.03\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown export lacks %q:\n%s", want, md)
+		}
+	}
+	page := exportRun(t, "audit", "export", "--id", id)
+	if !strings.Contains(page, `<section class="verify ok"><h2>The audit log verifies</h2>`) {
+		t.Errorf("the page does not say the log verifies")
+	}
+
+	// An edited record: the page says so first, and the command exits 1.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, bytes.Replace(data, []byte("Fixed **it**."), []byte("Fixed **nothing**."), 1), 0o600)
+	out := filepath.Join(t.TempDir(), "audit.html")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"audit", "export", "-o", out, "--id", id}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "does not verify: the page says why, first") {
+		t.Errorf("exit %d, stderr %q; want 1 saying the log does not verify", code, stderr.String())
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte(`<section class="verify bad"><h2>The audit log does not verify</h2>`)) || !bytes.Contains(got, []byte("record 1: ")) {
+		t.Errorf("the page does not say first that the log does not verify:\n%.2000s", got)
+	}
+}

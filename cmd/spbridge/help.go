@@ -122,6 +122,7 @@ $ codex exec --json "List the files" | spbridge replay --backend codex`,
 	"audit": `
 $ spbridge audit verify Poster.silverpoint
 $ spbridge audit show Poster.silverpoint
+$ spbridge audit export -o audit.html Poster.silverpoint
 $ spbridge audit head >> ~/spbridge-heads.txt`,
 	"audit verify": `
 # The log of one conversation
@@ -132,6 +133,11 @@ $ spbridge audit verify --heads ~/spbridge-heads.txt`,
 $ spbridge audit show Poster.silverpoint
 # The records as written, by the conversation's identity
 $ spbridge audit show --json --id 0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30`,
+	"audit export": `
+# The log as a page, its verification at the top
+$ spbridge audit export -o audit.html Poster.silverpoint
+# As Markdown, by the conversation's identity
+$ spbridge audit export --format md --id 0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30`,
 	"audit head": `
 # Keep the heads outside the state folder, e.g. after each session
 $ spbridge audit head >> ~/spbridge-heads.txt

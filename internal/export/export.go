@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"spbridge/internal/archive"
@@ -122,40 +123,54 @@ type Options struct {
 	TurnChanges func(items []archive.Item) []FileChange
 }
 
-// Conversation writes conv as a page in format (HTML or Markdown) to w.
-func Conversation(w io.Writer, format string, p *Page, conv *archive.Conversation, opt Options) error {
+// Write writes a page of turns in format (HTML or Markdown) to w: each
+// turn as turns yields it (then no longer held), and the totals at the end
+// (none when nil).
+func Write(w io.Writer, format string, p *Page, turns iter.Seq[*Turn], totals *Totals) error {
 	out := newWriter(w, format)
 	if out == nil {
 		return fmt.Errorf("unknown format %q (want html or md)", format)
 	}
 	out.begin(p)
-	sent := transcript.UserMessages(conv.Items, conv.History)
-	for i, t := range Turns(conv.Items) {
-		turn := Turn{N: i + 1, Items: conv.Items[t[0]:t[1]], Cards: conv.ApprovalCards}
-		for j := t[0]; j < t[1]; j++ {
-			it := conv.Items[j]
-			if it.Type() != archive.TypeUser || !it.Bool("hasImage") {
-				continue
-			}
-			if imgs := messageImages(sent[j]); len(imgs) > 0 {
-				if turn.Images == nil {
-					turn.Images = make(map[int][]Image)
-				}
-				turn.Images[j-t[0]] = imgs
-			}
-		}
-		if opt.TurnUsage != nil && len(turn.Items) > 0 {
-			if u, ok := opt.TurnUsage(turn.Items[len(turn.Items)-1].ID()); ok {
-				turn.Usage = &u
-			}
-		}
-		if opt.TurnChanges != nil {
-			turn.Changes = opt.TurnChanges(turn.Items)
-		}
-		out.turn(&turn)
+	for t := range turns {
+		out.turn(t)
 	}
-	out.end(&Totals{Usage: conv.Usage, LastRound: conv.LastRoundUsage, Cost: conv.EstimatedCost})
+	out.end(totals)
 	return out.flush()
+}
+
+// Conversation writes conv as a page in format (HTML or Markdown) to w.
+func Conversation(w io.Writer, format string, p *Page, conv *archive.Conversation, opt Options) error {
+	sent := transcript.UserMessages(conv.Items, conv.History)
+	turns := func(yield func(*Turn) bool) {
+		for i, t := range Turns(conv.Items) {
+			turn := Turn{N: i + 1, Items: conv.Items[t[0]:t[1]], Cards: conv.ApprovalCards}
+			for j := t[0]; j < t[1]; j++ {
+				it := conv.Items[j]
+				if it.Type() != archive.TypeUser || !it.Bool("hasImage") {
+					continue
+				}
+				if imgs := messageImages(sent[j]); len(imgs) > 0 {
+					if turn.Images == nil {
+						turn.Images = make(map[int][]Image)
+					}
+					turn.Images[j-t[0]] = imgs
+				}
+			}
+			if opt.TurnUsage != nil && len(turn.Items) > 0 {
+				if u, ok := opt.TurnUsage(turn.Items[len(turn.Items)-1].ID()); ok {
+					turn.Usage = &u
+				}
+			}
+			if opt.TurnChanges != nil {
+				turn.Changes = opt.TurnChanges(turn.Items)
+			}
+			if !yield(&turn) {
+				return
+			}
+		}
+	}
+	return Write(w, format, p, turns, &Totals{Usage: conv.Usage, LastRound: conv.LastRoundUsage, Cost: conv.EstimatedCost})
 }
 
 // Turns splits items into turns, each [from, to) of items: a turn begins

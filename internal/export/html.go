@@ -436,6 +436,10 @@ func (h *htmlWriter) image(n int, img Image) {
 }
 
 func (h *htmlWriter) end(t *Totals) {
+	if t == nil {
+		h.s("</main>\n</body>\n</html>\n")
+		return
+	}
 	h.s(`<footer class="totals"><h2>Totals</h2>`, "\n<p>")
 	h.esc(usageLine(t.Usage, costOf(t.Cost)))
 	h.s("</p>\n")

@@ -202,6 +202,9 @@ func (m *mdWriter) fenced(lang, text string) {
 }
 
 func (m *mdWriter) end(t *Totals) {
+	if t == nil {
+		return
+	}
 	m.s("## Totals\n\n", usageLine(t.Usage, costOf(t.Cost)), "\n")
 	if !usageEmpty(t.LastRound) {
 		m.s("\nLast request: ", usageLine(t.LastRound, ""), "\n")
