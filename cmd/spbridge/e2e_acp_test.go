@@ -120,13 +120,17 @@ func updatesOf(events []acpEvent) (kinds []string, text string) {
 func TestE2EServeWithACPClient(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("slowly ", 300)
+	// The cancelled reply stops after its first chunk until claude hangs
+	// up: the cancel always finds it streaming, however busy the machine.
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
 	e := newE2E(t,
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model over ACP."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_allow", Name: "Bash", Input: map[string]any{"command": "touch allowed-by-acp.txt", "description": "Make a file"}}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Made it."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_reject", Name: "Bash", Input: map[string]any{"command": "touch rejected-by-acp.txt", "description": "Make a file"}}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Not made."}}},
-		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: long}}, ChunkDelay: 50 * time.Millisecond},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: long}}, Hold: hold},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Continued after the cancel."}}},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "A reply that takes a little while."}}, ChunkDelay: 100 * time.Millisecond},
 		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "The queued message's reply."}}},

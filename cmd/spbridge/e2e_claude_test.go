@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -293,7 +292,11 @@ func TestE2EClaudeToolDenied(t *testing.T) {
 func TestE2EClaudeInterrupt(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("counting slowly ", 200)
-	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: long}}, ChunkDelay: 100 * time.Millisecond})
+	// The reply stops after its first chunk until claude hangs up: the
+	// Ctrl-C always finds it streaming, however busy the machine.
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: long}}, Hold: hold})
 	e.run(func(cmd *exec.Cmd, ended <-chan struct{}) {
 		// Ctrl-C once the first words arrived.
 		if e.stdout.waitFor("counting", ended) {
