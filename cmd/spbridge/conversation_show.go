@@ -12,14 +12,18 @@ import (
 	"strings"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/checkpoint"
 )
 
 func runConversationShow(_ context.Context, st stdio, args []string) error {
 	f := newFlagSet("conversation show", "PKG [--json] [--last] [--kind KIND]",
 		"Print a package's conversation: one block of text per item, or with --json\n"+
-			"the canonical format-1 encoding. It ends with the CLI session the conversation\n"+
-			"last ran on and, while the CLI keeps it, the command that continues it in a\n"+
-			"terminal (--json: lastCLISession). Takes no lock and changes nothing.")
+			"the canonical format-1 encoding. A notice that ends a turn which changed\n"+
+			"files is followed by each file (with --json: its \"changes\", from\n"+
+			"agent/checkpoints/index.json). It ends with the CLI session the\n"+
+			"conversation last ran on and, while the CLI keeps it, the command that\n"+
+			"continues it in a terminal (--json: lastCLISession). Takes no lock and\n"+
+			"changes nothing.")
 	asJSON := f.Bool("json", false, "print the conversation as canonical format-1 JSON")
 	last := f.Bool("last", false, "only the last turn: from the last user item to the end")
 	kindf := addKindFlag(f)
@@ -50,7 +54,13 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 		c.Items = lastTurn(c.Items)
 		conv = &c
 	}
+	changes := turnChanges(pkg)
 	if *asJSON {
+		if len(changes) > 0 {
+			c := *conv // a shallow copy, its notices given their change sets
+			c.Items = withChanges(c.Items, changes)
+			conv = &c
+		}
 		data, err := conv.Encode()
 		if err != nil {
 			return fmt.Errorf("encode conversation of %s: %w", pkg, err)
@@ -70,7 +80,7 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 		_, err = fmt.Fprintf(st.out, "%s\n", data)
 		return err
 	}
-	if err := writeItems(st.out, conv.Items); err != nil {
+	if err := writeItemsWith(st.out, conv.Items, changes); err != nil {
 		return err
 	}
 	if line := continueLine(p.Conv.Identity()); line != "" && !*last {
@@ -111,6 +121,12 @@ func lastTurn(items []archive.Item) []archive.Item {
 // writeItems writes the items as readable text, blocks separated by a blank
 // line.
 func writeItems(w io.Writer, items []archive.Item) error {
+	return writeItemsWith(w, items, nil)
+}
+
+// writeItemsWith is writeItems with each change notice followed by its
+// files, from changes (by the notice's id).
+func writeItemsWith(w io.Writer, items []archive.Item, changes map[string]checkpoint.Entry) error {
 	var b strings.Builder
 	for i, it := range items {
 		if i > 0 {
@@ -118,6 +134,9 @@ func writeItems(w io.Writer, items []archive.Item) error {
 		}
 		b.WriteString(itemText(it))
 		b.WriteByte('\n')
+		if e, ok := changes[it.ID()]; ok {
+			writeChanges(&b, e)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -191,4 +210,58 @@ func questions(it archive.Item) []string {
 		}
 	}
 	return out
+}
+
+// turnChanges are the change sets of the package's checkpoints by the id
+// of the notice that ends their turn; none when it has no checkpoints.
+func turnChanges(pkg string) map[string]checkpoint.Entry {
+	st, err := checkpoint.Open(pkg, checkpoint.Policy{})
+	if err != nil {
+		return nil
+	}
+	entries, err := st.Entries()
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]checkpoint.Entry, len(entries))
+	for _, e := range entries {
+		if e.Kind == checkpoint.EntryTurn {
+			out[e.Key] = e
+		}
+	}
+	return out
+}
+
+// withChanges is items with each change notice a copy carrying its
+// change set as "changes".
+func withChanges(items []archive.Item, changes map[string]checkpoint.Entry) []archive.Item {
+	out := make([]archive.Item, len(items))
+	for i, it := range items {
+		if e, ok := changes[it.ID()]; ok {
+			it = it.Clone()
+			it.Set("changes", checkpoint.ChangeSet{Files: e.Files, Skipped: e.Skipped}.Value())
+		}
+		out[i] = it
+	}
+	return out
+}
+
+// writeChanges writes a turn's files, one a line: "  modified notes.txt
+// +2 −1".
+func writeChanges(b *strings.Builder, e checkpoint.Entry) {
+	for _, f := range e.Files {
+		fmt.Fprintf(b, "  %s %s", f.Change, checkpoint.Display(f.Path))
+		switch {
+		case f.Binary:
+			b.WriteString(" (binary)")
+		case (f.Before != nil && f.Before.Link != "") || (f.After != nil && f.After.Link != ""):
+			b.WriteString(" (link)")
+		default:
+			fmt.Fprintf(b, " +%d −%d", f.Added, f.Removed)
+		}
+		b.WriteByte('\n')
+	}
+	for _, s := range e.Skipped {
+		fmt.Fprintf(b, "  not kept %s (%s)\n", checkpoint.Display(s.Path), s.Reason)
+	}
 }
