@@ -118,14 +118,9 @@ func lastTurn(items []archive.Item) []archive.Item {
 	return items
 }
 
-// writeItems writes the items as readable text, blocks separated by a blank
-// line.
-func writeItems(w io.Writer, items []archive.Item) error {
-	return writeItemsWith(w, items, nil)
-}
-
-// writeItemsWith is writeItems with each change notice followed by its
-// files, from changes (by the notice's id).
+// writeItemsWith writes the items as readable text, blocks separated by a
+// blank line, each change notice followed by its files, from changes (by
+// the notice's id).
 func writeItemsWith(w io.Writer, items []archive.Item, changes map[string]checkpoint.Entry) error {
 	var b strings.Builder
 	for i, it := range items {
