@@ -127,6 +127,12 @@ var ErrNoCheckpoints = checkpoint.ErrNoCheckpoints
 func (s *Session) RewindFiles(toItem string, dryRun, force bool) (*FileRewind, error) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
+	return s.rewindFilesLocked(toItem, dryRun, force)
+}
+
+// rewindFilesLocked is RewindFiles with s.rewindMu held (a rewind of both
+// halves holds it across them).
+func (s *Session) rewindFilesLocked(toItem string, dryRun, force bool) (*FileRewind, error) {
 	s.mu.Lock()
 	if err := s.idleLocked(); err != nil && !errors.Is(err, ErrUnreadable) {
 		s.mu.Unlock()
@@ -177,6 +183,11 @@ func (s *Session) RewindFiles(toItem string, dryRun, force bool) (*FileRewind, e
 func (s *Session) UndoFileRewind(id string, dryRun, force bool) (*FileRewind, error) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
+	return s.undoFileRewindLocked(id, dryRun, force)
+}
+
+// undoFileRewindLocked is UndoFileRewind with s.rewindMu held.
+func (s *Session) undoFileRewindLocked(id string, dryRun, force bool) (*FileRewind, error) {
 	if err := s.idle(); err != nil {
 		return nil, err
 	}
