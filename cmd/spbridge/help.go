@@ -87,11 +87,13 @@ $ spbridge import --replace rollout.jsonl Poster.silverpoint`,
 	"conversation new": `
 $ spbridge conversation new --yes Poster.silverpoint`,
 	"rewind": `
-# What would go: the second user message and everything after it
+# What would change: the files and the items from the second user message on
 $ spbridge rewind --to 2 --dry-run Poster.silverpoint
 # Rewind to before a user item (ids as conversation show --json prints them)
 $ spbridge rewind --to 0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30 Poster.silverpoint
-# Put back what the last rewind removed
+# Only the files, a file someone changed since included
+$ spbridge rewind --files --force --to 2 Poster.silverpoint
+# Put back what the last rewind changed
 $ spbridge rewind --undo Poster.silverpoint`,
 	"conversation recover": `
 # What spbridge kept after an editor that saves the document crashed

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"strings"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/checkpoint"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/session"
 )
@@ -20,13 +22,14 @@ import (
 // `messageId`, or `beforeMessage: {messageId, messageFingerprint?,
 // messageOccurrence?}` (the fingerprint, "sha256:" and the hex SHA-256 of
 // the user message's text, finds it when no message has the id). `mode`
-// is "conversation" (the only one this spbridge has); `dryRun` only says
-// what would go; `undo: true` puts the last rewind back instead. What it
+// is "both" (the default), "conversation" or "files"; `dryRun` only says
+// what would change; `force` also restores files changed since by someone
+// else (conflicts); `undo: true` puts the last rewind back instead. What it
 // does is the session's (session.RewindConversation, UndoRewind); this
 // file translates.
 
 // rewindMeta is what initialize's answer says of rewinding.
-var rewindMeta = map[string]any{"supported": true, "dryRun": true, "undo": true, "modes": []any{"conversation"}}
+var rewindMeta = map[string]any{"supported": true, "dryRun": true, "undo": true, "force": true, "modes": []any{"both", "conversation", "files"}}
 
 // rewindParams are _session/rewind's params.
 type rewindParams struct {
@@ -60,33 +63,59 @@ func (ss *acpSession) rewind(j *job) (any, error) {
 	if conv.Running() {
 		return nil, errBusyRewind
 	}
-	var res *session.ConversationRewind
+	var res *session.Rewound
 	if p.Undo {
-		res, err = conv.UndoRewind(p.DryRun)
+		res, err = conv.Undo(p.DryRun, p.Force)
 	} else {
 		var item string
 		if item, err = ss.rewindItem(conv, &p); err != nil {
 			return nil, err
 		}
-		res, err = conv.RewindConversation(item, p.DryRun)
+		mode := "both"
+		if p.Mode != nil {
+			mode = *p.Mode
+		}
+		res, err = conv.Rewind(session.RewindOptions{Before: item, Files: mode != "conversation", Conversation: mode != "files",
+			DryRun: p.DryRun, Force: p.Force})
 	}
 	switch {
 	case errors.Is(err, session.ErrBusy):
 		return nil, errBusyRewind
 	case errors.Is(err, session.ErrClosed):
 		return nil, jsonrpc.Errorf(CodeNotFound, "session %q is closing", ss.id)
-	case errors.Is(err, session.ErrNothingToUndo), errors.Is(err, session.ErrUndoStale), errors.Is(err, session.ErrUnreadable):
+	case errors.Is(err, session.ErrNothingToUndo), errors.Is(err, session.ErrUndoStale), errors.Is(err, session.ErrUnreadable),
+		errors.Is(err, session.ErrNoCheckpoints):
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	case errors.Is(err, session.ErrNotUserItem), errors.Is(err, archive.ErrNoItem):
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
-	case err != nil && res == nil:
+	case err != nil:
+		// Contents missing (nothing changed), or a save that failed
+		// after the rewind (the record keeps the rest).
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "rewind: %v", err)
 	}
-	// A rewind done whose save failed is answered with the error: the
-	// conversation in memory is rewound, the record keeps the rest.
-	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
+	answer := map[string]any{"dryRun": p.DryRun}
+	if c := res.Conversation; c != nil {
+		answer["conversation"] = conversationAnswer(c, p.Undo)
 	}
+	if res.Files != nil {
+		answer["files"] = filesAnswer(res.Files)
+	}
+	if res.FilesErr != nil {
+		answer["files"] = map[string]any{"rewound": false, "error": res.FilesErr.Error()}
+	}
+	if !p.DryRun {
+		if c := res.Conversation; p.Undo && c != nil && len(c.Removed) > 0 {
+			ss.send.replay(conv.ReplayTail(len(c.Removed)), ss.set.cwd)
+		}
+		if conv.Keep() {
+			ss.send.edited()
+		}
+	}
+	return answer, nil
+}
+
+// conversationAnswer is the conversation's part of the answer.
+func conversationAnswer(res *session.ConversationRewind, undo bool) map[string]any {
 	ids := make([]any, len(res.Removed))
 	for i, it := range res.Removed {
 		ids[i] = it.ID()
@@ -95,22 +124,49 @@ func (ss *acpSession) rewind(j *job) (any, error) {
 	if res.Context != "" {
 		c["context"] = res.Context
 	}
-	if p.Undo {
+	if undo {
 		c["undone"] = !res.DryRun
 		c["itemsRestored"] = ids
 	} else {
 		c["rewound"] = !res.DryRun
 		c["itemsRemoved"] = ids
 	}
-	if !res.DryRun {
-		if p.Undo {
-			ss.send.replay(conv.ReplayTail(len(res.Removed)), ss.set.cwd)
-		}
-		if conv.Keep() {
-			ss.send.edited()
+	return c
+}
+
+// filesAnswer is the files' part: each file restored or deleted (or that
+// would be), the conflicts left alone, the contents missing.
+func filesAnswer(f *session.FileRewind) map[string]any {
+	var restored, deleted, conflicts []any
+	for _, a := range f.Plan.Actions {
+		path := filepath.Join(a.Root, filepath.FromSlash(a.Path))
+		switch {
+		case a.Conflict && !f.Plan.Force:
+			conflicts = append(conflicts, map[string]any{"path": path, "op": string(a.Op)})
+		case a.Op == checkpoint.Remove:
+			deleted = append(deleted, path)
+		default:
+			restored = append(restored, path)
 		}
 	}
-	return map[string]any{"dryRun": res.DryRun, "conversation": c}, nil
+	out := map[string]any{"rewound": !f.DryRun, "restored": orNone(restored), "deleted": orNone(deleted), "conflicts": orNone(conflicts)}
+	if f.ID != "" {
+		out["id"] = f.ID
+	}
+	if len(f.Plan.Missing) > 0 {
+		out["missing"] = f.Plan.Missing
+	}
+	if len(f.Plan.Dropped) > 0 || f.Untracked {
+		out["untracked"] = true
+	}
+	return out
+}
+
+func orNone(a []any) []any {
+	if a == nil {
+		return []any{}
+	}
+	return a
 }
 
 // checkRewind refuses params that do not say one point, or a mode this
@@ -135,9 +191,7 @@ func checkRewind(p *rewindParams) error {
 	}
 	if p.Mode != nil {
 		switch *p.Mode {
-		case "conversation", "both":
-		case "files":
-			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, `invalid params: mode "files": this spbridge keeps no checkpoints of files; only the conversation rewinds`)
+		case "conversation", "both", "files":
 		default:
 			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, `invalid params: mode must be "conversation", "files" or "both"`)
 		}

@@ -70,7 +70,7 @@ func TestRewind(t *testing.T) {
 	}{
 		{"unknown", map[string]any{"messageId": "NOPE"}, "has no message of that id"},
 		{"no message", map[string]any{}, "messageId"},
-		{"files", map[string]any{"messageId": users[1], "mode": "files"}, "no checkpoints of files"},
+		{"mode", map[string]any{"messageId": users[1], "mode": "everything"}, "mode must be"},
 		{"two messages", map[string]any{"messageId": users[1], "beforeMessage": map[string]any{"messageId": users[2]}}, "different messages"},
 		{"undo with a message", map[string]any{"messageId": users[1], "undo": true}, "takes no message"},
 	} {
@@ -78,6 +78,14 @@ func TestRewind(t *testing.T) {
 		if errCode(m) != jsonrpc.CodeInvalidParams || !strings.Contains(fmt.Sprint(m["error"]), tc.want) {
 			t.Errorf("%s: %v, want -32602 saying %q", tc.name, m, tc.want)
 		}
+	}
+	// No checkpoints (the files half needs them): the files alone are
+	// refused; both rewind the conversation and say why not the files.
+	if m := rewind(map[string]any{"messageId": users[1], "mode": "files"}); errCode(m) != jsonrpc.CodeInvalidRequest || !strings.Contains(fmt.Sprint(m["error"]), "no checkpoints") {
+		t.Errorf("files without checkpoints: %v", m)
+	}
+	if f, _ := r["files"].(map[string]any); f["rewound"] != false || !strings.Contains(fmt.Sprint(f["error"]), "no checkpoints") {
+		t.Errorf("the dry run's files: %v", r["files"])
 	}
 	if m := rewind(map[string]any{"undo": true}); errCode(m) != jsonrpc.CodeInvalidRequest || !strings.Contains(fmt.Sprint(m["error"]), "no rewind to undo") {
 		t.Errorf("undo with nothing to undo: %v", m)

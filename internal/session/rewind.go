@@ -195,7 +195,7 @@ func (k cut) result(c *archive.Conversation, dryRun bool) *ConversationRewind {
 // removed items and messages, the ratings and card states of the removed
 // items, the last request's usage, and (rewindMeta) where the cut was and
 // the resolved cards as they were.
-func (k cut) record(c *archive.Conversation) *archive.Conversation {
+func (k cut) record(c *archive.Conversation, filesID string) *archive.Conversation {
 	gone := make(map[string]bool, len(c.Items)-k.item)
 	for _, it := range c.Items[k.item:] {
 		gone[it.ID()] = true
@@ -229,6 +229,9 @@ func (k cut) record(c *archive.Conversation) *archive.Conversation {
 		"lastKept":      last,
 		"resolvedCards": resolved,
 	}}
+	if filesID != "" {
+		rec.Extra[rewindMeta].(map[string]any)["filesRewind"] = filesID
+	}
 	return rec
 }
 
@@ -268,6 +271,7 @@ type recordMeta struct {
 	keptItems, keptMsg int
 	lastKept           string
 	resolved           []string
+	files              string // the rewind of the files made with it (checkpoint), "" when none
 }
 
 func readMeta(rec *archive.Conversation) (recordMeta, error) {
@@ -293,6 +297,7 @@ func readMeta(rec *archive.Conversation) (recordMeta, error) {
 	}
 	r.before, _ = m["before"].(string)
 	r.lastKept, _ = m["lastKept"].(string)
+	r.files, _ = m["filesRewind"].(string)
 	list, _ := m["resolvedCards"].([]any)
 	for _, v := range list {
 		s, _ := v.(string)
@@ -521,6 +526,75 @@ func (s *Session) idleLocked() error {
 	return nil
 }
 
+// RewindOptions say what Rewind rewinds.
+type RewindOptions struct {
+	// Before is the user item to rewind to before.
+	Before string
+	// Files and Conversation choose the halves: the files the turns
+	// changed (RewindFiles), the conversation (RewindConversation).
+	Files, Conversation bool
+	// DryRun only says what would change; Force also restores the files
+	// changed since by someone else (conflicts).
+	DryRun, Force bool
+}
+
+// Rewound is what Rewind, or Undo, did (or would do).
+type Rewound struct {
+	// Conversation is the conversation's part, nil when it was not asked
+	// for.
+	Conversation *ConversationRewind
+	// Files is the files' part, nil when it was not asked for or could
+	// not be: FilesErr then says why (the conversation has no
+	// checkpoints: ErrNoCheckpoints).
+	Files    *FileRewind
+	FilesErr error
+}
+
+// Rewind rewinds the files, the conversation, or both, to before the user
+// item o.Before, as one rewind that Undo puts back: the files first (a
+// failure, such as contents missing, changes nothing), then the
+// conversation (RewindConversation), which keeps the files' rewind in its
+// record. When both are asked for and the files have no checkpoints, the
+// conversation is rewound and FilesErr says why the files are not. A
+// rewind of the files alone keeps a record too, cutting nothing, for
+// Undo.
+func (s *Session) Rewind(o RewindOptions) (*Rewound, error) {
+	s.rewindMu.Lock()
+	defer s.rewindMu.Unlock()
+	s.mu.Lock()
+	err := s.idleLocked()
+	if err == nil {
+		_, err = findCut(s.pkg.Conv, o.Before)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	res := &Rewound{}
+	filesID := ""
+	if o.Files {
+		fr, err := s.rewindFilesLocked(o.Before, o.DryRun, o.Force)
+		switch {
+		case errors.Is(err, ErrNoCheckpoints) && o.Conversation:
+			res.FilesErr = err
+		case err != nil:
+			return nil, err
+		default:
+			res.Files, filesID = fr, fr.ID
+		}
+	}
+	if o.Conversation || (filesID != "" && !o.DryRun) {
+		cr, err := s.rewindConversationLocked(o.Before, o.DryRun, filesID, !o.Conversation)
+		if o.Conversation {
+			res.Conversation = cr
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
 // RewindConversation cuts the conversation before the user item toItem
 // (see the comment above ConversationRewind): an unknown item's error
 // matches archive.ErrNoItem, another item's ErrNotUserItem (naming the
@@ -532,6 +606,14 @@ func (s *Session) idleLocked() error {
 func (s *Session) RewindConversation(toItem string, dryRun bool) (*ConversationRewind, error) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
+	return s.rewindConversationLocked(toItem, dryRun, "", false)
+}
+
+// rewindConversationLocked is RewindConversation with s.rewindMu held;
+// filesID, when set, is the rewind of the files made with it, kept in its
+// record for the undo. With keepConv nothing is cut: the record only
+// keeps filesID (a rewind of the files alone).
+func (s *Session) rewindConversationLocked(toItem string, dryRun bool, filesID string, keepConv bool) (*ConversationRewind, error) {
 	s.mu.Lock()
 	if err := s.idleLocked(); err != nil {
 		s.mu.Unlock()
@@ -543,14 +625,20 @@ func (s *Session) RewindConversation(toItem string, dryRun bool) (*ConversationR
 		s.mu.Unlock()
 		return nil, err
 	}
+	if keepConv {
+		k.item, k.msg = len(conv.Items), len(conv.History)
+	}
 	res := k.result(conv, dryRun)
 	if dryRun {
 		s.mu.Unlock()
 		return res, nil
 	}
-	rec := k.record(conv)
+	rec := k.record(conv, filesID)
 	gen, keep, be := s.changes, s.keep, s.be
-	turns := s.turnsOnLocked(be, k.before)
+	turns := 0
+	if !keepConv {
+		turns = s.turnsOnLocked(be, k.before)
+	}
 	s.mu.Unlock()
 
 	// The record first, then the cut: no lock held while they are written.
@@ -563,6 +651,9 @@ func (s *Session) RewindConversation(toItem string, dryRun bool) (*ConversationR
 		return nil, err
 	}
 	res.Record = recs.name(n)
+	if keepConv {
+		return res, nil
+	}
 	native := false
 	if rw, ok := be.(backend.Rewinder); ok && turns > 0 {
 		if err := rw.Rewind(context.Background(), turns); err != nil {
@@ -612,12 +703,24 @@ func (s *Session) RewindConversation(toItem string, dryRun bool) (*ConversationR
 	return res, nil
 }
 
-// UndoRewind puts back what the last rewind removed (RewindConversation),
-// when the conversation is as that rewind left it (ErrUndoStale when a
-// turn ran since; ErrNothingToUndo when no rewind is kept), saves it and
-// removes the record. The next turn starts a fresh CLI session told the
-// conversation so far. With dryRun it only says what it would put back.
+// UndoRewind puts back what the last rewind removed from the
+// conversation; see Undo, which also puts the files back.
 func (s *Session) UndoRewind(dryRun bool) (*ConversationRewind, error) {
+	r, err := s.Undo(dryRun, false)
+	if r == nil {
+		return nil, err
+	}
+	return r.Conversation, err
+}
+
+// Undo puts back what the last rewind (Rewind, RewindConversation)
+// changed, when the conversation is as that rewind left it (ErrUndoStale
+// when a turn ran since; ErrNothingToUndo when no rewind is kept): the
+// files first, when it rewound them (UndoFileRewind; force also restores
+// files changed since), then the conversation, which is saved; the record
+// is removed last. The next turn starts a fresh CLI session told the
+// conversation so far. With dryRun it only says what it would put back.
+func (s *Session) Undo(dryRun, force bool) (*Rewound, error) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	s.mu.Lock()
@@ -645,14 +748,26 @@ func (s *Session) UndoRewind(dryRun bool) (*ConversationRewind, error) {
 		return nil, err
 	}
 	s.mu.Lock()
+	err = meta.current(s.pkg.Conv)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := &Rewound{}
+	if meta.files != "" {
+		if out.Files, err = s.undoFileRewindLocked(meta.files, dryRun, force); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
 	if err := s.idleLocked(); err != nil {
 		s.mu.Unlock()
-		return nil, err
+		return out, err
 	}
 	conv := s.pkg.Conv
 	if err := meta.current(conv); err != nil {
 		s.mu.Unlock()
-		return nil, err
+		return out, err
 	}
 	users := 0
 	for _, it := range conv.Items {
@@ -662,30 +777,33 @@ func (s *Session) UndoRewind(dryRun bool) (*ConversationRewind, error) {
 	}
 	res := &ConversationRewind{Before: meta.before, Turn: users + 1, Removed: slices.Clone(rec.Items),
 		Messages: len(rec.History), DryRun: dryRun, Record: recs.name(n)}
+	out.Conversation = res
 	if dryRun {
 		s.mu.Unlock()
-		return res, nil
+		return out, nil
 	}
 	meta.restore(conv, rec)
 	s.changes++
 	established := s.restore != nil && !s.restore.Pending()
 	kept := slices.Clone(conv.Items)
 	s.mu.Unlock()
-	if established {
-		res.Context = ContextRestart
-		s.restartCLI(kept)
-	} else {
-		s.mu.Lock()
-		s.restore = restore.Restored(kept)
-		s.mu.Unlock()
+	if len(rec.Items) > 0 {
+		if established {
+			res.Context = ContextRestart
+			s.restartCLI(kept)
+		} else {
+			s.mu.Lock()
+			s.restore = restore.Restored(kept)
+			s.mu.Unlock()
+		}
 	}
 	if _, err := s.Save(); err != nil {
-		return res, fmt.Errorf("the rewind was undone, but saving the conversation failed (the record %s is kept): %w", res.Record, err)
+		return out, fmt.Errorf("the rewind was undone, but saving the conversation failed (the record %s is kept): %w", res.Record, err)
 	}
 	if err := recs.drop(n); err != nil {
-		return res, fmt.Errorf("the rewind was undone, but its record %s could not be removed: %w", res.Record, err)
+		return out, fmt.Errorf("the rewind was undone, but its record %s could not be removed: %w", res.Record, err)
 	}
-	return res, nil
+	return out, nil
 }
 
 // restartCLI makes the next turn start a fresh CLI session of the same

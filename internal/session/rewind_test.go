@@ -414,3 +414,75 @@ func TestRewindKeepOff(t *testing.T) {
 		t.Errorf("undo: %v, %d items", err, s.ItemCount())
 	}
 }
+
+// TestRewindBoth rewinds the files and the conversation together, then
+// undoes both; a rewind of the files alone is undone too; a conversation
+// without checkpoints rewinds its conversation and says why the files
+// are not.
+func TestRewindBoth(t *testing.T) {
+	pkg, state := newPackage(t)
+	work := filepath.Dir(pkg)
+	writeIn(t, work, "a.txt", "a0\n")
+	be := &filesBackend{fakeBackend: fakeBackend{name: "claude"}}
+	be.turns = []func(){
+		func() { writeIn(t, work, "a.txt", "a1\n") },
+		func() { writeIn(t, work, "a.txt", "a2\n"); writeIn(t, work, "b.txt", "b2\n") },
+		func() { writeIn(t, work, "a.txt", "a3\n") },
+	}
+	s := openFiles(t, pkg, state, be, true)
+	for _, m := range []string{"one", "two", "three"} {
+		sendTurn(t, s, m, nil)
+	}
+	s.Save()
+	full := conversationJSON(t, pkg)
+	users := userIDs(s)
+
+	dry, err := s.Rewind(RewindOptions{Before: users[1], Files: true, Conversation: true, DryRun: true})
+	if err != nil || dry.Files == nil || len(dry.Files.Plan.Actions) != 2 || dry.Conversation == nil || !dry.Conversation.DryRun {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	if readIn(work, "a.txt") != "a3\n" || !bytes.Equal(conversationJSON(t, pkg), full) {
+		t.Fatal("a dry run changed something")
+	}
+	res, err := s.Rewind(RewindOptions{Before: users[1], Files: true, Conversation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readIn(work, "a.txt") != "a1\n" || readIn(work, "b.txt") != "<none>" || s.ItemCount() >= 6 || res.Files.ID == "" {
+		t.Fatalf("after the rewind: a=%q b=%q, %d items, %+v", readIn(work, "a.txt"), readIn(work, "b.txt"), s.ItemCount(), res)
+	}
+	undo, err := s.Undo(false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if undo.Files == nil || readIn(work, "a.txt") != "a3\n" || readIn(work, "b.txt") != "b2\n" {
+		t.Errorf("after the undo: a=%q b=%q (%+v)", readIn(work, "a.txt"), readIn(work, "b.txt"), undo)
+	}
+	if !bytes.Equal(conversationJSON(t, pkg), full) {
+		t.Error("the undo did not give the conversation back")
+	}
+
+	// The files alone: the conversation stays, and the undo puts them back.
+	if _, err := s.Rewind(RewindOptions{Before: users[2], Files: true}); err != nil {
+		t.Fatal(err)
+	}
+	if readIn(work, "a.txt") != "a2\n" || !bytes.Equal(conversationJSON(t, pkg), full) {
+		t.Errorf("a rewind of the files alone: a=%q", readIn(work, "a.txt"))
+	}
+	if _, err := s.Undo(false, false); err != nil || readIn(work, "a.txt") != "a3\n" {
+		t.Errorf("undo of the files alone: %v, a=%q", err, readIn(work, "a.txt"))
+	}
+
+	// Without checkpoints: the conversation rewinds, the files say why not.
+	pkg2, state2 := newPackage(t)
+	s2 := openFiles(t, pkg2, state2, &filesBackend{fakeBackend: fakeBackend{name: "claude"}}, false)
+	sendTurn(t, s2, "one", nil)
+	sendTurn(t, s2, "two", nil)
+	res, err = s2.Rewind(RewindOptions{Before: userIDs(s2)[1], Files: true, Conversation: true})
+	if err != nil || !errors.Is(res.FilesErr, ErrNoCheckpoints) || res.Conversation == nil || s2.ItemCount() != 2 {
+		t.Errorf("without checkpoints: %+v, %v", res, err)
+	}
+	if _, err := s2.Rewind(RewindOptions{Before: userIDs(s2)[0], Files: true}); !errors.Is(err, ErrNoCheckpoints) {
+		t.Errorf("the files alone without checkpoints: %v", err)
+	}
+}
