@@ -49,7 +49,9 @@ $ spbridge serve
 # Sessions that name no backend use codex, driven through codex exec
 $ spbridge serve --backend codex --codex-transport exec
 # An editor's terminal log-in
-$ spbridge serve --login claude`,
+$ spbridge serve --login claude
+# CLIs idle for a minute are put to sleep; at most four run at once
+$ spbridge serve --cli-idle 1m --max-live-clis 4`,
 	"run": `
 # One turn with claude
 $ spbridge run Poster.silverpoint "Make the title larger"

@@ -39,6 +39,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	backendName := f.String("backend", clis.Default(), "the backend of sessions that name none: "+clis.Choices())
 	own := addCLIFlags(f, true, false)
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end a turn when its CLI prints nothing for this long")
+	sleep := addSleepFlags(f)
 	login := f.String("login", "", "run this CLI's log-in (claude or codex) instead of serving")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
@@ -51,6 +52,10 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 	}
 	if err := checkBackend(f, *backendName, own); err != nil {
 		return err
+	}
+	cliIdle, maxLive, err := sleep.options(os.Getenv)
+	if err != nil {
+		return usagef(f.cmd, "%v", err)
 	}
 	// From here on a client that went away ends serve cleanly, whatever
 	// it logs first.
@@ -84,6 +89,8 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 		Own:            own.all(),
 		CheckpointDir:  ckptDir,
 		Checkpoints:    ckptPolicy,
+		CLIIdle:        cliIdle,
+		MaxLiveCLIs:    maxLive,
 	}
 	// The files with secrets (the MCP servers given to claude) that a
 	// spbridge killed before its CLI read them left behind.

@@ -292,6 +292,7 @@ func (ss *acpSession) open(op *openParams) (any, error) {
 		Import: op.imported, Imported: op.onImported,
 		Saving: ss.srv.savePolicy(op.id), RecoveryDir: ss.srv.cfg.RecoveryDir, SaveFailed: ss.saveFailed,
 		CLIs: ss.srv.cfg.CLIs, Models: ss.srv.cfg.Models, Changed: ss.settingsChanged,
+		CLIIdle: ss.srv.cfg.CLIIdle, Pool: ss.srv.pool,
 		Log: func(msg string) { ss.srv.cfg.Log.Printf("session %s: %s", ss.id, msg) },
 		Panicked: func(where string, v any, stack []byte) {
 			ss.srv.cfg.Log.Printf("panic in %s of session %s: %v\n%s", where, ss.id, v, stack)

@@ -10,12 +10,14 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"spbridge/internal/acp/wire"
 	"spbridge/internal/audit"
 	"spbridge/internal/backend"
 	"spbridge/internal/catalog"
 	"spbridge/internal/checkpoint"
+	"spbridge/internal/clipool"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
 	"spbridge/internal/jsonrpc"
@@ -71,6 +73,12 @@ type Config struct {
 	// Index keeps the packages opened through serve, for session/list;
 	// nil lists none.
 	Index *sessionindex.Index
+	// CLIIdle is how long a session's CLI may be idle before it is put to
+	// sleep (session.Options.CLIIdle; 0 keeps it running); MaxLiveCLIs
+	// bounds how many CLIs run across the server's sessions, the least
+	// recently used put to sleep first (0: no bound).
+	CLIIdle     time.Duration
+	MaxLiveCLIs int
 	// History, when set, is where the CLIs keep their own sessions:
 	// session/list lists them beside the packages and session/load opens
 	// one by importing it into a package (in SessionsDir unless the
@@ -93,6 +101,8 @@ const CodeAuthRequired = -32000
 type Server struct {
 	cfg Config
 	w   *jsonrpc.Conn // the client, and the requests spbridge sent it
+	// pool bounds how many of the sessions' CLIs run (Config.MaxLiveCLIs).
+	pool *clipool.Pool
 	// audit appends the sessions' audit records in the background: a
 	// prompt's answer does not wait for the disk. Shutdown waits for it.
 	audit *audit.Queue
@@ -151,7 +161,7 @@ func NewServer(out io.Writer, cfg Config) *Server {
 	if cfg.CLIs == nil {
 		cfg.CLIs = clis.All
 	}
-	s := &Server{cfg: cfg, sessions: make(map[string]*acpSession), prompts: make(map[string]promptRequest),
+	s := &Server{cfg: cfg, pool: clipool.New(cfg.MaxLiveCLIs), sessions: make(map[string]*acpSession), prompts: make(map[string]promptRequest),
 		list: &catalog.Catalog{Index: cfg.Index, History: cfg.History, Logf: func(format string, args ...any) {
 			cfg.Log.Printf("session/list: "+format, args...)
 		}}}
@@ -444,6 +454,7 @@ func (s *Server) shutdown() error {
 		closing.Go(func() { errs[i] = ss.close() })
 	}
 	closing.Wait()
+	s.pool.Wait()
 	if s.audit != nil {
 		s.audit.Flush()
 	}

@@ -134,7 +134,13 @@ func (h *acpHost) Change(c itemmap.Change) {
 			h.chunk(wire.AgentMessageChunk, it.ID(), wire.PlainText(it))
 		}
 	case archive.TypeNotice:
-		if c.Op == itemmap.OpAdd && !h.compactionNotice(c.Compaction) {
+		switch {
+		case c.Op != itemmap.OpAdd:
+		case it.String(archive.ContextReset) != "":
+			// A reset of the CLI's context is a boundary in the panel,
+			// for every client, as its replay shows it.
+			h.chunk(wire.AgentMessageChunk, it.ID(), it.String("text"))
+		case !h.compactionNotice(c.Compaction):
 			h.notice(it.String("text"))
 		}
 	}

@@ -188,8 +188,9 @@ func PlainText(it archive.Item) string {
 // item (of a conversation loaded or recovered) other than a user's
 // message: an answer's or a thought's text as a chunk of its message, a
 // todo list as the plan it last stood as, other directions, a tool call
-// or a web search as a tool_call, a failure's or questions' plain text;
-// nothing for an item ACP does not show.
+// or a web search as a tool_call, a failure's or questions' plain text,
+// a reset of the CLI's context as its notice's text; nothing for an item
+// ACP does not show.
 func AppendRestored(b []byte, sid string, it archive.Item, cwd string) []byte {
 	switch it.Type() {
 	case archive.TypeAssistant:
@@ -206,6 +207,11 @@ func AppendRestored(b []byte, sid string, it archive.Item, cwd string) []byte {
 		return AppendTool(b, sid, ToolOf("tool_call", it, nil, cwd))
 	case archive.TypeFailure, archive.TypeQuestions:
 		return AppendChunk(b, sid, AgentMessageChunk, it.ID(), PlainText(it))
+	case archive.TypeNotice:
+		if it.String(archive.ContextReset) != "" {
+			// A reset of the CLI's context (its /clear): the boundary.
+			return AppendChunk(b, sid, AgentMessageChunk, it.ID(), it.String("text"))
+		}
 	}
 	return b
 }
