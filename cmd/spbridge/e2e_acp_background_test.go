@@ -52,12 +52,19 @@ func TestE2EServeClaudeBackground(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
 	work := filepath.Dir(e.pkg)
+	// The subagent's call streams its first chunk, then waits for the
+	// first turn's end (its audit record, written as the turn ends): its
+	// permission is asked between the turns however busy the machine.
+	hold := make(chan struct{})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go releaseAfterTurn(filepath.Join(stateDirOf(e.env), "audit"), "The subagent is on its way.", hold, stop)
 	main := func(body []byte) bool { return !subagentRequest(body) && !sideRequest(body) }
 	sub := func(body []byte) bool { return subagentRequest(body) && !sideRequest(body) }
 	e.srv.Push(
 		fakeapi.Reply{Match: main, Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_agent_1", Name: "Agent", Input: map[string]any{
 			"description": "Make a file", "prompt": "SUBAGENT TASK: make a file.", "subagent_type": "claude"}}}},
-		fakeapi.Reply{Match: sub, ChunkDelay: 100 * time.Millisecond, Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_sub_bash", Name: "Bash", Input: map[string]any{
+		fakeapi.Reply{Match: sub, Hold: hold, Blocks: []fakeapi.Block{{Type: "tool_use", ID: "toolu_sub_bash", Name: "Bash", Input: map[string]any{
 			"command": "touch made.txt", "description": "Make the file"}}}},
 		fakeapi.Reply{Match: sub, Blocks: []fakeapi.Block{{Text: "Made it."}}},
 		fakeapi.Reply{Match: main, Blocks: []fakeapi.Block{{Text: "The subagent is on its way."}}},
@@ -198,5 +205,39 @@ func TestE2EServeClaudeBackground(t *testing.T) {
 	}
 	if err != nil || strings.Join(origins, "|") != "/have a subagent make a file|cli/|/anything else?" {
 		t.Errorf("audit records (origin/user): %q, %v", origins, err)
+	}
+}
+
+// stateDirOf is the state folder an e2e environment gives spbridge.
+func stateDirOf(env []string) string {
+	state := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SPBRIDGE_STATE_DIR="); ok {
+			state = v
+		}
+	}
+	return state
+}
+
+// releaseAfterTurn closes hold once an audit log under dir holds text
+// (the record of a turn that said it, written as that turn ended), or
+// when stop is closed. It looks again after every short pause: it waits
+// for that event, however long it takes.
+func releaseAfterTurn(dir, text string, hold, stop chan struct{}) {
+	defer close(hold)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		for _, l := range logs {
+			if data, err := os.ReadFile(l); err == nil && strings.Contains(string(data), text) {
+				return
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
 	}
 }
