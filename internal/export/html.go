@@ -383,7 +383,7 @@ func (h *htmlWriter) diff(d fileDiff) {
 			h.s(`<span class="c"> `)
 		}
 		h.esc(l.text)
-		h.s("</span>\n")
+		h.s("</span>") // a block: no line break between lines
 	}
 	h.s("</pre></details>\n")
 }

@@ -66,6 +66,7 @@ code.cmd{background:var(--box);padding:0 .3rem;border-radius:4px;white-space:pre
 .md img{display:none}
 .plain{white-space:pre-wrap;margin:.25rem 0}
 .block{margin:.4rem 0}
+.block pre{margin:.2rem 0}
 .block details summary,.diff summary{cursor:pointer;color:var(--mute);font-size:.85rem}
 pre.preview{margin-bottom:.2rem;max-height:12rem}
 .diff{margin:.4rem 0}
