@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -29,7 +30,10 @@ func auditCommands() []command {
 func runAudit(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "audit",
 		"Read the audit log spbridge keeps of every turn: one append-only file per\n"+
-			"conversation in the state folder, named by the id of its first item.\n\n"+
+			"document in the state folder, named by the id of its conversation's first\n"+
+			"item; a copied package gets one of its own at its first turn after the copy\n"+
+			"(its first record names the log and head it was copied from), a moved one\n"+
+			"keeps its log.\n\n"+
 			stateDirHelp, auditCommands())
 }
 
@@ -50,7 +54,7 @@ func auditLogPath(f *flagSet, id string) (string, error) {
 		if p.Unreadable != "" {
 			return "", fmt.Errorf("the conversation of %s cannot be read (%s); name its log with --id", pkg, p.Unreadable)
 		}
-		if id = p.Conv.Identity(); id == "" {
+		if id = p.Conv.AuditLog(); id == "" {
 			return "", fmt.Errorf("%s holds no conversation; name a log with --id", pkg)
 		}
 	} else if f.NArg() > 0 {
@@ -154,7 +158,14 @@ func verifyText(r *audit.Report, path, headsFile string, withHeads bool) (lines 
 	if r.Pruned != "" {
 		return []string{fmt.Sprintf("pruned: the log was removed by spbridge state prune on %s", r.Pruned)}, nil
 	}
+	parent, err := verifyParent(path)
+	if err != nil {
+		return nil, []error{err}
+	}
 	lines = append(lines, fmt.Sprintf("ok: %s", recordsSummary(r)))
+	if parent != "" {
+		lines = append(lines, parent)
+	}
 	if withHeads {
 		switch r.KeptHeads {
 		case 0:
@@ -180,6 +191,47 @@ func verifyText(r *audit.Report, path, headsFile string, withHeads bool) (lines 
 		lines = append(lines, rollbackLimit)
 	}
 	return lines, nil
+}
+
+// verifyParent checks the log a copy's log at path was copied from (its
+// first record's audit.FieldCopiedFrom) against the head it names: "" for
+// a log that is no copy, else a line saying what was found; an error when
+// that log does not hold that head (edited, cut, rolled back) or is
+// missing.
+func verifyParent(path string) (string, error) {
+	recs, err := audit.Read(path)
+	if err != nil || len(recs) == 0 {
+		return "", nil
+	}
+	p, ok := audit.ParentOf(recs[0])
+	if !ok {
+		return "", nil
+	}
+	ppath, err := audit.Path(filepath.Dir(filepath.Dir(path)), p.ID)
+	if err != nil {
+		return "", err
+	}
+	r, err := audit.VerifyKept(ppath, []audit.Head{p.Head})
+	if errors.Is(err, audit.ErrNoLog) {
+		return "", fmt.Errorf("audit log %s: the log it was copied from, %s, is missing", path, p.ID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("audit log %s: the log it was copied from: %w", path, err)
+	}
+	if r.Pruned != "" {
+		return fmt.Sprintf("copied from log %s at record %d, which spbridge state prune removed on %s", p.ID, p.Records, r.Pruned), nil
+	}
+	var problems []error
+	if r.IndexProblem != "" {
+		problems = append(problems, fmt.Errorf("audit index: %s", r.IndexProblem))
+	}
+	for _, pr := range logProblems(r) {
+		problems = append(problems, fmt.Errorf("audit log %s, which %s was copied from: %s", ppath, path, pr))
+	}
+	if len(problems) > 0 {
+		return "", errors.Join(problems...)
+	}
+	return fmt.Sprintf("copied from log %s at record %d: that log holds that head", p.ID, p.Records), nil
 }
 
 // keyedLimit is what keyed records with no kept head do not prove, on
@@ -341,11 +393,14 @@ func runAuditHead(_ context.Context, st stdio, args []string) error {
 }
 
 func runAuditShow(_ context.Context, st stdio, args []string) error {
-	f := newFlagSet("audit show", "PKG | --id ID [--json]",
+	f := newFlagSet("audit show", "PKG | --id ID [--json] [--ancestry]",
 		"Print the audit log of the conversation in PKG, turn by turn; with --json,\n"+
-			"its records as JSON lines.")
-	id := f.String("id", "", "the conversation's identity (the id of its first item) instead of PKG")
+			"its records as JSON lines. A copied package has a log of its own from its\n"+
+			"first turn after the copy: PKG's turns only; --ancestry prints first the\n"+
+			"turns of the logs it was copied from, up to the copy.")
+	id := f.String("id", "", "the log's id (the conversation's identity, the id of its first item, or a copy's own log) instead of PKG")
 	asJSON := f.Bool("json", false, "print the records as JSON lines")
+	ancestry := f.Bool("ancestry", false, "print the turns of the logs PKG's was copied from first, up to the copy")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
@@ -353,12 +408,43 @@ func runAuditShow(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	recs, err := audit.Read(path)
+	if !*ancestry {
+		recs, err := audit.Read(path)
+		if err != nil {
+			return err
+		}
+		return showRecords(st, recs, *asJSON)
+	}
+	line, err := audit.ReadAncestry(path)
 	if err != nil {
 		return err
 	}
+	for i, seg := range line {
+		if !*asJSON {
+			if i > 0 {
+				fmt.Fprintln(st.out)
+			}
+			switch {
+			case seg.Err != nil:
+				fmt.Fprintf(st.out, "== log %s, which it was copied from: %v\n", seg.ID, seg.Err)
+				continue
+			case i == len(line)-1:
+				fmt.Fprintf(st.out, "== log %s, this package's\n", seg.ID)
+			default:
+				fmt.Fprintf(st.out, "== log %s, which it was copied from (up to record %d)\n", seg.ID, len(seg.Records))
+			}
+		}
+		if err := showRecords(st, seg.Records, *asJSON); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// showRecords prints audit records as text, or as JSON lines.
+func showRecords(st stdio, recs []map[string]any, asJSON bool) error {
 	for i, rec := range recs {
-		if *asJSON {
+		if asJSON {
 			line, err := canonjson.EncodeCompact(rec)
 			if err != nil {
 				return err
@@ -383,6 +469,9 @@ func auditText(rec map[string]any) string {
 		b.WriteString(", " + money.Text(numberText(c)))
 	}
 	fmt.Fprintf(&b, "\n  %s %s (%s), model %s\n  in %s\n", str("backend"), str("programVersion"), str("program"), str("model"), str("cwd"))
+	if p, ok := audit.ParentOf(rec); ok {
+		fmt.Fprintf(&b, "  the first turn of a copy: its log goes on from log %s at record %d (%s)\n", p.ID, p.Records, p.Package)
+	}
 	if e := str("exitStatus"); e != "" {
 		fmt.Fprintf(&b, "  the CLI ended: %s\n", e)
 	}

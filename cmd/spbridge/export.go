@@ -166,7 +166,7 @@ func conversationPage(pkg string, conv *archive.Conversation) (*export.Page, exp
 	add("Model", model)
 	add("Items", strconv.Itoa(len(conv.Items)))
 	var opt export.Options
-	usage := auditUsage(conv.Identity())
+	usage := auditUsage(conv.AuditLog())
 	if usage == nil {
 		add("Per-turn usage", "not recorded (no audit log of this conversation here)")
 	} else {
@@ -195,8 +195,17 @@ func auditUsage(identity string) map[string]export.TurnUsage {
 	if err != nil {
 		return nil
 	}
-	recs, err := audit.Read(path)
-	if err != nil || len(recs) == 0 {
+	// A copy's turns from before the copy are in the logs it was copied
+	// from.
+	line, err := audit.ReadAncestry(path)
+	if err != nil {
+		return nil
+	}
+	var recs []map[string]any
+	for _, seg := range line {
+		recs = append(recs, seg.Records...)
+	}
+	if len(recs) == 0 {
 		return nil
 	}
 	out := make(map[string]export.TurnUsage, len(recs))

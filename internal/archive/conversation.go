@@ -60,6 +60,28 @@ func (c *Conversation) Identity() string {
 	return c.Items[0].ID()
 }
 
+// FieldAuditLog is the top-level member of conversation.json naming the
+// conversation's audit log when it is not the one its identity names: a
+// copied package's own log, made at its first turn after the copy.
+const FieldAuditLog = "auditLog"
+
+// AuditLog is the id of the conversation's audit log: the one
+// FieldAuditLog names, else its identity.
+func (c *Conversation) AuditLog() string {
+	if s, ok := c.Extra[FieldAuditLog].(string); ok && s != "" {
+		return s
+	}
+	return c.Identity()
+}
+
+// SetAuditLog names the conversation's audit log (FieldAuditLog).
+func (c *Conversation) SetAuditLog(id string) {
+	if c.Extra == nil {
+		c.Extra = map[string]any{}
+	}
+	c.Extra[FieldAuditLog] = id
+}
+
 // Usage is a count of tokens (and optionally dollars) in format 1. Numbers
 // keep the text they were read with; an empty number reads as zero, and the
 // optional CacheWrite1h and ReportedCost are written only when non-empty.

@@ -157,6 +157,7 @@ var appendMu sync.Mutex
 // it.
 type prepared struct {
 	path, stateDir, identity string
+	pkg                      string // its "package" member, "" when none
 	keys                     []string
 	vals                     [][][]byte
 	chunks                   []*[]byte // what vals are in
@@ -220,6 +221,7 @@ func (p *prepared) release() {
 func prepare(path string, record map[string]any) (*prepared, error) {
 	stateDir, identity := stateOf(path)
 	p := &prepared{path: path, stateDir: stateDir, identity: identity}
+	p.pkg, _ = record[FieldPackage].(string)
 	for k := range record {
 		switch k {
 		case FieldSeq, FieldPrev, FieldHMAC, FieldSHA256, FieldTorn:
@@ -428,6 +430,9 @@ func appendLog(dc *dirCache, ix *index, key []byte, recs []*prepared) error {
 		return err
 	}
 	e.records, e.last = seq, prev
+	if p := recs[len(recs)-1]; p.pkg != "" {
+		e.pkg = p.pkg
+	}
 	if e.keyedFrom == 0 || e.keyedFrom > first {
 		e.keyedFrom = first
 	}

@@ -27,6 +27,7 @@ type entry struct {
 	last      string // the tag (hmac, or sha256 of an older record) of the last
 	keyedFrom int64  // the first keyed record, 0 when none
 	pruned    string // when state prune removed the log, "" when it did not
+	pkg       string // the package of its last record (its "package"), "" when unknown
 	// lost says what vanished: when a record was appended to a log that
 	// was shorter than the index said (deleted or cut).
 	lost []any
@@ -51,6 +52,9 @@ func (ix *index) value() map[string]any {
 			"keyedFrom": json.Number(strconv.FormatInt(e.keyedFrom, 10))}
 		if e.pruned != "" {
 			m["pruned"] = e.pruned
+		}
+		if e.pkg != "" {
+			m["package"] = e.pkg
 		}
 		if len(e.lost) > 0 {
 			m["lost"] = e.lost
@@ -102,6 +106,7 @@ func readIndex(stateDir string, key []byte) (*index, error) {
 		e.keyedFrom = number(m["keyedFrom"])
 		e.last, _ = m["last"].(string)
 		e.pruned, _ = m["pruned"].(string)
+		e.pkg, _ = m["package"].(string)
 		e.lost, _ = m["lost"].([]any)
 		ix.logs[id] = e
 	}

@@ -176,7 +176,7 @@ func (b *betweenHost) End(end *itemmap.TurnEnd) {
 	b.items = nil
 	s.changes++
 	itemmap.Apply(s.pkg.Conv, end, s.provider)
-	identity := s.pkg.Conv.Identity()
+	identity := s.pkg.Conv.AuditLog()
 	s.autoSaveLocked()
 	s.recoverLaterLocked()
 	s.mu.Unlock()

@@ -336,7 +336,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		conv.Unsent = append(conv.Unsent, text)
 	}
 	s.changes++
-	identity := conv.Identity()
+	identity := conv.AuditLog()
 	s.mu.Unlock()
 	res := &TurnResult{End: end, UserItem: user, Untaken: untaken, Changes: changes, Notice: notice}
 	key := ""
@@ -655,7 +655,20 @@ func failureText(items []archive.Item) string {
 
 // audit appends the turn's record to the conversation's audit log; origin,
 // when set, says who began the turn.
+// identity is the conversation's log (archive.Conversation.AuditLog); a
+// package kept in its document that turns out to be a copy of the one that
+// wrote that log's last record gets a log of its own (audit.LogFor), whose
+// first record names its parent, and the conversation names it from now on.
 func (s *Session) audit(be backend.Backend, identity, text string, userMsg archive.Message, items []archive.Item, end *itemmap.TurnEnd, origin string, changes checkpoint.ChangeSet) error {
+	pkg, _ := filepath.Abs(s.pkg.Dir)
+	var parent *audit.Parent
+	if s.Keep() {
+		log, p, err := audit.LogFor(s.auditDir, identity, pkg)
+		if err != nil {
+			return err
+		}
+		identity, parent = log, p
+	}
 	path, err := audit.Path(s.auditDir, identity)
 	if err != nil {
 		return err
@@ -675,24 +688,23 @@ func (s *Session) audit(be backend.Backend, identity, text string, userMsg archi
 			images = append(images, map[string]any{"mimeType": b.String("mimeType"), "sha256": b.String("sha256")})
 		}
 	}
-	pkg, _ := filepath.Abs(s.pkg.Dir)
 	record := map[string]any{
-		"time":           now().UTC().Format(time.RFC3339Nano),
-		"backend":        be.Name(),
-		"program":        program,
-		"programVersion": be.Version(),
-		"model":          end.Model,
-		"cwd":            s.cwd,
-		"package":        pkg,
-		"user":           text,
-		"images":         orEmpty(images),
-		"items":          itemValues,
-		"status":         end.Status,
-		"usage":          usageValue(end.Usage),
-		"lastRoundUsage": usageValue(end.LastRound),
-		"sessionID":      end.SessionID,
-		"exitStatus":     be.ExitStatus(),
-		"stderrTail":     be.StderrTail(),
+		"time":             now().UTC().Format(time.RFC3339Nano),
+		"backend":          be.Name(),
+		"program":          program,
+		"programVersion":   be.Version(),
+		"model":            end.Model,
+		"cwd":              s.cwd,
+		audit.FieldPackage: pkg,
+		"user":             text,
+		"images":           orEmpty(images),
+		"items":            itemValues,
+		"status":           end.Status,
+		"usage":            usageValue(end.Usage),
+		"lastRoundUsage":   usageValue(end.LastRound),
+		"sessionID":        end.SessionID,
+		"exitStatus":       be.ExitStatus(),
+		"stderrTail":       be.StderrTail(),
 	}
 	if end.CostUSD != "" {
 		record["costUSD"] = end.CostUSD
@@ -703,10 +715,22 @@ func (s *Session) audit(be backend.Backend, identity, text string, userMsg archi
 	if !changes.Empty() {
 		record["changes"] = changes.Value()
 	}
-	if s.auditQueue != nil {
-		return s.auditQueue.Append(path, record)
+	if parent != nil {
+		record[audit.FieldCopiedFrom] = parent.Value()
 	}
-	return audit.Append(path, record)
+	if s.auditQueue != nil {
+		err = s.auditQueue.Append(path, record)
+	} else {
+		err = audit.Append(path, record)
+	}
+	if parent != nil && err == nil {
+		// Saved with the turn's end, which follows.
+		s.mu.Lock()
+		s.pkg.Conv.SetAuditLog(identity)
+		s.changes++
+		s.mu.Unlock()
+	}
+	return err
 }
 
 func orEmpty(a []any) []any {
