@@ -24,6 +24,7 @@ import (
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonrpc"
 	"spbridge/internal/pkglock"
+	"spbridge/internal/restore"
 )
 
 // fakeBackend plays a turn by the message it gets: "slow" streams until
@@ -980,7 +981,7 @@ func TestLoadReplaysAndRestores(t *testing.T) {
 	c2.request("session/prompt", map[string]any{"sessionId": pkg, "prompt": []any{textBlock("second")}})
 	c2.request("session/prompt", map[string]any{"sessionId": pkg, "prompt": []any{textBlock("third")}})
 	sent := c2.backend(0).texts()
-	want0 := "# Conversation so far\nUser: MARK first\n\nAssistant: Hello\n\nTool Read: /tmp/a.txt\n\nsecond"
+	want0 := "# Conversation so far\nUser: MARK first\n\nAssistant: Hello\n\nTool Read: /tmp/a.txt" + restore.Closing + "second"
 	if len(sent) != 2 || sent[0] != want0 || sent[1] != "third" {
 		t.Errorf("sent %q", sent)
 	}

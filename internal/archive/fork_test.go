@@ -61,3 +61,50 @@ func TestConversationFork(t *testing.T) {
 		t.Errorf("an unknown item: %v", err)
 	}
 }
+
+// TestForkCompactedCut: a fork of a conversation holding a /compact (a
+// user item the history has no message for, as an imported Claude Code
+// session has it) keeps the history cut at the same turn as its items;
+// the ratings of the turns cut go, those kept stay.
+func TestForkCompactedCut(t *testing.T) {
+	c := &Conversation{Feedback: map[string]Feedback{}}
+	item := func(typ, text string) Item {
+		it := NewItem(typ)
+		it.Set("text", text)
+		c.Items = append(c.Items, it)
+		return it
+	}
+	msg := func(role, text string) {
+		c.History = append(c.History, Message{Role: role, Content: []Block{NewTextBlock(text)}})
+	}
+	item(TypeUser, "first")
+	msg("user", "first")
+	one := item(TypeAssistant, "one")
+	msg("assistant", "one")
+	c.Feedback[one.ID()] = Feedback{Rating: "good"}
+	item(TypeUser, "/compact")
+	notice := item(TypeNotice, "Claude Code compacted the conversation.")
+	item(TypeUser, "second")
+	msg("user", "second")
+	two := item(TypeAssistant, "two")
+	msg("assistant", "two")
+	c.Feedback[two.ID()] = Feedback{Rating: "bad"}
+
+	f, err := c.Fork(notice.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range f.History {
+		texts = append(texts, m.Role+" "+m.Content[0].String("text"))
+	}
+	if got := strings.Join(texts, ","); got != "user first,assistant one" {
+		t.Errorf("history %q", got)
+	}
+	if _, ok := f.Feedback[one.ID()]; !ok || len(f.Feedback) != 1 {
+		t.Errorf("ratings %v", f.Feedback)
+	}
+	if len(c.Feedback) != 2 {
+		t.Error("the fork changed the conversation's ratings")
+	}
+}

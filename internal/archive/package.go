@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Kind says what a package is; only a document keeps a conversation.
@@ -373,25 +374,52 @@ func (c *Conversation) Fork(atItem string) (Conversation, error) {
 	if end == len(c.Items) {
 		return d, nil
 	}
-	users := 0
+	// A rating of a turn cut goes with it.
+	kept := make(map[string]bool, len(d.Items))
 	for _, it := range d.Items {
-		if it.Type() == TypeUser {
-			users++
+		kept[it.ID()] = true
+	}
+	for id := range d.Feedback {
+		if !kept[id] {
+			delete(d.Feedback, id)
 		}
 	}
 	// Each turn's history begins with its user message: keep those of the
-	// kept user items and what followed them, up to the next.
-	seen := 0
-	for k, m := range d.History {
-		if m.Role == "user" && isUserMessage(m) {
-			seen++
-			if seen > users {
-				d.History = d.History[:k]
+	// kept user items and what followed them, up to the next. A user item
+	// is the next user message whose text is its own (or ends with it); one
+	// the history has no message for (a slash command such as /compact)
+	// holds no place in it.
+	next := 0 // the first message after the last kept user item's
+	for _, it := range d.Items {
+		if it.Type() != TypeUser {
+			continue
+		}
+		text := it.String("text")
+		for k := next; k < len(d.History); k++ {
+			if m := d.History[k]; m.Role == "user" && isUserMessage(m) && strings.HasSuffix(messageText(m), text) {
+				next = k + 1
 				break
 			}
 		}
 	}
+	for k := next; k < len(d.History); k++ {
+		if m := d.History[k]; m.Role == "user" && isUserMessage(m) {
+			d.History = d.History[:k]
+			break
+		}
+	}
 	return d, nil
+}
+
+// messageText is the text of a message's text blocks.
+func messageText(m Message) string {
+	var b strings.Builder
+	for _, bl := range m.Content {
+		if bl.Type() == BlockText {
+			b.WriteString(bl.String("text"))
+		}
+	}
+	return b.String()
 }
 
 // isUserMessage reports whether a history message of role user is the

@@ -11,6 +11,7 @@ import (
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
+	"spbridge/internal/restore"
 )
 
 // History is Claude Code's store of past sessions: $CLAUDE_CONFIG_DIR
@@ -275,6 +276,7 @@ func claudePrompt(l *claudeLine) (string, bool) {
 	default:
 		return "", false
 	}
+	text, _ = restore.Split(text) // the user's words, without a restore prefix
 	t := strings.TrimSpace(text)
 	for _, p := range []string{"<command-", "<local-command", "[Request interrupted", "<task-notification", "<system-reminder"} {
 		if strings.HasPrefix(t, p) {

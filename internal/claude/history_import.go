@@ -17,6 +17,7 @@ import (
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
+	"spbridge/internal/restore"
 )
 
 // claudeImport maps a Claude Code session file. Its user and assistant
@@ -259,6 +260,9 @@ func (ci *claudeImport) begin(text string, l *claudeLine) {
 		}
 		full = strings.Join(parts, "\n\n")
 	}
+	// A session spbridge began after a reopen: the CLI was told the
+	// conversation so far before the user's words, which alone are kept.
+	full, _ = restore.Split(full)
 	if text == "[image]" && full == "" {
 		text = ""
 	} else {
@@ -322,9 +326,14 @@ func (ci *claudeImport) endTurn() {
 	if !ci.turn.Active && !ci.m.InTurn() && ci.turn.User == nil {
 		return
 	}
-	var usage archive.Usage
+	var usage, last archive.Usage
 	for _, id := range ci.usageIDs {
 		usage = usage.Add(ci.usage[id])
+	}
+	if n := len(ci.usageIDs); n > 0 {
+		// The turn's last request: its last assistant message's usage,
+		// as the file recorded it.
+		last = ci.usage[ci.usageIDs[n-1]]
 	}
 	var r itemmap.Result
 	switch ci.lastStop {
@@ -345,9 +354,12 @@ func (ci *claudeImport) endTurn() {
 		if r.End.Usage.Input == "" && r.End.Usage.Output == "" {
 			r.End.Usage = usage
 		}
+		if r.End.LastRound.Input == "" && r.End.LastRound.Output == "" {
+			r.End.LastRound = last
+		}
 		history.EndTurn(ci.conv, &ci.turn, r.End, Provider)
 	} else if ci.turn.User != nil {
-		history.EndTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Usage: usage}, Provider)
+		history.EndTurn(ci.conv, &ci.turn, &itemmap.TurnEnd{Status: itemmap.TurnInterrupted, Usage: usage, LastRound: last}, Provider)
 	}
 	ci.turn = history.Turn{First: len(ci.conv.Items)}
 	clear(ci.usage)

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"spbridge/internal/codex"
 	"spbridge/internal/history"
 	"spbridge/internal/history/historytest"
+	"spbridge/internal/restore"
 )
 
 const (
@@ -128,5 +130,31 @@ func TestResumedSession(t *testing.T) {
 	if k := strings.Join(historytest.Kinds(conv), "\n"); k != "user Remember the number 7\nassistant I will remember 7.\nuser What was the number?\nassistant It was 7." ||
 		rep.ID != e.ID || rep.Turns != 2 {
 		t.Errorf("%s\n%+v", k, rep)
+	}
+}
+
+// TestRestoredSessionWords: a session spbridge began after a reopen (its
+// first message the restore prefix, then the user's words) is listed and
+// imported by the user's words alone, in its item and its history
+// message; its lastRoundUsage is its last assistant message's usage.
+func TestRestoredSessionWords(t *testing.T) {
+	dir := t.TempDir()
+	prefix := restore.Prefix([]archive.Item{archive.ItemFromMap(map[string]any{"id": "u", "type": "user", "text": "earlier\n\nwords"})}, nil)
+	content, _ := json.Marshal(prefix + "my own\n\nwords")
+	historytest.Write(t, dir, "projects/-w/5cb15913-241e-471f-becf-e54204cba130.jsonl",
+		`{"type":"user","sessionId":"5cb15913-241e-471f-becf-e54204cba130","cwd":"/w","message":{"role":"user","content":`+string(content)+`}}`+"\n"+
+			`{"type":"assistant","sessionId":"5cb15913-241e-471f-becf-e54204cba130","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}}`+"\n")
+	es, err := history.List(history.Options{Stores: stores, Backend: "claude", Dirs: dirs(dir, "")})
+	if err != nil || len(es) != 1 || es[0].Title != "my own words" {
+		t.Fatalf("%s %v", historytest.Describe(es), err)
+	}
+	conv, _ := historytest.Import(t, stores, "claude", es[0].Path)
+	if conv.Items[0].String("text") != "my own\n\nwords" || conv.History[0].Content[0].String("text") != "my own\n\nwords" {
+		t.Errorf("item %q history %q", conv.Items[0].String("text"), conv.History[0].Content[0].String("text"))
+	}
+	// The last request's usage is the last assistant message's, as
+	// recorded.
+	if u := conv.LastRoundUsage; u.Input != "10" || u.Output != "2" {
+		t.Errorf("lastRoundUsage %+v", u)
 	}
 }

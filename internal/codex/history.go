@@ -9,6 +9,7 @@ import (
 
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/restore"
 )
 
 // History is the Codex CLI's store of past sessions: $CODEX_HOME (else
@@ -216,6 +217,7 @@ func codexPrompt(v gjson.Result) (string, bool) {
 	default:
 		return "", false
 	}
+	text, _ = restore.Split(text) // the user's words, without a restore prefix
 	t := strings.TrimSpace(text)
 	switch {
 	case t != "":

@@ -13,6 +13,7 @@ import (
 	"spbridge/internal/history"
 	"spbridge/internal/itemmap"
 	"spbridge/internal/jsonline"
+	"spbridge/internal/restore"
 )
 
 // codexImport maps a Codex rollout. Its lines are what the app-server
@@ -234,6 +235,9 @@ func (ci *codexImport) startTurn() {
 // userMessage begins the turn's user message: its item and its history
 // message, with the images its response item carried.
 func (ci *codexImport) userMessage(text string) {
+	// A thread spbridge began after a reopen: codex was told the
+	// conversation so far before the user's words, which alone are kept.
+	text, _ = restore.Split(text)
 	if !ci.m.InTurn() {
 		ci.startTurn()
 	}

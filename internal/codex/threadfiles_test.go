@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"maps"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"spbridge/internal/archive"
 	"spbridge/internal/history"
 	"spbridge/internal/history/historytest"
+	"spbridge/internal/restore"
 )
 
 // codexVersions are the Codex versions the thread files were recorded
@@ -416,4 +419,25 @@ func FuzzThreadSource(f *testing.F) {
 		history.ImportFile("codex", p, history.ImportOptions{Stores: stores})
 		History.Summarize(history.File{Path: p})
 	})
+}
+
+// TestRestoredThreadWords: a thread spbridge began after a reopen (its
+// first message the restore prefix, then the user's words) is listed and
+// imported by the user's words alone, in its item and its history
+// message.
+func TestRestoredThreadWords(t *testing.T) {
+	home := t.TempDir()
+	prefix := restore.Prefix([]archive.Item{archive.ItemFromMap(map[string]any{"id": "u", "type": "user", "text": "earlier\n\nwords"})}, nil)
+	text, _ := json.Marshal(prefix + "my own\n\nwords")
+	user := `{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","id":"u","content":[{"type":"text","text":` + string(text) + `}]}}}`
+	historytest.Write(t, filepath.Join(home, "sessions", "2026", "12", "01"), "rollout-2026-12-01T10-00-00-01a23542-0000-7000-8000-000000000001.jsonl",
+		codexLines(codexMeta, codexStarted, user, `{"type":"event_msg","payload":{"type":"task_complete"}}`))
+	es, err := history.List(history.Options{Stores: stores, Backend: "codex", Dirs: dirs("", home)})
+	if err != nil || len(es) != 1 || es[0].Title != "my own words" {
+		t.Fatalf("%s %v", historytest.Describe(es), err)
+	}
+	conv, _ := historytest.Import(t, stores, "codex", es[0].Path)
+	if conv.Items[0].String("text") != "my own\n\nwords" || conv.History[0].Content[0].String("text") != "my own\n\nwords" {
+		t.Errorf("item %q history %q", conv.Items[0].String("text"), conv.History[0].Content[0].String("text"))
+	}
 }

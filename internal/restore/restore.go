@@ -6,6 +6,8 @@
 package restore
 
 import (
+	"strings"
+
 	"spbridge/internal/archive"
 	"spbridge/internal/transcript"
 )
@@ -13,10 +15,32 @@ import (
 // Heading opens the prefix.
 const Heading = "# Conversation so far\n"
 
+// Closing ends the prefix: the user's own words follow it. It lets a CLI
+// session spbridge began with the prefix be read back without it (Split).
+const Closing = "\n\n# New message\n\n"
+
+// Split is the user's own words of a message a CLI got (text): false when
+// it does not begin with the prefix. A prefix written before Closing was
+// (ended by a blank line alone) is taken to end at the text's last blank
+// line: the user's words are the last paragraph.
+func Split(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, Heading)
+	if !ok {
+		return text, false
+	}
+	if _, words, ok := strings.Cut(rest, Closing); ok {
+		return words, true
+	}
+	if i := strings.LastIndex(rest, "\n\n"); i >= 0 {
+		return rest[i+2:], true
+	}
+	return "", true
+}
+
 // Prefix returns the prefix for a conversation whose items are items and
 // history is history: the heading, the last transcript.TailLength characters
 // of their transcript (an image dropped from the saved conversation reads as
-// archive.ImageOmittedText, one kept as [image]) and a blank line; "" when
+// archive.ImageOmittedText, one kept as [image]) and Closing; "" when
 // the transcript is empty. Only the items after the last reset of the CLI's
 // context (archive.LastReset: Claude Code's /clear) are told: what came
 // before it was no longer the CLI's context when the conversation was left.
@@ -25,7 +49,7 @@ func Prefix(items []archive.Item, history []archive.Message) string {
 	if text == "" {
 		return ""
 	}
-	return Heading + transcript.Tail(text, transcript.TailLength) + "\n\n"
+	return Heading + transcript.Tail(text, transcript.TailLength) + Closing
 }
 
 // State follows one open of a conversation. The zero State is a

@@ -19,7 +19,7 @@ func items(pairs ...string) []archive.Item {
 func TestRestoredTurns(t *testing.T) {
 	saved := items("user", "hi", "assistant", "hello")
 	s := Restored(saved)
-	want := "# Conversation so far\nUser: hi\n\nAssistant: hello\n\nnext please"
+	want := "# Conversation so far\nUser: hi\n\nAssistant: hello\n\n# New message\n\nnext please"
 	if got := s.Context("claude", saved, nil) + "next please"; got != want {
 		t.Fatalf("first turn = %q, want %q", got, want)
 	}
@@ -61,7 +61,7 @@ func TestNoPrefix(t *testing.T) {
 func TestPrefixTail(t *testing.T) {
 	long := strings.Repeat("x", 30000)
 	p := Prefix(items("user", long+"MARK"), nil)
-	body := strings.TrimSuffix(strings.TrimPrefix(p, Heading), "\n\n")
+	body := strings.TrimSuffix(strings.TrimPrefix(p, Heading), Closing)
 	if len(body) != transcript.TailLength || !strings.HasSuffix(body, "MARK") {
 		t.Errorf("prefix body is %d characters ending %q", len(body), body[len(body)-4:])
 	}
@@ -84,7 +84,7 @@ func TestOmittedImage(t *testing.T) {
 	saved := []archive.Item{withImage("1", "look"), withImage("2", "and this")}
 	history := []archive.Message{user("look", omitted), {Role: "assistant", Content: []archive.Block{archive.NewTextBlock("ok")}}, user("and this", img)}
 	s := Restored(saved)
-	want := Heading + "User: look " + archive.ImageOmittedText + "\n\nUser: and this [image]\n\nnext"
+	want := Heading + "User: look " + archive.ImageOmittedText + "\n\nUser: and this [image]" + Closing + "next"
 	if got := s.Context("claude", saved, history) + "next"; got != want {
 		t.Errorf("Context + text =\n%q\nwant\n%q", got, want)
 	}
@@ -103,7 +103,7 @@ func TestResetBoundary(t *testing.T) {
 	saved = append(saved, compacted...)
 	saved = append(saved, items("user", "POST-1", "assistant", "POST-2")...)
 	got := Restored(saved).Context("claude", saved, nil)
-	if want := Heading + "User: POST-1\n\nAssistant: POST-2\n\n"; got != want {
+	if want := Heading + "User: POST-1\n\nAssistant: POST-2" + Closing; got != want {
 		t.Errorf("after two resets = %q, want %q", got, want)
 	}
 	// Nothing after the reset: nothing is told.
@@ -130,7 +130,25 @@ func TestResetBoundary(t *testing.T) {
 		{Role: "user", Content: []archive.Block{archive.NewTextBlock("look"), kept1}},
 		{Role: "user", Content: []archive.Block{archive.NewTextBlock("look"), omitted}},
 	}
-	if got, want := Prefix(withImg, history), Heading+"User: look "+archive.ImageOmittedText+"\n\n"; got != want {
+	if got, want := Prefix(withImg, history), Heading+"User: look "+archive.ImageOmittedText+Closing; got != want {
 		t.Errorf("image after the reset = %q, want %q", got, want)
+	}
+}
+
+// TestSplit: the user's words of a message that began with the prefix,
+// as Prefix writes it, and as it was written before Closing; a message
+// without it is itself.
+func TestSplit(t *testing.T) {
+	its := items("user", "hi", "assistant", "hello\n\nwith a blank line")
+	for _, words := range []string{"again", "two\n\nparagraphs", ""} {
+		if got, ok := Split(Prefix(its, nil) + words); !ok || got != words {
+			t.Errorf("%q: %q %v", words, got, ok)
+		}
+	}
+	if got, ok := Split(Heading + "User: hi\n\nAssistant: hello\n\nagain"); !ok || got != "again" {
+		t.Errorf("older prefix: %q %v", got, ok)
+	}
+	if got, ok := Split("plain words"); ok || got != "plain words" {
+		t.Errorf("no prefix: %q %v", got, ok)
 	}
 }

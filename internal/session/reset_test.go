@@ -60,7 +60,7 @@ func TestResetThenReopen(t *testing.T) {
 	if _, err := s.Send(context.Background(), "next", nil, nopHost{}); err != nil {
 		t.Fatal(err)
 	}
-	want := restore.Heading + "User: POST-MARK\n\nAssistant: reply claude\n\nnext"
+	want := restore.Heading + "User: POST-MARK\n\nAssistant: reply claude" + restore.Closing + "next"
 	if after.sent[0] != want {
 		t.Errorf("after the reopen the CLI got %q, want %q", after.sent[0], want)
 	}

@@ -91,7 +91,7 @@ func TestRestoredSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	prefix := "# Conversation so far\nUser: MARK-first\n\nAssistant: reply claude\n\n"
+	prefix := "# Conversation so far\nUser: MARK-first\n\nAssistant: reply claude" + restore.Closing
 	want := []string{prefix + "second", prefix + "third", "fourth"}
 	for i := range want {
 		if be.sent[i] != want[i] {

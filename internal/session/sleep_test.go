@@ -242,7 +242,7 @@ func TestSleepResumeRefusedRestores(t *testing.T) {
 	if err != nil || res.End.Status != itemmap.TurnCompleted {
 		t.Fatalf("the turn after the refusal: %+v, %v", res, err)
 	}
-	want := restore.Heading + "User: MARK-one\n\nAssistant: reply claude\n\n"
+	want := restore.Heading + "User: MARK-one\n\nAssistant: reply claude" + restore.Closing
 	if len(be.contexts) != 3 || be.contexts[1] != "" || be.contexts[2] != want {
 		t.Errorf("contexts %q, want the refused try with none and the retry with %q", be.contexts, want)
 	}
