@@ -486,3 +486,51 @@ func TestRewindBoth(t *testing.T) {
 		t.Errorf("the files alone without checkpoints: %v", err)
 	}
 }
+
+// TestRewindRecordDamaged: an undo whose record cannot be read says so
+// and changes nothing.
+func TestRewindRecordDamaged(t *testing.T) {
+	pkg, _ := newPackage(t)
+	s, _ := rewindBackends(t, pkg, true, func() backend.Backend { return &fakeBackend{name: "claude"} })
+	sendTurn(t, s, "one", nil)
+	sendTurn(t, s, "two", nil)
+	if _, err := s.RewindConversation(userIDs(s)[1], false); err != nil {
+		t.Fatal(err)
+	}
+	cut := conversationJSON(t, pkg)
+	os.WriteFile(filepath.Join(pkg, "agent", "rewinds", "1", "agent", "conversation.json"), []byte("{not json"), 0o600)
+	if _, err := s.UndoRewind(false); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("undo of a damaged record: %v", err)
+	}
+	if s.ItemCount() != 2 || !bytes.Equal(conversationJSON(t, pkg), cut) {
+		t.Error("the failed undo changed the conversation")
+	}
+}
+
+// FuzzRewindRecord reads a record as an undo would: whatever the file
+// holds, reading it and putting it back never panics, and puts back only
+// onto the conversation the record says it left.
+func FuzzRewindRecord(f *testing.F) {
+	f.Add([]byte(`{"formatVersion":1,"items":[{"id":"U2","type":"user","text":"x"}],"history":[],"spbridgeRewind":{"version":1,"before":"U2","keptItems":1,"keptHistory":0,"lastKept":"U1","resolvedCards":["U2"]}}`))
+	f.Add([]byte(`{"formatVersion":1,"spbridgeRewind":{"keptItems":-1}}`))
+	f.Add([]byte(`{"formatVersion":1,"spbridgeRewind":{"keptItems":"9","keptHistory":[]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec, err := archive.Decode(data)
+		if err != nil {
+			return
+		}
+		meta, err := readMeta(rec)
+		if err != nil {
+			return
+		}
+		u1 := archive.ItemFromMap(map[string]any{"id": "U1", "type": "user", "text": "one"})
+		c := &archive.Conversation{Items: []archive.Item{u1}}
+		if meta.current(c) != nil {
+			return
+		}
+		meta.restore(c, rec)
+		if len(c.Items) != 1+len(rec.Items) || c.Items[0].ID() != "U1" {
+			t.Errorf("restored %d items onto 1, the record holding %d", len(c.Items), len(rec.Items))
+		}
+	})
+}
