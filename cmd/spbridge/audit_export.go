@@ -48,6 +48,7 @@ func runAuditExport(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	paceGC() // the log's records are held whole while the page is written
 	recs, err := audit.Read(path)
 	if err != nil && !r.Missing {
 		return err

@@ -131,6 +131,7 @@ func runExport(_ context.Context, st stdio, args []string) error {
 	if err := checkPackage(pkg); err != nil {
 		return err
 	}
+	paceGC() // the conversation is held whole while the page is written
 	p, err := archive.Open(pkg, archive.KindDocument, true)
 	if err != nil {
 		return err
