@@ -482,7 +482,7 @@ func TestE2EClaudeRestore(t *testing.T) {
 		t.Fatalf("%d requests, want 3", len(reqs))
 	}
 	second, third := userTexts(reqs[1].Body), userTexts(reqs[2].Body)
-	want := "# Conversation so far\n" + "User: remember ZEBRA-7731 please\n\nAssistant: Noted the zebra." + "\n\n" + "what did I say?"
+	want := "# Conversation so far\n" + "User: remember ZEBRA-7731 please\n\nAssistant: Noted the zebra." + restore.Closing + "what did I say?"
 	if len(second) != 1 || second[0] != want {
 		t.Errorf("the new session's first user text = %q, want %q", second, want)
 	}
