@@ -397,7 +397,10 @@ func runAuditShow(_ context.Context, st stdio, args []string) error {
 		"Print the audit log of the conversation in PKG, turn by turn; with --json,\n"+
 			"its records as JSON lines. A copied package has a log of its own from its\n"+
 			"first turn after the copy: PKG's turns only; --ancestry prints first the\n"+
-			"turns of the logs it was copied from, up to the copy.")
+			"turns of the logs it was copied from, up to the copy. Turns that copies ran in\n"+
+			"a log they shared before spbridge kept a log per copy (their records name\n"+
+			"another package that still exists) are left out, and counted on standard\n"+
+			"error; --id ID shows a log whole.")
 	id := f.String("id", "", "the log's id (the conversation's identity, the id of its first item, or a copy's own log) instead of PKG")
 	asJSON := f.Bool("json", false, "print the records as JSON lines")
 	ancestry := f.Bool("ancestry", false, "print the turns of the logs PKG's was copied from first, up to the copy")
@@ -408,17 +411,31 @@ func runAuditShow(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	// own leaves out, for PKG, the turns of other packages in its log.
+	own := func(recs []map[string]any) []map[string]any { return recs }
+	if *id == "" {
+		pkg, _ := filepath.Abs(f.Arg(0))
+		own = func(recs []map[string]any) []map[string]any {
+			kept, n := audit.OwnRecords(recs, pkg)
+			if n > 0 {
+				fmt.Fprintf(st.err, "spbridge: left out %d %s that copies of this package ran in its log before each copy got a log of its own (--id %s shows the log whole)\n",
+					n, plural(n, "turn", "turns"), strings.TrimSuffix(filepath.Base(path), ".jsonl"))
+			}
+			return kept
+		}
+	}
 	if !*ancestry {
 		recs, err := audit.Read(path)
 		if err != nil {
 			return err
 		}
-		return showRecords(st, recs, *asJSON)
+		return showRecords(st, own(recs), *asJSON)
 	}
 	line, err := audit.ReadAncestry(path)
 	if err != nil {
 		return err
 	}
+	line[len(line)-1].Records = own(line[len(line)-1].Records)
 	for i, seg := range line {
 		if !*asJSON {
 			if i > 0 {

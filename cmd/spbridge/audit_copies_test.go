@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/audit"
 )
 
 // copyTree copies the folder src to dst, as cp -r does.
@@ -158,5 +159,50 @@ func TestAuditLogPerCopy(t *testing.T) {
 	os.WriteFile(path, []byte(strings.Replace(first, "one in the original", "one in the 0riginal", 1)+strings.SplitAfterN(string(data), "\n", 2)[1]), 0o600)
 	if code, _, errOut := runCmd(t, "audit", "verify", copy1); code != 1 || !strings.Contains(errOut, "which "+filepath.Join(state, "audit", logs[copy1]+".jsonl")+" was copied from") {
 		t.Errorf("verify of a copy whose parent was edited = %d %q", code, errOut)
+	}
+}
+
+// TestAuditShowShared: a log that copies shared before each got its own
+// (records an earlier spbridge wrote, each naming the package it ran in):
+// audit show PKG leaves out the turns of the other packages that still
+// exist, counting them on standard error, and keeps those naming a folder
+// gone (the package before a move); --id shows the log whole.
+func TestAuditShowShared(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("SPBRIDGE_STATE_DIR", state)
+	root := t.TempDir()
+	const id = "0D7E8C55-0F3A-4E7B-8D61-2B9A0C1D2E30"
+	mk := func(name string) string {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Join(p, "agent"), 0o755)
+		os.WriteFile(filepath.Join(p, "document.json"), []byte("{}"), 0o644)
+		os.WriteFile(filepath.Join(p, "agent", "conversation.json"), []byte(`{"formatVersion":1,"items":[{"id":"`+id+`","type":"user","text":"hi"}]}`), 0o644)
+		return p
+	}
+	poster, copied := mk("Poster.silverpoint"), mk("Poster copy.silverpoint")
+	path, _ := audit.Path(state, id)
+	for _, r := range []struct{ user, pkg string }{
+		{"before the move", filepath.Join(root, "gone", "Poster.silverpoint")},
+		{"in the poster", poster},
+		{"in the copy", copied},
+		{"in the poster again", poster},
+	} {
+		rec := map[string]any{"time": "2026-11-30T00:00:00Z", "backend": "claude", "status": "completed", "user": r.user, "package": r.pkg,
+			"items": []any{map[string]any{"id": "U", "type": "user", "text": r.user}}}
+		if err := audit.Append(path, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCmd(t, "audit", "show", poster)
+	if code != 0 || strings.Contains(out, "in the copy") || !strings.Contains(out, "before the move") || !strings.Contains(out, "in the poster again") ||
+		errOut != "spbridge: left out 1 turn that copies of this package ran in its log before each copy got a log of its own (--id "+id+" shows the log whole)\n" {
+		t.Errorf("show the poster = %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "audit", "show", copied)
+	if code != 0 || strings.Contains(out, "in the poster") || !strings.Contains(out, "in the copy") || !strings.Contains(errOut, "left out 2 turns") {
+		t.Errorf("show the copy = %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, "audit", "show", "--id", id); code != 0 || strings.Count(out, "  User: ") != 4 || errOut != "" {
+		t.Errorf("show --id = %d\n%s%s", code, out, errOut)
 	}
 }

@@ -188,3 +188,28 @@ func ReadAncestry(path string) ([]Segment, error) {
 	}
 	return line, nil
 }
+
+// OwnRecords is recs without those another package wrote: records whose
+// FieldPackage names another folder that still holds a conversation (a
+// copy that shared the log before spbridge kept a log per copy). A record
+// naming no package, pkg itself, or a folder gone (pkg before a move) is
+// kept. It returns how many it left out.
+func OwnRecords(recs []map[string]any, pkg string) ([]map[string]any, int) {
+	other := map[string]bool{}
+	var own []map[string]any
+	for _, rec := range recs {
+		p, _ := rec[FieldPackage].(string)
+		if p != "" && p != pkg {
+			o, seen := other[p]
+			if !seen {
+				o = !sameFolder(p, pkg) && holdsConversation(p)
+				other[p] = o
+			}
+			if o {
+				continue
+			}
+		}
+		own = append(own, rec)
+	}
+	return own, len(recs) - len(own)
+}
