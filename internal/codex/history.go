@@ -154,9 +154,13 @@ func (st historyStore) Summarize(c history.File) (history.Entry, bool) {
 		if err != nil {
 			return history.Entry{}, false
 		}
+		// The thread is the newest file's (a fork's first file continues
+		// its parent's): its id stays the one the file's name gives.
+		id := e.ID
 		meta = false
 		history.ReaderHead(src, head)
 		src.Close()
+		e.ID = id
 	}
 	if first == "" || sub || e.ID == "" {
 		return history.Entry{}, false

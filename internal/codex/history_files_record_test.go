@@ -269,3 +269,38 @@ func TestRecordCodexThreadFiles(t *testing.T) {
 		t.Log(n)
 	}
 }
+
+// TestRecordCodexExecFork records a thread of one turn (codex exec) and
+// its fork with a turn of its own (codex exec fork ID PROMPT):
+// codex-fork-VERSION/sessions/…, byte for byte as codex wrote them.
+func TestRecordCodexExecFork(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record")
+	}
+	bin := fakeapi.CodexPath(t)
+	version := codexVersion(t, bin)
+	srv, err := fakeapi.NewOpenAI(
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("The parent's answer.")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("The fork's answer.")}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	root := "/tmp/spbridge-codex-fork"
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	work := filepath.Join(root, "project")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := srv.CodexEnv(t, root)
+	out := historytest.Run(t, work, env, "", bin, "exec", "--json", "--skip-git-repo-check", "The parent's question")
+	id := sessionID(t, out)
+	historytest.Run(t, work, env, "", bin, "exec", "fork", "--json", "--skip-git-repo-check", id, "The fork's question")
+	for _, n := range historytest.Keep(t, filepath.Join(root, "codex-home", "sessions"), "rollout-*", filepath.Join("codex-fork-"+version, "sessions"), strings.NewReplacer()) {
+		t.Log(n)
+	}
+}

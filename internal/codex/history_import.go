@@ -64,6 +64,13 @@ func (ci *codexImport) Line(line []byte) bool {
 			ci.rep.Cwd = p.Get("cwd").String()
 			ci.legacy = p.Get("history_mode").String() != "paginated"
 			ci.send("thread/started", map[string]any{"thread": map[string]any{"id": ci.rep.ID, "cwd": ci.rep.Cwd}})
+		} else if id := p.Get("id").String(); id != "" {
+			// A later file of the thread (after a revert), or a fork's
+			// own after its parent's turns: the thread is the last's.
+			ci.rep.ID = id
+			if cwd := p.Get("cwd").String(); cwd != "" {
+				ci.rep.Cwd = cwd
+			}
 		}
 	case "turn_context":
 		if m := p.Get("model").String(); m != "" {

@@ -441,3 +441,26 @@ func TestRestoredThreadWords(t *testing.T) {
 		t.Errorf("item %q history %q", conv.Items[0].String("text"), conv.History[0].Content[0].String("text"))
 	}
 }
+
+// TestExecFork: a thread forked with codex exec fork (recorded: its first
+// file continues its parent's, history_base) is listed under its own id
+// and imports with the turn it inherited, then its own; the parent is
+// listed as it was.
+func TestExecFork(t *testing.T) {
+	home := filepath.Join("testdata", "history", "codex-fork-"+codexVersions[0])
+	es, err := history.List(history.Options{Stores: stores, Backend: "codex", Dirs: dirs("", home)})
+	if err != nil || len(es) != 2 || es[0].ID == es[1].ID {
+		t.Fatalf("%s %v", historytest.Describe(es), err)
+	}
+	for _, e := range es {
+		conv, rep := historytest.Import(t, stores, "codex", e.Path)
+		got := strings.Join(historytest.Kinds(conv), "\n")
+		want := "user The parent's question\nassistant The parent's answer."
+		if e.Title == "The parent's question" && strings.Contains(e.Path, "7beb") {
+			want += "\nuser The fork's question\nassistant The fork's answer."
+		}
+		if got != want || rep.ID != e.ID || len(rep.Notices) != 0 {
+			t.Errorf("%s: items\n%s\nwant\n%s\n%+v", e.ID, got, want, rep)
+		}
+	}
+}
