@@ -512,6 +512,19 @@ func (s *Session) rewindRecords(keep bool) records {
 	return records{dir: s.pkg.Dir}
 }
 
+// waitEnding waits for a turn that is ending (its prompt answered, its
+// end being saved): a rewind asked for right after the answer goes on
+// once it is over, rather than being refused.
+func (s *Session) waitEnding() {
+	s.mu.Lock()
+	t := s.turn
+	ending := t != nil && t.ending
+	s.mu.Unlock()
+	if ending {
+		<-t.done
+	}
+}
+
 // idleLocked says why the conversation cannot be rewound now, or nil.
 // s.mu is held.
 func (s *Session) idleLocked() error {
@@ -559,6 +572,7 @@ type Rewound struct {
 // rewind of the files alone keeps a record too, cutting nothing, for
 // Undo.
 func (s *Session) Rewind(o RewindOptions) (*Rewound, error) {
+	s.waitEnding()
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	s.mu.Lock()
@@ -604,6 +618,7 @@ func (s *Session) Rewind(o RewindOptions) (*Rewound, error) {
 // save policy: the package must not hold the cut conversation without the
 // record, nor lose the record), and the CLI's context follows.
 func (s *Session) RewindConversation(toItem string, dryRun bool) (*ConversationRewind, error) {
+	s.waitEnding()
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	return s.rewindConversationLocked(toItem, dryRun, "", false)
@@ -721,6 +736,7 @@ func (s *Session) UndoRewind(dryRun bool) (*ConversationRewind, error) {
 // is removed last. The next turn starts a fresh CLI session told the
 // conversation so far. With dryRun it only says what it would put back.
 func (s *Session) Undo(dryRun, force bool) (*Rewound, error) {
+	s.waitEnding()
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	s.mu.Lock()
