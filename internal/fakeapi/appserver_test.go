@@ -360,8 +360,15 @@ func TestAppServerTurns(t *testing.T) {
 			Usage: ResponsesUsage{InputTokens: 2000, CachedTokens: 1500, OutputTokens: 70, ReasoningTokens: 30, TotalTokens: 2070}},
 	)
 	a := startAppServer(t, srv, "", "")
-	if res := a.initialize(); !strings.Contains(fmt.Sprint(res["userAgent"]), "/0.169.0 ") {
-		t.Errorf("initialize result = %v", res)
+	// The user agent names the version of the codex under test, whichever
+	// set it is of ("codex-cli 0.169.0").
+	out, err := exec.Command(CodexPath(t), "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(out))
+	if res := a.initialize(); len(fields) == 0 || !strings.Contains(fmt.Sprint(res["userAgent"]), "/"+fields[len(fields)-1]+" ") {
+		t.Errorf("initialize result = %v, want its user agent to name %q", res, out)
 	}
 	thread := a.startThread()
 
