@@ -178,6 +178,8 @@ $ spbridge auth status --backend codex --json`,
 $ spbridge auth logout --backend claude`,
 	"version": `
 $ spbridge version
+# Also the CLIs' versions found, and the versions spbridge is tested with
+$ spbridge version --clis
 # Also what holds the processes a CLI starts
 $ spbridge version --supervision`,
 	"help": `

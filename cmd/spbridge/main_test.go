@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/clis"
 	"spbridge/internal/pkglock"
 )
 
@@ -69,6 +70,13 @@ func TestScript(t *testing.T) {
 			// The scripts' spbridge is this race-enabled binary: without
 			// this, each of its runs would sleep a second before it exits.
 			env.Setenv("GORACE", noExitSleep)
+			// $TESTED_SET_NAME is a version of the CLI NAME that spbridge
+			// is tested with ($TESTED_PINNED_CLAUDE): version --clis says them.
+			for _, c := range clis.All {
+				for _, tv := range clis.Tested(c.Name) {
+					env.Setenv("TESTED_"+strings.ToUpper(tv.Set+"_"+c.Name), tv.Version)
+				}
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
