@@ -103,6 +103,8 @@ type claudeTurn struct {
 	rejected  []*claudeTool     // calls refused by the rejection text alone
 	approvals map[string]string // request id → tool_use id
 	lastRound archive.Usage
+	rounds    archive.Usage // the model requests before lastRound's since the last result folded in
+	counted   bool          // lastRound's request is in a result folded in
 	lastMsg   string
 	bgTurns   int           // turns claude ran on its own meanwhile (background reports)
 	bgUsage   archive.Usage // what they used
@@ -309,6 +311,10 @@ func (m *Claude) streamEvent(ev *claudeEvent, r *Result) {
 		} else {
 			msg = strings.Clone(msg)
 		}
+		if t.lastMsg != "" && !t.counted {
+			t.rounds = t.rounds.Add(t.lastRound)
+		}
+		t.counted = false
 		t.lastMsg = msg
 		t.lastRound = usageFromAPI(e[3].Get("usage"))
 	case "content_block_start":
@@ -775,6 +781,7 @@ func (m *Claude) result(ev *claudeEvent, r *Result) {
 		u, cost := m.turnUsage(ev)
 		t.bgTurns++
 		t.bgUsage = t.bgUsage.Add(u)
+		t.rounds, t.counted = archive.Usage{}, true
 		if cost != "" {
 			t.bgCost = archive.AddNumbers(t.bgCost, cost)
 		}
@@ -847,7 +854,17 @@ func (m *Claude) Finish(interrupted bool, text, detail string) Result {
 		status = TurnFailed
 		m.fail(t, text, detail, &r)
 	}
+	// No result says what the turn used (Claude Code 2.1.332 ends on a
+	// SIGINT during a tool call with none): it used what its model
+	// requests streamed, and what the turns claude ran on its own
+	// meanwhile reported.
+	usage := t.rounds
+	if !t.counted {
+		usage = usage.Add(t.lastRound)
+	}
+	usage, cost := t.bgUsage.Add(usage), t.bgCost
 	r.End = m.endTurn(status, &r)
+	r.End.Usage, r.End.CostUSD = usage, cost
 	return r
 }
 

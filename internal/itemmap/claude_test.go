@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -287,5 +288,39 @@ func checkResult(t *testing.T, r Result) {
 				}
 			}
 		}
+	}
+}
+
+// TestClaudeUsageWithoutResult: a turn whose stream ends with no result
+// line (Claude Code 2.1.332 on a SIGINT during a tool call; 2.1.328 printed
+// one, tool_bash_sigint) used what its model requests streamed: the same
+// tokens 2.1.328's result reported for the same turn.
+func TestClaudeUsageWithoutResult(t *testing.T) {
+	lastTurn := func(name string) map[string]any {
+		data, err := os.ReadFile("../../testdata/claude/" + name + ".stdout.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "tool_bash_sigint_no_result" && bytes.Contains(data, []byte(`"type":"result"`)) {
+			t.Fatalf("%s has a result line", name)
+		}
+		p := runClaude(t, bytes.NewReader(data), answers(t, "../../testdata/claude/"+name+".stdin.jsonl"))
+		if len(p.turns) != 1 {
+			t.Fatalf("%s: %d turns", name, len(p.turns))
+		}
+		return p.turns[0].(map[string]any)
+	}
+	withResult, without := lastTurn("tool_bash_sigint"), lastTurn("tool_bash_sigint_no_result")
+	if without["status"] != TurnInterrupted {
+		t.Errorf("status %v", without["status"])
+	}
+	u, want := without["usage"].(map[string]any), withResult["usage"].(map[string]any)
+	for _, k := range []string{"input", "output", "cacheRead", "cacheWrite"} {
+		if fmt.Sprint(u[k]) != fmt.Sprint(want[k]) {
+			t.Errorf("usage %s = %v, want %v as the result said", k, u[k], want[k])
+		}
+	}
+	if fmt.Sprint(u["input"]) == "0" {
+		t.Errorf("no usage: %v", u)
 	}
 }
