@@ -43,6 +43,8 @@ type cache struct {
 	files   map[string]record
 	orphans map[string]bool // blobs the baseline dropped (removed at the next Begin unless used again)
 	swept   bool            // the blobs folder was swept of what the index does not use
+	zw      *flate.Writer   // reused: a writer holds about a megabyte
+	zbuf    bytes.Buffer
 }
 
 func cacheKey(abs string) string {
@@ -151,14 +153,22 @@ func (c *cache) put(hash string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	zw, _ := flate.NewWriter(&b, flate.BestSpeed)
-	zw.Write(data)
-	if err := zw.Close(); err != nil {
+	c.zbuf.Reset()
+	if c.zw == nil {
+		c.zw, _ = flate.NewWriter(&c.zbuf, flate.BestSpeed)
+	} else {
+		c.zw.Reset(&c.zbuf)
+	}
+	c.zw.Write(data)
+	if err := c.zw.Close(); err != nil {
 		return err
 	}
 	delete(c.orphans, hash)
-	return writeTemp(p, b.Bytes(), false)
+	err := writeTemp(p, c.zbuf.Bytes(), false)
+	if c.zbuf.Cap() > 1<<20 {
+		c.zbuf = bytes.Buffer{} // a large file's buffer is not kept
+	}
+	return err
 }
 
 // get reads the contents with this hash back, checked against it; limit

@@ -318,7 +318,7 @@ func (s *Store) Apply(p *Plan) (string, error) {
 	id := newID()
 	e := Entry{Key: id, Kind: EntryRewind, Undoes: p.Undoes, Conversation: p.Conversation}
 	for _, j := range jobs {
-		if j.old != nil {
+		if j.old != nil && !hasBlob(r, j.now.SHA256, int64(len(j.old))) {
 			if err := writeInRoot(r, path.Join(BlobsDir, j.now.SHA256), j.old, 0o600); err != nil {
 				return "", fmt.Errorf("rewind: keep %s: %w; nothing was changed", Display(j.a.Path), err)
 			}
@@ -409,4 +409,11 @@ func newID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return "rewind-" + hex.EncodeToString(b[:])
+}
+
+// hasBlob reports whether the package holds the contents hash, of size
+// bytes, already (content-addressed: stored once).
+func hasBlob(r *os.Root, hash string, size int64) bool {
+	fi, err := r.Lstat(path.Join(BlobsDir, hash))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
 }

@@ -63,6 +63,19 @@ type tracked struct {
 	cache *cache
 	start map[string]record // the folder at Begin
 	err   error             // why the folder is not followed this turn
+	root  *os.Root          // the folder, open while Begin or End reads it
+}
+
+// open opens the folder for the files Begin or End reads; close closes it.
+func (r *tracked) open() {
+	r.root, _ = os.OpenRoot(r.abs)
+}
+
+func (r *tracked) close() {
+	if r.root != nil {
+		r.root.Close()
+		r.root = nil
+	}
 }
 
 // NewTracker follows roots (made absolute; the first is the session's
@@ -117,6 +130,8 @@ func (t *Tracker) Begin() error {
 		}
 		r.cache.sweep()
 		r.start, r.err = nil, nil
+		r.open()
+		defer r.close()
 		w, err := walk(r.abs, r.skip, t.opt.maxFiles())
 		if err != nil {
 			r.err = err
@@ -171,7 +186,7 @@ func (t *Tracker) read(r *tracked, p string, m meta) record {
 		return rec
 	}
 	t.reads++
-	data, fm, err := readIn(r.abs, p, limit)
+	data, fm, err := readIn(r.root, p, limit)
 	if err != nil {
 		var tl *tooLarge
 		if errors.As(err, &tl) {
@@ -194,14 +209,12 @@ type tooLarge struct{}
 
 func (*tooLarge) Error() string { return "too large" }
 
-// readIn reads the regular file p inside the folder abs (never through a
-// link), at most limit bytes, and its metadata as read.
-func readIn(abs, p string, limit int64) ([]byte, meta, error) {
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, meta{}, err
+// readIn reads the regular file p inside root (never through a link), at
+// most limit bytes, and its metadata as read.
+func readIn(root *os.Root, p string, limit int64) ([]byte, meta, error) {
+	if root == nil {
+		return nil, meta{}, errors.New("its folder could not be opened")
 	}
-	defer root.Close()
 	fi, err := root.Lstat(p)
 	if err != nil {
 		return nil, meta{}, err
@@ -281,6 +294,8 @@ func (t *Tracker) End() (ChangeSet, error) {
 		}
 		start := r.start
 		r.start = nil
+		r.open()
+		defer r.close()
 		w, err := walk(r.abs, r.skip, t.opt.maxFiles())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("checkpoint %s: %w", r.abs, err))
