@@ -11,6 +11,7 @@ func conversationCommands() []command {
 	return []command{
 		{"show", "print a package's conversation, or its last turn", runConversationShow},
 		{"list", "list the packages under a folder that hold a conversation", runConversationListAll},
+		{"search", "search every conversation for words, best first", runConversationSearch},
 		{"new", "start a new conversation, removing the saved one", runConversationNew},
 		{"recover", "show or take the recovery copy of a package's conversation", runConversationRecover},
 	}
@@ -18,7 +19,7 @@ func conversationCommands() []command {
 
 func runConversation(ctx context.Context, st stdio, args []string) error {
 	return runGroup(ctx, st, args, "conversation",
-		"Show, list, start over or recover the conversations saved in document packages.", conversationCommands())
+		"Show, list, search, start over or recover the conversations saved in document packages.", conversationCommands())
 }
 
 // kindFlag is the --kind flag of the commands that open a package.

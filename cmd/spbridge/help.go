@@ -81,6 +81,15 @@ $ spbridge conversation list
 $ spbridge conversation list --json ~/Documents
 # The sessions Claude Code and Codex keep themselves, of this folder
 $ spbridge conversation list --cli --cwd .`,
+	"conversation search": `
+# The conversations that speak of a flaky test, best first
+$ spbridge conversation search flaky test
+# A phrase, in this folder's conversations only
+$ spbridge conversation search --cwd . '"release notes"'
+# The sessions Claude Code and Codex keep themselves, as JSON
+$ spbridge conversation search --cli --json 'migrat*'
+# Make the index anew
+$ spbridge conversation search --rebuild`,
 	"import": `
 # A session by the id spbridge conversation list --cli shows
 $ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 Poster.silverpoint
