@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/catalog"
 	"spbridge/internal/jsonrpc"
+	"spbridge/internal/search"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
@@ -116,6 +118,11 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	var p struct {
 		Cwd    string `json:"cwd"`
 		Cursor string `json:"cursor"`
+		Meta   struct {
+			Spbridge struct {
+				Query *string `json:"query"`
+			} `json:"spbridge"`
+		} `json:"_meta"`
 	}
 	if len(params) > 0 && string(params) != "null" {
 		if err := jsonrpc.DecodeParams(params, &p); err != nil {
@@ -129,8 +136,21 @@ func (s *Server) listSessions(params json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cursor: %v", err)
 	}
-	page, next, err := s.list.Page(p.Cwd, cursor)
-	if err != nil {
+	var page []catalog.Entry
+	var next string
+	if q := p.Meta.Spbridge.Query; q != nil {
+		// A search: the sessions that match, best first.
+		if _, err := search.ParseQuery(*q); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta.spbridge.query: %v", err)
+		}
+		page, next, err = s.list.Search(context.Background(), p.Cwd, *q, cursor)
+		switch {
+		case errors.Is(err, sessionindex.ErrBadCursor):
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: cursor: of another query")
+		case err != nil:
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "search sessions: %v", err)
+		}
+	} else if page, next, err = s.list.Page(p.Cwd, cursor); err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "list sessions: %v", err)
 	}
 	sessions := []any{}

@@ -12,6 +12,7 @@
 package catalog
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/clis"
 	"spbridge/internal/history"
+	"spbridge/internal/search"
 	"spbridge/internal/session"
 	"spbridge/internal/sessionindex"
 )
@@ -80,6 +82,8 @@ type Entry struct {
 	// LastRan is the CLI session a package last ran on, of a CLI
 	// spbridge has; nil when none.
 	LastRan *Session
+	// Snippets are, in a search's results, the lines that matched.
+	Snippets []search.Snippet
 }
 
 // PageSize is how many sessions a page holds.
@@ -162,6 +166,10 @@ type Cursor struct {
 	UpdatedAt time.Time `json:"u"`
 	ID        string    `json:"i"`
 	Snapshot  uint64    `json:"s,omitempty"`
+	// Of a search's pages: the query's, and the number of results
+	// before the next page.
+	Query  string `json:"q,omitempty"`
+	Offset int    `json:"o,omitempty"`
 }
 
 // ParseCursor reads a cursor Page gave; nil for "".
@@ -185,7 +193,7 @@ func (c *Catalog) Page(cwd string, cursor *Cursor) ([]Entry, string, error) {
 	var all []Entry
 	var snapshot uint64
 	if cursor != nil && cursor.Snapshot != 0 {
-		if all = c.snapshots.get(cursor.Snapshot, cwd); all != nil {
+		if all, _ = c.snapshots.get(cursor.Snapshot, cwd, ""); all != nil {
 			snapshot = cursor.Snapshot
 		}
 	}
@@ -195,7 +203,7 @@ func (c *Catalog) Page(cwd string, cursor *Cursor) ([]Entry, string, error) {
 			return nil, "", err
 		}
 		if len(all) > PageSize {
-			snapshot = c.snapshots.put(cwd, all)
+			snapshot = c.snapshots.put(cwd, "", all, nil)
 		}
 	}
 	page, next := cut(all, cursor, snapshot)
@@ -203,6 +211,122 @@ func (c *Catalog) Page(cwd string, cursor *Cursor) ([]Entry, string, error) {
 		c.snapshots.drop(snapshot) // its last page: the editor has it all
 	}
 	return page, next, nil
+}
+
+// Search is the page of the sessions for cwd that match query (the
+// sessions Page lists: the packages that are still there, the CLIs' own
+// sessions not imported into one), best first (search.Find), each with
+// the lines that matched, after cursor (nil for the first page), and the
+// cursor of the next page ("" on the last). The pages after a first are
+// cut from the results the first page had, while they are kept; else the
+// search runs again and the page starts as far in. A cursor of another
+// query is sessionindex.ErrBadCursor.
+func (c *Catalog) Search(ctx context.Context, cwd, query string, cursor *Cursor) ([]Entry, string, error) {
+	if c.Index == nil {
+		return nil, "", errors.New("this serve keeps no list of sessions to search")
+	}
+	q, err := search.ParseQuery(query)
+	if err != nil {
+		return nil, "", err
+	}
+	offset := 0
+	if cursor != nil {
+		if cursor.Query != query {
+			return nil, "", sessionindex.ErrBadCursor
+		}
+		offset = cursor.Offset
+	}
+	dir := c.Index.Dir()
+	var all []Entry
+	var hits []search.Hit
+	var snapshot uint64
+	if cursor != nil && cursor.Snapshot != 0 {
+		if all, hits = c.snapshots.get(cursor.Snapshot, cwd, query); all != nil {
+			snapshot = cursor.Snapshot
+		}
+	}
+	if snapshot == 0 {
+		if all, hits, err = c.search(ctx, dir, cwd, q, offset); err != nil {
+			return nil, "", err
+		}
+		if len(all) > offset+PageSize {
+			snapshot = c.snapshots.put(cwd, query, all, hits)
+		}
+	}
+	start := min(offset, len(all))
+	end := min(start+PageSize, len(all))
+	page := slices.Clone(all[start:end])
+	ph := slices.Clone(hits[start:end])
+	if start < end && ph[0].Snippets == nil {
+		// A page after the first: its snippets are made now.
+		if err := search.Snip(dir, ph, q); err != nil {
+			return nil, "", err
+		}
+	}
+	for i := range page {
+		page[i].Snippets = ph[i].Snippets
+	}
+	next := ""
+	if end < len(all) {
+		last := page[len(page)-1]
+		data, _ := json.Marshal(Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID, Snapshot: snapshot, Query: query, Offset: end})
+		next = base64.RawURLEncoding.EncodeToString(data)
+	} else if snapshot != 0 {
+		c.snapshots.drop(snapshot)
+	}
+	return page, next, nil
+}
+
+// search runs q over the sessions Page lists for cwd: their entries and
+// hits, best first, the page at offset with its snippets.
+func (c *Catalog) search(ctx context.Context, dir, cwd string, q search.Query, offset int) ([]Entry, []search.Hit, error) {
+	listed, err := c.All(cwd)
+	if err != nil {
+		return nil, nil, err
+	}
+	byRef := map[string]int{}
+	for i, e := range listed {
+		if e.Package != "" {
+			byRef[search.KindPackage+" "+e.Package] = i
+		} else {
+			byRef[search.KindCLI+" "+e.ID] = i
+		}
+	}
+	sets := []search.Set{search.Packages(c.Index, cwd)}
+	if c.History != nil {
+		opts := *c.History
+		opts.Cwd = cwd
+		sets = append(sets, search.CLIs(opts))
+	}
+	res, err := search.Find(ctx, dir, search.Request{
+		Query: q, Sets: sets, Cwd: cwd, Snippets: 0,
+		Keep: func(h search.Hit) bool {
+			_, ok := byRef[h.Kind+" "+h.Ref]
+			return ok
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Rebuilt && c.Logf != nil {
+		c.Logf("the search index was damaged and was made anew")
+	}
+	entries := make([]Entry, len(res.Hits))
+	for i, h := range res.Hits {
+		entries[i] = listed[byRef[h.Kind+" "+h.Ref]]
+	}
+	// The first page's snippets, now.
+	from := min(offset, len(res.Hits))
+	to := min(from+PageSize, len(res.Hits))
+	if err := search.Snip(dir, res.Hits[from:to], q); err != nil {
+		return nil, nil, err
+	}
+	for i := from; i < to; i++ {
+		if res.Hits[i].Snippets == nil {
+			res.Hits[i].Snippets = []search.Snippet{}
+		}
+	}
+	return entries, res.Hits, nil
 }
 
 // Found is a CLI's own session as an open or a fork reads it: the
@@ -335,7 +459,7 @@ func cut(entries []Entry, c *Cursor, snapshot uint64) ([]Entry, string) {
 	next := ""
 	if end < len(entries) {
 		last := page[len(page)-1]
-		data, _ := json.Marshal(Cursor{last.UpdatedAt, last.ID, snapshot})
+		data, _ := json.Marshal(Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID, Snapshot: snapshot})
 		next = base64.RawURLEncoding.EncodeToString(data)
 	}
 	return page, next
@@ -359,27 +483,30 @@ type snapshots struct {
 type snapshot struct {
 	id      uint64
 	cwd     string
+	query   string // a search's ("" for a listing)
 	entries []Entry
+	hits    []search.Hit // a search's, by entry
 }
 
-// get is the listing id for cwd, nil when it is no longer kept.
-func (l *snapshots) get(id uint64, cwd string) []Entry {
+// get is the listing id for cwd and query (and a search's hits), nil
+// when it is no longer kept.
+func (l *snapshots) get(id uint64, cwd, query string) ([]Entry, []search.Hit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.kept {
-		if s.id == id && s.cwd == cwd {
-			return s.entries
+		if s.id == id && s.cwd == cwd && s.query == query {
+			return s.entries, s.hits
 		}
 	}
-	return nil
+	return nil, nil
 }
 
-// put keeps a listing for cwd and returns its id.
-func (l *snapshots) put(cwd string, entries []Entry) uint64 {
+// put keeps a listing for cwd and query and returns its id.
+func (l *snapshots) put(cwd, query string, entries []Entry, hits []search.Hit) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last++
-	l.kept = append(l.kept, &snapshot{id: l.last, cwd: cwd, entries: entries})
+	l.kept = append(l.kept, &snapshot{id: l.last, cwd: cwd, query: query, entries: entries, hits: hits})
 	if len(l.kept) > MaxSnapshots {
 		l.kept = slices.Delete(l.kept, 0, len(l.kept)-MaxSnapshots)
 	}

@@ -110,6 +110,9 @@ type Index struct {
 // folder and file are made on the first change.
 func New(dir string) *Index { return &Index{dir: dir, now: time.Now} }
 
+// Dir is the state folder the index is in.
+func (ix *Index) Dir() string { return ix.dir }
+
 // Title makes a title of a message: its whitespace runs (newlines too)
 // become single spaces, and past TitleLen grapheme clusters it is cut on a
 // cluster boundary and ends with "…".

@@ -2,8 +2,10 @@ package wire
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"spbridge/internal/catalog"
+	"spbridge/internal/search"
 )
 
 // SessionInfo is one session of session/list's answer: its id, folder,
@@ -38,6 +40,13 @@ func listMeta(e catalog.Entry) map[string]any {
 			}
 		}
 	}
+	if e.Snippets != nil {
+		snips := []any{}
+		for _, sn := range e.Snippets {
+			snips = append(snips, Snippet(sn))
+		}
+		meta["snippets"] = snips
+	}
 	if c := e.LastRan; c != nil {
 		last := map[string]any{"backend": c.CLI, "id": c.ID}
 		if cmd := c.Continue(); cmd != "" {
@@ -46,4 +55,16 @@ func listMeta(e catalog.Entry) map[string]any {
 		meta["lastCLISession"] = last
 	}
 	return meta
+}
+
+// Snippet is a line a search matched: where it is ("User", "Tool
+// Bash"…), its text, and the words found as [start, end) offsets in
+// characters (code points) of the text.
+func Snippet(s search.Snippet) map[string]any {
+	matches := []any{}
+	for _, m := range s.Matches {
+		a := utf8.RuneCountInString(s.Text[:m[0]])
+		matches = append(matches, []int{a, a + utf8.RuneCountInString(s.Text[m[0]:m[1]])})
+	}
+	return map[string]any{"where": s.Label, "text": s.Text, "matches": matches}
 }
