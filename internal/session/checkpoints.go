@@ -1,8 +1,11 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -25,6 +28,35 @@ type ckptState struct {
 	tracker *checkpoint.Tracker
 	policy  checkpoint.Policy
 	begun   bool
+	// held, when set, is the folder that keeps the checkpoints in the
+	// package's stead: the host saves the package (SaveByHost), so no
+	// turn writes into it, and the checkpoints stay in the state folder.
+	held string
+}
+
+// heldDir is where a host-saved package's checkpoints are kept: under
+// the state folder's checkpoints, by the package's absolute path.
+func heldDir(o Options) string {
+	if o.Saving != SaveByHost || o.CheckpointDir == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		abs = o.Dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(o.CheckpointDir, "held", hex.EncodeToString(sum[:16]))
+}
+
+// ckptPkg is the folder whose agent/checkpoints keeps the session's
+// checkpoints: the package's, or the held one of a host-saved package.
+func (s *Session) ckptPkg() string {
+	if s.ckpt.held != "" {
+		// Made on first use; an error shows when the store is opened.
+		os.MkdirAll(s.ckpt.held, 0o700)
+		return s.ckpt.held
+	}
+	return s.pkg.Dir
 }
 
 // newTracker makes the session's tracker when o asks for checkpoints.
@@ -90,7 +122,7 @@ func (s *Session) recordChanges(key, userItem string, cs checkpoint.ChangeSet) e
 	if !keep || s.ckpt.tracker == nil {
 		return nil
 	}
-	st, err := checkpoint.Open(s.pkg.Dir, s.ckpt.policy)
+	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
 	if err != nil {
 		return err
 	}
@@ -152,7 +184,7 @@ func (s *Session) rewindFilesLocked(toItem string, dryRun, force bool) (*FileRew
 		return slices.IndexFunc(items, func(it archive.Item) bool { return it.ID() == id })
 	}
 	s.mu.Unlock()
-	st, err := checkpoint.Open(s.pkg.Dir, s.ckpt.policy)
+	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +223,7 @@ func (s *Session) undoFileRewindLocked(id string, dryRun, force bool) (*FileRewi
 	if err := s.idle(); err != nil {
 		return nil, err
 	}
-	st, err := checkpoint.Open(s.pkg.Dir, s.ckpt.policy)
+	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
 	if err != nil {
 		return nil, err
 	}

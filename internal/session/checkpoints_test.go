@@ -242,3 +242,41 @@ func TestRewindFilesWithoutCheckpoints(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestCheckpointsHostSaved: when the host saves the package (SaveByHost),
+// a turn's checkpoints and a rewind of its files write nothing into the
+// package: they are kept in the state folder, by the package's path.
+func TestCheckpointsHostSaved(t *testing.T) {
+	pkg, state := newPackage(t)
+	work := filepath.Dir(pkg)
+	writeIn(t, work, "a.txt", "a0\n")
+	be := &filesBackend{fakeBackend: fakeBackend{name: "claude"}}
+	be.turns = []func(){func() { writeIn(t, work, "a.txt", "a1\n") }}
+	s, err := Open(Options{Dir: pkg, Keep: true, Saving: SaveByHost, Cwd: work, AuditDir: state,
+		RecoveryDir: filepath.Join(state, "recovery"), CheckpointDir: filepath.Join(state, "checkpoints"),
+		Settings: Settings{CLI: "claude"}, CLIs: rows(func(string, backend.Options) backend.Backend { return be })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res, err := s.Send(context.Background(), "one", nil, nopHost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notice == nil || res.Changes.Empty() {
+		t.Fatalf("no change set: %v %+v", res.Notice, res.Changes)
+	}
+	if _, err := os.Lstat(filepath.Join(pkg, archive.AgentDir)); !os.IsNotExist(err) {
+		t.Fatalf("a turn wrote into the host-saved package (%v)", err)
+	}
+	fr, err := s.RewindFiles(res.UserItem.ID(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(work, "a.txt")); string(data) != "a0\n" {
+		t.Fatalf("after the rewind a.txt holds %q (%+v)", data, fr)
+	}
+	if _, err := os.Lstat(filepath.Join(pkg, archive.AgentDir)); !os.IsNotExist(err) {
+		t.Fatalf("a rewind wrote into the host-saved package (%v)", err)
+	}
+}

@@ -141,7 +141,7 @@ func Open(o Options) (_ *Session, err error) {
 		saving: o.Saving, recoveryDir: o.RecoveryDir, onSaveFailed: o.SaveFailed,
 		writing: o.Writing, panicked: o.Panicked, endSaving: o.EndSaving,
 		row: row, rows: o.CLIs, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
-	s.ckpt = ckptState{tracker: newTracker(o), policy: o.CheckpointPolicy}
+	s.ckpt = ckptState{tracker: newTracker(o), policy: o.CheckpointPolicy, held: heldDir(o)}
 	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
 	s.sl.idle, s.sl.pool, s.sl.slept = o.CLIIdle, o.Pool, o.CLISlept
 	resume := ""

@@ -509,7 +509,7 @@ func (s *Session) rewindRecords(keep bool) records {
 	if !keep {
 		return records{mem: &s.memRewinds}
 	}
-	return records{dir: s.pkg.Dir}
+	return records{dir: s.ckptPkg()}
 }
 
 // waitEnding waits for a turn that is ending (its prompt answered, its
