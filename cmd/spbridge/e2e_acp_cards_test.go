@@ -129,7 +129,7 @@ func toolCards(events []acpEvent) (updates, asked []map[string]any) {
 		json.Unmarshal(e.Params, &p)
 		switch {
 		case e.Event == "notification" && e.Method == "session/update":
-			if k := p.Update["sessionUpdate"]; k == "tool_call" || k == "tool_call_update" {
+			if k := p.Update["sessionUpdate"]; (k == "tool_call" || k == "tool_call_update") && !changesCall(p.Update) {
 				updates = append(updates, p.Update)
 			}
 		case e.Event == "request" && e.Method == "session/request_permission":
@@ -344,4 +344,11 @@ func TestE2EServeCodexFast(t *testing.T) {
 			}
 		}
 	}
+}
+
+// changesCall reports whether a tool call update is the one that tells a
+// turn's change set at its end ("Files changed in this turn"), which no
+// tool of the CLI made.
+func changesCall(u map[string]any) bool {
+	return u["title"] == "Files changed in this turn"
 }

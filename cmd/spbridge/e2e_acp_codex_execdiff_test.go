@@ -70,6 +70,9 @@ func TestE2EServeCodexPatchDiffs(t *testing.T) {
 				var p struct{ Update map[string]any }
 				json.Unmarshal(ev.Params, &p)
 				u := p.Update
+				if changesCall(u) {
+					continue // the turn's change set, not the patch
+				}
 				id, _ := u["toolCallId"].(string)
 				if u["sessionUpdate"] == "tool_call" && u["kind"] == "edit" {
 					patchID = id

@@ -71,6 +71,9 @@ func TestE2EServeCodexTools(t *testing.T) {
 				var p struct{ Update map[string]any }
 				json.Unmarshal(ev.Params, &p)
 				u := p.Update
+				if changesCall(u) {
+					continue // the turn's change set, not the patch
+				}
 				id, _ := u["toolCallId"].(string)
 				switch u["sessionUpdate"] {
 				case "tool_call":

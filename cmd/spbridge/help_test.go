@@ -270,7 +270,7 @@ func TestComplete(t *testing.T) {
 		{[]string{""}, completeWords, top},
 		{[]string{"co"}, completeWords, []string{"conversation", "completion"}},
 		{[]string{"--"}, completeWords, []string{"--help", "--version"}},
-		{[]string{"conversation", ""}, completeWords, []string{"show", "list", "new", "recover"}},
+		{[]string{"conversation", ""}, completeWords, []string{"show", "list", "search", "new", "recover"}},
 		{[]string{"conversation", "show", ""}, completeDirs, nil},
 		{[]string{"conversation", "show", "--"}, completeWords, []string{"--help", "--json", "--last", "--kind"}},
 		{[]string{"conversation", "show", "--kind", ""}, completeWords, []string{"document", "template", "designSystem"}},
