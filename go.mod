@@ -15,6 +15,7 @@ require (
 	github.com/spf13/pflag v1.1.0
 	github.com/tidwall/gjson v1.20.2
 	github.com/yuin/goldmark v1.8.7
+	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.43.0

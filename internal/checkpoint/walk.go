@@ -8,10 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sync/errgroup"
 )
 
 // meta is what a metadata walk records of a file: the size, modification
@@ -65,13 +69,21 @@ var ErrTooManyFiles = errors.New("more files than checkpoints cover")
 const maxIgnoreFile = 1 << 20
 
 // walker walks one folder through its os.Root: no name resolves outside
-// it and no link is followed.
+// it and no link is followed. Its subfolders are walked side by side, up
+// to walkers at once: a walk is mostly the system's work of listing and
+// stating each file, which runs on every core.
 type walker struct {
 	root     *os.Root
 	skip     map[string]bool // paths not walked (spbridge's own folders inside)
 	maxFiles int
+	g        errgroup.Group
+	n        atomic.Int64 // files recorded so far
+	mu       sync.Mutex   // guards out
 	out      *walked
 }
+
+// walkers is how many folders a walk lists at once.
+var walkers = max(4, 2*runtime.GOMAXPROCS(0))
 
 // walk walks the folder at abs. skip holds relative paths left out.
 func walk(abs string, skip map[string]bool, maxFiles int) (*walked, error) {
@@ -86,15 +98,23 @@ func walk(abs string, skip map[string]bool, maxFiles int) (*walked, error) {
 	}
 	defer r.Close()
 	w := &walker{root: r, skip: skip, maxFiles: maxFiles, out: out}
+	w.g.SetLimit(walkers)
 	// .git/info/exclude of a repository at the folder's top, then the
 	// .gitignore files of every level (walkDir), deeper ones ruling.
 	patterns := w.readIgnore(".git/info/exclude", nil)
-	if err := w.walkDir("", nil, patterns); err != nil {
+	err = w.walkDir("", nil, patterns)
+	if werr := w.g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
+// walkDir records the files of the folder rel and walks its subfolders,
+// each on a goroutine of its own while fewer than walkers run, in this
+// one otherwise.
 func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Pattern) error {
 	name := rel
 	if name == "" {
@@ -106,13 +126,13 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 		err = fs.ErrPermission
 	}
 	if err != nil {
-		w.out.unreadable = append(w.out.unreadable, rel)
+		w.unreadable(rel)
 		return nil
 	}
 	list, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		w.out.unreadable = append(w.out.unreadable, rel)
+		w.unreadable(rel)
 		return nil
 	}
 	for _, e := range list {
@@ -123,6 +143,11 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 	}
 	m := gitignore.NewMatcher(patterns)
 	comps = slices.Clip(comps)
+	type file struct {
+		path string
+		meta meta
+	}
+	var files []file
 	for _, e := range list {
 		n := e.Name()
 		if n == ".git" {
@@ -137,7 +162,11 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 			continue
 		}
 		if isDir {
-			if err := w.walkDir(p, append(comps, n), patterns); err != nil {
+			sub := slices.Clip(append(comps, n))
+			if w.g.TryGo(func() error { return w.walkDir(p, sub, patterns) }) {
+				continue
+			}
+			if err := w.walkDir(p, sub, patterns); err != nil {
 				return err
 			}
 			continue
@@ -156,12 +185,24 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 				continue
 			}
 		}
-		if len(w.out.files) >= w.maxFiles {
-			return fmt.Errorf("%w: over %d", ErrTooManyFiles, w.maxFiles)
-		}
-		w.out.files[p] = md
+		files = append(files, file{p, md})
 	}
+	if w.n.Add(int64(len(files))) > int64(w.maxFiles) {
+		return fmt.Errorf("%w: over %d", ErrTooManyFiles, w.maxFiles)
+	}
+	w.mu.Lock()
+	for _, f := range files {
+		w.out.files[f.path] = f.meta
+	}
+	w.mu.Unlock()
 	return nil
+}
+
+// unreadable records the folder rel as one that could not be listed.
+func (w *walker) unreadable(rel string) {
+	w.mu.Lock()
+	w.out.unreadable = append(w.out.unreadable, rel)
+	w.mu.Unlock()
 }
 
 // readIgnore reads the patterns of an ignore file inside the folder, each
