@@ -351,11 +351,12 @@ func (ci *claudeImport) endTurn() {
 	}
 	history.ApplyResult(ci.conv, r)
 	if r.End != nil {
-		if r.End.Usage.Input == "" && r.End.Usage.Output == "" {
-			r.End.Usage = usage
-		}
-		if r.End.LastRound.Input == "" && r.End.LastRound.Output == "" {
-			r.End.LastRound = last
+		if len(ci.usageIDs) > 0 {
+			// The file's usage rules: the mapper's own count of an
+			// unfinished turn reads streamed events a file does not hold.
+			cost := r.End.Usage.ReportedCost
+			r.End.Usage, r.End.LastRound = usage, last
+			r.End.Usage.ReportedCost = cost
 		}
 		history.EndTurn(ci.conv, &ci.turn, r.End, Provider)
 	} else if ci.turn.User != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/checkpoint"
@@ -32,6 +33,25 @@ type ckptState struct {
 	// package's stead: the host saves the package (SaveByHost), so no
 	// turn writes into it, and the checkpoints stay in the state folder.
 	held string
+
+	storeMu sync.Mutex
+	store   *checkpoint.Store // opened on first use, then the session's only one
+}
+
+// ckptStore is the session's one Store of its checkpoints: every write
+// of the session (a turn's record, a rewind, its undo) goes through it,
+// so they run one at a time.
+func (s *Session) ckptStore() (*checkpoint.Store, error) {
+	s.ckpt.storeMu.Lock()
+	defer s.ckpt.storeMu.Unlock()
+	if s.ckpt.store == nil {
+		st, err := s.ckptStore()
+		if err != nil {
+			return nil, err
+		}
+		s.ckpt.store = st
+	}
+	return s.ckpt.store, nil
 }
 
 // heldDir is where a host-saved package's checkpoints are kept: under
@@ -122,7 +142,7 @@ func (s *Session) recordChanges(key, userItem string, cs checkpoint.ChangeSet) e
 	if !keep || s.ckpt.tracker == nil {
 		return nil
 	}
-	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
+	st, err := s.ckptStore()
 	if err != nil {
 		return err
 	}
@@ -184,7 +204,7 @@ func (s *Session) rewindFilesLocked(toItem string, dryRun, force bool) (*FileRew
 		return slices.IndexFunc(items, func(it archive.Item) bool { return it.ID() == id })
 	}
 	s.mu.Unlock()
-	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
+	st, err := s.ckptStore()
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +243,7 @@ func (s *Session) undoFileRewindLocked(id string, dryRun, force bool) (*FileRewi
 	if err := s.idle(); err != nil {
 		return nil, err
 	}
-	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
+	st, err := s.ckptStore()
 	if err != nil {
 		return nil, err
 	}
