@@ -36,6 +36,19 @@ type ChangeSet struct {
 	// Skipped are the files the turn changed whose contents are not kept:
 	// over the size limit, or unreadable.
 	Skipped []Skipped
+	// Folders are the folders the turn created or deleted (a rewind
+	// removes the ones it created once they are empty, and makes the
+	// ones it deleted). A change set of folders only is Empty: it is not
+	// kept.
+	Folders []FolderChange
+}
+
+// FolderChange is a folder a turn created or deleted (Change is Created
+// or Deleted).
+type FolderChange struct {
+	Root, Path string // as FileChange's
+	Change     Kind
+	rel        string
 }
 
 // FileChange is one file a turn created, modified or deleted.
@@ -51,12 +64,14 @@ type FileChange struct {
 	// it was created, or deleted).
 	Before, After *Version
 	cache         *cache // holds both sides' contents until the next Begin
+	rel           string // Root relative to the folder holding the package, as the index keeps it
 }
 
 // Skipped is a file a turn changed whose contents are not kept.
 type Skipped struct {
 	Root, Path string
 	Reason     string // "over 10 MiB", "unreadable: permission denied"
+	rel        string
 }
 
 // Empty reports whether the turn changed nothing that is seen.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -572,6 +573,8 @@ func FuzzIndex(f *testing.F) {
 	f.Add([]byte(`{"spbridgeCheckpoints":1,"entries":[{"key":"k","kind":"rewind","files":[{"root":"/","path":"../x","change":"created"}]}]}`))
 	f.Add([]byte(`{"spbridgeCheckpoints":1,"entries":[{"key":"k","kind":"turn","files":[{"root":"/","pathBytes":"/w==","change":"deleted","before":{"mode":"644","link":"x"}}]}]}`))
 	f.Add([]byte(`{"spbridgeCheckpoints":2}`))
+	f.Add([]byte(`{"spbridgeCheckpoints":1,"entries":[{"key":"k","kind":"turn","folders":[{"root":"/r","rootRel":"../..","path":"a/b","change":"created"},{"root":"/r","rootRel":".","path":"c","change":"deleted"}],"skipped":[{"root":"/r","rootRelBytes":"/w==","path":"x","reason":"r"}]}]}`))
+	f.Add([]byte(`{"spbridgeCheckpoints":1,"entries":[{"key":"k","kind":"turn","folders":[{"root":"/r","path":"..","change":"modified"}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		idx, err := decodeIndex(data)
 		if err != nil {
@@ -581,6 +584,42 @@ func FuzzIndex(f *testing.F) {
 			for _, fc := range e.Files {
 				if !validRel(fc.Path) {
 					t.Fatalf("a path that leaves its folder: %q", fc.Path)
+				}
+			}
+			for _, fc := range e.Folders {
+				if !validRel(fc.Path) || (fc.Change != Created && fc.Change != Deleted) {
+					t.Fatalf("a folder %+v", fc)
+				}
+			}
+		}
+		// A root kept relative resolves inside the folder holding the
+		// package, or stays as written.
+		written := make(map[string]bool)
+		for _, e := range idx.entries {
+			for _, fc := range e.Files {
+				written[fc.Root] = true
+			}
+			for _, fc := range e.Folders {
+				written[fc.Root] = true
+			}
+		}
+		base := filepath.Join(t.TempDir(), "base")
+		resolved := *idx
+		resolved.entries = slices.Clone(idx.entries)
+		for i := range resolved.entries {
+			resolved.entries[i].Files = slices.Clone(resolved.entries[i].Files)
+			resolved.entries[i].Folders = slices.Clone(resolved.entries[i].Folders)
+		}
+		resolved.resolve(base)
+		for _, e := range resolved.entries {
+			for _, fc := range e.Folders {
+				if rel, err := filepath.Rel(base, fc.Root); !written[fc.Root] && (err != nil || (rel != "." && !filepath.IsLocal(rel))) {
+					t.Fatalf("a root resolved outside its folder: %q", fc.Root)
+				}
+			}
+			for _, fc := range e.Files {
+				if rel, err := filepath.Rel(base, fc.Root); !written[fc.Root] && (err != nil || (rel != "." && !filepath.IsLocal(rel))) {
+					t.Fatalf("a root resolved outside its folder: %q", fc.Root)
 				}
 			}
 		}
@@ -611,4 +650,188 @@ func FuzzCacheIndex(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func (e *env) isDir(rel string) bool {
+	fi, err := os.Lstat(filepath.Join(e.root, filepath.FromSlash(rel)))
+	return err == nil && fi.IsDir()
+}
+
+// TestRewindFolders: a rewind removes the folders the turn created once
+// they are empty (never one that was there before, never one holding a
+// file someone else put there) and makes the empty folders it deleted;
+// the undo puts them back as the turn left them.
+func TestRewindFolders(t *testing.T) {
+	e := newEnv(t, Options{}, Policy{})
+	e.write("keep/x.txt", "x\n")
+	must(t, os.MkdirAll(filepath.Join(e.root, "empty/inner"), 0o755))
+	k, cs := e.turnOf(func() {
+		e.write("a/b/c.txt", "c\n")
+		must(t, os.MkdirAll(filepath.Join(e.root, "keep/new/deeper"), 0o755))
+		e.write("u/t.txt", "t\n")
+		must(t, os.RemoveAll(filepath.Join(e.root, "empty")))
+	})
+	var folders []string
+	for _, f := range cs.Folders {
+		folders = append(folders, f.Path+" "+string(f.Change))
+	}
+	want := []string{"a created", "a/b created", "empty deleted", "empty/inner deleted", "keep/new created", "keep/new/deeper created", "u created"}
+	if !slices.Equal(folders, want) {
+		t.Fatalf("folders %v, want %v", folders, want)
+	}
+	e.write("u/mine.txt", "the user's\n") // put there since: u stays
+	plan, err := e.st.Plan([]string{k}, false)
+	must(t, err)
+	var ops []string
+	for _, f := range plan.Folders {
+		ops = append(ops, string(f.Op)+" "+f.Path)
+	}
+	if want := []string{"delete u", "delete keep/new/deeper", "delete keep/new", "delete a/b", "delete a", "restore empty", "restore empty/inner"}; !slices.Equal(ops, want) {
+		t.Fatalf("folder actions %v, want %v", ops, want)
+	}
+	if !e.isDir("a/b") {
+		t.Fatal("the plan removed a folder")
+	}
+	id, err := e.st.Apply(plan)
+	must(t, err)
+	for _, gone := range []string{"a", "keep/new", "u/t.txt"} {
+		if _, err := os.Lstat(filepath.Join(e.root, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there after the rewind: %v", gone, err)
+		}
+	}
+	for _, kept := range []string{"keep", "u", "empty/inner"} {
+		if !e.isDir(kept) {
+			t.Errorf("%s is not a folder after the rewind", kept)
+		}
+	}
+	if e.read("keep/x.txt") != "x\n" || e.read("u/mine.txt") != "the user's\n" {
+		t.Errorf("files outside the turn changed: %q %q", e.read("keep/x.txt"), e.read("u/mine.txt"))
+	}
+	entries, err := e.st.Entries()
+	must(t, err)
+	var done []string
+	for _, f := range entries[len(entries)-1].Folders {
+		done = append(done, f.Path+" "+string(f.Change))
+	}
+	// u was left (it holds the user's file): the rewind's entry does not
+	// say it removed it, so its undo makes nothing of it.
+	if want := []string{"keep/new/deeper deleted", "keep/new deleted", "a/b deleted", "a deleted", "empty created", "empty/inner created"}; !slices.Equal(done, want) {
+		t.Errorf("the rewind's folders %v, want %v", done, want)
+	}
+	undo, err := e.st.PlanUndo(id, false)
+	must(t, err)
+	_, err = e.st.Apply(undo)
+	must(t, err)
+	if e.read("a/b/c.txt") != "c\n" || !e.isDir("keep/new/deeper") || e.read("u/t.txt") != "t\n" {
+		t.Errorf("after the undo: a/b/c.txt %q, keep/new/deeper %v, u/t.txt %q", e.read("a/b/c.txt"), e.isDir("keep/new/deeper"), e.read("u/t.txt"))
+	}
+	if _, err := os.Lstat(filepath.Join(e.root, "empty")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the undo left the folder the turn deleted: %v", err)
+	}
+}
+
+// TestRewindFolderNotEmptied: a folder the turn created that holds an
+// ignored file (never walked) is not removed, nor is a link standing
+// where the folder was.
+func TestRewindFolderNotEmptied(t *testing.T) {
+	e := newEnv(t, Options{}, Policy{})
+	e.write(".gitignore", "*.log\n")
+	k, _ := e.turnOf(func() {
+		e.write("logs/run.txt", "r\n")
+		e.write("logs/run.log", "ignored\n")
+		e.write("gone/g.txt", "g\n")
+	})
+	must(t, os.RemoveAll(filepath.Join(e.root, "gone")))
+	must(t, os.Symlink(t.TempDir(), filepath.Join(e.root, "gone")))
+	plan, err := e.st.Plan([]string{k}, false)
+	must(t, err)
+	if len(plan.Conflicts()) != 1 {
+		t.Fatalf("plan %+v", plan)
+	}
+	_, err = e.st.Apply(plan)
+	must(t, err)
+	if _, err := os.Lstat(filepath.Join(e.root, "logs/run.txt")); !errors.Is(err, fs.ErrNotExist) || e.read("logs/run.log") != "ignored\n" {
+		t.Errorf("logs/run.txt: %v; logs/run.log %q", err, e.read("logs/run.log"))
+	}
+	if !e.isDir("logs") {
+		t.Error("a folder holding an ignored file was removed")
+	}
+	if fi, err := os.Lstat(filepath.Join(e.root, "gone")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link where the folder was: %v %v", fi, err)
+	}
+}
+
+// TestRootFollowsPackage: the folder holding the package is kept relative
+// to it too, so after the package moved with that folder a rewind puts
+// the files back where they now are; a folder elsewhere stays absolute,
+// and an index that names roots only absolutely (written before) reads
+// as it did.
+func TestRootFollowsPackage(t *testing.T) {
+	base := t.TempDir()
+	root, other := filepath.Join(base, "old", "work"), filepath.Join(base, "other")
+	pkg := filepath.Join(root, "Doc.pkg")
+	must(t, os.MkdirAll(filepath.Join(pkg, "agent"), 0o700))
+	must(t, os.MkdirAll(other, 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a0\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(other, "o.txt"), []byte("o0\n"), 0o644))
+	tr, err := NewTracker([]string{root, other}, filepath.Join(base, "state"), Options{Exclude: []string{filepath.Join(pkg, "agent")}})
+	must(t, err)
+	st, err := Open(pkg, Policy{})
+	must(t, err)
+	must(t, tr.Begin())
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a1\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "sub", "n.txt"), []byte("n\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(other, "o.txt"), []byte("o1\n"), 0o644))
+	cs, err := tr.End()
+	must(t, err)
+	must(t, st.Record("n1", "u1", cs))
+	data, err := os.ReadFile(filepath.Join(pkg, filepath.FromSlash(IndexFile)))
+	must(t, err)
+	if n := len(regexp.MustCompile(`"rootRel"\s*:\s*"\."`).FindAll(data, -1)); n != 3 { // a.txt, sub/n.txt, the folder sub
+		t.Errorf("%d roots kept relative, want 3:\n%s", n, data)
+	}
+
+	moved := filepath.Join(base, "new", "place")
+	must(t, os.MkdirAll(filepath.Dir(moved), 0o755))
+	must(t, os.Rename(root, moved))
+	st, err = Open(filepath.Join(moved, "Doc.pkg"), Policy{})
+	must(t, err)
+	plan, err := st.Plan([]string{"n1"}, false)
+	must(t, err)
+	var acts []string
+	for _, a := range plan.Actions {
+		acts = append(acts, string(a.Op)+" "+filepath.Join(a.Root, a.Path))
+	}
+	want := []string{"restore " + filepath.Join(moved, "a.txt"), "delete " + filepath.Join(moved, "sub", "n.txt"), "restore " + filepath.Join(other, "o.txt")}
+	slices.Sort(want)
+	slices.Sort(acts)
+	if !slices.Equal(acts, want) || len(plan.Conflicts()) != 0 {
+		t.Fatalf("actions %v, want %v", acts, want)
+	}
+	_, err = st.Apply(plan)
+	must(t, err)
+	for p, want := range map[string]string{filepath.Join(moved, "a.txt"): "a0\n", filepath.Join(other, "o.txt"): "o0\n"} {
+		if got, _ := os.ReadFile(p); string(got) != want {
+			t.Errorf("%s = %q after the rewind, want %q", p, got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(moved, "sub")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the created folder is still there: %v", err)
+	}
+
+	// An index from before: absolute roots only, which stay where they
+	// were.
+	old := regexp.MustCompile(`,\s*"rootRel"\s*:\s*"\."`).ReplaceAll(data, nil)
+	if bytes.Contains(old, []byte("rootRel")) {
+		t.Fatalf("could not strip rootRel: %s", old)
+	}
+	must(t, os.WriteFile(filepath.Join(moved, "Doc.pkg", filepath.FromSlash(IndexFile)), old, 0o600))
+	plan, err = st.Plan([]string{"n1"}, false)
+	must(t, err)
+	for _, a := range plan.Actions {
+		if a.Root != root && a.Root != other {
+			t.Errorf("an old index's root read as %s", a.Root)
+		}
+	}
 }

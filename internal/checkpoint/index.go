@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -30,6 +32,9 @@ type Entry struct {
 	UserItem string // a turn's user item
 	Files    []FileChange
 	Skipped  []Skipped
+	// Folders are the folders a turn created or deleted; for a rewind,
+	// those it made or removed.
+	Folders []FolderChange
 	// Undoes are, for a rewind, the keys of the entries it undid, newest
 	// first.
 	Undoes []string
@@ -143,9 +148,31 @@ func decodeEntry(m map[string]any) (Entry, error) {
 			return e, fmt.Errorf("skipped %d is not an object", i)
 		}
 		root, _ := getBytes(sm, "root")
+		rel, _ := getBytes(sm, "rootRel")
 		p, _ := getBytes(sm, "path")
 		reason, _ := sm["reason"].(string)
-		e.Skipped = append(e.Skipped, Skipped{Root: root, Path: p, Reason: reason})
+		e.Skipped = append(e.Skipped, Skipped{Root: root, Path: p, Reason: reason, rel: rel})
+	}
+	for i, f := range asList(m["folders"]) {
+		fm, ok := f.(map[string]any)
+		if !ok {
+			return e, fmt.Errorf("folder %d is not an object", i)
+		}
+		var fc FolderChange
+		var err error
+		if fc.Root, err = getBytes(fm, "root"); err != nil || fc.Root == "" {
+			return e, fmt.Errorf("folder %d: no folder", i)
+		}
+		if fc.Path, err = getBytes(fm, "path"); err != nil || !validRel(fc.Path) {
+			return e, fmt.Errorf("folder %d: a path that is not relative", i)
+		}
+		if fc.Change = Kind(str(fm["change"])); fc.Change != Created && fc.Change != Deleted {
+			return e, fmt.Errorf("folder %d: change %q", i, fc.Change)
+		}
+		if fc.rel, err = getBytes(fm, "rootRel"); err != nil {
+			fc.rel = ""
+		}
+		e.Folders = append(e.Folders, fc)
 	}
 	return e, nil
 }
@@ -158,6 +185,9 @@ func decodeFile(m map[string]any) (FileChange, error) {
 	}
 	if f.Path, err = getBytes(m, "path"); err != nil || !validRel(f.Path) {
 		return f, errors.New("a path that is not relative")
+	}
+	if f.rel, err = getBytes(m, "rootRel"); err != nil {
+		f.rel = ""
 	}
 	f.Change = Kind(str(m["change"]))
 	f.Added, f.Removed, f.Binary = num(m["added"]), num(m["removed"]), m["binary"] == true
@@ -243,11 +273,22 @@ func (e Entry) value() map[string]any {
 	skipped := make([]any, len(e.Skipped))
 	for i, s := range e.Skipped {
 		sm := map[string]any{"reason": s.Reason}
-		putBytes(sm, "root", s.Root)
+		putRoot(sm, s.Root, s.rel)
 		putBytes(sm, "path", s.Path)
 		skipped[i] = sm
 	}
 	m["skipped"] = skipped
+	delete(m, "folders")
+	if len(e.Folders) > 0 {
+		folders := make([]any, len(e.Folders))
+		for i, f := range e.Folders {
+			fm := map[string]any{"change": string(f.Change)}
+			putRoot(fm, f.Root, f.rel)
+			putBytes(fm, "path", f.Path)
+			folders[i] = fm
+		}
+		m["folders"] = folders
+	}
 	delete(m, "undoes")
 	if e.Kind == EntryRewind {
 		undoes := make([]any, len(e.Undoes))
@@ -266,7 +307,7 @@ func (e Entry) value() map[string]any {
 // Value is the change as the index and the front ends write it (JSON).
 func (f FileChange) value() map[string]any {
 	m := map[string]any{"change": string(f.Change), "added": f.Added, "removed": f.Removed, "binary": f.Binary}
-	putBytes(m, "root", f.Root)
+	putRoot(m, f.Root, f.rel)
 	putBytes(m, "path", f.Path)
 	if f.Before != nil {
 		m["before"] = f.Before.value()
@@ -301,6 +342,81 @@ func (e Entry) changesValue() map[string]any {
 
 // Value is the entry as the index writes it.
 func (e Entry) Value() map[string]any { return e.value() }
+
+// putRoot sets m's root, and its rootRel when rel is set.
+func putRoot(m map[string]any, root, rel string) {
+	putBytes(m, "root", root)
+	if rel != "" {
+		putBytes(m, "rootRel", rel)
+	}
+}
+
+// resolve makes the roots the index keeps relative to the folder holding
+// the package (rootRel) absolute again from base, that folder where it
+// is now; the others stay as written. base "" resolves none.
+func (idx *index) resolve(base string) {
+	at := func(root, rel string) string {
+		if base == "" || rel == "" {
+			return root
+		}
+		if rel == "." {
+			return base
+		}
+		if !validRel(rel) {
+			return root
+		}
+		return filepath.Join(base, filepath.FromSlash(rel))
+	}
+	for i := range idx.entries {
+		e := &idx.entries[i]
+		for j := range e.Files {
+			f := &e.Files[j]
+			f.Root, f.rel = at(f.Root, f.rel), ""
+		}
+		for j := range e.Folders {
+			f := &e.Folders[j]
+			f.Root, f.rel = at(f.Root, f.rel), ""
+		}
+		for j := range e.Skipped {
+			f := &e.Skipped[j]
+			f.Root, f.rel = at(f.Root, f.rel), ""
+		}
+	}
+}
+
+// related is the index to write: a copy whose roots inside base (the
+// folder holding the package) also say their path relative to it, so
+// that they follow the package when it moves with its folder.
+func (idx *index) related(base string) *index {
+	out := *idx
+	if base == "" {
+		return &out
+	}
+	rel := func(root string) string {
+		r, err := filepath.Rel(base, root)
+		if err != nil || !filepath.IsAbs(root) || (r != "." && !filepath.IsLocal(r)) {
+			return ""
+		}
+		return filepath.ToSlash(r)
+	}
+	out.entries = make([]Entry, len(idx.entries))
+	for i, e := range idx.entries {
+		e.Files = slices.Clone(e.Files)
+		for j := range e.Files {
+			e.Files[j].rel = rel(e.Files[j].Root)
+		}
+		e.Folders = slices.Clone(e.Folders)
+		for j := range e.Folders {
+			e.Folders[j].rel = rel(e.Folders[j].Root)
+		}
+		e.Skipped = slices.Clone(e.Skipped)
+		for j := range e.Skipped {
+			e.Skipped[j].rel = rel(e.Skipped[j].Root)
+		}
+		out.entries[i] = e
+	}
+	return &out
+}
 
 // putBytes sets m[k] to s when it is UTF-8; else to s shown with its
 // other bytes escaped (Display), and m[k+"Bytes"] to its bytes in

@@ -35,6 +35,13 @@ type Action struct {
 	Conflict    bool
 }
 
+// FolderAction is a folder a rewind would remove (Remove) or make
+// (Restore).
+type FolderAction struct {
+	Root, Path string
+	Op         Op
+}
+
 // Plan is what a rewind would do. A dry run shows it; Apply carries it
 // out.
 type Plan struct {
@@ -43,6 +50,10 @@ type Plan struct {
 	// Actions are every file it would restore or delete, conflicts
 	// included (Conflict set; done only when Force).
 	Actions []Action
+	// Folders are the folders it would remove (those the undone entries
+	// created, each only once it is empty: never one still holding a
+	// file, whoever put it there) and make (those they deleted).
+	Folders []FolderAction
 	Force   bool
 	// Missing are the blobs the plan needs that are missing or damaged:
 	// Apply then changes nothing.
@@ -179,6 +190,7 @@ func (s *Store) plan(r *os.Root, p *Plan, entries []Entry) {
 		}
 		return strings.Compare(a.path, b.path)
 	})
+	p.Folders = planFolders(entries)
 	missing := make(map[string]bool)
 	for _, k := range order {
 		sp := spans[k]
@@ -199,6 +211,49 @@ func (s *Store) plan(r *os.Root, p *Plan, entries []Entry) {
 			}
 		}
 	}
+}
+
+// planFolders are the folder actions of undoing entries (oldest first):
+// each folder they created or deleted goes back to whether it was there
+// before the earliest of them that touched it. Removals come deepest
+// first, then the folders to make, shallowest first.
+func planFolders(entries []Entry) []FolderAction {
+	existed := make(map[fileKey]bool)
+	for i := len(entries) - 1; i >= 0; i-- {
+		for _, f := range entries[i].Folders {
+			existed[fileKey{f.Root, f.Path}] = f.Change == Deleted
+		}
+	}
+	var remove, mk []FolderAction
+	for k, was := range existed {
+		is := isDir(k.root, k.path)
+		switch {
+		case was && !is:
+			mk = append(mk, FolderAction{Root: k.root, Path: k.path, Op: Restore})
+		case !was && is:
+			remove = append(remove, FolderAction{Root: k.root, Path: k.path, Op: Remove})
+		}
+	}
+	byPath := func(a, b FolderAction) int {
+		if c := strings.Compare(a.Root, b.Root); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	}
+	slices.SortFunc(remove, func(a, b FolderAction) int { return byPath(b, a) })
+	slices.SortFunc(mk, byPath)
+	return append(remove, mk...)
+}
+
+// isDir reports whether the folder p of root is there (not a link).
+func isDir(root, p string) bool {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	fi, err := r.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 // sameVersion reports whether two versions hold the same contents (or
@@ -338,10 +393,22 @@ func (s *Store) Apply(p *Plan) (string, error) {
 		}
 		e.Files = append(e.Files, fc)
 	}
+	for _, f := range p.Folders {
+		fc := FolderChange{Root: f.Root, Path: f.Path, Change: Created}
+		if f.Op == Remove {
+			fc.Change = Deleted
+		}
+		e.Folders = append(e.Folders, fc)
+	}
 	idx.entries = append(idx.entries, e)
 	s.applyPolicy(idx)
 	if err := s.writeIndex(r, idx); err != nil {
 		return "", fmt.Errorf("rewind: %w; nothing was changed", err)
+	}
+	for _, f := range p.Folders {
+		if f.Op == Restore {
+			makeFolder(f)
+		}
 	}
 	var errs []error
 	for _, j := range jobs {
@@ -353,11 +420,62 @@ func (s *Store) Apply(p *Plan) (string, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", Display(j.a.Path), err))
 		}
 	}
+	// The folders to remove once the files are done, each only when it is
+	// empty; the entry keeps only what was done, so that its undo makes
+	// no folder that was left.
+	done := make(map[fileKey]bool)
+	for _, f := range p.Folders {
+		if f.Op == Remove && removeFolder(f) || f.Op == Restore {
+			done[fileKey{f.Root, f.Path}] = true
+		}
+	}
+	if last := &idx.entries[len(idx.entries)-1]; last.Key == id && len(done) < len(last.Folders) {
+		last.Folders = slices.DeleteFunc(last.Folders, func(f FolderChange) bool { return !done[fileKey{f.Root, f.Path}] })
+		if err := s.writeIndex(r, idx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	s.sweep(r, idx)
 	if len(errs) > 0 {
 		return id, fmt.Errorf("rewind: %w", errors.Join(errs...))
 	}
 	return id, nil
+}
+
+// makeFolder makes the folder of f (and those above it) inside its root,
+// unless something stands there.
+func makeFolder(f FolderAction) {
+	r, err := os.OpenRoot(f.Root)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	if _, err := r.Lstat(f.Path); errors.Is(err, fs.ErrNotExist) {
+		r.MkdirAll(f.Path, 0o755)
+		syncDir(r, path.Dir(f.Path))
+	}
+}
+
+// removeFolder removes the folder of f when it is an empty folder (not a
+// link); it reports whether it is gone.
+func removeFolder(f FolderAction) bool {
+	r, err := os.OpenRoot(f.Root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	fi, err := r.Lstat(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	if r.Remove(f.Path) != nil {
+		return false // not empty: what is in it stays, and so does it
+	}
+	syncDir(r, path.Dir(f.Path))
+	return true
 }
 
 func readFileIn(root, p string) ([]byte, error) {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,12 +65,17 @@ var ErrNoCheckpoints = errors.New("this conversation has no checkpoints of its f
 // The caller holds the package's lock (other processes stay out).
 type Store struct {
 	dir    string
+	base   string // the folder holding the package, absolute
 	policy Policy
 	mu     sync.Mutex
 }
 
 // Open opens the checkpoints of the package at dir (nothing is read or
-// written until a method needs it).
+// written until a method needs it). The folders inside the one holding
+// the package (its parent: the session's working folder by default) are
+// kept relative to it as well, so that a rewind finds them where the
+// package is now after the package moved with its folder; the others
+// are kept by their absolute path only.
 func Open(dir string, p Policy) (*Store, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -78,7 +84,22 @@ func Open(dir string, p Policy) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a folder", dir)
 	}
-	return &Store{dir: dir, policy: p}, nil
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, base: filepath.Dir(abs), policy: p}, nil
+}
+
+// SetPackage says where the package whose checkpoints these are is, when
+// they are kept elsewhere (a host-saved package's, in the state folder):
+// the folders are kept relative to the one holding it.
+func (s *Store) SetPackage(pkg string) {
+	if abs, err := filepath.Abs(pkg); err == nil {
+		s.mu.Lock()
+		s.base = filepath.Dir(abs)
+		s.mu.Unlock()
+	}
 }
 
 // openRoot opens the package as an os.Root, and, when create is set,
@@ -138,11 +159,12 @@ func (s *Store) readIndex(r *os.Root) (*index, error) {
 		}
 		return nil, fmt.Errorf("%s is damaged: %w", IndexFile, err)
 	}
+	idx.resolve(s.base)
 	return idx, nil
 }
 
 func (s *Store) writeIndex(r *os.Root, idx *index) error {
-	data, err := canonjson.Encode(idx.value())
+	data, err := canonjson.Encode(idx.related(s.base).value())
 	if err != nil {
 		return err
 	}
@@ -196,6 +218,7 @@ func (s *Store) Record(key, userItem string, cs ChangeSet) error {
 			e.Files = append(e.Files, f)
 		}
 		e.Skipped = append(e.Skipped, cs.Skipped...)
+		e.Folders = slices.Clone(cs.Folders)
 		idx.entries = append(idx.entries, e)
 	}
 	dropped := s.applyPolicy(idx)

@@ -62,6 +62,7 @@ type tracked struct {
 	skip  map[string]bool
 	cache *cache
 	start map[string]record // the folder at Begin
+	dirs  *walked           // the walk of Begin, for its folders
 	err   error             // why the folder is not followed this turn
 	root  *os.Root          // the folder, open while Begin or End reads it
 }
@@ -129,7 +130,7 @@ func (t *Tracker) Begin() error {
 			r.cache = loadCache(t.cacheDir, r.abs)
 		}
 		r.cache.sweep()
-		r.start, r.err = nil, nil
+		r.start, r.dirs, r.err = nil, nil, nil
 		r.open()
 		defer r.close()
 		w, err := walk(r.abs, r.skip, t.opt.maxFiles())
@@ -168,6 +169,7 @@ func (t *Tracker) Begin() error {
 			}
 		}
 		r.start = maps.Clone(next)
+		r.dirs = &walked{dirs: w.dirs, unreadable: w.unreadable}
 	}
 	return errors.Join(errs...)
 }
@@ -292,8 +294,8 @@ func (t *Tracker) End() (ChangeSet, error) {
 		if r.start == nil {
 			continue
 		}
-		start := r.start
-		r.start = nil
+		start, before := r.start, r.dirs
+		r.start, r.dirs = nil, nil
 		r.open()
 		defer r.close()
 		w, err := walk(r.abs, r.skip, t.opt.maxFiles())
@@ -365,6 +367,7 @@ func (t *Tracker) End() (ChangeSet, error) {
 			countLines(&fc, r.cache, limit)
 			cs.Files = append(cs.Files, fc)
 		}
+		cs.Folders = append(cs.Folders, folderChanges(r.abs, before, w)...)
 		r.cache.files = next
 		if dirty {
 			if err := r.cache.save(); err != nil {
@@ -373,6 +376,28 @@ func (t *Tracker) End() (ChangeSet, error) {
 		}
 	}
 	return cs, errors.Join(errs...)
+}
+
+// folderChanges are the folders created and deleted between two walks of
+// root (sorted by path); a folder under one that either walk could not
+// list is unknown, not changed.
+func folderChanges(root string, before, after *walked) []FolderChange {
+	if before == nil {
+		return nil
+	}
+	var out []FolderChange
+	for p := range after.dirs {
+		if !before.dirs[p] && !before.under(p) {
+			out = append(out, FolderChange{Root: root, Path: p, Change: Created})
+		}
+	}
+	for p := range before.dirs {
+		if !after.dirs[p] && !after.under(p) {
+			out = append(out, FolderChange{Root: root, Path: p, Change: Deleted})
+		}
+	}
+	slices.SortFunc(out, func(a, b FolderChange) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // same reports whether two records hold the same contents, mode and

@@ -41,11 +41,13 @@ func metaOf(fi fs.FileInfo) meta {
 }
 
 // walked is one walk of a folder: its files and links by path (relative,
-// slash-separated, the bytes of the names as the system gave them), and
-// the folders that could not be listed (their files are unknown, not
+// slash-separated, the bytes of the names as the system gave them), the
+// folders inside it (walked, the same way: no ignored one), and the
+// folders that could not be listed (their files are unknown, not
 // deleted).
 type walked struct {
 	files      map[string]meta
+	dirs       map[string]bool
 	unreadable []string
 	missing    bool // the folder itself is not there
 }
@@ -87,7 +89,7 @@ var walkers = max(4, 2*runtime.GOMAXPROCS(0))
 
 // walk walks the folder at abs. skip holds relative paths left out.
 func walk(abs string, skip map[string]bool, maxFiles int) (*walked, error) {
-	out := &walked{files: make(map[string]meta)}
+	out := &walked{files: make(map[string]meta), dirs: make(map[string]bool)}
 	r, err := os.OpenRoot(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		out.missing = true
@@ -148,6 +150,7 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 		meta meta
 	}
 	var files []file
+	var dirs []string
 	for _, e := range list {
 		n := e.Name()
 		if n == ".git" {
@@ -162,6 +165,7 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 			continue
 		}
 		if isDir {
+			dirs = append(dirs, p)
 			sub := slices.Clip(append(comps, n))
 			if w.g.TryGo(func() error { return w.walkDir(p, sub, patterns) }) {
 				continue
@@ -193,6 +197,9 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 	w.mu.Lock()
 	for _, f := range files {
 		w.out.files[f.path] = f.meta
+	}
+	for _, d := range dirs {
+		w.out.dirs[d] = true
 	}
 	w.mu.Unlock()
 	return nil

@@ -45,7 +45,7 @@ func (s *Session) ckptStore() (*checkpoint.Store, error) {
 	s.ckpt.storeMu.Lock()
 	defer s.ckpt.storeMu.Unlock()
 	if s.ckpt.store == nil {
-		st, err := s.ckptStore()
+		st, err := s.openCkptStore()
 		if err != nil {
 			return nil, err
 		}
@@ -77,6 +77,17 @@ func (s *Session) ckptPkg() string {
 		return s.ckpt.held
 	}
 	return s.pkg.Dir
+}
+
+// openCkptStore opens the session's checkpoints: a held package's keep
+// its folders relative to the one holding the package, as the package's
+// own do.
+func (s *Session) openCkptStore() (*checkpoint.Store, error) {
+	st, err := checkpoint.Open(s.ckptPkg(), s.ckpt.policy)
+	if err == nil && s.ckpt.held != "" {
+		st.SetPackage(s.pkg.Dir)
+	}
+	return st, err
 }
 
 // newTracker makes the session's tracker when o asks for checkpoints.
