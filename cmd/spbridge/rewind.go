@@ -109,7 +109,7 @@ func printFiles(b *strings.Builder, f *session.FileRewind, dryRun bool) {
 	if dryRun {
 		verb = map[checkpoint.Op]string{checkpoint.Restore: "would restore", checkpoint.Remove: "would delete"}
 	}
-	if len(p.Actions) == 0 {
+	if len(p.Actions) == 0 && len(p.Folders) == 0 {
 		b.WriteString("files: nothing to restore\n")
 	}
 	for _, a := range p.Actions {
@@ -120,6 +120,13 @@ func printFiles(b *strings.Builder, f *session.FileRewind, dryRun bool) {
 		default:
 			fmt.Fprintf(b, "%s %s\n", verb[a.Op], path)
 		}
+	}
+	folderVerb := map[checkpoint.Op]string{checkpoint.Restore: "made folder", checkpoint.Remove: "removed folder"}
+	if dryRun {
+		folderVerb = map[checkpoint.Op]string{checkpoint.Restore: "would make folder", checkpoint.Remove: "would remove folder (when empty)"}
+	}
+	for _, d := range p.Folders {
+		fmt.Fprintf(b, "%s %s\n", folderVerb[d.Op], checkpoint.Display(filepath.Join(d.Root, filepath.FromSlash(d.Path))))
 	}
 	if len(p.Missing) > 0 {
 		fmt.Fprintf(b, "files: %d stored contents missing or damaged: nothing was changed (%s)\n", len(p.Missing), strings.Join(p.Missing, ", "))

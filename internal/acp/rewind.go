@@ -149,7 +149,19 @@ func filesAnswer(f *session.FileRewind) map[string]any {
 			restored = append(restored, path)
 		}
 	}
+	var made, removed []any
+	for _, d := range f.Plan.Folders {
+		path := filepath.Join(d.Root, filepath.FromSlash(d.Path))
+		if d.Op == checkpoint.Remove {
+			removed = append(removed, path)
+		} else {
+			made = append(made, path)
+		}
+	}
 	out := map[string]any{"rewound": !f.DryRun, "restored": orNone(restored), "deleted": orNone(deleted), "conflicts": orNone(conflicts)}
+	if len(made)+len(removed) > 0 {
+		out["folders"] = map[string]any{"removed": orNone(removed), "made": orNone(made)}
+	}
 	if f.ID != "" {
 		out["id"] = f.ID
 	}

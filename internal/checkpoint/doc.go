@@ -30,13 +30,17 @@
 // ...}: one Entry per turn that changed something, keyed by the id of the
 // notice item that ends the turn, naming its user item; docs/format.md
 // says the layout) and blobs/<sha256>, the earlier contents of the files
-// turns modified or deleted, each stored once. Record keeps a turn's
+// turns modified or deleted, each stored once. A folder inside the one
+// holding the package is kept relative to it as well (rootRel), so the
+// checkpoints follow a package moved with its folder. Record keeps a turn's
 // change set; the Policy keeps the last 100 entries and at most 512 MiB
 // of contents, the oldest dropped first.
 //
 // Plan plans a rewind: undoing the entries named and every later one,
 // newest first, so each file goes back to how it was before the earliest
-// of them (restored, or deleted when a turn created it). A file that
+// of them (restored, or deleted when a turn created it); the folders
+// they created go once empty, the empty ones they deleted come back (the
+// walks note the folders too, beside the files). A file that
 // differs from what the newest of them left was changed since by someone
 // else: a conflict, left alone unless forced. A plan changes nothing (a
 // dry run shows it); Apply carries it out inside the folders only, and
