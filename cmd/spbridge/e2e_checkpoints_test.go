@@ -110,9 +110,10 @@ func sameFiles(t *testing.T, dir string, files map[string]string) {
 
 // TestE2ECheckpointsClaude: with the real claude, a turn that edits with
 // the Edit and Write tools and one that changes files through Bash (sed
-// -i, rm, a script writing a file) each end with a notice of exactly what
-// they changed, kept in the package's checkpoints; rewinding both puts
-// every file back byte for byte and removes the created ones.
+// -i, rm, a script writing a file, mkdir -p and a file in the new
+// folder) each end with a notice of exactly what they changed, kept in
+// the package's checkpoints; rewinding both puts every file back byte for
+// byte and removes the created ones, and the folders made for them.
 func TestE2ECheckpointsClaude(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
@@ -129,7 +130,7 @@ func TestE2ECheckpointsClaude(t *testing.T) {
 	if e.code != 0 {
 		e.fail("the edit turn")
 	}
-	e.srv.Push(bashRound(`sed -i 's/2/TWO/' list.txt && rm old.txt && sh -c 'printf "x\ny\nz\n" > made.txt'`)...)
+	e.srv.Push(bashRound(`sed -i 's/2/TWO/' list.txt && rm old.txt && sh -c 'printf "x\ny\nz\n" > made.txt' && mkdir -p a/b && echo x > a/b/c.txt`)...)
 	e.run(nil, "--allow-tool", "Bash", "change them in the shell")
 	if e.code != 0 {
 		e.fail("the shell turn")
@@ -137,21 +138,22 @@ func TestE2ECheckpointsClaude(t *testing.T) {
 	got := checkpointed(t, e)
 	want := [][]fileChange{
 		{{"new.txt", checkpoint.Created, 2, 0}, {"notes.txt", checkpoint.Modified, 2, 1}},
-		{{"list.txt", checkpoint.Modified, 1, 1}, {"made.txt", checkpoint.Created, 3, 0}, {"old.txt", checkpoint.Deleted, 0, 1}},
+		{{"a/b/c.txt", checkpoint.Created, 1, 0}, {"list.txt", checkpoint.Modified, 1, 1}, {"made.txt", checkpoint.Created, 3, 0}, {"old.txt", checkpoint.Deleted, 0, 1}},
 	}
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		e.fail("change sets\n got %+v\nwant %+v", got, want)
 	}
 	items := e.items()
-	if !containsStr(items, "notice: Changed 3 files: list.txt (+1 −1), made.txt (created, +3), old.txt (deleted).") {
+	if !containsStr(items, "notice: Changed 4 files: a/b/c.txt (created, +1), list.txt (+1 −1), made.txt (created, +3), old.txt (deleted).") {
 		e.fail("items %q", items)
 	}
-	rewindAll(t, e.pkg)
+	rewindAll(t, e.pkg) // the folders a/b and a the shell made go too
 	sameFiles(t, work, initial)
 }
 
 // TestE2ECheckpointsCodex: with the real codex on both transports, a turn
-// that changes files through exec_command (sed -i, rm) and apply_patch
+// that changes files through exec_command (sed -i, rm, mkdir -p and a file
+// in the new folder) and apply_patch
 // ends with a notice of exactly what it changed, kept in the package's
 // checkpoints; rewinding it puts every file back.
 func TestE2ECheckpointsCodex(t *testing.T) { transports(t, testCheckpointsCodex) }
@@ -159,7 +161,7 @@ func TestE2ECheckpointsCodex(t *testing.T) { transports(t, testCheckpointsCodex)
 func testCheckpointsCodex(t *testing.T, transport string) {
 	patch := "*** Begin Patch\n*** Add File: made-by-codex.txt\n+hello from the patch\n*** Update File: notes.txt\n@@\n alpha\n-beta\n+BETA\n*** End Patch\n"
 	e, _ := newCodexE2E(t,
-		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sed -i 's/2/TWO/' list.txt && rm old.txt")}},
+		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ExecCommandCall("sed -i 's/2/TWO/' list.txt && rm old.txt && mkdir -p a/b && echo x > a/b/c.txt")}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.ApplyPatchCall(patch)}},
 		fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})
 	work := filepath.Dir(e.pkg)
@@ -171,7 +173,7 @@ func testCheckpointsCodex(t *testing.T, transport string) {
 	}
 	got := checkpointed(t, e)
 	want := [][]fileChange{{
-		{"list.txt", checkpoint.Modified, 1, 1}, {"made-by-codex.txt", checkpoint.Created, 1, 0},
+		{"a/b/c.txt", checkpoint.Created, 1, 0}, {"list.txt", checkpoint.Modified, 1, 1}, {"made-by-codex.txt", checkpoint.Created, 1, 0},
 		{"notes.txt", checkpoint.Modified, 1, 1}, {"old.txt", checkpoint.Deleted, 0, 1},
 	}}
 	if !slices.EqualFunc(got, want, slices.Equal) {

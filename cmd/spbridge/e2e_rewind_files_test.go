@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,4 +157,56 @@ func TestE2ERewindFiles(t *testing.T) {
 		p.prompt("MARK-two: patch")
 		testRewindFiles(t, p, work, "alpha\nBETA\ngamma\n")
 	})
+}
+
+// TestE2ERewindMoved: with the real claude (spbridge run, which saves the
+// package and so keeps its checkpoints in it), a turn edits notes.txt and writes a file into folders it makes; the folder
+// holding the package and those files is then moved, and spbridge rewind
+// --to 1 on the package where it now is puts notes.txt back byte for byte
+// there, removes the created file and its folders, and writes nothing
+// where the folder was.
+func TestE2ERewindMoved(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	work := filepath.Dir(e.pkg)
+	notes := filepath.Join(work, "notes.txt")
+	os.WriteFile(notes, []byte("alpha\nbeta\ngamma\n"), 0o644)
+	e.srv.Push(fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Read", Input: map[string]any{"file_path": notes}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "beta", "new_string": "BETA"}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: "Write", Input: map[string]any{"file_path": filepath.Join(work, "a", "b", "new.txt"), "content": "new\n"}}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Done."}}})
+	e.run(nil, "--allow-tool", "Edit", "--allow-tool", "Write", "MARK-one: edit and write")
+	if e.code != 0 {
+		e.fail("the turn")
+	}
+	if readFile(notes) != "alpha\nBETA\ngamma\n" || readFile(filepath.Join(work, "a", "b", "new.txt")) != "new\n" {
+		t.Fatalf("the turn left notes.txt %q, a/b/new.txt %q", readFile(notes), readFile(filepath.Join(work, "a", "b", "new.txt")))
+	}
+
+	moved := filepath.Join(filepath.Dir(work), "moved", "work")
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(work, moved); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(spbridgeBin(t), "rewind", filepath.Join(moved, filepath.Base(e.pkg)), "--to", "1")
+	cmd.Env = e.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("spbridge rewind: %v\n%s", err, out)
+	}
+	for _, want := range []string{"restored " + filepath.Join(moved, "notes.txt"), "deleted " + filepath.Join(moved, "a", "b", "new.txt"),
+		"removed folder " + filepath.Join(moved, "a", "b"), "removed folder " + filepath.Join(moved, "a")} {
+		if !strings.Contains(string(out), want+"\n") {
+			t.Errorf("spbridge rewind did not say %q:\n%s", want, out)
+		}
+	}
+	if got := readFile(filepath.Join(moved, "notes.txt")); got != "alpha\nbeta\ngamma\n" {
+		t.Errorf("notes.txt = %q where the folder now is", got)
+	}
+	if _, err := os.Lstat(filepath.Join(moved, "a")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the folders the turn made are still there: %v", err)
+	}
+	if _, err := os.Lstat(work); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the rewind wrote where the folder was: %v", err)
+	}
 }
