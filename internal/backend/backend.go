@@ -54,6 +54,19 @@ type Backend interface {
 	ExitStatus() string
 }
 
+// Titler is a backend whose CLI names the sessions it starts: spbridge
+// gives each the conversation's title, so that the CLI's own list of its
+// sessions (claude --resume's picker, codex's thread names) shows the
+// conversation, and not the "# Conversation so far" a session told what
+// was said before begins with. A session the CLI continues (--resume,
+// thread/resume) keeps the name it has. CLI implements it; a
+// backend whose CLI has no way to name a session ignores it.
+type Titler interface {
+	// SetTitle names the CLI sessions started from now on ("": the CLI
+	// names them itself).
+	SetTitle(title string)
+}
+
 // Image is an image attached to a message.
 type Image struct {
 	MimeType string

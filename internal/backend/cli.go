@@ -144,6 +144,7 @@ type CLI struct {
 	lastExit    string // how the last process that ended, ended
 	echoes      Echoes // messages sent with a Context, to cut out of stderr
 	onEnd       map[*cliproc.Proc]func()
+	title       string // the name of the CLI sessions started from now on (SetTitle)
 }
 
 // NewCLI returns the supervision of the backend called name (which names
@@ -201,6 +202,21 @@ func (c *CLI) SetModel(model string) {
 	c.mu.Lock()
 	c.Opts.Model = model
 	c.mu.Unlock()
+}
+
+// SetTitle names the CLI sessions the backend starts from now on
+// (Titler); a session already started keeps its name.
+func (c *CLI) SetTitle(title string) {
+	c.mu.Lock()
+	c.title = title
+	c.mu.Unlock()
+}
+
+// Title is the name SetTitle gave, "" when none.
+func (c *CLI) Title() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.title
 }
 
 // Start starts the program with args in Opts.Dir, with Env, and makes it

@@ -84,6 +84,9 @@ type Backend struct {
 	// waking is the process started to resume a session put to sleep,
 	// until it said it did (its system/init) or refused.
 	waking, refusedProc *cliproc.Proc
+	// unnamed is the process that began a new session, until it is
+	// given its name (nameSession).
+	unnamed *cliproc.Proc
 
 	// projectCommands reads a folder's .claude/commands (ProjectCommands),
 	// with no lock held.
@@ -241,6 +244,9 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	if b.slept {
 		b.waking, b.slept = p, false
 	}
+	if b.session == "" {
+		b.unnamed = p // no --resume: a new session
+	}
 	b.mu.Unlock()
 	b.mcpSaid = make(map[string]bool)
 	b.compacting = compaction{} // a compaction of the process before ended with it
@@ -252,7 +258,35 @@ func (b *Backend) start() (*cliproc.Proc, error) {
 	// The SDKs open with initialize; the CLI answers with its capabilities.
 	post(p, map[string]any{"type": "control_request", "request_id": initRequestID,
 		"request": map[string]any{"subtype": "initialize"}})
+	b.nameSession(p)
 	return p, nil
+}
+
+// nameSession gives the new session p began the conversation's title
+// (backend.Titler), once, when there is one: a rename_session control
+// request, which claude writes into the session's file as its custom
+// title (claude --resume's picker shows it). The title goes on stdin, not
+// on argv (--name), which every user of the machine can read: it is the
+// user's first message. A session claude continues (--resume) keeps the
+// name it has.
+func (b *Backend) nameSession(p *cliproc.Proc) {
+	title := b.Title()
+	b.mu.Lock()
+	if b.unnamed != p || title == "" {
+		b.mu.Unlock()
+		return
+	}
+	b.unnamed = nil
+	b.mu.Unlock()
+	post(p, renameSession(title))
+}
+
+// renameSession is the control request that names claude's session
+// title; "host" says the user's application chose it, as a rename of the
+// user's own.
+func renameSession(title string) map[string]any {
+	return map[string]any{"type": "control_request", "request_id": "spbridge-title",
+		"request": map[string]any{"subtype": "rename_session", "title": title, "source": "host"}}
 }
 
 // apply hands a mapped line's item changes to h, records the CLI's session
@@ -365,6 +399,9 @@ func (b *Backend) Turn(ctx context.Context, msg backend.Message, h backend.Host)
 				return failBeforeStart(b.Opts.NewID, h, text, detail)
 			}
 		}
+		// Named before the message: the title is known by now when the
+		// process began before it (Prepare).
+		b.nameSession(p)
 		d := b.driver(p, interruptCh, msg.CLIText())
 		conn := d.Conn.(*turnConn)
 		end, err := d.AwaitWrite(ctx, p.Send(data), h)

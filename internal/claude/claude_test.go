@@ -101,11 +101,15 @@ func fakeClaude(mode string) {
 		close(lines)
 	}()
 	turn := 0
-	bgBehavior := "" // how the permission request between turns ("ask-between") was answered
+	bgBehavior := ""   // how the permission request between turns ("ask-between") was answered
+	var names []string // the titles rename_session gave, in order
 	for v := range lines {
 		switch v["type"] {
 		case "control_request":
 			req := v["request"].(map[string]any)
+			if req["subtype"] == "rename_session" {
+				names = append(names, fmt.Sprint(req["title"], " (", req["source"], ")"))
+			}
 			if (mode == "ask-at-init" && req["subtype"] == "initialize") || (mode == "ask-at-mode" && req["subtype"] == "set_permission_mode") {
 				// A background subagent's permission request comes before
 				// the answer, which waits for it: one left unanswered
@@ -270,6 +274,9 @@ func fakeClaude(mode string) {
 			}
 			if mode == "resume-check" {
 				reply = fmt.Sprintf("turn %d args %s", turn, strings.Join(os.Args[1:], " "))
+			}
+			if mode == "named" {
+				reply = fmt.Sprintf("turn %d named %q resumed %v", turn, names, slices.Contains(os.Args, "--resume"))
 			}
 			if mode == "mcp-config" {
 				reply = fmt.Sprintf("turn %d read %s: %s", turn, mcpPath, mcpData)
@@ -613,5 +620,52 @@ func TestUserMessageContext(t *testing.T) {
 	content := m["message"].(map[string]any)["content"].([]any)
 	if len(content) != 2 || content[0].(map[string]any)["text"] != ctx+"next" || content[1].(map[string]any)["type"] != "image" {
 		t.Errorf("content = %v", content)
+	}
+}
+
+// TestNameSession: a new session is given the conversation's title once,
+// on stdin before the first message (rename_session), also when the
+// process began before the title was known (Prepare); a session claude
+// resumes is not renamed, nor is one when there is no title.
+func TestNameSession(t *testing.T) {
+	turn := func(b *Backend, text string) string {
+		t.Helper()
+		rec := &recorder{}
+		if end := b.Turn(context.Background(), backend.Message{Text: text}, rec); end.Status != itemmap.TurnCompleted {
+			t.Fatalf("turn %q: %+v %q", text, end, rec.texts())
+		}
+		got := rec.texts()
+		return got[len(got)-1]
+	}
+	b := fakeBackend(t, "named", Options{})
+	b.SetTitle("Zebra talk")
+	if got, want := turn(b, "one"), `assistant: turn 1 named ["Zebra talk (host)"] resumed false`; got != want {
+		t.Errorf("first turn: %q, want %q", got, want)
+	}
+	b.SetTitle("Another title") // the session has its name
+	if got, want := turn(b, "two"), `assistant: turn 2 named ["Zebra talk (host)"] resumed false`; got != want {
+		t.Errorf("second turn: %q, want %q", got, want)
+	}
+	if slices.Contains(b.args(), "--name") {
+		t.Errorf("the title is on the command line: %q", b.args())
+	}
+
+	early := fakeBackend(t, "named", Options{})
+	if err := early.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	early.SetTitle("Known at the first turn")
+	if got, want := turn(early, "one"), `assistant: turn 1 named ["Known at the first turn (host)"] resumed false`; got != want {
+		t.Errorf("after Prepare: %q, want %q", got, want)
+	}
+
+	resumed := fakeBackend(t, "named", Options{Resume: "the-users-session"})
+	resumed.SetTitle("Zebra talk")
+	if got, want := turn(resumed, "one"), `assistant: turn 1 named [] resumed true`; got != want {
+		t.Errorf("resumed: %q, want %q", got, want)
+	}
+	untitled := fakeBackend(t, "named", Options{})
+	if got, want := turn(untitled, "one"), `assistant: turn 1 named [] resumed false`; got != want {
+		t.Errorf("no title: %q, want %q", got, want)
 	}
 }

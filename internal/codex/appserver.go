@@ -129,14 +129,40 @@ func (b *Backend) appThread(ctx context.Context, h backend.Host, interruptCh <-c
 	b.mu.Lock()
 	b.slept = false
 	b.mu.Unlock()
-	if id := res.Get("thread.id").String(); id != "" {
+	id := res.Get("thread.id").String()
+	if id != "" {
 		b.mu.Lock()
 		b.thread = id
 		b.model = res.Get("model").String()
 		b.threadMode = modeOf(pr.sandbox)
 		b.mu.Unlock()
 	}
+	if method == "thread/start" && id != "" {
+		return b.nameThread(ctx, h, interruptCh, id)
+	}
 	return nil
+}
+
+// nameThread gives the thread it began the conversation's title
+// (backend.Titler), when there is one: thread/name/set, which codex keeps
+// as the thread's name in its session_index.jsonl (codex resume's list
+// shows it). A thread codex resumes keeps the name it has. A server that
+// will not name it only loses the name: the turn goes on.
+func (b *Backend) nameThread(ctx context.Context, h backend.Host, interruptCh <-chan struct{}, thread string) error {
+	title := b.Title()
+	if title == "" {
+		return nil
+	}
+	_, err := b.appCall(ctx, h, interruptCh, "thread/name/set", nameParams(thread, title))
+	if errors.Is(err, errAnswered) {
+		return nil
+	}
+	return err
+}
+
+// nameParams are thread/name/set's parameters.
+func nameParams(thread, title string) map[string]any {
+	return map[string]any{"threadId": thread, "name": title}
 }
 
 // appSend queues v as a line for the server's stdin (backend.Post).

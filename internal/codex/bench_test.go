@@ -59,6 +59,7 @@ func fakeAppServer() {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 64<<20)
 	turn, resumed := 0, ""
+	var names []string // what thread/name/set named, "NAME on THREAD"
 	for in.Scan() {
 		var m map[string]any
 		if json.Unmarshal(in.Bytes(), &m) != nil {
@@ -80,6 +81,16 @@ func fakeAppServer() {
 			}
 			resumed = fmt.Sprint(params["threadId"])
 			emit(map[string]any{"id": id, "result": map[string]any{"thread": map[string]any{"id": resumed}}})
+		case "thread/name/set":
+			// Named as asked, unless told to refuse ("refuse-name").
+			params, _ := m["params"].(map[string]any)
+			if os.Getenv(fakeAppServerEnv) == "refuse-name" {
+				emit(map[string]any{"id": id, "error": map[string]any{"code": -32600, "message": "no such thread"}})
+				continue
+			}
+			names = append(names, fmt.Sprint(params["name"], " on ", params["threadId"]))
+			emit(map[string]any{"id": id, "result": map[string]any{}})
+			emit(map[string]any{"method": "thread/name/updated", "params": map[string]any{"threadId": params["threadId"], "threadName": params["name"]}})
 		case "turn/start":
 			turn++
 			tid := fmt.Sprint("turn-", turn)
@@ -98,6 +109,9 @@ func fakeAppServer() {
 			text := "done"
 			if resumed != "" {
 				text += " (resumed " + resumed + ")"
+			}
+			if names != nil {
+				text += fmt.Sprintf(" (named %q)", names)
 			}
 			emit(map[string]any{"method": "item/completed", "params": map[string]any{"item": map[string]any{"type": "agentMessage", "id": "msg", "text": text}}})
 			emit(map[string]any{"method": "turn/completed", "params": map[string]any{"turn": map[string]any{"id": tid, "status": "completed"}}})

@@ -154,6 +154,9 @@ func Open(o Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.be = be
+	// Before the CLI's early start (Prepare): a reopened conversation's
+	// new CLI session is named after it.
+	nameSessions(be, Title(pkg.Conv.Items, pkg.Dir))
 	s.takeControls(row, be, gen)
 	switch {
 	case resume != "":

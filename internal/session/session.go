@@ -257,6 +257,7 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 	}
 	first := len(conv.Items)
 	conv.Items = append(conv.Items, user)
+	title := Title(conv.Items, s.pkg.Dir)
 	s.changes++
 	s.running, s.savedInTurn = true, false
 	s.offer = nil // a turn goes on from what the package holds
@@ -273,6 +274,8 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		ap.Change(refusedNotice())
 	}
 	s.ckptBegin()
+	// A CLI session this turn starts is named after the conversation.
+	nameSessions(be, title)
 	end := be.Turn(ctx, msg, ap)
 	if end != nil && end.NotStarted && resumeRefused(be) {
 		end = s.turnAfterRefusal(ctx, be, msg, ap, user)

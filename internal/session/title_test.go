@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"spbridge/internal/archive"
+	"spbridge/internal/backend"
+	"spbridge/internal/itemmap"
+)
+
+// titledBackend keeps the title it was given (backend.Titler) and the
+// one each turn ran with.
+type titledBackend struct {
+	fakeBackend
+	title  string
+	titles []string
+}
+
+func (b *titledBackend) SetTitle(t string) { b.title = t }
+func (b *titledBackend) Turn(ctx context.Context, msg backend.Message, h backend.Host) *itemmap.TurnEnd {
+	b.titles = append(b.titles, b.title)
+	return b.fakeBackend.Turn(ctx, msg, h)
+}
+
+func TestTitle(t *testing.T) {
+	user := func(text string) archive.Item {
+		it := archive.NewItem(archive.TypeUser)
+		it.Set("text", text)
+		return it
+	}
+	notice := archive.NewItem(archive.TypeNotice)
+	notice.Set("text", "a notice")
+	tests := []struct {
+		name  string
+		items []archive.Item
+		want  string
+	}{
+		{"none", nil, ""},
+		{"no message", []archive.Item{notice}, ""},
+		{"first message", []archive.Item{notice, user("  Plan the\n\tposter "), user("second")}, "Plan the poster"},
+		{"images only", []archive.Item{user(""), user("second")}, "Poster.silverpoint"},
+		{"long", []archive.Item{user(strings.Repeat("word ", 40))}, strings.TrimSpace(strings.Repeat("word ", 24)) + "…"},
+	}
+	for _, tt := range tests {
+		if got := Title(tt.items, "/work/Poster.silverpoint"); got != tt.want {
+			t.Errorf("%s: Title = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSessionsNamed: each turn's backend is given the conversation's
+// title before the turn, its first message; a package opened again has
+// its backend named as it opens, before any early start of the CLI.
+func TestSessionsNamed(t *testing.T) {
+	pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+	os.Mkdir(pkg, 0o755)
+	first := &titledBackend{fakeBackend: fakeBackend{name: "claude"}}
+	s, err := Open(Options{Dir: pkg, Keep: true, Saving: SaveByCaller, Settings: Settings{CLI: "claude"},
+		CLIs: rows(func(string, backend.Options) backend.Backend { return first })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.title != "" {
+		t.Errorf("a new conversation's backend was named %q", first.title)
+	}
+	for _, text := range []string{"Plan the\nposter", "and the flyer"} {
+		if _, err := s.Send(context.Background(), text, nil, nopHost{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"Plan the poster", "Plan the poster"}; !slices.Equal(first.titles, want) {
+		t.Errorf("the turns ran with the titles %q, want %q", first.titles, want)
+	}
+	if _, err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	again := &titledBackend{fakeBackend: fakeBackend{name: "claude"}}
+	s, err = Open(Options{Dir: pkg, Keep: true, Saving: SaveByCaller, Settings: Settings{CLI: "claude"},
+		CLIs: rows(func(string, backend.Options) backend.Backend { return again })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if again.title != "Plan the poster" {
+		t.Errorf("the reopened conversation's backend was named %q as it opened", again.title)
+	}
+}
