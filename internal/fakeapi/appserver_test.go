@@ -851,3 +851,51 @@ func TestAppServerRawEvents(t *testing.T) {
 		t.Errorf("%d raw items after thread/resume, want none (update the backend and README: resumed threads can keep the model's bytes)", n)
 	}
 }
+
+// TestAppServerRevert: thread/revert {threadId, beforeTurnId} on a thread
+// started with historyMode "paginated" (as spbridge starts its threads)
+// drops that turn and every later one: the answer, then the next turn's
+// request to the model holds the first turn and nothing of the dropped
+// ones. Recorded as revert.jsonl.
+func TestAppServerRevert(t *testing.T) {
+	t.Parallel()
+	srv := startOpenAI(t,
+		ResponsesReply{Items: []OutputItem{MessageItem("ANSWER-one")}},
+		ResponsesReply{Items: []OutputItem{MessageItem("ANSWER-two")}},
+		ResponsesReply{Items: []OutputItem{MessageItem("ANSWER-three")}},
+		ResponsesReply{Items: []OutputItem{MessageItem("ANSWER-four")}},
+	)
+	a := startAppServer(t, srv, "", "")
+	a.initializeWith(map[string]any{"experimentalApi": true}) // historyMode needs it
+	thread := a.startThreadWith(map[string]any{"historyMode": "paginated", "experimentalRawEvents": true})
+	var turns []string
+	for _, m := range []string{"MARK-one", "MARK-two", "MARK-three"} {
+		tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput(m)}, nil)
+		if tr.completed["status"] != "completed" {
+			t.Fatalf("turn %s: %v", m, tr.completed)
+		}
+		turns = append(turns, tr.id)
+	}
+	res, _ := a.call("thread/revert", map[string]any{"threadId": thread, "beforeTurnId": turns[1]})
+	defer a.save("revert")
+	if th, _ := res["thread"].(map[string]any); th != nil && th["id"] != thread {
+		t.Errorf("thread/revert result = %v", res)
+	}
+	tr := a.runTurn(map[string]any{"threadId": thread, "input": textInput("MARK-four")}, nil)
+	if tr.completed["status"] != "completed" {
+		t.Fatalf("the turn after the revert: %v", tr.completed)
+	}
+	bodies := responsesBodies(t, srv)
+	if len(bodies) != 4 {
+		t.Fatalf("%d requests, want 4", len(bodies))
+	}
+	users, assistants := messageTexts(bodies[3], "user"), messageTexts(bodies[3], "assistant")
+	if !containsAll(users, "MARK-one", "MARK-four") || !containsAll(assistants, "ANSWER-one") {
+		t.Errorf("the request after the revert: user texts %q, assistant texts %q, want the first turn", users, assistants)
+	}
+	for _, gone := range []string{"MARK-two", "MARK-three", "ANSWER-two", "ANSWER-three"} {
+		if slices.Contains(users, gone) || slices.Contains(assistants, gone) {
+			t.Errorf("the request after the revert holds %s", gone)
+		}
+	}
+}
