@@ -118,3 +118,45 @@ func TestE2ESearch(t *testing.T) {
 		t.Errorf("search --cli wombat:\n%s", out)
 	}
 }
+
+// TestE2ESearchRunPackage: a package used only through spbridge run (the
+// real claude against the fake model API) is in the sessions index, so
+// conversation search finds it by the words of its turns, titled by its
+// first message, with the command that shows it; a second run's words
+// are found too.
+func TestE2ESearchRunPackage(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t,
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "The pangolin poster needs a bolder headline."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Added an armadillo to the corner."}}})
+	search := func(word string) string {
+		t.Helper()
+		cmd := exec.Command(spbridgeBin(t), "conversation", "search", word)
+		cmd.Env = e.env
+		out, err := cmd.CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "no conversation matches") {
+			t.Fatalf("conversation search %s: %v\n%s", word, err, out)
+		}
+		return string(out)
+	}
+	if out := search("pangolin"); !strings.Contains(out, "no conversation matches") {
+		t.Fatalf("found before any run:\n%s", out)
+	}
+	e.run(nil, "review the pangolin poster")
+	if e.code != 0 {
+		e.fail("run: exit %d", e.code)
+	}
+	out := search("pangolin")
+	if !strings.HasPrefix(out, e.pkg+"\t") || !strings.Contains(out, "\treview the pangolin poster\n") ||
+		!strings.Contains(out, "Assistant: The »pangolin« poster needs a bolder headline.") ||
+		!strings.Contains(out, "spbridge conversation show "+shellQuote(e.pkg)) {
+		t.Errorf("conversation search pangolin after the run:\n%s", out)
+	}
+	e.run(nil, "add an armadillo")
+	if e.code != 0 {
+		e.fail("second run: exit %d", e.code)
+	}
+	if out := search("armadillo"); !strings.HasPrefix(out, e.pkg+"\t") || !strings.Contains(out, "\treview the pangolin poster\n") {
+		t.Errorf("conversation search armadillo after the second run:\n%s", out)
+	}
+}

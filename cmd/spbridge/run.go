@@ -26,6 +26,7 @@ import (
 	"spbridge/internal/itemmap"
 	"spbridge/internal/regfile"
 	"spbridge/internal/session"
+	"spbridge/internal/sessionindex"
 	"spbridge/internal/trust"
 )
 
@@ -172,6 +173,8 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
 		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"), CLIs: clis.All,
 		CheckpointDir: ckptDir, CheckpointPolicy: ckptPolicy,
+		// Listed and searched as serve's are (conversation search).
+		Index:      sessionindex.New(state),
 		SaveFailed: func(err error) { fmt.Fprintf(st.err, "spbridge: save %s: %v\n", pkg, err) },
 		// Without --backend the conversation goes on with the CLI it last
 		// ran on (the reopen rule), else the default.

@@ -15,6 +15,7 @@ import (
 	"spbridge/internal/clipool"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
+	"spbridge/internal/sessionindex"
 )
 
 // ErrLocked is matched by the error of Open when another process holds
@@ -95,6 +96,13 @@ type Options struct {
 	CLIIdle  time.Duration
 	Pool     *clipool.Pool
 	CLISlept func(why string)
+	// Index, when set, is the sessions index each turn that ran is
+	// recorded in (Session.index): the package, its folder, its title
+	// and the CLI session the turn ran on, so that the list of sessions
+	// and conversation search find it. spbridge run sets it; serve
+	// records its sessions itself, telling the editor the title as it
+	// comes (internal/acp).
+	Index *sessionindex.Index
 }
 
 // Open opens the conversation of a package: it takes the package's lock
@@ -140,7 +148,7 @@ func Open(o Options) (_ *Session, err error) {
 	s := &Session{pkg: pkg, provider: row.Provider, auditDir: o.AuditDir, auditQueue: o.AuditQueue, cwd: o.Cwd, lock: lock, keep: o.Keep,
 		saving: o.Saving, recoveryDir: o.RecoveryDir, onSaveFailed: o.SaveFailed,
 		writing: o.Writing, panicked: o.Panicked, endSaving: o.EndSaving,
-		row: row, rows: o.CLIs, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log}
+		row: row, rows: o.CLIs, set: o.Settings, modelCache: o.Models, changed: o.Changed, log: o.Log, index: o.Index}
 	s.ckpt = ckptState{tracker: newTracker(o), policy: o.CheckpointPolicy, held: heldDir(o)}
 	s.ctl.model, s.ctl.effort, s.ctl.mode = o.Settings.Model, o.Settings.Effort, o.Settings.Mode
 	s.sl.idle, s.sl.pool, s.sl.slept = o.CLIIdle, o.Pool, o.CLISlept

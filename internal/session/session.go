@@ -43,6 +43,7 @@ import (
 	"spbridge/internal/itemmap"
 	"spbridge/internal/pkglock"
 	"spbridge/internal/restore"
+	"spbridge/internal/sessionindex"
 )
 
 // Session is an open conversation. It owns the conversation (pkg.Conv)
@@ -115,6 +116,7 @@ type Session struct {
 	modelCache ModelCache
 	changed    func(What)
 	log        func(string)
+	index      *sessionindex.Index // Options.Index
 	// The turns (turns.go): the running one, the requests queued behind
 	// it, the front end that asked for them; stopping once no turn may
 	// start, closed once Close ran.
@@ -353,6 +355,9 @@ func (s *Session) Send(ctx context.Context, text string, images []backend.Image,
 		res.AuditErr = s.audit(be, identity, text, userMsg, turnItems, end, "", changes)
 	}
 	res.SaveErr = s.endSave()
+	if started {
+		s.recordTurn(name, text, end.SessionID)
+	}
 	return res, nil
 }
 

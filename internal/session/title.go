@@ -34,3 +34,28 @@ func nameSessions(be backend.Backend, title string) {
 		t.SetTitle(title)
 	}
 }
+
+// recordTurn records a turn that ran in the sessions index
+// (Options.Index), with no lock held: the package, its folder and, from
+// the first turn, its title (text, the turn's message, when it has none)
+// are listed, and the CLI session the turn ran on (cli's session id) is
+// the package's, not listed apart. A conversation the package does not
+// keep is not recorded. A failure is only logged: the turn stands.
+func (s *Session) recordTurn(cli, text, cliSession string) {
+	if s.index == nil || !s.Keep() {
+		return
+	}
+	cwd := ""
+	if s.cwd != "" {
+		cwd = s.cwdAbs()
+	}
+	if err := s.index.Record(s.pkg.Dir, cwd, text); err != nil {
+		s.logf("sessions index: %v", err)
+		return
+	}
+	if cliSession != "" {
+		if err := s.index.Ran(s.pkg.Dir, cli, cliSession); err != nil {
+			s.logf("sessions index: %v", err)
+		}
+	}
+}

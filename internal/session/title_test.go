@@ -11,6 +11,7 @@ import (
 	"spbridge/internal/archive"
 	"spbridge/internal/backend"
 	"spbridge/internal/itemmap"
+	"spbridge/internal/sessionindex"
 )
 
 // titledBackend keeps the title it was given (backend.Titler) and the
@@ -90,5 +91,51 @@ func TestSessionsNamed(t *testing.T) {
 	defer s.Close()
 	if again.title != "Plan the poster" {
 		t.Errorf("the reopened conversation's backend was named %q as it opened", again.title)
+	}
+}
+
+// TestTurnsIndexed: with Options.Index, each turn that ran records the
+// package in the sessions index: its folder, the first message as its
+// title and the CLI session it ran on; a turn that never started, and a
+// package that keeps no conversation, are not recorded.
+func TestTurnsIndexed(t *testing.T) {
+	open := func(keep bool, be backend.Backend) (*Session, *sessionindex.Index, string) {
+		pkg := filepath.Join(t.TempDir(), "Doc.silverpoint")
+		os.Mkdir(pkg, 0o755)
+		ix := sessionindex.New(t.TempDir())
+		s, err := Open(Options{Dir: pkg, Keep: keep, Cwd: filepath.Dir(pkg), Saving: SaveByCaller, Settings: Settings{CLI: "claude"}, Index: ix,
+			CLIs: rows(func(string, backend.Options) backend.Backend { return be })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, ix, pkg
+	}
+	s, ix, pkg := open(true, &fakeBackend{name: "claude", failOnce: true})
+	if _, err := s.Send(context.Background(), "never taken", nil, nopHost{}); err == nil {
+		t.Fatal("the turn that failed before the CLI took it started")
+	}
+	if _, ok, _ := ix.Get(pkg); ok {
+		t.Error("a turn that never started was recorded")
+	}
+	for _, text := range []string{"Plan the\nposter", "and the flyer"} {
+		if _, err := s.Send(context.Background(), text, nil, nopHost{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, ok, err := ix.Get(pkg)
+	if err != nil || !ok {
+		t.Fatalf("the package is not in the index: %v", err)
+	}
+	if e.Title != "Plan the poster" || e.Cwd != filepath.Dir(pkg) || !slices.Equal(e.Ran, []string{"claude:s"}) {
+		t.Errorf("entry %+v", e)
+	}
+
+	s, ix, pkg = open(false, &fakeBackend{name: "claude"})
+	if _, err := s.Send(context.Background(), "not kept", nil, nopHost{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := ix.Get(pkg); ok {
+		t.Error("a conversation the package does not keep was recorded")
 	}
 }
