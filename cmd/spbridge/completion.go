@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"spbridge/docs"
 )
 
 // completeCommand is the hidden command the completion scripts run: given
@@ -134,7 +136,17 @@ func complete(done []string, cur string) (kind string, cands []string) {
 			}
 			cmds = f.commands
 		}
-		return completeWords, commandCandidates(cmds, cur)
+		cands = commandCandidates(cmds, cur)
+		if len(operands) == 0 {
+			// Or a page of the manual.
+			for _, topic := range docs.Topics() {
+				if _, isCommand := findCommand(cmds, topic); isCommand {
+					topic += ".md"
+				}
+				cands = append(cands, candidate(topic, "", cur)...)
+			}
+		}
+		return completeWords, cands
 	}
 	return completeOperand(node, len(operands))
 }

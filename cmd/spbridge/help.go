@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"spbridge/docs"
 	"spbridge/internal/archive"
 	"spbridge/internal/clis"
 )
@@ -193,7 +194,9 @@ $ spbridge version --clis
 $ spbridge version --supervision`,
 	"help": `
 $ spbridge help
-$ spbridge help conversation show`,
+$ spbridge help conversation show
+# The manual's page on setting spbridge up in an editor
+$ spbridge help editors`,
 	"completion": `
 # bash, in this shell
 $ source <(spbridge completion bash)
@@ -315,6 +318,10 @@ func (f *flagSet) printUsage(w io.Writer) {
 	}
 	if len(f.commands) > 0 {
 		b.WriteString("\n" + wrapText(fmt.Sprintf("Run '%s COMMAND --help' for a command's usage.", commandPath(f.cmd)), 0, width) + "\n")
+		if f.cmd == "" {
+			b.WriteString(wrapText("Run 'spbridge help TOPIC' for a page of the manual ("+strings.Join(docs.Topics(), ", ")+
+				"); 'spbridge help editors' sets spbridge up in an editor.", 0, width) + "\n")
+		}
 	}
 	io.WriteString(w, b.String())
 }

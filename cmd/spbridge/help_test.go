@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+
+	"spbridge/docs"
 )
 
 // walkCommands calls fn with every command's name after "spbridge" and
@@ -262,6 +266,13 @@ func TestComplete(t *testing.T) {
 	for _, c := range topCommands() {
 		top = append(top, c.name)
 	}
+	var topics []string
+	for _, topic := range docs.Topics() {
+		if _, isCommand := findCommand(topCommands(), topic); isCommand {
+			topic += ".md"
+		}
+		topics = append(topics, topic)
+	}
 	tests := []struct {
 		words     []string
 		wantKind  string
@@ -285,7 +296,9 @@ func TestComplete(t *testing.T) {
 		{[]string{"replay", "--backend", "claude", ""}, completeFiles, nil},
 		{[]string{"audit", "verify", "--heads", ""}, completeFiles, nil},
 		{[]string{"audit", "verify", "--id", ""}, completeWords, nil},
-		{[]string{"help", ""}, completeWords, top},
+		{[]string{"help", ""}, completeWords, append(slices.Clone(top), topics...)},
+		{[]string{"help", "ed"}, completeWords, []string{"editors"}},
+		{[]string{"help", "st"}, completeWords, []string{"state", "state.md"}},
 		{[]string{"help", "auth", ""}, completeWords, []string{"status", "logout"}},
 		{[]string{"completion", "f"}, completeWords, []string{"fish"}},
 		{[]string{"nope", ""}, completeWords, nil},
@@ -334,6 +347,54 @@ func TestFlagUsagesWrap(t *testing.T) {
 		}
 		if strings.Contains(out, "[=") || strings.Contains(out, "stringArray") {
 			t.Errorf("width %d: pflag's notation in\n%s", width, out)
+		}
+	}
+}
+
+// TestHelpTopic: spbridge help TOPIC prints the manual's page as docs/
+// holds it (by its name, or its file's name when a command has that name:
+// help state is the command's help); the serve hint and spbridge's own help
+// name a topic it prints.
+func TestHelpTopic(t *testing.T) {
+	helpRun := func(args ...string) (string, int) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"help"}, args...), strings.NewReader(""), &out, &errOut)
+		return out.String() + errOut.String(), code
+	}
+	editors, err := os.ReadFile(filepath.Join("..", "..", "docs", "editors.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"editors", "editors.md"} {
+		if got, code := helpRun(topic); code != exitOK || got != string(editors) {
+			t.Errorf("spbridge help %s: exit %d, %d bytes; want docs/editors.md's %d", topic, code, len(got), len(editors))
+		}
+	}
+	state, err := os.ReadFile(filepath.Join("..", "..", "docs", "state.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, code := helpRun("state.md"); code != exitOK || got != string(state) {
+		t.Errorf("spbridge help state.md: exit %d, %d bytes; want docs/state.md's", code, len(got))
+	}
+	if got, code := helpRun("state"); code != exitOK || got != helpOf(t, "state", "80") {
+		t.Errorf("spbridge help state: exit %d, not the state command's help:\n%s", code, got)
+	}
+	if _, code := helpRun("nosuchtopic"); code != exitUsage {
+		t.Errorf("spbridge help nosuchtopic: exit %d, want %d", code, exitUsage)
+	}
+	for _, text := range []string{serveTerminalNote, helpOf(t, "", "200"), helpOf(t, "help", "200")} {
+		m := regexp.MustCompile("spbridge help ([a-z.]+)").FindAllStringSubmatch(text, -1)
+		if len(m) == 0 {
+			t.Errorf("names no help topic:\n%s", text)
+		}
+		for _, topic := range m {
+			if _, isCommand := findCommand(topCommands(), topic[1]); isCommand {
+				continue
+			}
+			if _, ok := docs.Page(topic[1]); !ok {
+				t.Errorf("names spbridge help %s, which is no page:\n%s", topic[1], text)
+			}
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"spbridge/docs"
 	"spbridge/internal/itemmap"
 )
 
@@ -64,7 +65,7 @@ func topCommands() []command {
 		{"login", "log in to claude or codex through a pseudo-terminal", runLogin},
 		{"auth", "check whether claude and codex are logged in, or log out", runAuth},
 		{"version", "print the version", runVersion},
-		{"help", "show the help of a command", runHelp},
+		{"help", "show the help of a command, or a page of the manual", runHelp},
 		{"completion", "print a shell's completion script: bash, zsh, fish or powershell", runCompletion},
 	}
 }
@@ -265,11 +266,25 @@ func runTop(ctx context.Context, st stdio, args []string) error {
 }
 
 // runHelp prints the help of the command named by its arguments, or of
-// spbridge itself.
+// spbridge itself, or a page of the manual (docs/).
 func runHelp(ctx context.Context, st stdio, args []string) error {
-	f := newFlagSet("help", "[COMMAND [SUBCOMMAND]]", "Show the help of a command, or the list of commands.")
+	f := newFlagSet("help", "[COMMAND [SUBCOMMAND] | TOPIC]",
+		"Show the help of a command, the list of commands, or a page of spbridge's manual "+
+			"(Markdown, as the docs/ folder of its source holds it). TOPIC is one of "+
+			strings.Join(docs.Topics(), ", ")+"; a page named like a command is TOPIC.md "+
+			"(spbridge help state.md).")
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
+	}
+	if f.NArg() == 1 {
+		_, isCommand := findCommand(topCommands(), f.Arg(0))
+		if page, ok := docs.Page(f.Arg(0)); ok && (!isCommand || strings.HasSuffix(f.Arg(0), ".md")) {
+			_, err := st.out.Write(page)
+			return err
+		}
+		if !isCommand {
+			return usagef("help", "no command or page of the manual named %q (the pages: %s)", f.Arg(0), strings.Join(docs.Topics(), ", "))
+		}
 	}
 	return runTop(ctx, st, append(f.Args(), "--help"))
 }

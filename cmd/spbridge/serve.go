@@ -136,7 +136,7 @@ func runServe(ctx context.Context, st stdio, args []string) error {
 // serveTerminalNote is what serve says, once, when its standard input is
 // a terminal: nobody types JSON-RPC by hand.
 const serveTerminalNote = "spbridge serve: waiting for an editor on standard input (Agent Client Protocol, JSON-RPC, one message a line).\n" +
-	"Editors start it themselves; see docs/editors.md, or try a turn with `spbridge run`. Ctrl-D or Ctrl-C ends it.\n"
+	"Editors start it themselves; see `spbridge help editors`, or try a turn with `spbridge run`. Ctrl-D or Ctrl-C ends it.\n"
 
 // gcHeadroom is how much memory serve, run and import let grow over their
 // live heap before the garbage collector runs (internal/gcpace): each

@@ -62,7 +62,7 @@ func TestServeOnTerminalSaysWhatItWaitsFor(t *testing.T) {
 	if n := strings.Count(stderr, serveTerminalNote); n != 1 {
 		t.Errorf("the note %d times in serve's standard error, want once:\n%s", n, stderr)
 	}
-	for _, want := range []string{"waiting for an editor", "docs/editors.md", "Ctrl-D"} {
+	for _, want := range []string{"waiting for an editor", "spbridge help editors", "Ctrl-D"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("standard error does not say %q:\n%s", want, stderr)
 		}
