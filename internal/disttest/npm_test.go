@@ -26,19 +26,14 @@ func nodeSystem(t *testing.T) (string, string) {
 	return platform, arch
 }
 
-// TestNPMPackages builds spbridge for this system with scripts/dist,
-// installs the npm packages it wrote from the files (no registry) into a
-// temporary folder, and runs spbridge through them as an editor would:
+// TestNPMPackages builds spbridge for this system with scripts/dist (once
+// for the package's tests: buildDist), installs the npm packages it wrote
+// from the files (no registry) into a temporary folder, and runs spbridge through them as an editor would:
 // `npx spbridge version`, an exit code, signals passed through the
 // launcher, and a turn through `npx spbridge serve` under the official ACP
 // client with the real claude against the fake API.
 func TestNPMPackages(t *testing.T) {
-	for _, tool := range []string{"node", "npm", "npx"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-	nodeOS, nodeCPU := nodeSystem(t)
+	needNPM(t)
 	root, err := fakeapi.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -52,27 +47,8 @@ func TestNPMPackages(t *testing.T) {
 		t.Skipf("the ACP SDK is not installed (run bash scripts/install-clis): %v", err)
 	}
 	tmp := t.TempDir()
-
-	// Build and pack.
-	out := filepath.Join(tmp, "dist")
-	dist := exec.Command("bash", "scripts/dist", "--targets", "host", out)
-	dist.Dir = root
-	if b, err := dist.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/dist: %v\n%s", err, b)
-	}
-	archives, _ := filepath.Glob(filepath.Join(out, "spbridge_*_"+runtime.GOOS+"_"+runtime.GOARCH+".*"))
-	if len(archives) != 1 {
-		t.Fatalf("archives %v", archives)
-	}
-	version := strings.TrimPrefix(filepath.Base(archives[0]), "spbridge_")
-	version = version[:strings.Index(version, "_"+runtime.GOOS+"_")]
-	platformPkg := "spbridge-" + nodeOS + "-" + nodeCPU
-	platformTgz, _ := filepath.Glob(filepath.Join(out, "npm", platformPkg+"-*.tgz"))
-	if len(platformTgz) != 1 {
-		t.Fatalf("%s packages: %v", platformPkg, platformTgz)
-	}
-	semver := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(platformTgz[0]), platformPkg+"-"), ".tgz")
-	mainTgz := filepath.Join(out, "npm", "spbridge-"+semver+".tgz")
+	d := buildDist(t)
+	version := d.version
 
 	// Install from the files, with a cache of its own and no registry: the
 	// other systems' packages, optional, are left out.
@@ -80,9 +56,8 @@ func TestNPMPackages(t *testing.T) {
 	if err := os.MkdirAll(prefix, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	npmEnv := append(os.Environ(), "npm_config_cache="+filepath.Join(tmp, "npm-cache"), "npm_config_offline=true",
-		"npm_config_update_notifier=false", "npm_config_audit=false", "npm_config_fund=false")
-	install := exec.Command("npm", "install", "--prefix", prefix, mainTgz, platformTgz[0])
+	npmEnv := npmEnv(tmp)
+	install := exec.Command("npm", "install", "--prefix", prefix, d.launcherTgz, d.platformTgz)
 	install.Env = npmEnv
 	if b, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("npm install: %v\n%s", err, b)

@@ -9,7 +9,9 @@
 //   - OUT/npm/: npm packages, made by npm pack: spbridge-<os>-<cpu>-VERSION.tgz
 //     for each system, holding its binary, and spbridge-VERSION.tgz, whose
 //     launcher (bin/spbridge.js) runs the one for the system it is on, listed
-//     as optional dependencies, so that `npx spbridge serve` works.
+//     as optional dependencies, so that `npx spbridge serve` works; and
+//     install.js, which installs the launcher and the package of the system
+//     it runs on from those files, before they are published.
 //
 // scripts/dist runs it:
 //
@@ -40,6 +42,8 @@ var (
 	launcherJS []byte
 	//go:embed npm/README.md
 	npmReadme []byte
+	//go:embed npm/install.js
+	installJS []byte
 )
 
 const (
@@ -167,7 +171,30 @@ func run(version, archiveVersion, releaseURL, out string, built []string) error 
 	if err := writeMainPackage(filepath.Join(stage, "spbridge"), version); err != nil {
 		return err
 	}
-	return npmPack(stage, npmOut, version, append(names, "spbridge"))
+	if err := npmPack(stage, npmOut, version, append(names, "spbridge")); err != nil {
+		return err
+	}
+	return writeInstaller(npmOut, version)
+}
+
+// writeInstaller writes OUT/npm/install.js, which installs the launcher and
+// the package of the system it runs on from the files beside it, for this
+// version: `node dist/npm/install.js`.
+func writeInstaller(npmOut, version string) error {
+	const placeholder = `"@VERSION@"`
+	if bytes.Count(installJS, []byte(placeholder)) != 1 {
+		return errors.New("npm/install.js: no single " + placeholder)
+	}
+	quoted, err := json.Marshal(version)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(npmOut, "install.js")
+	if err := os.WriteFile(p, bytes.Replace(installJS, []byte(placeholder), quoted, 1), 0o755); err != nil {
+		return err
+	}
+	fmt.Println(p)
+	return nil
 }
 
 // binaryTarget is one platform of the registry entry's binary distribution.

@@ -203,8 +203,8 @@ func TestIcon(t *testing.T) {
 
 // TestRunWritesEverything runs distpub as scripts/dist does, for the five
 // targets (stand-in binaries, the real npm pack), and checks what it wrote:
-// the registry entry against the schema, and each npm package's manifest
-// and files.
+// the registry entry against the schema, each npm package's manifest and
+// files, and install.js.
 func TestRunWritesEverything(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("npm is not installed")
@@ -280,6 +280,12 @@ func TestRunWritesEverything(t *testing.T) {
 	}
 	if !bytes.HasPrefix(launcher.data, []byte("#!/usr/bin/env node\n")) || launcher.mode&0o111 == 0 {
 		t.Errorf("bin/spbridge.js mode %v", launcher.mode)
+	}
+
+	// install.js, for this version.
+	install, err := os.ReadFile(filepath.Join(out, "npm", "install.js"))
+	if err != nil || !bytes.Contains(install, []byte(`const version = "`+version+`";`)) || bytes.Contains(install, []byte("@VERSION@")) {
+		t.Errorf("npm/install.js does not install version %s: %v\n%s", version, err, install)
 	}
 
 	// The registry entry needs every target.

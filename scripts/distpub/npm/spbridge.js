@@ -6,7 +6,8 @@
 // ended it. Signals sent to the launcher are passed on to spbridge.
 "use strict";
 
-const { spawn } = require("child_process");
+const { spawn, spawnSync } = require("child_process");
+const fs = require("fs");
 const os = require("os");
 const path = require("path");
 
@@ -42,11 +43,63 @@ try {
     process.platform === "win32" ? "spbridge.exe" : "spbridge",
   );
 } catch (err) {
-  fail(
-    "the package " + pkg + ", which holds the binary for this system, is not installed. " +
-      "npm installs it with spbridge unless optional dependencies are left out " +
-      "(--omit=optional, --no-optional): reinstall spbridge without that.",
-  );
+  fail(missing(pkg));
+}
+
+// missing says that pkg, the package of this system's binary, was not
+// found, why if npm's settings say so, and the command that installs it.
+function missing(pkg) {
+  const version = require("../package.json").version;
+  const here = path.resolve(__dirname, "..");
+  const at = installedAt(here);
+  let text = "the package " + pkg + "@" + version + ", which holds the spbridge binary for " + system +
+    ", is not installed (Node looked for it from " + here + ").\n";
+  const omit = (process.env.npm_config_omit || "").split(/[\s,]+/);
+  if (omit.includes("optional") || process.env.npm_config_optional === "false") {
+    text += "npm is set to leave optional dependencies out (omit=optional), and " + pkg +
+      " is one: install spbridge again without that setting, or install " + pkg + " itself";
+  } else {
+    text += "Install it beside spbridge";
+  }
+  const npm = "npm install " + (at.global ? "-g " + (at.prefix ? "--prefix " + quote(at.prefix) + " " : "") : "");
+  const where = at.global ? "" : ", in " + at.project;
+  if (/-dev\./.test(version)) {
+    // A build of scripts/dist, never published: from its npm/ folder.
+    text += ", from the npm/ folder of the scripts/dist output this build came from (DIST)" + where + ":\n  " +
+      npm + path.join("DIST", "npm", pkg + "-" + version + ".tgz");
+    if (at.global) {
+      text += "\nor both packages again: node " + path.join("DIST", "npm", "install.js") +
+        (at.prefix ? " --prefix " + quote(at.prefix) : "");
+    }
+  } else {
+    text += where + ":\n  " + npm + pkg + "@" + version;
+  }
+  return text;
+}
+
+// installedAt tells how the package folder dir was installed: into a
+// project (its node_modules has .bin/), or with npm install -g, then with
+// the prefix when it is not npm's global one.
+function installedAt(dir) {
+  const modules = path.dirname(dir);
+  if (path.basename(modules) !== "node_modules" || fs.existsSync(path.join(modules, ".bin"))) {
+    return { global: false, project: path.dirname(modules) };
+  }
+  // Global: PREFIX/lib/node_modules, or PREFIX/node_modules on Windows.
+  let prefix = path.dirname(modules);
+  if (process.platform !== "win32" && path.basename(prefix) === "lib") prefix = path.dirname(prefix);
+  const r = spawnSync("npm", ["prefix", "-g"], {
+    encoding: "utf8",
+    shell: process.platform === "win32",
+    timeout: 10000,
+    windowsHide: true,
+  });
+  const own = (r.stdout || "").trim();
+  return { global: true, prefix: own !== "" && path.resolve(own) === prefix ? "" : prefix };
+}
+
+function quote(s) {
+  return /^[\w@%+=:,.\/\\-]+$/.test(s) ? s : JSON.stringify(s);
 }
 
 const child = spawn(binary, process.argv.slice(2), { stdio: "inherit", windowsHide: true });
