@@ -207,11 +207,11 @@ func TestBrowser(t *testing.T) {
 							t.Errorf("the page does not show %q", want)
 						}
 					}
-					if facts.Turns != 13 || facts.Diffs < 4 || facts.Adds < 6 || facts.Dels < 4 {
-						t.Errorf("%d turns, %d diffs (%d lines added, %d removed): want 13 turns and the recorded edits", facts.Turns, facts.Diffs, facts.Adds, facts.Dels)
+					if facts.Turns != 14 || facts.Diffs < 4 || facts.Adds < 6 || facts.Dels < 4 {
+						t.Errorf("%d turns, %d diffs (%d lines added, %d removed): want 14 turns and the recorded edits", facts.Turns, facts.Diffs, facts.Adds, facts.Dels)
 					}
-					if facts.Images != 1 || facts.ImagesDecoded != 1 {
-						t.Errorf("%d images, %d decoded: want the user's one, shown", facts.Images, facts.ImagesDecoded)
+					if facts.Images != 2 || facts.ImagesDecoded != 2 {
+						t.Errorf("%d images, %d decoded: want the user's one and the one Read returned, shown", facts.Images, facts.ImagesDecoded)
 					}
 					if *screenshot != "" && width == 1280 {
 						shoot(t, tctx, *screenshot)

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/itemmap"
 	"spbridge/internal/transcript"
 )
 
@@ -142,15 +143,20 @@ func Write(w io.Writer, format string, p *Page, turns iter.Seq[*Turn], totals *T
 // Conversation writes conv as a page in format (HTML or Markdown) to w.
 func Conversation(w io.Writer, format string, p *Page, conv *archive.Conversation, opt Options) error {
 	sent := transcript.UserMessages(conv.Items, conv.History)
+	returned := toolImages(conv.Items, conv.History)
 	turns := func(yield func(*Turn) bool) {
 		for i, t := range Turns(conv.Items) {
 			turn := Turn{N: i + 1, Items: conv.Items[t[0]:t[1]], Cards: conv.ApprovalCards}
 			for j := t[0]; j < t[1]; j++ {
 				it := conv.Items[j]
-				if it.Type() != archive.TypeUser || !it.Bool("hasImage") {
-					continue
+				var imgs []Image
+				switch {
+				case it.Type() == archive.TypeUser && it.Bool("hasImage"):
+					imgs = messageImages(sent[j])
+				case it.Type() == archive.TypeTool:
+					imgs = returned[j]
 				}
-				if imgs := messageImages(sent[j]); len(imgs) > 0 {
+				if len(imgs) > 0 {
 					if turn.Images == nil {
 						turn.Images = make(map[int][]Image)
 					}
@@ -188,6 +194,78 @@ func Turns(items []archive.Item) [][2]int {
 		out = append(out, [2]int{start, len(items)})
 	}
 	return out
+}
+
+// toolImages pairs the tool items that returned images with the images
+// the history keeps after each tool result, by item index. An item names
+// the images its call returned in its detail (itemmap.DetailImages); the
+// history keeps them after the result they came with. Neither says the
+// other's id, so each such item, in order, takes the first result not yet
+// taken whose images are the ones it names (their types, and their sizes
+// where the image was kept): results arrive as the calls finish, not as
+// they began.
+func toolImages(items []archive.Item, history []archive.Message) map[int][]Image {
+	var results [][]Image // the images of each tool result that has some, in order
+	for _, m := range history {
+		if m.Role != "tool" {
+			continue
+		}
+		open := false // the message's last block so far is a result or its images
+		for _, b := range m.Content {
+			switch b.Type() {
+			case archive.BlockToolResult:
+				results = append(results, nil)
+				open = true
+			case archive.BlockImage, archive.BlockImageOmitted:
+				if open {
+					img := Image{MimeType: b.String("mimeType")}
+					if b.Type() == archive.BlockImage {
+						img.Data = b.ImageData()
+					}
+					results[len(results)-1] = append(results[len(results)-1], img)
+				}
+			default:
+				open = false
+			}
+		}
+	}
+	taken := make([]bool, len(results))
+	var out map[int][]Image
+	for i, it := range items {
+		if it.Type() != archive.TypeTool {
+			continue
+		}
+		named := itemmap.DetailImages(it.String("detail"))
+		if len(named) == 0 {
+			continue
+		}
+		for k, imgs := range results {
+			if taken[k] || !sameImages(named, imgs) {
+				continue
+			}
+			taken[k] = true
+			if out == nil {
+				out = make(map[int][]Image)
+			}
+			out[i] = imgs
+			break
+		}
+	}
+	return out
+}
+
+// sameImages reports whether imgs are the images named: of the same types,
+// and of the same sizes where kept (an omitted image's size is not).
+func sameImages(named []itemmap.ImageInfo, imgs []Image) bool {
+	if len(named) != len(imgs) {
+		return false
+	}
+	for i, n := range named {
+		if n.MimeType != imgs[i].MimeType || (imgs[i].Data != nil && len(imgs[i].Data) != n.Size) {
+			return false
+		}
+	}
+	return true
 }
 
 // messageImages are the images of a history message, in order.

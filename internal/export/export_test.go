@@ -86,7 +86,8 @@ func firstDiff(got, want []byte) string {
 }
 
 // TestGoldenShows checks that the Recorded page shows what its items hold:
-// each kind of item, the diffs coloured, the image embedded, the usage.
+// each kind of item, the diffs coloured, the images embedded (the user's
+// and a tool's), the usage.
 func TestGoldenShows(t *testing.T) {
 	page := string(exportPackage(t, packages["Recorded"], HTML, Options{
 		TurnUsage: func(id string) (TurnUsage, bool) {
@@ -105,6 +106,9 @@ func TestGoldenShows(t *testing.T) {
 	for _, want := range []string{
 		`<div class="item user"><div class="head"><span class="who">You</span></div>`,
 		`<img alt="image 1" src="data:image/png;base64,iVBORw0KGgo`,
+		// The image Claude's Read returned, under its call.
+		`<div class="block"><div class="label">Output</div><pre class="out">[image/png image, 80 bytes]</pre></div>
+<div class="images"><img alt="image 1" src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAF0lEQVR4nGL5z4AdMOEQH6QSgAAAAP//z5kBEvfslMoAAAAASUVORK5CYII="></div>`,
 		`<details class="item thinking"><summary>Thinking</summary>`,
 		`<span class="d">-beta</span>`, `<span class="a">+BETA</span>`,
 		`<span class="h">@@ -10,3 +10,3 @@</span>`,
@@ -351,4 +355,58 @@ func FuzzExport(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestToolImages pairs the tool items that name returned images with the
+// images the history keeps after each result: results in the order the
+// calls finished, an omitted image by its type, a tool whose images the
+// history does not hold left without, a result's images never given twice.
+func TestToolImages(t *testing.T) {
+	img := func(mime string, n int) archive.Block {
+		b, err := archive.NewImageBlock(mime, bytes.Repeat([]byte{1}, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tool := func(name, output string) archive.Item {
+		it := archive.NewItem(archive.TypeTool)
+		it.Set("name", name)
+		it.Set("detail", "arguments:\n{}\n\noutput:\n"+output)
+		return it
+	}
+	items := []archive.Item{
+		tool("Read", "[image/png image, 3 bytes]"),       // 0: finished second
+		tool("Bash", "ok"),                               // 1: no image
+		tool("Read", "[image/jpeg image, 5 bytes]"),      // 2: finished first
+		tool("Read", "[image/gif image, 7 bytes]"),       // 3: omitted from the save
+		tool("Read", "[image/png image, 3 bytes]"),       // 4: the history holds no second such image
+		tool("Read", "text\n[image/webp image, 1 byte]"), // 5: not in the history
+	}
+	omitted := archive.BlockFromMap(map[string]any{"type": archive.BlockImageOmitted, "mimeType": "image/gif"})
+	history := []archive.Message{
+		{Role: "user", Content: []archive.Block{archive.NewTextBlock("look"), img("image/png", 3)}},
+		{Role: "tool", Content: []archive.Block{
+			archive.NewToolResultBlock("c", "Read", "", false), img("image/jpeg", 5),
+			archive.NewToolResultBlock("b", "Bash", "ok", false),
+			archive.NewToolResultBlock("a", "Read", "", false), img("image/png", 3),
+		}},
+		{Role: "tool", Content: []archive.Block{archive.NewToolResultBlock("d", "Read", "", false), omitted}},
+	}
+	got := toolImages(items, history)
+	sig := map[int]string{}
+	for i, imgs := range got {
+		for _, im := range imgs {
+			sig[i] += im.MimeType + ":" + strconv.Itoa(len(im.Data)) + " "
+		}
+	}
+	want := map[int]string{0: "image/png:3 ", 2: "image/jpeg:5 ", 3: "image/gif:0 "}
+	if len(sig) != len(want) {
+		t.Fatalf("toolImages = %v, want %v", sig, want)
+	}
+	for i, w := range want {
+		if sig[i] != w {
+			t.Errorf("item %d: %q, want %q", i, sig[i], w)
+		}
+	}
 }

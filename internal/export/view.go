@@ -30,7 +30,7 @@ type view struct {
 	questions       []question          // a questions item's
 	decision        string              // how an approval was answered
 	results         []link              // a web search's results, an item's citations
-	images          []Image             // a user message's images
+	images          []Image             // a user message's images, or those a tool returned
 	other           map[string]any      // a host's item: its fields
 }
 
@@ -45,7 +45,7 @@ type link struct {
 }
 
 // itemView is how item it shows; images are those its message was sent
-// with, cards the approval cards by item id, before the items before it in
+// with (a user item's) or its call returned (a tool item's), cards the approval cards by item id, before the items before it in
 // its turn (for an approval's decision when no card says it).
 func itemView(it archive.Item, images []Image, cards map[string]any, before []archive.Item) view {
 	v := view{kind: it.Type()}
@@ -61,6 +61,7 @@ func itemView(it archive.Item, images []Image, cards map[string]any, before []ar
 		v.label, v.markdown = "Thinking", it.String("text")
 	case archive.TypeTool:
 		toolView(&v, it)
+		v.images = images
 	case archive.TypeNotice:
 		v.label, v.plain = "Notice", it.String("text")
 	case archive.TypeFailure:

@@ -1,6 +1,7 @@
 package itemmap
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -38,4 +39,39 @@ func DetailDescription(name, detail string) string {
 	}
 	args, _, _ = strings.Cut(args, "\n\n")
 	return gjson.Get(args, "description").String()
+}
+
+// ImageInfo is an image a tool item's detail names (imagesDetail): its
+// type and size in bytes.
+type ImageInfo struct {
+	MimeType string
+	Size     int
+}
+
+// DetailImages are the images a tool call returned, as its detail's
+// output names them, one "[image/png image, 75 bytes]" line each, in
+// order; none when it names none.
+func DetailImages(detail string) []ImageInfo {
+	out, _ := DetailOutput(detail)
+	if !strings.Contains(out, " image, ") {
+		return nil
+	}
+	var list []ImageInfo
+	for line := range strings.SplitSeq(out, "\n") {
+		rest, ok := strings.CutPrefix(line, "[image/")
+		if !ok {
+			continue
+		}
+		typ, size, ok := strings.Cut(strings.TrimSuffix(rest, "]"), " image, ")
+		if !ok || !strings.HasSuffix(rest, "]") || strings.ContainsAny(typ, " [],") {
+			continue
+		}
+		n, unit, _ := strings.Cut(size, " ")
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 || (unit != "bytes" && !(unit == "byte" && v == 1)) {
+			continue
+		}
+		list = append(list, ImageInfo{MimeType: "image/" + typ, Size: v})
+	}
+	return list
 }

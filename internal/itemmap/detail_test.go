@@ -1,6 +1,9 @@
 package itemmap
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestDetailOutput(t *testing.T) {
 	for _, tt := range []struct {
@@ -31,6 +34,28 @@ func TestDetailDescription(t *testing.T) {
 	} {
 		if got := DetailDescription(tt.name, tt.detail); got != tt.want {
 			t.Errorf("DetailDescription(%s, %q) = %q, want %q", tt.name, tt.detail, got, tt.want)
+		}
+	}
+}
+
+// TestDetailImages reads back the images imagesDetail names, and nothing
+// from lines that only look like them.
+func TestDetailImages(t *testing.T) {
+	one := Image{MimeType: "image/png", Data: []byte("x")}
+	two := Image{MimeType: "image/jpeg", Data: make([]byte, 1234)}
+	tests := []struct {
+		detail string
+		want   []ImageInfo
+	}{
+		{"output:\n" + imagesDetail([]Image{one, two}), []ImageInfo{{"image/png", 1}, {"image/jpeg", 1234}}},
+		{"arguments:\n{\"file_path\":\"/w/red.png\"}\n\noutput:\nthe file\n" + imagesDetail([]Image{two}), []ImageInfo{{"image/jpeg", 1234}}},
+		{"output:\nplain text", nil},
+		{"output:\n[image/png image, 2 byte]\n[image/png image, -1 bytes]\n[image/png image, x bytes]\n[image/a b image, 3 bytes]\n x [image/png image, 3 bytes]\n[image/png image, 3 bytes", nil},
+		{"arguments:\n{\"s\":\"[image/png image, 3 bytes]\"}", nil},
+	}
+	for _, tt := range tests {
+		if got := DetailImages(tt.detail); !slices.Equal(got, tt.want) {
+			t.Errorf("DetailImages(%q) = %v, want %v", tt.detail, got, tt.want)
 		}
 	}
 }

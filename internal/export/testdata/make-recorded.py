@@ -2,10 +2,11 @@
 """Makes testdata/Recorded.silverpoint: turns replayed from the recorded CLI
 streams under the repository's testdata/ (spbridge replay), each after the
 user's message that began it, with a few fields no recording holds (an
-image, a web search, approval cards, an answer, citations). Run from the
+image, a web search, approval cards, an answer, citations; a tool's image
+with its history). Run from the
 repository's root with a built spbridge as $SPB; then `spbridge save` the
 package. Kept so that the package can be made again as the mappers change."""
-import hashlib, json, os, shutil, subprocess, sys
+import base64, hashlib, json, os, shutil, subprocess, sys
 
 spb = os.environ.get("SPB", "spbridge")
 out = "internal/export/testdata/Recorded.silverpoint"
@@ -56,6 +57,30 @@ items.append({"id": "%08X-0000-4000-8000-000000000002" % n, "type": "assistant",
               "text": "The [release notes](https://go.dev/doc/devel/release) list each release.\n\n| release | month |\n|---|---|\n| 1.26 | February |",
               "citations": [{"title": "Release History", "url": "https://go.dev/doc/devel/release"}]})
 history.append({"role": "assistant", "content": [{"type": "text", "text": items[-1]["text"]}]})
+# A turn whose tool returned an image (Claude's Read of a PNG): the history
+# keeps it after the tool's result, in agent/images/ as the user's are.
+n += 1
+text, path = "Look at red.png", "testdata/claude/tool_read_png.stdout.jsonl"
+items.append({"id": "%08X-0000-4000-8000-000000000000" % n, "type": "user", "text": text})
+history.append({"role": "user", "content": [{"type": "text", "text": text}]})
+got = json.loads(subprocess.run([spb, "replay", "--backend", "claude", path], check=True, capture_output=True).stdout)
+for i, it in enumerate(got, 1):
+    it["id"] = "%08X-0000-4000-8000-%012X" % (n, i)
+    items.append(it)
+tool_png = None
+for line in open(path):
+    ev = json.loads(line)
+    if ev.get("type") != "user" or not isinstance(ev["message"]["content"], list):
+        continue
+    for b in ev["message"]["content"]:
+        if b.get("type") == "tool_result":
+            call = b["tool_use_id"]
+            tool_png = base64.b64decode([c for c in b["content"] if c["type"] == "image"][0]["source"]["data"])
+tool_sha = hashlib.sha256(tool_png).hexdigest()
+history.append({"role": "assistant", "content": [{"type": "toolCall", "id": call, "name": "Read", "arguments": json.dumps({"file_path": "red.png"})}]})
+history.append({"role": "tool", "content": [{"type": "toolResult", "callID": call, "toolName": "Read", "content": "", "isError": False},
+                                            {"type": "image", "mimeType": "image/png", "sha256": tool_sha}]})
+history.append({"role": "assistant", "content": [{"type": "text", "text": items[-1]["text"]}]})
 conv = {"formatVersion": 1, "items": items, "history": history, "approvalCards": cards,
         "estimatedCost": {"kind": "estimated", "dollars": 0.0842}, "feedback": {}, "lastRoundUsage": {"input": 3100, "output": 120, "cacheRead": 2800, "cacheWrite": 0, "webSearchRequests": 0},
         "lintRuleCards": {}, "model": "gpt-5.5-codex", "provider": "codex", "queued": [], "resolvedCards": [], "sentFacts": [], "skillCards": {}, "unsent": [],
@@ -64,5 +89,6 @@ shutil.rmtree(out, ignore_errors=True)
 os.makedirs(out + "/agent/images")
 open(out + "/document.json", "w").write("{}\n")
 open(out + "/agent/images/%s.png" % sha, "wb").write(png)
+open(out + "/agent/images/%s.png" % tool_sha, "wb").write(tool_png)
 json.dump(conv, open(out + "/agent/conversation.json", "w"), indent=1, ensure_ascii=False)
 subprocess.run([spb, "save", out], check=True)
