@@ -37,34 +37,36 @@ func runAudit(ctx context.Context, st stdio, args []string) error {
 			stateDirHelp, auditCommands())
 }
 
-// auditLogPath finds the audit log of the conversation in PKG, or of --id.
-func auditLogPath(f *flagSet, id string) (string, error) {
+// auditLogPath finds the audit log of the conversation in PKG, or of --id,
+// and the package that holds it ("" with --id): PKG, or for a plain folder
+// the package in the state folder keeping its conversation.
+func auditLogPath(f *flagSet, id string) (path, pkg string, err error) {
 	if id == "" {
-		pkg, err := f.onePackage()
-		if err != nil {
-			return "", err
+		if pkg, err = f.onePackage(); err != nil {
+			return "", "", err
 		}
-		if err := checkPackage(pkg); err != nil {
-			return "", err
+		if pkg, err = conversationPackage(pkg); err != nil {
+			return "", "", err
 		}
 		p, err := archive.Open(pkg, archive.KindDocument, true)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if p.Unreadable != "" {
-			return "", fmt.Errorf("the conversation of %s cannot be read (%s); name its log with --id", pkg, p.Unreadable)
+			return "", "", fmt.Errorf("the conversation of %s cannot be read (%s); name its log with --id", pkg, p.Unreadable)
 		}
 		if id = p.Conv.AuditLog(); id == "" {
-			return "", fmt.Errorf("%s holds no conversation; name a log with --id", pkg)
+			return "", "", fmt.Errorf("%s holds no conversation; name a log with --id", pkg)
 		}
 	} else if f.NArg() > 0 {
-		return "", usagef(f.cmd, "give a package or --id, not both")
+		return "", "", usagef(f.cmd, "give a package or --id, not both")
 	}
 	dir, err := audit.StateDir()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return audit.Path(dir, id)
+	path, err = audit.Path(dir, id)
+	return path, pkg, err
 }
 
 // auditProves is what a verified audit log shows, and what it cannot.
@@ -118,7 +120,7 @@ func runAuditVerify(_ context.Context, st stdio, args []string) error {
 			return verifyAllLogs(st, kept, *headsFile)
 		}
 	}
-	path, err := auditLogPath(f, *id)
+	path, _, err := auditLogPath(f, *id)
 	if err != nil {
 		return err
 	}
@@ -407,14 +409,14 @@ func runAuditShow(_ context.Context, st stdio, args []string) error {
 	if done, err := f.parse(args, st.out); done || err != nil {
 		return err
 	}
-	path, err := auditLogPath(f, *id)
+	path, pkg, err := auditLogPath(f, *id)
 	if err != nil {
 		return err
 	}
 	// own leaves out, for PKG, the turns of other packages in its log.
 	own := func(recs []map[string]any) []map[string]any { return recs }
 	if *id == "" {
-		pkg, _ := filepath.Abs(f.Arg(0))
+		pkg, _ := filepath.Abs(pkg)
 		own = func(recs []map[string]any) []map[string]any {
 			kept, n := audit.OwnRecords(recs, pkg)
 			if n > 0 {

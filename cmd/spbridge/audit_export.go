@@ -37,7 +37,7 @@ func runAuditExport(_ context.Context, st stdio, args []string) error {
 	if err := ef.check(f); err != nil {
 		return err
 	}
-	path, err := auditLogPath(f, *id)
+	path, _, err := auditLogPath(f, *id)
 	if err != nil {
 		return err
 	}

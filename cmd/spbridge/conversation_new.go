@@ -28,7 +28,7 @@ func runConversationNew(ctx context.Context, st stdio, args []string) error {
 	if !*yes {
 		return usagef(f.cmd, "conversation new removes the saved conversation of %s; confirm with --yes", pkg)
 	}
-	if err := checkPackage(pkg); err != nil {
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	return session.WithLock(pkg, func() error {

@@ -31,7 +31,7 @@ func runConversationRecover(ctx context.Context, st stdio, args []string) error 
 	if *force && !*take {
 		return usagef(f.cmd, "--force goes with --take")
 	}
-	if err := checkPackage(pkg); err != nil {
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	abs, err := filepath.Abs(pkg)

@@ -38,7 +38,7 @@ func runConversationShow(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPackage(pkg); err != nil {
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	p, err := archive.Open(pkg, kind, true)

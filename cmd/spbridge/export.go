@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"spbridge/internal/archive"
@@ -128,7 +129,8 @@ func runExport(_ context.Context, st stdio, args []string) error {
 	if err := ef.check(f); err != nil {
 		return err
 	}
-	if err := checkPackage(pkg); err != nil {
+	given := pkg
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	paceGC() // the conversation is held whole while the page is written
@@ -140,6 +142,20 @@ func runExport(_ context.Context, st stdio, args []string) error {
 		return err
 	}
 	page, opt := conversationPage(pkg, p.Conv)
+	if pkg != given {
+		// A plain folder's conversation, kept in the state folder: the
+		// page is the folder's.
+		if abs, err := filepath.Abs(given); err == nil {
+			page.Title = filepath.Base(abs)
+		}
+		for i := range page.Fields {
+			if page.Fields[i].Label == "Package" {
+				page.Fields[i] = export.Field{Label: "Folder", Value: given}
+				page.Fields = slices.Insert(page.Fields, i+1, export.Field{Label: "Conversation kept in", Value: pkg})
+				break
+			}
+		}
+	}
 	return ef.write(st, func(w io.Writer) error {
 		return export.Conversation(w, *ef.format, page, p.Conv, opt)
 	})

@@ -31,7 +31,7 @@ func runFsck(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPackage(pkg); err != nil {
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	rep, err := archive.Inspect(pkg)

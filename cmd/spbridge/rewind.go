@@ -54,7 +54,7 @@ func runRewind(ctx context.Context, st stdio, args []string) error {
 	case !*undo && *to == "":
 		return usagef(f.cmd, "rewind needs --to ITEM (or --undo)")
 	}
-	if err := checkPackage(pkg); err != nil {
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: true, Saving: session.SaveByCaller, CLIs: clis.All,

@@ -49,6 +49,7 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) (err error) {
+	recorded := false // a turn of a plain folder's conversation is in the sessions index
 	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [--thinking] [--trust-folder] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
@@ -116,7 +117,11 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	default:
 		return usagef(f.cmd, "unknown --color %q (want auto, always or never)", *color)
 	}
-	if err := checkRunPackage(f.cmd, pkg, *plain); err != nil {
+	// A plain folder (a repository, any folder) keeps its conversation in
+	// the state folder (folder.go), unless --plain-folder keeps it in the
+	// folder's agent/.
+	isFolder, err := checkRunPackage(f.cmd, pkg, *plain)
+	if err != nil {
 		return err
 	}
 	messages, fromStdin, err := readMessages(f, st.in)
@@ -142,7 +147,12 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		dir = filepath.Dir(abs)
+		// A package's CLI works in the folder holding it; a plain
+		// folder's, in the folder.
+		dir = abs
+		if !isFolder {
+			dir = filepath.Dir(abs)
+		}
 	}
 	folder := trust.Open(dir, nil, clis.Trust())
 	if *trustFolder {
@@ -165,12 +175,31 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	pkgDir, fresh := pkg, false
+	if isFolder {
+		if pkgDir, err = folderConversation(state, pkg); err != nil {
+			return err
+		}
+		if pkgDir == "" {
+			if pkgDir, err = newFolderConversation(state); err != nil {
+				return err
+			}
+			fresh = true
+			defer func() {
+				// A conversation that had no turn leaves nothing behind
+				// (the folder is removed only when empty).
+				if !*keep || !recorded {
+					os.Remove(pkgDir)
+				}
+			}()
+		}
+	}
 	named := ""
 	if f.Changed("backend") {
 		named = *backendName
 	}
 	paceGC()
-	s, err := session.Open(session.Options{Dir: pkg, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
+	s, err := session.Open(session.Options{Dir: pkgDir, Kind: kind, Keep: *keep, Cwd: dir, AuditDir: auditDir,
 		Saving: session.SaveAuto, RecoveryDir: filepath.Join(state, "recovery"), CLIs: clis.All,
 		CheckpointDir: ckptDir, CheckpointPolicy: ckptPolicy,
 		// Listed and searched as serve's are (conversation search).
@@ -201,6 +230,19 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		errStyle: style(colorOn(*color, os.Getenv("NO_COLOR"), isTerminal(os.Stderr)))}
 	if !fromStdin && isTerminal(os.Stdin) {
 		h.ask = bufio.NewReader(st.in)
+	}
+	if isFolder && *keep {
+		if fresh {
+			fmt.Fprintf(st.err, "spbridge: %s is not a document package: its conversation is kept in spbridge's state folder (%s), nothing is written into it (--plain-folder keeps it in %s instead)\n",
+				pkg, pkgDir, filepath.Join(pkg, archive.AgentDir))
+		}
+		h.turnDone = func(text, cliSession string) {
+			if err := recordFolderTurn(state, pkgDir, pkg, text, s.CLI(), cliSession); err != nil {
+				fmt.Fprintf(st.err, "spbridge: sessions index: %v\n", err)
+				return
+			}
+			recorded = true
+		}
 	}
 	if err := sendAll(ctx, st, s, h, messages, atts); err != nil {
 		return err
@@ -256,6 +298,9 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 			return sendErr
 		}
 		h.turnEnd(res.End)
+		if h.turnDone != nil {
+			h.turnDone(text, res.End.SessionID)
+		}
 		release()
 		for _, u := range res.Untaken {
 			h.say("not taken, the turn was interrupted first (kept as unsent): " + u)
@@ -280,34 +325,26 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 // §1: a package is a folder holding document.json).
 const documentFile = "document.json"
 
-// checkRunPackage refuses to run a turn in pkg when it is not a document
-// package: a folder holding document.json, or one holding a conversation
-// already (agent/conversation.json: the packages serve keeps for editor
-// threads have no document.json). With plain, any folder is taken. A
-// missing pkg is "no such package", as for every command taking one;
-// something there that is not a package is a usage error.
-func checkRunPackage(cmd, pkg string, plain bool) error {
+// checkRunPackage says what pkg is to run: a document package (a folder
+// holding document.json, or one holding a conversation already,
+// isPackage), or a plain folder (folder), whose conversation the state
+// folder keeps; with plain, a plain folder is taken as a package (its
+// conversation in its agent/). A missing pkg is "no such package", as for
+// every command taking one; a file is a usage error.
+func checkRunPackage(cmd, pkg string, plain bool) (folder bool, err error) {
 	fi, err := os.Stat(pkg)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("no such package: %s", pkg)
+		return false, fmt.Errorf("no such package: %s", pkg)
 	case err != nil:
-		return err
+		return false, err
 	case !fi.IsDir():
-		return usagef(cmd, "not a document package: %s (a file, not a folder)", pkg)
+		return false, usagef(cmd, "not a document package: %s (a file, not a folder)", pkg)
 	case plain:
-		return nil
+		return false, nil
 	}
-	for _, name := range []string{documentFile, filepath.Join(archive.AgentDir, archive.ConversationFile)} {
-		fi, err := os.Stat(filepath.Join(pkg, name))
-		switch {
-		case err == nil && !fi.IsDir():
-			return nil
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return err
-		}
-	}
-	return usagef(cmd, "not a document package: %s (it holds no %s); use --plain-folder to keep a conversation in a plain folder", pkg, documentFile)
+	ok, err := isPackage(pkg)
+	return !ok && err == nil, err
 }
 
 // checkDir reports why dir cannot be a working folder.
@@ -399,6 +436,10 @@ type shellHost struct {
 	width     func() int    // the error stream's terminal columns, 0 when unknown
 	// outStyle and errStyle colour what goes to out and errw.
 	outStyle, errStyle style
+
+	// turnDone, when set, is told each turn that ran (its message and
+	// the CLI session it ran on), after its end.
+	turnDone func(text, cliSession string)
 
 	mu        sync.Mutex
 	lastText  map[string]int        // assistant and thinking item id → bytes of its text printed

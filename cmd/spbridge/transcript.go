@@ -20,7 +20,7 @@ func runTranscript(_ context.Context, st stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPackage(pkg); err != nil {
+	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
 	p, err := archive.Open(pkg, archive.KindDocument, true)
