@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"spbridge/internal/archive"
 	"spbridge/internal/clis"
@@ -156,7 +157,7 @@ type importDest struct {
 func importTarget(pkg string, plain bool) (importDest, error) {
 	fi, err := os.Stat(pkg)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		parent := filepath.Dir(pkg)
 		pfi, err := os.Stat(parent)
 		switch {

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 		"spbridge": func() {
 			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
+		"fakeclaude": func() { os.Exit(scriptClaude()) },
 	})
 }
 
@@ -83,6 +84,7 @@ func TestScript(t *testing.T) {
 			"cmpnl": cmdCmpNL,
 			"exits": cmdExits,
 			"mtime": cmdMtime,
+			"names": cmdNames,
 		},
 	})
 }
@@ -161,6 +163,26 @@ func cmdMtime(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	for _, name := range args[1:] {
 		ts.Check(os.Chtimes(ts.MkAbs(name), when, when))
+	}
+}
+
+// cmdNames checks the names a folder holds, sorted, "" for none: names
+// DIR [NAME...]
+func cmdNames(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! names")
+	}
+	if len(args) < 1 {
+		ts.Fatalf("usage: names DIR [NAME...]")
+	}
+	entries, err := os.ReadDir(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != strings.Join(args[1:], " ") {
+		ts.Fatalf("%s holds %q, want %q", args[0], got, args[1:])
 	}
 }
 

@@ -232,14 +232,15 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		h.ask = bufio.NewReader(st.in)
 	}
 	if isFolder && *keep {
-		if fresh {
-			fmt.Fprintf(st.err, "spbridge: %s is not a document package: its conversation is kept in spbridge's state folder (%s), nothing is written into it (--plain-folder keeps it in %s instead)\n",
-				pkg, pkgDir, filepath.Join(pkg, archive.AgentDir))
-		}
 		h.turnDone = func(text, cliSession string) {
 			if err := recordFolderTurn(state, pkgDir, pkg, text, s.CLI(), cliSession); err != nil {
 				fmt.Fprintf(st.err, "spbridge: sessions index: %v\n", err)
 				return
+			}
+			if fresh && !recorded {
+				// Said once, when the folder's conversation begins.
+				fmt.Fprintf(st.err, "spbridge: %s is not a document package: its conversation is kept in spbridge's state folder (%s), nothing is written into it; spbridge run %s continues it (--plain-folder keeps it in %s instead)\n",
+					pkg, pkgDir, pkg, filepath.Join(pkg, archive.AgentDir))
 			}
 			recorded = true
 		}
