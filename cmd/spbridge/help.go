@@ -42,6 +42,8 @@ var examples = map[string]string{
 $ spbridge serve
 # Run one turn of a document's conversation from the shell
 $ spbridge run Poster.silverpoint "Make the title larger"
+# In a repository: the conversation kept in the state folder, not here
+$ spbridge run . "Why does TestParse fail?"
 # Read the conversation kept in the document
 $ spbridge conversation show --last Poster.silverpoint`,
 	"serve": `
@@ -62,6 +64,8 @@ $ spbridge run --backend codex --image a.png Poster.silverpoint - < ask.txt
 $ spbridge run --json --allow-tool Edit Poster.silverpoint "Fix the typo"
 # The model's thinking shown whole rather than as one line
 $ spbridge run --thinking Poster.silverpoint "Why is the title clipped?"
+# In a repository: the conversation kept in the state folder, not here
+$ spbridge run . "Why does TestParse fail?"
 # A folder that is no document package, its conversation kept in notes/agent/
 $ spbridge run --plain-folder notes "Sum up these notes"`,
 	"conversation": `
@@ -95,7 +99,11 @@ $ spbridge conversation search --rebuild`,
 # A session by the id spbridge conversation list --cli shows
 $ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 Poster.silverpoint
 # A Codex rollout file, over the conversation the package holds
-$ spbridge import --replace rollout.jsonl Poster.silverpoint`,
+$ spbridge import --replace rollout.jsonl Poster.silverpoint
+# Into a package made for it (its folder, docs, must be there)
+$ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 docs/New.silverpoint
+# As the conversation spbridge run . continues in this repository
+$ spbridge import ca0632fd-a8b0-4a1c-9271-caa77e5d4c40 .`,
 	"conversation new": `
 $ spbridge conversation new --yes Poster.silverpoint`,
 	"rewind": `

@@ -242,7 +242,11 @@ func dispatch(ctx context.Context, st stdio, f *flagSet) error {
 func runTop(ctx context.Context, st stdio, args []string) error {
 	f := newFlagSet("", "--version | COMMAND [ARGS] [FLAGS]",
 		"spbridge bridges an editor and the coding-agent programs (claude, codex)\n"+
-			"and keeps the agent conversation inside the document package.")
+			"and keeps the agent conversation inside the document package. A package\n"+
+			"is a document's folder (e.g. Poster.silverpoint) that holds the document\n"+
+			"and its agent/ conversation. In a repository or any other folder, the\n"+
+			"conversation is kept in spbridge's state folder, and nothing is written\n"+
+			"into the folder.")
 	f.commands = topCommands()
 	showVersion := f.Bool("version", false, "print the version and exit")
 	f.SetInterspersed(false)

@@ -75,13 +75,15 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			"there asks on the terminal (y trusts it from now on, see spbridge trust);\n"+
 			"--trust-folder trusts it for this run without asking; without either, claude\n"+
 			"runs with your own settings only and a notice says what was left out.\n"+
-			"PKG must be a document package: a folder holding document.json, or one that\n"+
-			"holds a conversation already (agent/conversation.json, as the packages serve\n"+
-			"keeps for editor threads do). Another folder is refused, and nothing is\n"+
-			"written, unless --plain-folder is given: the conversation is then kept in\n"+
-			"that folder's agent/ folder.\n"+
-			"Exit codes: 0 the turn completed, 1 it failed, 2 usage (a folder that is not\n"+
-			"a package included), 130 interrupted.")
+			"PKG is a document package: a document's folder (e.g. Poster.silverpoint)\n"+
+			"that holds the document (document.json) and its agent/ conversation, or a\n"+
+			"folder holding a conversation already (agent/conversation.json). Any other\n"+
+			"folder (a repository, say) is a plain folder: the CLI works in it, its\n"+
+			"conversation is kept in spbridge's state folder (where serve keeps an\n"+
+			"editor's, listed under the folder) and nothing is written into it; the next\n"+
+			"run there, or an editor opening it, carries that conversation on.\n"+
+			"--plain-folder keeps it in the folder's agent/ instead.\n"+
+			"Exit codes: 0 the turn completed, 1 it failed, 2 usage, 130 interrupted.")
 	backendName := f.String("backend", clis.Default(), "the agent CLI: "+clis.Choices()+" (without it, a conversation goes on with the one it last ran on)")
 	own := addCLIFlags(f, false, false)
 	model := f.String("model", "", "the `MODEL` to ask the CLI for")
@@ -95,7 +97,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
 	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
 	ckpt := addCheckpointFlags(f)
-	plain := f.Bool("plain-folder", false, "take PKG even when it is a plain folder, not a document package")
+	plain := f.Bool("plain-folder", false, "keep a plain folder's conversation in the folder (its agent/), not in the state folder")
 	trustFolder := f.Bool("trust-folder", false, "let the working folder's own Claude Code configuration act in this run, without asking (see spbridge trust)")
 	kindf := addKindFlag(f)
 	if done, err := f.parse(args, st.out); done || err != nil {
