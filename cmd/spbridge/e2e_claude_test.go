@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,40 +158,109 @@ func TestE2EClaudeText(t *testing.T) {
 	}
 }
 
-// TestE2EClaudePlainFolder: run refuses a folder without document.json
-// (usage, exit 2) before anything starts: no CLI, no request, nothing
-// written, no audit record; with --plain-folder the same folder runs a
-// turn and keeps its conversation in agent/.
+// TestE2EClaudePlainFolder: run on a git repository (a folder that is no
+// document package) runs its turn in the repository, keeps the
+// conversation in the state folder and writes nothing into the repository
+// (git status stays clean); a second run there continues it (the model is
+// told the conversation so far), the commands reading a conversation take
+// the folder, and serve opening the folder lists that conversation and
+// loads it. --plain-folder keeps it in the folder's agent/ instead.
 func TestE2EClaudePlainFolder(t *testing.T) {
 	t.Parallel()
-	e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model."}}})
-	if err := os.Remove(filepath.Join(e.pkg, "document.json")); err != nil {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skipf("no git: %v", err)
+	}
+	e := newE2E(t,
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Hello from the fake model."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "Still here."}}},
+		fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "In the folder."}}})
+	repo := e.pkg
+	if err := os.Remove(filepath.Join(repo, "document.json")); err != nil {
 		t.Fatal(err)
 	}
-	e.run(nil, "hi there")
-	want := "spbridge: not a document package: " + e.pkg + " (it holds no document.json); use --plain-folder to keep a conversation in a plain folder\n" +
-		"Run 'spbridge run --help' for usage.\n"
-	if e.code != 2 || e.stderr.String() != want || e.stdout.String() != "" {
-		e.fail("exit %d, want 2 and stderr %q", e.code, want)
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if entries, err := os.ReadDir(e.pkg); err != nil || len(entries) != 0 {
-		t.Errorf("the plain folder holds %v (%v), want nothing", entries, err)
-	}
-	if n := len(e.srv.Requests()); n != 0 {
-		t.Errorf("%d requests reached the API", n)
-	}
-	state := ""
-	for _, kv := range e.env {
-		if v, ok := strings.CutPrefix(kv, "SPBRIDGE_STATE_DIR="); ok {
-			state = v
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=spbridge", "-c", "user.email=spbridge@example.com"}, args...)...)
+		cmd.Dir, cmd.Env = repo, e.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
+		return string(out)
 	}
-	if _, err := os.Stat(filepath.Join(state, "audit")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("an audit folder after a refused run: %v", err)
+	git("init", "-q")
+	git("add", "main.go")
+	git("commit", "-q", "-m", "the first")
+
+	e.run(nil, "hi there")
+	if e.code != 0 || !strings.Contains(e.stdout.String(), "Hello from the fake model.") ||
+		!strings.Contains(e.stderr.String(), "is not a document package: its conversation is kept in spbridge's state folder") {
+		e.fail("the first run")
+	}
+	if st := git("status", "--porcelain", "--ignored"); st != "" {
+		t.Errorf("git status after the first run:\n%s", st)
+	}
+	e.run(nil, "and again")
+	if e.code != 0 || !strings.Contains(e.stdout.String(), "Still here.") || strings.Count(e.stderr.String(), "not a document package") != 1 {
+		e.fail("the second run")
+	}
+	if st := git("status", "--porcelain", "--ignored"); st != "" {
+		t.Errorf("git status after the second run:\n%s", st)
+	}
+	reqs := e.srv.Requests()
+	sent := strings.Join(userTexts(reqs[len(reqs)-1].Body), "\n")
+	if !strings.Contains(sent, "# Conversation so far") || !strings.Contains(sent, "hi there") || !strings.Contains(sent, "Hello from the fake model.") || !strings.HasSuffix(sent, "and again") {
+		t.Errorf("the second run sent %q", sent)
+	}
+	// The CLI worked in the repository itself.
+	if body := string(reqs[0].Body); !strings.Contains(body, repo) {
+		t.Errorf("the first request does not name the repository %s as the working folder", repo)
+	}
+	show := exec.Command(spbridgeBin(t), "conversation", "show", repo)
+	show.Env = e.env
+	out, err := show.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "User: hi there") || !strings.Contains(string(out), "Assistant: Still here.") {
+		t.Errorf("conversation show of the folder: %v\n%s", err, out)
 	}
 
-	e.run(nil, "--plain-folder", "hi there")
-	if got := e.items(); e.code != 0 || len(got) != 2 || got[0] != "user: hi there" || got[1] != "assistant: Hello from the fake model." {
+	// serve opening the folder: the same conversation, listed and loaded.
+	events := runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": repo,
+		"steps": []any{
+			map[string]any{"op": "initialize"}, // 0
+			map[string]any{"op": "ext", "method": "session/list", "params": map[string]any{"cwd": repo}}, // 1
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	list, _ := response(t, events, 1)["sessions"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("serve lists %v for the folder, want the one conversation", list)
+	}
+	first, _ := list[0].(map[string]any)
+	id, _ := first["sessionId"].(string)
+	if first["title"] != "hi there" || first["cwd"] != repo || id == "" {
+		t.Errorf("serve lists %v", first)
+	}
+	events = runACPClient(t, map[string]any{
+		"command": []string{spbridgeBin(t), "serve"}, "env": acpEnv(e.env), "cwd": repo,
+		"steps": []any{
+			map[string]any{"op": "initialize"},                                                // 0
+			map[string]any{"op": "loadSession", "sessionId": id, "cwd": repo, "saveAs": "s1"}, // 1
+			map[string]any{"op": "closeStdin"},
+		},
+	})
+	if _, text := updatesOf(events); !strings.Contains(text, "Hello from the fake model.") || !strings.Contains(text, "Still here.") {
+		t.Errorf("serve's load of the folder's conversation replayed %q", text)
+	}
+	if st := git("status", "--porcelain", "--ignored"); st != "" {
+		t.Errorf("git status after serve:\n%s", st)
+	}
+
+	e.run(nil, "--plain-folder", "in the folder")
+	if got := e.items(); e.code != 0 || len(got) != 2 || got[0] != "user: in the folder" || got[1] != "assistant: In the folder." {
 		e.fail("items %q", got)
 	}
 }
