@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"spbridge/internal/session"
 
 	"spbridge/internal/archive"
+	"spbridge/internal/session"
+	"spbridge/internal/sessionindex"
+	"spbridge/internal/statedir"
 )
 
 func runConversationNew(ctx context.Context, st stdio, args []string) error {
@@ -28,6 +30,7 @@ func runConversationNew(ctx context.Context, st stdio, args []string) error {
 	if !*yes {
 		return usagef(f.cmd, "conversation new removes the saved conversation of %s; confirm with --yes", pkg)
 	}
+	given := pkg
 	if pkg, err = conversationPackage(pkg); err != nil {
 		return err
 	}
@@ -47,6 +50,15 @@ func runConversationNew(ctx context.Context, st stdio, args []string) error {
 		}
 		if !r.Changed() {
 			fmt.Fprintln(st.out, "no conversation")
+		}
+		if pkg != given {
+			// A plain folder's conversation: its listing's title goes
+			// with it, as New Conversation in an editor does.
+			state, err := statedir.Dir()
+			if err != nil {
+				return err
+			}
+			return sessionindex.New(state).SetTitle(pkg, "")
 		}
 		return nil
 	})

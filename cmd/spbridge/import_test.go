@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,8 +209,12 @@ func TestImport(t *testing.T) {
 			t.Errorf("%q: %v", args, err)
 		}
 	}
-	if _, _, err := call(runImport, "ca0632fd-a8b0-4a1c-9271-caa77e5d4c40", filepath.Join(t.TempDir(), "none")); err == nil ||
-		!strings.Contains(err.Error(), "no such package") {
-		t.Errorf("missing package: %v", err)
+	none := filepath.Join(t.TempDir(), "none")
+	if _, _, err := call(runImport, "ca0632fd-a8b0-4a1c-9271-caa77e5d4c40", filepath.Join(none, "New.silverpoint")); err == nil ||
+		err.Error() != "cannot make the package "+filepath.Join(none, "New.silverpoint")+": the folder "+none+" does not exist" {
+		t.Errorf("a package in a missing folder: %v", err)
+	}
+	if _, err := os.Stat(none); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the missing folder: %v", err)
 	}
 }

@@ -92,7 +92,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	asJSON := f.Bool("json", false, "print one JSON line per item change, and a turnEnd line after each turn")
 	color := f.String("color", "auto", "colour diffs, statuses and the plan `WHEN`: auto (on a terminal, unless NO_COLOR is set), always or never")
 	thinking := f.Bool("thinking", false, "show the model's thinking whole, dimmed, instead of one \"thinking…\" line")
-	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package)")
+	cwd := f.String("cwd", "", "the `DIR` the CLI runs in (default: the folder holding the package; a plain folder itself)")
 	keep := f.Bool("keep-conversation", true, "keep the agent conversation in the document")
 	idle := f.Duration("idle-timeout", backend.DefaultIdleTimeout, "end the turn when the CLI prints nothing for this long")
 	noAudit := f.Bool("no-audit", false, "write no audit record of the turn")
