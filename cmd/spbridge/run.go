@@ -49,7 +49,7 @@ func (e *turnError) Error() string {
 }
 
 func runRun(ctx context.Context, st stdio, args []string) (err error) {
-	recorded := false // a turn of a plain folder's conversation is in the sessions index
+	ran := false // a turn of a plain folder's conversation ran (and is in the sessions index)
 	f := newFlagSet("run", "PKG [--backend claude|codex] [--model M] [--image FILE]... [--allow-tool NAME]... [--json] [--color auto|always|never] [--thinking] [--trust-folder] [MESSAGE... | -]",
 		"Run one turn from the shell: send MESSAGE (or standard input with -) to the\n"+
 			"package's conversation, show the items as they arrive, and save the\n"+
@@ -179,7 +179,9 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 	}
 	pkgDir, fresh := pkg, false
 	if isFolder {
-		if pkgDir, err = folderConversation(state, pkg); err != nil {
+		// Found by the folder the CLI works in, as the session records it
+		// (session.Options.Index) and serve lists an editor's.
+		if pkgDir, err = folderConversation(state, dir); err != nil {
 			return err
 		}
 		if pkgDir == "" {
@@ -190,7 +192,7 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 			defer func() {
 				// A conversation that had no turn leaves nothing behind
 				// (the folder is removed only when empty).
-				if !*keep || !recorded {
+				if !*keep || !ran {
 					os.Remove(pkgDir)
 				}
 			}()
@@ -234,17 +236,13 @@ func runRun(ctx context.Context, st stdio, args []string) (err error) {
 		h.ask = bufio.NewReader(st.in)
 	}
 	if isFolder && *keep {
-		h.turnDone = func(text, cliSession string) {
-			if err := recordFolderTurn(state, pkgDir, pkg, text, s.CLI(), cliSession); err != nil {
-				fmt.Fprintf(st.err, "spbridge: sessions index: %v\n", err)
-				return
-			}
-			if fresh && !recorded {
+		h.turnDone = func() {
+			if fresh && !ran {
 				// Said once, when the folder's conversation begins.
 				fmt.Fprintf(st.err, "spbridge: %s is not a document package: its conversation is kept in spbridge's state folder (%s), nothing is written into it; spbridge run %s continues it (--plain-folder keeps it in %s instead)\n",
 					pkg, pkgDir, pkg, filepath.Join(pkg, archive.AgentDir))
 			}
-			recorded = true
+			ran = true
 		}
 	}
 	if err := sendAll(ctx, st, s, h, messages, atts); err != nil {
@@ -302,7 +300,7 @@ func sendAll(ctx context.Context, st stdio, s *session.Session, h *shellHost, me
 		}
 		h.turnEnd(res.End)
 		if h.turnDone != nil {
-			h.turnDone(text, res.End.SessionID)
+			h.turnDone()
 		}
 		release()
 		for _, u := range res.Untaken {
@@ -440,9 +438,8 @@ type shellHost struct {
 	// outStyle and errStyle colour what goes to out and errw.
 	outStyle, errStyle style
 
-	// turnDone, when set, is told each turn that ran (its message and
-	// the CLI session it ran on), after its end.
-	turnDone func(text, cliSession string)
+	// turnDone, when set, is told each turn that ran, after its end.
+	turnDone func()
 
 	mu        sync.Mutex
 	lastText  map[string]int        // assistant and thinking item id → bytes of its text printed
