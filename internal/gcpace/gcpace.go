@@ -55,12 +55,13 @@ type sentinel struct {
 }
 
 // arm sets a finalizer on a new unreachable object: the next collection
-// runs it, and it arms the next one.
+// runs it, and it arms the next one before it adjusts (so that once a
+// setting is made, the sentinel the next collection finds is there).
 func (p *pacer) arm() {
 	s := &sentinel{p: p}
 	runtime.SetFinalizer(s, func(s *sentinel) {
-		s.p.adjust()
 		s.p.arm()
+		s.p.adjust()
 	})
 }
 

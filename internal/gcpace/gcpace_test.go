@@ -65,11 +65,29 @@ func TestHeadroom(t *testing.T) {
 	if peak > live+headroom+16<<20 {
 		t.Errorf("the heap reached %d MB holding at most %d MB with %d MB headroom, in each of three runs", peak>>20, live>>20, headroom>>20)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
+	// The setting the pacer makes after a collection the test runs. Its
+	// sentinel, armed by the last finalizer, is collected by that
+	// collection unless that finalizer ran while it marked: the sentinel
+	// then lives through it, and its finalizer would wait for a
+	// collection nothing else asks for (the runtime's forced one, two
+	// minutes later). So a collection of the test's own comes before each
+	// setting it waits for, and one always comes: a finalizer queued or
+	// running, or the one its collection queues (a finalizer arms the next
+	// sentinel before it makes its setting, so once a setting is taken,
+	// the next collection finds a sentinel). Nothing else allocates: each
+	// collection finds the same live heap.
+	for drained := false; !drained; {
+		select {
+		case <-settings:
+		default:
+			drained = true
+		}
+	}
 	var s setting
-	for s = range settings {
-		if s.cycles >= uint64(ms.NumGC) {
+	for {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		if s = <-settings; s.cycles >= uint64(ms.NumGC) {
 			break
 		}
 	}
