@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"spbridge/internal/testbin"
 )
 
 const crashHelperEnv = "SPBRIDGE_ARCHIVE_CRASH_HELPER"
@@ -19,7 +21,9 @@ func TestMain(m *testing.M) {
 		crashHelper(dir)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
 }
 
 const crashVariants = 4
@@ -81,10 +85,8 @@ func TestSaveSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		runs = 40
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The helper saves without the race detector: it starts 300 times.
+	exe := testbin.Helper()
 	want := make(map[string]int)
 	for k := range crashVariants {
 		data, err := crashVariant(k).Encode()

@@ -25,6 +25,7 @@ import (
 
 	"spbridge/internal/proctest"
 	"spbridge/internal/supervise"
+	"spbridge/internal/testbin"
 )
 
 // helperEnv names the environment variable that turns the test binary into
@@ -46,9 +47,25 @@ func TestMain(m *testing.M) {
 		os.Exit(runHelper(mode, os.Args[1:]))
 	}
 	// A race-enabled binary sleeps a second before it exits, by default;
-	// the helpers (and supervisors) this binary plays are such binaries.
+	// the helpers (and supervisors) this binary plays are such binaries
+	// when their copy without the race detector could not be built.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	os.Exit(m.Run())
+	if os.Getenv(unsupervisedEnv) == "" {
+		supervisorExe = helperSupervisor
+	}
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// helperSupervisor is the supervisor the tests start: the helper binary,
+// without the race detector (the tests start hundreds; internal/supervise's
+// own tests run it with the detector).
+func helperSupervisor() (string, error) {
+	if _, err := supervise.Executable(); err != nil {
+		return "", err
+	}
+	return testbin.Helper(), nil
 }
 
 // runHelper is the fake CLI. Each mode writes to stdout with one write per
@@ -175,7 +192,7 @@ func noSupervisor() (string, error) { return "", supervise.ErrNoMain }
 // of the test.
 func unsupervised(t *testing.T) {
 	supervisorExe = noSupervisor
-	t.Cleanup(func() { supervisorExe = supervise.Executable })
+	t.Cleanup(func() { supervisorExe = helperSupervisor })
 }
 
 func hang() {
@@ -195,13 +212,9 @@ func floodBytes(n int) []byte {
 	return b[:n]
 }
 
-func helperExe() string {
-	exe, err := os.Executable()
-	if err != nil {
-		panic(err)
-	}
-	return exe
-}
+// helperExe is the fake CLI's binary: this test binary, without the race
+// detector.
+func helperExe() string { return testbin.Helper() }
 
 // helperEnviron is the fake CLI's environment. Under -race a program that
 // exits with status 0 sleeps a second first (GORACE atexit_sleep_ms), which

@@ -13,6 +13,18 @@ var ErrUnsupported = errors.New("no /proc to find processes in")
 type Proc struct {
 	PID  int
 	Argv string
+
+	start string // when it started (/proc/PID/stat's starttime), to tell a reused pid apart
+}
+
+// Live reports whether p has not ended (a zombie has ended): the process
+// found, not another that was given its pid since. It reads p's own /proc
+// file only, where WithEnv and WithArg read every process's: a test that
+// waits for the processes it found to end checks them with Live, and
+// reads the whole table again once they have.
+func (p Proc) Live() bool {
+	start, ok := started(p.PID)
+	return ok && start == p.start
 }
 
 // WithEnv returns the live processes (zombies left out), other than the

@@ -33,10 +33,11 @@ func find(file string, match func([]byte) bool) ([]Proc, error) {
 			}
 		}
 		raw, _ := os.ReadFile(dir + "/cmdline")
-		if zombie(dir) {
+		start, ok := started(pid)
+		if !ok {
 			continue
 		}
-		out = append(out, Proc{PID: pid, Argv: string(argv(raw))})
+		out = append(out, Proc{PID: pid, Argv: string(argv(raw)), start: start})
 	}
 	return out, nil
 }
@@ -46,15 +47,23 @@ func argv(raw []byte) []byte {
 	return bytes.ReplaceAll(bytes.TrimRight(raw, "\x00"), []byte{0}, []byte{' '})
 }
 
-// zombie reports whether the process has exited and waits to be reaped
-// (or is gone).
-func zombie(dir string) bool {
-	stat, err := os.ReadFile(dir + "/stat")
+// started returns when process pid started (its starttime field), and
+// false when it is gone or has exited and waits to be reaped.
+func started(pid int) (string, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return true
+		return "", false
 	}
 	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || len(stat) <= i+2 || stat[i+2] == 'Z' || stat[i+2] == 'X'
+	if i < 0 || len(stat) <= i+2 || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		return "", false
+	}
+	// After "pid (comm)": state is the 3rd field, starttime the 22nd.
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 20 {
+		return "", false
+	}
+	return string(f[19]), true
 }
 
 func splitNUL(b []byte) [][]byte { return bytes.Split(b, []byte{0}) }

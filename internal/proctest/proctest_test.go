@@ -38,8 +38,17 @@ func TestFind(t *testing.T) {
 	if ps, _ := WithArg("sleep 3600"); !slices.Contains(PIDs(ps), cmd.Process.Pid) {
 		t.Errorf("WithArg = %+v, want the child %d among them", ps, cmd.Process.Pid)
 	}
+	if !ps[0].Live() {
+		t.Errorf("the child %d is running, but not Live", ps[0].PID)
+	}
+	if (Proc{PID: ps[0].PID, start: "1"}).Live() {
+		t.Errorf("a process that started at another time, with the child's pid %d, is Live", ps[0].PID)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	if ps[0].Live() {
+		t.Errorf("the child %d is Live after it was reaped", ps[0].PID)
+	}
 	if ps, _ := WithEnv(mark); len(ps) != 0 {
 		t.Errorf("after the child was reaped: %+v", ps)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"spbridge/internal/testbin"
 )
 
 // helperEnv turns the test binary into one of the helpers below; its value
@@ -31,7 +33,9 @@ func TestMain(m *testing.M) {
 	// A race-enabled binary sleeps a second before it exits, by default;
 	// the helpers are such binaries.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	os.Exit(m.Run())
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
 }
 
 // helpers are more helper modes, by name (added by a system's tests).
