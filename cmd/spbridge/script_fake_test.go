@@ -15,7 +15,13 @@ import (
 // else it answers each user message with "reply N", N counting the
 // messages this process took, in the session it was told to --resume or
 // in a new one (named by its process), and says in which folder and
-// whether it resumed or was told the conversation so far.
+// whether it resumed or was told the conversation so far. A message
+// holding scriptEditWord has it write scriptEdited into main.go first.
+const (
+	scriptEditWord = "edit main.go"
+	scriptEdited   = "package main // edited\n"
+)
+
 func scriptClaude() int {
 	args := os.Args[1:]
 	if slices.Contains(args, "--version") {
@@ -39,6 +45,17 @@ func scriptClaude() int {
 		}
 		cwd, _ := os.Getwd()
 		f.emit(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": "claude-sonnet-4-5", "cwd": cwd})
+		if strings.Contains(line, scriptEditWord) {
+			// An edit, made as the CLI makes one: the file written, the
+			// tool's call and result told.
+			id := fmt.Sprintf("toolu_%d", n)
+			f.tool(fmt.Sprintf("t%d", n), id, "Write", map[string]any{"file_path": "main.go", "content": scriptEdited})
+			if err := os.WriteFile("main.go", []byte(scriptEdited), 0o644); err != nil {
+				f.result(id, err.Error(), true)
+			} else {
+				f.result(id, "The file main.go has been updated.", false)
+			}
+		}
 		f.emit(map[string]any{"type": "assistant", "message": map[string]any{"id": fmt.Sprintf("m%d", n), "role": "assistant", "model": "claude-sonnet-4-5",
 			"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("reply %d in %s, %s%s", n, cwd, how, told)}}}})
 		f.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "session_id": session, "total_cost_usd": 0.001,
