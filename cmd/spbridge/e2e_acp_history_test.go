@@ -104,10 +104,11 @@ func TestE2EServeCLISessions(t *testing.T) {
 	if len(sent) != 1 || !strings.HasPrefix(sent[0], "# Conversation so far") || !strings.Contains(sent[0], "first words in the terminal") || !strings.HasSuffix(sent[0], "and now") {
 		t.Errorf("the later serve's first prompt sent %q", sent)
 	}
-	// The claude session that turn began is listed and imported by the
-	// user's words alone: the prefix stayed with the CLI.
+	// The claude session that turn began is listed by the conversation's
+	// name (spbridge named it so), and imported by the user's words alone:
+	// the prefix stayed with the CLI.
 	listed, err = history.List(history.Options{Stores: clis.Stores(), Dirs: map[string]string{"claude": configDir, "codex": t.TempDir()}, Cwd: work})
-	if err != nil || len(listed) != 1 || listed[0].Title != "and now" {
+	if err != nil || len(listed) != 1 || listed[0].Title != "first words in the terminal" {
 		t.Fatalf("the session the later serve began: %v %v", listed, err)
 	}
 	conv, _, err := history.Import(listed[0], history.ImportOptions{Stores: clis.Stores()})
