@@ -390,6 +390,10 @@ func TestLauncherMissingPackage(t *testing.T) {
 	if msg := run("npm_config_omit=dev,optional"); !strings.Contains(msg, "omit=optional") || !strings.Contains(msg, fix) {
 		t.Errorf("with npm_config_omit=dev,optional the launcher's error does not say so:\n%s", msg)
 	}
+	// npm's own global prefix goes without saying.
+	if msg, want := run("npm_config_prefix="+prefix), "\n  npm install -g "+filepath.Join("DIST", "npm", d.platformPkg+"-"+d.semver+".tgz")+"\n"; !strings.Contains(msg, want) {
+		t.Errorf("with npm's global prefix %s the launcher's error does not say %q:\n%s", prefix, want, msg)
+	}
 
 	// The command it gives installs the package, and spbridge runs.
 	args := strings.Fields(strings.Replace(fix, "DIST", d.out, 1))

@@ -94,7 +94,12 @@ function installedAt(dir) {
     timeout: 10000,
     windowsHide: true,
   });
-  const own = (r.stdout || "").trim();
+  let own = (r.stdout || "").trim();
+  try {
+    own = fs.realpathSync(own); // as Node gives __dirname
+  } catch (_) {
+    // npm said nothing usable: name the prefix.
+  }
   return { global: true, prefix: own !== "" && path.resolve(own) === prefix ? "" : prefix };
 }
 
