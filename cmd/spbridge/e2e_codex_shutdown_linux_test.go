@@ -59,6 +59,7 @@ func TestE2EServeCodexShutdown(t *testing.T) {
 		{"app-server", "stdin", false, false}, {"app-server", "sigterm", false, false}, {"app-server", "stdin", true, false}, {"app-server", "sigterm", false, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/mcp=%v/cancelled=%v", c.transport, c.ending, c.mcp, c.cancelled), func(t *testing.T) {
+			t.Parallel() // each its own serve, codex and fake API
 			testServeCodexShutdown(t, c.transport, c.ending, c.mcp, c.cancelled)
 		})
 	}

@@ -196,6 +196,7 @@ func TestEditorConfigs(t *testing.T) {
 
 	for _, c := range configs {
 		t.Run(strings.ReplaceAll(c.editor, " ", "_"), func(t *testing.T) {
+			t.Parallel() // each its own spbridge, CLI, fake API and folders
 			if !filepath.IsAbs(c.command) || filepath.Base(c.command) != "spbridge" {
 				t.Errorf("command %q: spbridge by its absolute path", c.command)
 			}
