@@ -32,6 +32,7 @@ func TestE2EServeCodexPatchDiffs(t *testing.T) {
 	)
 	for _, transport := range []string{"exec", "app-server"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			e, _ := newCodexE2E(t,
 				fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{{Type: "custom_tool_call", Name: "apply_patch", CallID: "call_patch_1", Input: patch}}},
 				fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("Done.")}})

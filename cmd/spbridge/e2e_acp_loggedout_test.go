@@ -53,6 +53,7 @@ func stepError(t *testing.T, events []acpEvent, n int) authError {
 func TestE2EServeLoggedOut(t *testing.T) {
 	t.Parallel()
 	t.Run("claude", func(t *testing.T) {
+		t.Parallel()
 		e := newE2E(t)
 		env := acpEnv(e.env)
 		env["ANTHROPIC_API_KEY"] = nil
@@ -67,6 +68,7 @@ func TestE2EServeLoggedOut(t *testing.T) {
 		}
 	})
 	t.Run("codex", func(t *testing.T) {
+		t.Parallel()
 		var refusals []fakeapi.ResponsesReply
 		for range 10 {
 			refusals = append(refusals, fakeapi.ResponsesReply{Status: 401, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key", ErrorMessage: "Incorrect API key provided."})
@@ -86,6 +88,7 @@ func TestE2EServeLoggedOut(t *testing.T) {
 	// request ("Missing environment variable"), on either transport.
 	for _, transport := range []string{"app-server", "exec"} {
 		t.Run("codex key unset "+transport, func(t *testing.T) {
+			t.Parallel()
 			e, srv := newCodexE2E(t)
 			env := acpEnv(e.env)
 			env["FAKE_API_KEY"] = nil

@@ -40,6 +40,7 @@ func modelValues(t *testing.T, res map[string]any) (values []string, described i
 func TestE2EServeModelsInAnswer(t *testing.T) {
 	t.Parallel()
 	t.Run("claude", func(t *testing.T) {
+		t.Parallel()
 		e := newE2E(t, fakeapi.Reply{Blocks: []fakeapi.Block{{Text: "On the chosen model."}}})
 		pick := modelsInAnswer(t, e, "claude", nil, func(values []string, described int) bool {
 			return slices.Contains(values, "sonnet") && described > 0
@@ -55,6 +56,7 @@ func TestE2EServeModelsInAnswer(t *testing.T) {
 	})
 	for _, transport := range []string{"app-server", "exec"} {
 		t.Run("codex-"+transport, func(t *testing.T) {
+			t.Parallel()
 			e, srv := newCodexE2E(t, fakeapi.ResponsesReply{Items: []fakeapi.OutputItem{fakeapi.MessageItem("On the chosen model.")}})
 			pick := modelsInAnswer(t, e, "codex", []string{"--codex-transport", transport}, func(values []string, _ int) bool {
 				return len(values) >= 2 && values[0] == "default"

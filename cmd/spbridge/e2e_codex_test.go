@@ -185,6 +185,7 @@ func TestE2ECodexApproval(t *testing.T) {
 	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
+			t.Parallel()
 			outside := t.TempDir()
 			target := filepath.Join(outside, "out.txt")
 			e, _ := newCodexE2E(t,
