@@ -287,7 +287,14 @@ func runHelp(ctx context.Context, st stdio, args []string) error {
 			return err
 		}
 		if !isCommand {
-			return usagef("help", "no command or page of the manual named %q (the pages: %s)", f.Arg(0), strings.Join(docs.Topics(), ", "))
+			err := usagef("help", "no command or page of the manual named %q (the pages: %s)", f.Arg(0), strings.Join(docs.Topics(), ", ")).(*usageError)
+			for _, name := range suggestCommands(f.Arg(0), topCommands()) {
+				err.suggest = append(err.suggest, commandPath(name))
+			}
+			for _, name := range suggestNames(f.Arg(0), docs.Topics()) {
+				err.suggest = append(err.suggest, commandPath("help "+name))
+			}
+			return err
 		}
 	}
 	return runTop(ctx, st, append(f.Args(), "--help"))
