@@ -41,14 +41,22 @@ type ckptState struct {
 // ckptStore is the session's one Store of its checkpoints: every write
 // of the session (a turn's record, a rewind, its undo) goes through it,
 // so they run one at a time.
+// The first caller opens it outside the lock (a held package's folder
+// is made then); a second one opened meanwhile is dropped.
 func (s *Session) ckptStore() (*checkpoint.Store, error) {
+	s.ckpt.storeMu.Lock()
+	st := s.ckpt.store
+	s.ckpt.storeMu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := s.openCkptStore()
+	if err != nil {
+		return nil, err
+	}
 	s.ckpt.storeMu.Lock()
 	defer s.ckpt.storeMu.Unlock()
 	if s.ckpt.store == nil {
-		st, err := s.openCkptStore()
-		if err != nil {
-			return nil, err
-		}
 		s.ckpt.store = st
 	}
 	return s.ckpt.store, nil
