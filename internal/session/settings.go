@@ -207,6 +207,10 @@ func (s *Session) events(gen int) backend.Events {
 		ModelsChanged: func(list []backend.Model) {
 			s.ctl.mu.Lock()
 			current := gen == s.ctl.gen
+			// The same list as the one offered (the cache's, most
+			// often) changes nothing the client sees: no update, which
+			// could otherwise arrive after a cancelled prompt's answer.
+			same := current && s.ctl.models != nil && backend.EqualModels(list, s.ctl.models)
 			if current {
 				s.ctl.models = slices.Clone(list)
 			}
@@ -217,7 +221,9 @@ func (s *Session) events(gen int) backend.Events {
 			}
 			seen := s.seen()
 			s.ctl.seenOnce.Do(func() { close(seen) })
-			s.tell(ModelsChanged)
+			if !same {
+				s.tell(ModelsChanged)
+			}
 			if s.modelCache != nil && program != "" {
 				// Kept for the next session's answer (a small file,
 				// written once a CLI start).

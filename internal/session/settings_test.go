@@ -289,3 +289,37 @@ func TestSwitchCLI(t *testing.T) {
 		t.Errorf("the conversation's provider after a turn on codex: %q", p.Conv.Provider)
 	}
 }
+
+// TestSameModelsTellNothing: a CLI that lists the models the session
+// already offers (the cache's list, or its backend's own) changes nothing
+// the front end sees, so it is not told; another list is told.
+func TestSameModelsTellNothing(t *testing.T) {
+	pkg, _ := newPackage(t)
+	s, made, told := openCtl(t, pkg, Settings{CLI: "claude"})
+	count := func() int {
+		n := 0
+		for _, w := range told() {
+			if w == ModelsChanged {
+				n++
+			}
+		}
+		return n
+	}
+	b := made()[0]
+	before := count()
+	b.opts.Events.ModelsChanged(b.Models())
+	if got := count(); got != before {
+		t.Errorf("the same list was told (%d times, %d before)", got, before)
+	}
+	if !s.ModelsSeen() {
+		t.Error("the CLI's list, the same as the offered one, was not seen")
+	}
+	other := append(b.Models(), backend.Model{ID: "sonnet"})
+	b.opts.Events.ModelsChanged(other)
+	if got := count(); got != before+1 {
+		t.Errorf("another list was told %d times, want once", got-before)
+	}
+	if models, _ := s.Models(); len(models) != len(other) {
+		t.Errorf("the session offers %d models, want %d", len(models), len(other))
+	}
+}
