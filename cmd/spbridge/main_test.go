@@ -50,26 +50,38 @@ func TestMain(m *testing.M) {
 	// binaries.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" "+noExitSleep))
 	testscript.Main(m, map[string]func(){
-		"spbridge": func() {
-			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-		},
 		"fakeclaude": func() { os.Exit(scriptClaude()) },
 	})
 }
 
 func TestScript(t *testing.T) {
+	// The scripts' spbridge is the program as built (spbridgeBin, without
+	// the race detector, which the tests of this package run under: a
+	// race-enabled start costs several times a plain one, and the scripts
+	// start it hundreds of times); their fakeclaude is this test binary.
+	// Both are in $SPBRIDGE_BINDIR, first on PATH.
+	bin := t.TempDir()
+	if err := os.Symlink(spbridgeBin(t), filepath.Join(bin, "spbridge")); err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			// $SPBRIDGE_BINDIR holds spbridge alone: PATH=$SPBRIDGE_BINDIR
-			// runs it where no claude or codex can be found.
+			// $SPBRIDGE_BINDIR holds spbridge and fakeclaude alone:
+			// PATH=$SPBRIDGE_BINDIR runs spbridge where no claude or codex
+			// can be found.
 			path := env.Getenv("PATH")
-			env.Setenv("SPBRIDGE_BINDIR", strings.SplitN(path, string(filepath.ListSeparator), 2)[0])
-			// The scripts' spbridge is this race-enabled binary: without
-			// this, each of its runs would sleep a second before it exits.
+			own := strings.SplitN(path, string(filepath.ListSeparator), 2)[0]
+			if err := os.Symlink(filepath.Join(own, "fakeclaude"), filepath.Join(bin, "fakeclaude")); err != nil && !os.IsExist(err) {
+				return err
+			}
+			env.Setenv("SPBRIDGE_BINDIR", bin)
+			env.Setenv("PATH", bin+string(filepath.ListSeparator)+path)
+			// fakeclaude is this race-enabled binary: without this, each
+			// of its runs would sleep a second before it exits.
 			env.Setenv("GORACE", noExitSleep)
 			// $TESTED_SET_NAME is a version of the CLI NAME that spbridge
 			// is tested with ($TESTED_PINNED_CLAUDE): version --clis says them.
