@@ -26,7 +26,19 @@ var (
 	buildErr  error
 )
 
-// spbridgeBin builds the spbridge command once for the end-to-end tests.
+// removeBuilt removes what spbridgeBin built, once the tests are done.
+type removeBuilt struct{ m *testing.M }
+
+func (r removeBuilt) Run() int {
+	code := r.m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	return code
+}
+
+// spbridgeBin builds the spbridge command once for the end-to-end tests
+// (and testscript's scripts); TestMain removes it at the end.
 func spbridgeBin(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {

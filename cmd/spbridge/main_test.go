@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 	// the fake CLIs and MCP servers that this binary plays are such
 	// binaries.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" "+noExitSleep))
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removeBuilt{m}, map[string]func(){
 		"fakeclaude": func() { os.Exit(scriptClaude()) },
 	})
 }
