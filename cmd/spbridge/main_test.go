@@ -61,8 +61,14 @@ func TestScript(t *testing.T) {
 	// start it hundreds of times); their fakeclaude is this test binary.
 	// Both are in $SPBRIDGE_BINDIR, first on PATH.
 	bin := t.TempDir()
-	if err := os.Symlink(spbridgeBin(t), filepath.Join(bin, "spbridge")); err != nil {
+	fake, err := exec.LookPath("fakeclaude") // testscript.Main's copy
+	if err != nil {
 		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"spbridge": spbridgeBin(t), "fakeclaude": fake} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
@@ -73,13 +79,8 @@ func TestScript(t *testing.T) {
 			// $SPBRIDGE_BINDIR holds spbridge and fakeclaude alone:
 			// PATH=$SPBRIDGE_BINDIR runs spbridge where no claude or codex
 			// can be found.
-			path := env.Getenv("PATH")
-			own := strings.SplitN(path, string(filepath.ListSeparator), 2)[0]
-			if err := os.Symlink(filepath.Join(own, "fakeclaude"), filepath.Join(bin, "fakeclaude")); err != nil && !os.IsExist(err) {
-				return err
-			}
 			env.Setenv("SPBRIDGE_BINDIR", bin)
-			env.Setenv("PATH", bin+string(filepath.ListSeparator)+path)
+			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
 			// fakeclaude is this race-enabled binary: without this, each
 			// of its runs would sleep a second before it exits.
 			env.Setenv("GORACE", noExitSleep)
