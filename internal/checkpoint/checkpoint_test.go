@@ -835,3 +835,37 @@ func TestRootFollowsPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLarge: a folder whose files of kept contents hold more than
+// MaxTotalSize bytes is not checkpointed (nothing is read into the cache);
+// files over MaxFileSize and links do not count, and a folder back under
+// the bound is checkpointed again.
+func TestTooLarge(t *testing.T) {
+	e := newEnv(t, Options{MaxFileSize: 100, MaxTotalSize: 250}, Policy{})
+	e.write("a.txt", strings.Repeat("a", 100))
+	e.write("sub/b.txt", strings.Repeat("b", 100))
+	e.write("big.bin", strings.Repeat("c", 1000)) // over MaxFileSize: not counted
+	if err := e.tr.Begin(); err != nil {
+		t.Fatalf("200 bytes of 250: %v", err)
+	}
+	if _, err := e.tr.End(); err != nil {
+		t.Fatal(err)
+	}
+	reads := e.tr.reads
+	e.write("sub/deeper/c.txt", strings.Repeat("d", 51))
+	err := e.tr.Begin()
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("251 bytes of 250: Begin = %v, want ErrTooLarge", err)
+	}
+	if e.tr.reads != reads {
+		t.Errorf("a folder over the bound had %d files read", e.tr.reads-reads)
+	}
+	if cs, _ := e.tr.End(); len(cs.Files) != 0 {
+		t.Errorf("a turn of a folder over the bound changed %+v", summary(cs))
+	}
+	must(t, os.Remove(filepath.Join(e.root, "a.txt")))
+	_, cs := e.turnOf(func() { e.write("sub/b.txt", "b 2\n") })
+	if got := summary(cs); len(got) != 1 || got[0].path != "sub/b.txt" || got[0].kind != Modified {
+		t.Errorf("back under the bound: %+v", got)
+	}
+}

@@ -21,6 +21,13 @@ type Options struct {
 	// MaxFiles is the most files a folder may hold (DefaultMaxFiles when
 	// 0): a larger folder is not checkpointed (ErrTooManyFiles).
 	MaxFiles int
+	// MaxTotalSize is the most bytes the files whose contents are kept
+	// (those up to MaxFileSize) may hold together (DefaultMaxTotalSize
+	// when 0, as much as a package's checkpoints keep by default): a
+	// larger folder is not checkpointed (ErrTooLarge), rather than copied
+	// whole into the cache before its first turn (a home folder, or
+	// /tmp).
+	MaxTotalSize int64
 	// Exclude are absolute paths inside the folders that are never walked
 	// (the package's agent folder, the state folder).
 	Exclude []string
@@ -28,8 +35,9 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxFileSize = 10 << 20
-	DefaultMaxFiles    = 200_000
+	DefaultMaxFileSize  = 10 << 20
+	DefaultMaxFiles     = 200_000
+	DefaultMaxTotalSize = DefaultMaxBytes
 )
 
 func (o Options) maxFileSize() int64 {
@@ -44,6 +52,18 @@ func (o Options) maxFiles() int {
 		return o.MaxFiles
 	}
 	return DefaultMaxFiles
+}
+
+func (o Options) maxTotalSize() int64 {
+	if o.MaxTotalSize > 0 {
+		return o.MaxTotalSize
+	}
+	return DefaultMaxTotalSize
+}
+
+// limits are the bounds of a walk of a folder.
+func (o Options) limits() walkLimits {
+	return walkLimits{files: o.maxFiles(), total: o.maxTotalSize(), fileSize: o.maxFileSize()}
 }
 
 // Tracker follows the folders of one session across its turns: Begin
@@ -133,7 +153,7 @@ func (t *Tracker) Begin() error {
 		r.start, r.dirs, r.err = nil, nil, nil
 		r.open()
 		defer r.close()
-		w, err := walk(r.abs, r.skip, t.opt.maxFiles())
+		w, err := walk(r.abs, r.skip, t.opt.limits())
 		if err != nil {
 			r.err = err
 			errs = append(errs, fmt.Errorf("checkpoint %s: %w", r.abs, err))
@@ -298,7 +318,7 @@ func (t *Tracker) End() (ChangeSet, error) {
 		r.start, r.dirs = nil, nil
 		r.open()
 		defer r.close()
-		w, err := walk(r.abs, r.skip, t.opt.maxFiles())
+		w, err := walk(r.abs, r.skip, t.opt.limits())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("checkpoint %s: %w", r.abs, err))
 			continue

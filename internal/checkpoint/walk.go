@@ -67,6 +67,18 @@ func (w *walked) under(p string) bool {
 // more files than Options.MaxFiles: its turns are not checkpointed.
 var ErrTooManyFiles = errors.New("more files than checkpoints cover")
 
+// ErrTooLarge is matched by the error of a walk of a folder whose files
+// (those whose contents are kept) hold more than Options.MaxTotalSize
+// bytes: its turns are not checkpointed.
+var ErrTooLarge = errors.New("more bytes than checkpoints cover")
+
+// walkLimits bound a walk: the files it records, and the bytes of those
+// of at most fileSize bytes (the files whose contents are kept).
+type walkLimits struct {
+	files           int
+	total, fileSize int64
+}
+
 // maxIgnoreFile is the largest .gitignore (or .git/info/exclude) read.
 const maxIgnoreFile = 1 << 20
 
@@ -75,20 +87,21 @@ const maxIgnoreFile = 1 << 20
 // to walkers at once: a walk is mostly the system's work of listing and
 // stating each file, which runs on every core.
 type walker struct {
-	root     *os.Root
-	skip     map[string]bool // paths not walked (spbridge's own folders inside)
-	maxFiles int
-	g        errgroup.Group
-	n        atomic.Int64 // files recorded so far
-	mu       sync.Mutex   // guards out
-	out      *walked
+	root   *os.Root
+	skip   map[string]bool // paths not walked (spbridge's own folders inside)
+	limits walkLimits
+	g      errgroup.Group
+	n      atomic.Int64 // files recorded so far
+	bytes  atomic.Int64 // bytes of the files of kept contents recorded so far
+	mu     sync.Mutex   // guards out
+	out    *walked
 }
 
 // walkers is how many folders a walk lists at once.
 var walkers = max(4, 2*runtime.GOMAXPROCS(0))
 
 // walk walks the folder at abs. skip holds relative paths left out.
-func walk(abs string, skip map[string]bool, maxFiles int) (*walked, error) {
+func walk(abs string, skip map[string]bool, limits walkLimits) (*walked, error) {
 	out := &walked{files: make(map[string]meta), dirs: make(map[string]bool)}
 	r, err := os.OpenRoot(abs)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -99,7 +112,7 @@ func walk(abs string, skip map[string]bool, maxFiles int) (*walked, error) {
 		return nil, err
 	}
 	defer r.Close()
-	w := &walker{root: r, skip: skip, maxFiles: maxFiles, out: out}
+	w := &walker{root: r, skip: skip, limits: limits, out: out}
 	w.g.SetLimit(walkers)
 	// .git/info/exclude of a repository at the folder's top, then the
 	// .gitignore files of every level (walkDir), deeper ones ruling.
@@ -191,8 +204,17 @@ func (w *walker) walkDir(rel string, comps []string, patterns []gitignore.Patter
 		}
 		files = append(files, file{p, md})
 	}
-	if w.n.Add(int64(len(files))) > int64(w.maxFiles) {
-		return fmt.Errorf("%w: over %d", ErrTooManyFiles, w.maxFiles)
+	if w.n.Add(int64(len(files))) > int64(w.limits.files) {
+		return fmt.Errorf("%w: over %d", ErrTooManyFiles, w.limits.files)
+	}
+	var size int64
+	for _, f := range files {
+		if !f.meta.isLink() && f.meta.size <= w.limits.fileSize {
+			size += f.meta.size
+		}
+	}
+	if w.bytes.Add(size) > w.limits.total {
+		return fmt.Errorf("%w: over %d", ErrTooLarge, w.limits.total)
 	}
 	w.mu.Lock()
 	for _, f := range files {
