@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,12 +50,13 @@ func runACPClient(t *testing.T, scenario map[string]any) []acpEvent {
 		t.Skipf("the ACP SDK is not installed (run bash scripts/install-clis): %v", err)
 	}
 	data, _ := json.Marshal(scenario)
-	file := filepath.Join(t.TempDir(), "scenario.json")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "scenario.json")
 	os.WriteFile(file, data, 0o644)
-	cmd := exec.Command("node", filepath.Join(root, "testdata", "acp-client", "client.mjs"), file)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, code, err := runOnACPClient(filepath.Join(root, "testdata", "acp-client", "client.mjs"), file, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var events []acpEvent
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
@@ -71,8 +71,8 @@ func runACPClient(t *testing.T, scenario map[string]any) []acpEvent {
 			t.Errorf("client: %s %s %s %s", e.Event, e.Method, e.Params, e.Error)
 		}
 	}
-	if err != nil {
-		t.Fatalf("the ACP client failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	if code != 0 {
+		t.Fatalf("the ACP client failed: exit status %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	return events
 }

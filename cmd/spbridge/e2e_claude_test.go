@@ -31,6 +31,7 @@ type removeBuilt struct{ m *testing.M }
 
 func (r removeBuilt) Run() int {
 	code := r.m.Run()
+	closeACPClient()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
