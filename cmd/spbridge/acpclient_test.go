@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +25,10 @@ var acpClient struct {
 	cmd    *exec.Cmd
 	stderr syncBuffer // the client's own, not its agents'
 
-	mu    sync.Mutex
-	stdin io.WriteCloser
-	waits map[string]chan int // by events file: the scenario's exit status
-	dead  chan struct{}       // closed when the client's output ended
+	requests chan []byte // lines for the client's input, written by one goroutine
+	mu       sync.Mutex
+	waits    map[string]chan int // by events file: the scenario's exit status
+	dead     chan struct{}       // closed when the client's output ended
 }
 
 // startACPClient starts the client, once.
@@ -52,7 +51,15 @@ func startACPClient(script string) error {
 			c.err = fmt.Errorf("start the ACP client: %w", err)
 			return
 		}
-		c.cmd, c.stdin, c.waits, c.dead = cmd, stdin, map[string]chan int{}, make(chan struct{})
+		c.cmd, c.requests, c.waits, c.dead = cmd, make(chan []byte), map[string]chan int{}, make(chan struct{})
+		go func() {
+			// A client that stopped reading leaves the writes to fail,
+			// and the waits to end with its output (dead).
+			for line := range c.requests {
+				stdin.Write(line)
+			}
+			stdin.Close()
+		}()
 		go func() {
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
@@ -93,10 +100,11 @@ func runOnACPClient(script, file, dir string) (events, stderr []byte, code int, 
 	ch := make(chan int, 1)
 	c.mu.Lock()
 	c.waits[req["events"].(string)] = ch
-	_, err = c.stdin.Write(append(line, '\n'))
 	c.mu.Unlock()
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("the ACP client: %w\n%s", err, c.stderr.String())
+	select {
+	case c.requests <- append(line, '\n'):
+	case <-c.dead:
+		return nil, nil, 0, fmt.Errorf("the ACP client has ended:\n%s", c.stderr.String())
 	}
 	select {
 	case code = <-ch:
@@ -114,7 +122,7 @@ func closeACPClient() {
 	if c.cmd == nil {
 		return
 	}
-	c.stdin.Close()
+	close(c.requests)
 	c.cmd.Wait()
 }
 
