@@ -137,6 +137,9 @@ func (p *Proc) Ready() <-chan struct{} { return p.ready }
 func (p *Proc) Next() (l Line, ok bool) {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
+	if p.discard {
+		return Line{}, false
+	}
 	for {
 		if c := p.cur; c != nil {
 			if c.next < len(c.lines) {
@@ -216,13 +219,16 @@ func (p *Proc) newBatch(full bool) *batch {
 }
 
 // sendBatch queues b for the receiver, waiting while maxQueued batches
-// wait; it returns false when Close gave up on the receiver.
+// wait (b is dropped once the receiver is gone: Discard, or Close gave up
+// on it); it returns false when Close stopped the reading.
 func (p *Proc) sendBatch(b *batch) bool {
 	for {
 		p.qmu.Lock()
 		if p.discard {
+			// Nobody takes it: dropped, and stdout read on to its end.
+			p.recycle(b)
 			p.qmu.Unlock()
-			return false
+			return true
 		}
 		if len(p.queue) < maxQueued {
 			p.queue = append(p.queue, b)
@@ -270,4 +276,12 @@ func (p *Proc) giveUp() {
 	p.discard = true
 	clear(p.queue)
 	p.queue = p.queue[:0]
+	poke(p.space) // endLines no longer waits for the receiver
 }
+
+// Discard tells p that its receiver takes no more lines: those not taken
+// are dropped, and so is the rest of stdout as it is read (the program
+// still writes it to the end, as it exits), and Close does not wait for a
+// receiver that will not come. The receiver that calls it, about to close
+// p, takes nothing after; Next returns no line from now on.
+func (p *Proc) Discard() { p.giveUp() }

@@ -620,6 +620,32 @@ func TestCloseAbandonsReceiver(t *testing.T) {
 	}
 }
 
+// TestDiscard: a receiver that will take no more lines says so, and the
+// program still writes all it has to (4 MiB, more than the queue holds),
+// exits by itself and is closed without a wait for the receiver: with a
+// grace of a minute, a Close that waited for it would end the program by
+// SIGINT a minute later.
+func TestDiscard(t *testing.T) {
+	p := start(t, helperConfig("burst", "4"))
+	if _, open := <-p.Ready(); !open {
+		t.Fatal("stdout ended before a line")
+	}
+	if l, ok := p.Next(); !ok || string(l.Data) != "line 0" {
+		t.Fatalf("first line %q (%v), want line 0", l.Data, ok)
+	}
+	p.Discard()
+	p.CloseStdin()
+	if err := p.Close(time.Minute); err != nil {
+		t.Fatalf("Close = %v, want the program's own exit 0", err)
+	}
+	if l, ok := p.Next(); ok {
+		t.Errorf("Next after Discard = %q, want no line", l.Data)
+	}
+	for range p.Ready() {
+		// a value poked before it was closed
+	}
+}
+
 // recvGrandchild reads lines until the helper names its grandchild: the
 // grandchild shares stdout, so its own "ready" may come first.
 func recvGrandchild(t *testing.T, p *Proc) int {

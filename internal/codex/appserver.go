@@ -591,7 +591,10 @@ func joinLines(parts ...string) string {
 }
 
 // appReap ends the app-server process, keeping the thread for the next one
-// to resume.
+// to resume. Its caller holds b.run, as the server's only reader does,
+// and reads no more of it: what the server still prints is dropped, so
+// that its end is not held for Opts.Grace by lines nobody takes (a
+// session closed while Prepare's server started took 5 s).
 func (b *Backend) appReap() {
 	p := b.app.proc
 	if p == nil {
@@ -600,6 +603,7 @@ func (b *Backend) appReap() {
 	b.app.proc = nil
 	b.app.threaded = false
 	b.app.turnID = ""
+	p.Discard()
 	p.CloseStdin()
 	b.Reap(p)
 }

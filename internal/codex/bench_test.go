@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -68,6 +69,10 @@ func fakeAppServer() {
 		id := m["id"]
 		switch m["method"] {
 		case "initialize":
+			if fifo, ok := strings.CutPrefix(os.Getenv(fakeAppServerEnv), "hold-init "); ok {
+				holdInit(fifo, emit)
+				return
+			}
 			emit(map[string]any{"id": id, "result": map[string]any{"userAgent": "fake"}})
 		case "thread/start":
 			emit(map[string]any{"id": id, "result": map[string]any{"thread": map[string]any{"id": "thread-1"}}})
@@ -120,6 +125,22 @@ func fakeAppServer() {
 				emit(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "method not found"}})
 			}
 		}
+	}
+}
+
+// holdInit is fakeAppServer's "hold-init FIFO": it does not answer
+// initialize but says on FIFO that it read it, then, once its input
+// closes, prints 4 MiB of notifications (more than a pipe and a reader's
+// queue hold) and exits 0.
+func holdInit(fifo string, emit func(any)) {
+	if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+		f.WriteString("initialize\n")
+		f.Close()
+	}
+	io.Copy(io.Discard, os.Stdin)
+	note := map[string]any{"method": "configWarning", "params": map[string]any{"summary": strings.Repeat("x", 1000)}}
+	for range 4 << 10 {
+		emit(note)
 	}
 }
 

@@ -22,6 +22,7 @@ func (b *Backend) Sleep() bool {
 	b.slept = b.app.threaded
 	b.mu.Unlock()
 	b.app.proc, b.app.threaded, b.app.turnID = nil, false, ""
+	p.Discard() // idle: what it prints as it ends is no turn's
 	p.CloseStdin()
 	p.Close(min(appCloseGrace, b.Opts.Grace)) // Reap below keeps how it ended
 	b.Reap(p)
