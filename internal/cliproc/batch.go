@@ -268,9 +268,13 @@ func (p *Proc) endLines() {
 	}
 }
 
-// giveUp discards the lines the receiver has not taken; Next returns none
-// from now on.
-func (p *Proc) giveUp() {
+// Discard tells p that its receiver takes no more lines: those not taken
+// are dropped, and so is the rest of stdout as it is read (the program
+// still writes it to the end, as it exits), and Close does not wait for a
+// receiver that will not come; Next returns no line from now on. The
+// receiver that reaps p calls it, and so does Close when it gives up on
+// the receiver.
+func (p *Proc) Discard() {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
 	p.discard = true
@@ -278,10 +282,3 @@ func (p *Proc) giveUp() {
 	p.queue = p.queue[:0]
 	poke(p.space) // endLines no longer waits for the receiver
 }
-
-// Discard tells p that its receiver takes no more lines: those not taken
-// are dropped, and so is the rest of stdout as it is read (the program
-// still writes it to the end, as it exits), and Close does not wait for a
-// receiver that will not come. The receiver that calls it, about to close
-// p, takes nothing after; Next returns no line from now on.
-func (p *Proc) Discard() { p.giveUp() }

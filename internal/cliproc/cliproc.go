@@ -628,7 +628,7 @@ func (p *Proc) close(grace time.Duration) {
 		p.stderr.SetReadDeadline(now)
 		close(p.stop)
 		p.mu.Unlock()
-		p.giveUp()
+		p.Discard()
 		<-p.done
 	}
 	sys.groupGone(p.pid, groupGoneWait)
