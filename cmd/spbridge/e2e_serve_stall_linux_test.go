@@ -151,9 +151,18 @@ func (s *stalledServe) waitExit(from time.Time) time.Duration {
 		<-s.copied
 		return took
 	case <-time.After(stallExitGuard):
-		s.cmd.Process.Kill()
-		err := <-s.exited
+		// SIGQUIT makes serve print every goroutine's stack as it exits:
+		// the failure shows where it waited.
+		s.cmd.Process.Signal(syscall.SIGQUIT)
+		var err error
+		select {
+		case err = <-s.exited:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			err = <-s.exited
+		}
 		s.exited <- err // for the cleanup
+		<-s.copied
 		s.t.Fatalf("spbridge serve did not exit within %v\n%s", stallExitGuard, s.stderr.String())
 		return 0
 	}

@@ -65,6 +65,14 @@ func TestScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// $SPBRIDGE_VERSION is the version the built spbridge prints: "devel",
+	// or the module version the go command stamps from the clone's commit
+	// (it does with -trimpath, as scripts/test builds).
+	out, err := exec.Command(spbridgeBin(t), "--version").Output()
+	version, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "spbridge ")
+	if err != nil || !ok {
+		t.Fatalf("spbridge --version: %q, %v", out, err)
+	}
 	for name, target := range map[string]string{"spbridge": spbridgeBin(t), "fakeclaude": fake} {
 		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
 			t.Fatal(err)
@@ -80,6 +88,7 @@ func TestScript(t *testing.T) {
 			// PATH=$SPBRIDGE_BINDIR runs spbridge where no claude or codex
 			// can be found.
 			env.Setenv("SPBRIDGE_BINDIR", bin)
+			env.Setenv("SPBRIDGE_VERSION", version)
 			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
 			// fakeclaude is this race-enabled binary: without this, each
 			// of its runs would sleep a second before it exits.
