@@ -78,6 +78,15 @@ func startStalledServe(t *testing.T) *stalledServe {
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
+	// The pipe's write end is one open file with serve's standard output,
+	// and its blocking mode is the file's: serve makes it nonblocking, so
+	// that a write the client does not take is given up once serve is
+	// ending, and each Fd call makes it blocking again. Taken once, here,
+	// before serve starts (Start calls Fd too): taken after, it could
+	// come after serve's change and undo it, and serve's last write then
+	// waited in the kernel, past any deadline (serve outlived the guard,
+	// its goroutines showed, about once in 300 runs under load).
+	fd := int(s.outW.Fd())
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +118,6 @@ func startStalledServe(t *testing.T) *stalledServe {
 	send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": map[string]any{"sessionId": s.e.pkg, "prompt": []any{map[string]any{"type": "text", "text": "count"}}}})
 	// Only the turn's text can fill the pipe: once full, the turn streams
 	// and serve waits for a reader.
-	fd := int(s.outW.Fd())
 	deadline := time.Now().Add(stallExitGuard)
 	for {
 		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
@@ -200,10 +208,6 @@ func (s *stalledServe) check() {
 // while the client reads none of serve's output (its pipe full): serve
 // saves the turn, ends the CLI and exits 0, dropping what it cannot
 // deliver.
-//
-// Not run in parallel with the other end-to-end tests: once, beside them,
-// serve outlived the 3-minute guard (seen at 2026-12-02; under study), and
-// alone it exits in about 1.1 s.
 func TestE2EServeStalledOutputEnds(t *testing.T) {
 	for _, c := range []struct {
 		name string
